@@ -1,0 +1,37 @@
+# The README's two commands: `make reproduce` and `make test`. Both set up .venv on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PROFILE ?= cpu-smoke
+export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
+
+.PHONY: install reproduce test certify stats bench clean
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	# torch first and pinned: the CPU build on disk; an unpinned torch would pull a multi-GB CUDA build.
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -r requirements.txt
+	$(PY) -m pip install --quiet --no-deps -e .
+	touch $@
+
+install: $(VENV)/.installed
+
+reproduce: install
+	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
+
+test: install
+	$(PY) -m pytest -q tests
+
+certify: install
+	$(VENV)/bin/progagent tasks certify tasks --scales v0,v1,v2,v3 --seeds 2
+
+stats: install
+	$(VENV)/bin/progagent tasks stats tasks
+
+bench: install
+	$(PY) bench/runtime.py
+
+clean:
+	rm -rf $(VENV) .cache runs

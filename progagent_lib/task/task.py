@@ -1,0 +1,273 @@
+"""Loading a task folder, building its environment state per scale, and starting episodes."""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import random
+import shutil
+import sqlite3
+import sys
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from .environment import Environment
+from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, SCALES, check_scale
+from .tools import ToolDefinitionError
+
+TASK_FILES = ("task.toml", "prompt.md", "generator.py", "environment.py", "oracle.py")
+
+
+class TaskLoadError(Exception):
+    """A task folder cannot be loaded; the message names the task, the file and the problem."""
+
+
+class GenerationError(Exception):
+    """A task's generator raised or produced an unusable state."""
+
+
+def cache_root() -> Path:
+    """Where built environment states live (override with PROGAGENT_CACHE)."""
+    return Path(os.environ.get("PROGAGENT_CACHE", Path.home() / ".cache" / "progagent")) / "envs"
+
+
+def episodes_root() -> Path:
+    """Where episodes' private copies live (override with PROGAGENT_EPISODES)."""
+    root = Path(os.environ.get("PROGAGENT_EPISODES", Path(tempfile.gettempdir()) / "progagent-episodes"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@dataclass
+class GenContext:
+    """What a generator receives: where to write and how big to make things."""
+
+    db: sqlite3.Connection
+    workspace: Path
+    scale: str
+    seed: int
+    rng: random.Random
+    config: dict = field(default_factory=dict)
+
+    def rows(self, n: int) -> int:
+        """n database rows at v0, scaled ×1/×2/×4/×8."""
+        return int(n) * ROW_MULTIPLIER[self.scale]
+
+    def files(self, n: int) -> int:
+        """n workspace files at v0, scaled ×1/×2/×3/×4."""
+        return int(n) * FILE_MULTIPLIER[self.scale]
+
+    def size(self, name: str) -> int:
+        """The scaled size of a table or file group declared in task.toml ([tables] / [files])."""
+        tables = self.config.get("tables", {})
+        files = self.config.get("files", {})
+        if name in tables:
+            return self.rows(tables[name])
+        if name in files:
+            return self.files(files[name])
+        raise KeyError(f"{name!r} is declared in neither [tables] nor [files] of task.toml")
+
+
+def _seed_for(task_id: str, seed: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"{task_id}:{seed}".encode()).digest()[:8], "big")
+
+
+def _load_module(task_id: str, path: Path) -> ModuleType:
+    name = "progagent_tasks." + task_id.replace("/", ".").replace("-", "_") + "." + path.stem
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    try:
+        spec.loader.exec_module(module)
+    except ToolDefinitionError as exc:
+        raise TaskLoadError(f"task {task_id!r} ({path.name}): {exc}") from None
+    except Exception as exc:
+        raise TaskLoadError(f"task {task_id!r} ({path.name}): import failed: {type(exc).__name__}: {exc}") from exc
+    return module
+
+
+def state_fingerprint(db_path: Path, workspace: Path) -> str:
+    """Hash of a state's database content (SQL dump) and workspace files (paths and bytes)."""
+    digest = hashlib.sha256()
+    con = sqlite3.connect(db_path)
+    try:
+        for line in con.iterdump():
+            digest.update(line.encode())
+    finally:
+        con.close()
+    for path in sorted(workspace.rglob("*")):
+        if path.is_file():
+            digest.update(str(path.relative_to(workspace)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+class Task:
+    """One task folder in the native format (see DESIGN.md section 3)."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root).resolve()
+        if not self.root.is_dir():
+            raise TaskLoadError(f"task folder {str(root)!r} does not exist")
+        missing = [f for f in TASK_FILES if not (self.root / f).is_file()]
+        label = str(root)
+        if missing:
+            raise TaskLoadError(f"task {label!r}: missing file(s) {', '.join(missing)}")
+        try:
+            self.config = tomllib.loads((self.root / "task.toml").read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise TaskLoadError(f"task {label!r} (task.toml): not valid TOML: {exc}") from None
+        for key in ("id", "domain", "title"):
+            if not isinstance(self.config.get(key), str) or not self.config[key].strip():
+                raise TaskLoadError(f"task {label!r} (task.toml): required string field {key!r} is missing")
+        self.id: str = self.config["id"]
+        self.domain: str = self.config["domain"]
+        self.subcategory: str = self.config.get("subcategory", "")
+        self.title: str = self.config["title"]
+        self.limits: dict = self.config.get("limits", {})
+        for section in ("tables", "files"):
+            values = self.config.get(section, {})
+            if not isinstance(values, dict) or not all(isinstance(v, int) and v > 0 for v in values.values()):
+                raise TaskLoadError(f"task {self.id!r} (task.toml): [{section}] must map names to positive integers")
+        self.prompt: str = (self.root / "prompt.md").read_text().strip()
+        if not self.prompt:
+            raise TaskLoadError(f"task {self.id!r} (prompt.md): the instruction is empty")
+        self._generator: Callable | None = None
+        self._env_class: type[Environment] | None = None
+        self._solve: Callable | None = None
+        # Load eagerly so that a broken tool definition is reported at load time.
+        self.env_class  # noqa: B018
+
+    def __repr__(self) -> str:
+        return f"Task({self.id!r})"
+
+    # --- the three code files ------------------------------------------------------------------
+    @property
+    def env_class(self) -> type[Environment]:
+        if self._env_class is None:
+            module = _load_module(self.id, self.root / "environment.py")
+            classes = [
+                v for v in vars(module).values()
+                if isinstance(v, type) and issubclass(v, Environment) and v is not Environment and v.__module__ == module.__name__
+            ]
+            if len(classes) != 1:
+                raise TaskLoadError(f"task {self.id!r} (environment.py): expected exactly one Environment subclass, found {len(classes)}")
+            if not classes[0].tool_specs:
+                raise TaskLoadError(f"task {self.id!r} (environment.py): the environment defines no @tool methods")
+            self._env_class = classes[0]
+        return self._env_class
+
+    @property
+    def generator(self) -> Callable:
+        if self._generator is None:
+            module = _load_module(self.id, self.root / "generator.py")
+            if not callable(getattr(module, "generate", None)):
+                raise TaskLoadError(f"task {self.id!r} (generator.py): no function generate(ctx)")
+            self._generator = module.generate
+        return self._generator
+
+    @property
+    def solve(self) -> Callable:
+        if self._solve is None:
+            module = _load_module(self.id, self.root / "oracle.py")
+            if not callable(getattr(module, "solve", None)):
+                raise TaskLoadError(f"task {self.id!r} (oracle.py): no function solve(tools)")
+            self._solve = module.solve
+        return self._solve
+
+    def oracle(self, tools: Any) -> str:
+        """Run the reference solution against `tools`; returns its final response."""
+        return self.solve(tools)
+
+    def tool_schemas(self) -> list[dict]:
+        return [spec.openai_schema() for spec in self.env_class.tool_specs.values()]
+
+    # --- environment state -----------------------------------------------------------------------
+    def code_fingerprint(self) -> str:
+        digest = hashlib.sha256()
+        for name in ("task.toml", "generator.py"):
+            digest.update((self.root / name).read_bytes())
+        return digest.hexdigest()[:16]
+
+    def generate_into(self, target: Path, scale: str, seed: int) -> None:
+        """Run the generator into an empty folder `target` (data.db + workspace/)."""
+        check_scale(scale)
+        target.mkdir(parents=True, exist_ok=True)
+        workspace = target / "workspace"
+        workspace.mkdir()
+        con = sqlite3.connect(target / "data.db")
+        ctx = GenContext(con, workspace, scale, seed, random.Random(_seed_for(self.id, seed)), self.config)
+        try:
+            self.generator(ctx)
+            con.commit()
+        except TaskLoadError:
+            raise
+        except Exception as exc:
+            raise GenerationError(f"task {self.id!r} (generator.py): generate() raised {type(exc).__name__}: {exc} at scale {scale}, seed {seed}") from exc
+        finally:
+            con.close()
+
+    def state_dir(self, scale: str, seed: int) -> Path:
+        """The cached state for (scale, seed), built on first use. Never modified by episodes."""
+        check_scale(scale)
+        final = cache_root() / self.id / self.code_fingerprint() / f"{scale}-seed{seed}"
+        if (final / "READY").exists():
+            return final
+        final.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{scale}-seed{seed}-", dir=final.parent))
+        try:
+            self.generate_into(staging, scale, seed)
+            (staging / "READY").write_text(state_fingerprint(staging / "data.db", staging / "workspace"))
+            try:
+                staging.rename(final)
+            except OSError:  # another process built it first
+                shutil.rmtree(staging, ignore_errors=True)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return final
+
+    def instantiate(self, scale: str = "v0", seed: int = 0) -> Environment:
+        """A fresh Environment on a private copy of the (scale, seed) state."""
+        source = self.state_dir(scale, seed)
+        episode = Path(tempfile.mkdtemp(prefix=f"{self.id.replace('/', '_')}-{scale}-", dir=episodes_root()))
+        shutil.copy2(source / "data.db", episode / "data.db")
+        shutil.copytree(source / "workspace", episode / "workspace")
+        env = self.env_class(episode / "data.db", episode / "workspace", task=self, episode_dir=episode)
+        env.scale, env.seed = scale, seed
+        return env
+
+
+def load_task(path: str | Path) -> Task:
+    """Load one task folder."""
+    return Task(path)
+
+
+def find_task_dirs(root: str | Path) -> list[Path]:
+    """Every folder under `root` that holds a task.toml, sorted."""
+    root = Path(root)
+    if (root / "task.toml").is_file():
+        return [root]
+    return sorted(p.parent for p in root.rglob("task.toml"))
+
+
+def load_pool(root: str | Path = "tasks", *, strict: bool = True) -> list[Task]:
+    """Load every task under `root`. With strict=False, broken tasks are skipped (see `load_pool_report`)."""
+    tasks, errors = load_pool_report(root)
+    if strict and errors:
+        raise TaskLoadError("; ".join(errors))
+    return tasks
+
+
+def load_pool_report(root: str | Path = "tasks") -> tuple[list[Task], list[str]]:
+    tasks, errors = [], []
+    for folder in find_task_dirs(root):
+        try:
+            tasks.append(Task(folder))
+        except TaskLoadError as exc:
+            errors.append(str(exc))
+    return tasks, errors

@@ -1,0 +1,29 @@
+"""A plausible wrong solution: follows the policy but misses the supplier hold in the inbox."""
+import math
+
+
+def solve(tools) -> str:
+    products, page = [], 1
+    while True:
+        result = tools.list_products(page=page)
+        products += result["items"]
+        if not result["has_more"]:
+            break
+        page += 1
+    delisted = set()
+    for f in tools.list_files(pattern="docs/*")["items"]:
+        text = tools.read_file(path=f["path"])
+        if "must not be reordered" in text:
+            delisted |= {line.strip(" *") for line in text.splitlines() if line.strip().startswith("* SKU")}
+    rows, total = [], 0.0
+    for p in products:
+        if p["on_hand"] >= p["reorder_point"] or p["sku"] in delisted:
+            continue
+        s = tools.get_supplier(supplier_id=p["preferred_supplier_id"])
+        quantity = math.ceil((p["target_stock"] - p["on_hand"]) / s["case_pack"]) * s["case_pack"]
+        tools.create_purchase_order(product_id=p["id"], supplier_id=s["id"], quantity=quantity)
+        cost = round(quantity * p["unit_cost"], 2)
+        total += cost
+        rows.append(f"{p['sku']},{s['name']},{quantity},{cost:.2f}")
+    tools.write_file(path="restock_report.csv", content="sku,supplier,quantity,cost\n" + "\n".join(rows) + "\n")
+    return f"Placed {len(rows)} orders, total cost {total:.2f}."

@@ -1,0 +1,50 @@
+"""Reference solution for retail/restock_orders, using only the task's tools."""
+import math
+import re
+
+
+def read_all(list_tool, **kwargs):
+    items, page = [], 1
+    while True:
+        result = list_tool(page=page, **kwargs)
+        items += result["items"]
+        if not result["has_more"]:
+            return items
+        page += 1
+
+
+def solve(tools) -> str:
+    files = [f["path"] for f in read_all(tools.list_files)]
+    texts = {path: tools.read_file(path=path) for path in files}
+    suspended_name = delisted = None
+    delisted = set()
+    for path, text in texts.items():
+        hold = re.search(r"Subject: Hold on (.+)", text)
+        if hold:
+            suspended_name = hold.group(1).strip()
+        if "must not be reordered" in text:
+            delisted |= set(re.findall(r"SKU-\d+", text))
+
+    products = read_all(tools.list_products)
+    suppliers = {}
+
+    def supplier(sid):
+        if sid not in suppliers:
+            suppliers[sid] = tools.get_supplier(supplier_id=sid)
+        return suppliers[sid]
+
+    rows, total = [], 0.0
+    for p in products:
+        if p["on_hand"] >= p["reorder_point"] or p["sku"] in delisted:
+            continue
+        chosen = supplier(p["preferred_supplier_id"])
+        if chosen["name"] == suspended_name:
+            chosen = supplier(p["backup_supplier_id"])
+        need = p["target_stock"] - p["on_hand"]
+        quantity = math.ceil(need / chosen["case_pack"]) * chosen["case_pack"]
+        tools.create_purchase_order(product_id=p["id"], supplier_id=chosen["id"], quantity=quantity)
+        cost = round(quantity * p["unit_cost"], 2)
+        total += cost
+        rows.append(f"{p['sku']},{chosen['name']},{quantity},{cost:.2f}")
+    tools.write_file(path="restock_report.csv", content="sku,supplier,quantity,cost\n" + "\n".join(rows) + "\n")
+    return f"I placed {len(rows)} purchase orders. The total cost of all the orders is {total:.2f}."
