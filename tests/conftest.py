@@ -1,0 +1,21 @@
+"""Shared test fixtures. Built environment states are cached under the repo's .cache unless told otherwise."""
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+os.environ.setdefault("PROGAGENT_CACHE", str(REPO / ".cache" / "progagent"))
+TASKS_DIR = REPO / "tasks"
+
+
+@pytest.fixture(scope="session")
+def repo() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def restock_task():
+    from progagent_lib import load_task
+
+    return load_task(TASKS_DIR / "retail" / "restock_orders")
