@@ -1,15 +1,11 @@
 """A plausible wrong solution: follows the policy but misses the supplier hold in the inbox."""
 import math
 
+from progagent_lib.task.oracle_kit import read_all
+
 
 def solve(tools) -> str:
-    products, page = [], 1
-    while True:
-        result = tools.list_products(page=page)
-        products += result["items"]
-        if not result["has_more"]:
-            break
-        page += 1
+    products = read_all(tools.list_products)
     delisted = set()
     for f in tools.list_files(pattern="docs/*")["items"]:
         text = tools.read_file(path=f["path"])

@@ -2,22 +2,12 @@
 import math
 import re
 
-
-def read_all(list_tool, **kwargs):
-    items, page = [], 1
-    while True:
-        result = list_tool(page=page, **kwargs)
-        items += result["items"]
-        if not result["has_more"]:
-            return items
-        page += 1
+from progagent_lib.task.oracle_kit import read_all, read_files
 
 
 def solve(tools) -> str:
-    files = [f["path"] for f in read_all(tools.list_files)]
-    texts = {path: tools.read_file(path=path) for path in files}
-    suspended_name = delisted = None
-    delisted = set()
+    texts = read_files(tools)
+    suspended_name, delisted = None, set()
     for path, text in texts.items():
         hold = re.search(r"Subject: Hold on (.+)", text)
         if hold:
