@@ -10,7 +10,7 @@ import sys
 
 COMMAND_MODULES = [
     "progagent_lib.task.cli",        # tasks certify | stats | list
-    "progagent_lib.runtime.cli",     # serve
+    "progagent_lib.harness.serve_cli",  # serve (the harness as an MCP server)
     "progagent_lib.harness.cli",     # run
     "progagent_lib.train.cli",       # train sft | gspo | eval
     "progagent_lib.synthesis.cli",   # synth | audit | filter | export | import
