@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
-            if exc.name == name:  # that layer has no commands yet
+            if exc.name and (name == exc.name or name.startswith(exc.name + ".")):  # that layer has no commands yet
                 continue
             raise
         module.register(subparsers)

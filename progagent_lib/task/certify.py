@@ -1,0 +1,169 @@
+"""Certification of task folders, and pool statistics per scale.
+
+For every task, scale and seed, certification checks what makes a task usable for training and
+evaluation: the oracle reaches R = 1, the instruction and tool schemas do not change across scales,
+generation is deterministic, an empty answer scores R = 0, and the oracle's work is long-horizon
+(several distinct tools, more than one page of some listing at v0, changes to the environment).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from .scales import SCALES
+from .task import Task, TaskLoadError, find_task_dirs, state_fingerprint
+
+WRITE_HINTS = ("create", "update", "write", "set", "add", "assign", "cancel", "delete", "record", "approve",
+               "reject", "book", "schedule", "issue", "send", "place", "post", "flag", "mark", "close", "submit")
+
+
+@dataclass
+class Check:
+    task: str
+    scale: str
+    seed: int | None
+    name: str
+    passed: bool
+    detail: str = ""
+
+
+@dataclass
+class CertifyReport:
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.checks) and all(c.passed for c in self.checks)
+
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if not c.passed]
+
+    def add(self, *args, **kwargs) -> None:
+        self.checks.append(Check(*args, **kwargs))
+
+    def table(self):
+        """One row per task: per scale "ok" or the failed checks, and the first problem found."""
+        import polars as pl
+
+        rows: dict[str, dict] = {}
+        for c in self.checks:
+            row = rows.setdefault(c.task, {"task": c.task, "checks": 0, "failed": 0, "first_problem": ""})
+            row["checks"] += 1
+            cell = row.setdefault(c.scale, "ok")
+            if not c.passed:
+                row["failed"] += 1
+                row[c.scale] = c.name if cell == "ok" else (cell if c.name in cell.split(",") else f"{cell},{c.name}")
+                row["first_problem"] = row["first_problem"] or f"{c.scale}/{c.seed}: {c.detail}"[:160]
+        scales = sorted(dict.fromkeys(c.scale for c in self.checks), key=lambda s: (s == "all", s))
+        records = [{"task": r["task"], **{s: r.get(s, "-") for s in scales}, "checks": r["checks"], "failed": r["failed"],
+                    "first_problem": r["first_problem"]} for r in rows.values()]
+        return pl.DataFrame(records) if records else pl.DataFrame({"task": []})
+
+
+def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) -> tuple[str, str]:
+    """Oracle and empty-answer checks for one (scale, seed). Returns (prompt, schemas json) for cross-scale checks."""
+    env = task.instantiate(scale, seed)
+    try:
+        schemas = json.dumps(env.tool_schemas(), sort_keys=True)
+        before = state_fingerprint(env.db_path, env.workspace)
+        started = time.perf_counter()
+        answer = task.oracle(env.tools)
+        seconds = time.perf_counter() - started
+        result = env.verify(answer)
+        failed = ", ".join(c.name for c in result.failed())
+        report.add(task.id, scale, seed, "oracle_R1", result.reward == 1.0,
+                   f"R~={result.score:.2f}; failed: {failed}" if failed else f"{seconds:.2f}s, {len(env.call_log)} calls")
+        used = {c.name for c in env.call_log if c.ok}
+        report.add(task.id, scale, seed, "uses_3_tools", len(used) >= 3, f"distinct tools used: {sorted(used)}")
+        changed = state_fingerprint(env.db_path, env.workspace) != before
+        report.add(task.id, scale, seed, "changes_state", changed, "the oracle left the database and workspace unchanged")
+        report.add(task.id, scale, seed, "final_response", isinstance(answer, str) and bool(answer.strip()),
+                   "the oracle returned an empty final response")
+        if scale == "v0":
+            paged = any(c.ok and c.arguments.get("page", 1) >= 2 for c in env.call_log)
+            report.add(task.id, scale, seed, "multi_page", paged, "no listing needed a second page at v0")
+        criteria = len(result.criteria)
+        report.add(task.id, scale, seed, "criteria_ge_4", criteria >= 4, f"{criteria} criteria")
+    finally:
+        env.close()
+    env = task.instantiate(scale, seed)
+    try:
+        empty = env.verify("")
+        report.add(task.id, scale, seed, "empty_R0", empty.reward == 0.0, f"an empty answer scored R={empty.reward}")
+    finally:
+        env.close()
+    return task.prompt, schemas
+
+
+def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyReport) -> None:
+    cached = task.state_dir(scale, seed)
+    scratch = Path(tempfile.mkdtemp(prefix="progagent-certify-"))
+    try:
+        task.generate_into(scratch / "state", scale, seed)
+        fresh = state_fingerprint(scratch / "state" / "data.db", scratch / "state" / "workspace")
+        same = fresh == (cached / "READY").read_text().strip()
+        report.add(task.id, scale, seed, "deterministic", same, "regenerating gave a different database or workspace")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), report: CertifyReport | None = None) -> CertifyReport:
+    report = report or CertifyReport()
+    seen: dict[str, tuple[str, str]] = {}
+    for scale in scales:
+        for seed in seeds:
+            try:
+                _certify_determinism(task, scale, seed, report)
+                seen.setdefault(scale, _certify_instance(task, scale, seed, report))
+            except Exception as exc:  # a broken task is reported, and certification goes on
+                report.add(task.id, scale, seed, "runs", False, f"{type(exc).__name__}: {exc}")
+    if len({prompt for prompt, _ in seen.values()}) > 1 or len({s for _, s in seen.values()}) > 1:
+        report.add(task.id, "all", None, "same_across_scales", False, "the instruction or tool schemas differ between scales")
+    elif seen:
+        report.add(task.id, "all", None, "same_across_scales", True)
+    return report
+
+
+def certify_paths(paths: Iterable[str | Path], scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), progress: bool = True) -> CertifyReport:
+    """Certify every task under `paths`; a task that fails to load is reported and skipped."""
+    from tqdm.auto import tqdm
+
+    report = CertifyReport()
+    folders = [folder for path in paths for folder in find_task_dirs(path)]
+    if not folders:
+        report.add(", ".join(map(str, paths)), "all", None, "found", False, "no task.toml under the given paths")
+    scales, seeds = list(scales), list(seeds)
+    for folder in tqdm(folders, desc="certify", unit="task", disable=not progress):
+        try:
+            task = Task(folder)
+        except TaskLoadError as exc:
+            report.add(str(folder), "all", None, "loads", False, str(exc))
+            continue
+        certify_task(task, scales, seeds, report)
+    return report
+
+
+@dataclass
+class ScaleStats:
+    task: str
+    domain: str
+    scale: str
+    db_kb: float
+    files: int
+    tools: int
+
+
+def pool_stats(tasks: list[Task], scales: Iterable[str] = SCALES, seed: int = 0) -> list[ScaleStats]:
+    rows = []
+    for task in tasks:
+        for scale in scales:
+            state = task.state_dir(scale, seed)
+            files = sum(1 for p in (state / "workspace").rglob("*") if p.is_file())
+            rows.append(ScaleStats(task.id, task.domain, scale, (state / "data.db").stat().st_size / 1024, files,
+                                   len(task.env_class.tool_specs)))
+    return rows
