@@ -1,0 +1,43 @@
+"""Every task in the pool: certified at v0..v3 (oracle R=1, deterministic, empty R=0, long-horizon), and
+its near-miss wrong solution rejected by the verifier."""
+import importlib.util
+
+import pytest
+
+from progagent_lib.task import find_task_dirs, load_task
+from progagent_lib.task.certify import certify_task
+
+from conftest import TASKS_DIR
+
+TASK_DIRS = find_task_dirs(TASKS_DIR)
+
+
+@pytest.fixture(params=TASK_DIRS, ids=[str(p.relative_to(TASKS_DIR)) for p in TASK_DIRS])
+def task(request):
+    return load_task(request.param)
+
+
+def test_task_certifies_at_every_scale(task):
+    report = certify_task(task, scales=("v0", "v1", "v2", "v3"), seeds=(0,))
+    assert report.passed, "\n".join(f"{c.scale} {c.name}: {c.detail}" for c in report.failures())
+
+
+def test_near_miss_solution_is_rejected(task):
+    path = task.root / "near_miss.py"
+    assert path.is_file(), f"{task.id} has no near_miss.py"
+    spec = importlib.util.spec_from_file_location(f"near_miss_{task.id.replace('/', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    env = task.instantiate("v0", 1)
+    try:
+        result = env.verify(module.solve(env.tools))
+    finally:
+        env.close()
+    assert result.reward == 0.0, f"{task.id}: the near miss passed every criterion"
+    assert result.score > 0.0, f"{task.id}: the near miss is not near (R~=0); make it plausible"
+
+
+def test_pool_covers_several_domains():
+    tasks = [load_task(p) for p in TASK_DIRS]
+    assert len({t.id for t in tasks}) == len(tasks), "task ids must be unique"
+    assert all(t.id.split("/")[0] == t.domain for t in tasks), "a task's id starts with its domain"
