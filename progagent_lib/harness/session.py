@@ -1,0 +1,232 @@
+"""One episode's tools under one harness: the single place where a model's tool call is carried out.
+
+`Session.dispatch(ToolCall) -> Observation` is shared by the episode loop (`run_episode`), the MCP
+server and the RL rollouts, so every front end applies the same rules:
+
+- `programmatic_tool_call(code)` runs the program in the episode's persistent kernel (PTC, Hybrid);
+- `terminal(command)` runs a shell command confined to the workspace;
+- `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused);
+- a task tool runs directly under DTC and Hybrid; under PTC the model is told to call it from a program;
+- an unknown tool or bad arguments give an error observation. `dispatch` never raises for model mistakes.
+
+The kernel is started lazily, on the first program or terminal command, so DTC episodes that never
+use them cost no kernel.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..task import ToolError, VerifyResult
+from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
+
+ERROR_MODES = ("is_error", "off", "detect")
+DEFAULT_PROGRAM_TIMEOUT = 60.0
+DEFAULT_TERMINAL_TIMEOUT = 30.0
+
+
+@dataclass
+class ToolCall:
+    """One call the model asked for."""
+
+    name: str
+    arguments: dict
+    id: str = ""
+
+
+@dataclass
+class Observation:
+    """What the model gets back for one ToolCall, plus what the harness records about it."""
+
+    content: str                    # text that enters the model's context
+    is_error: bool
+    done: bool = False              # True after claim_done
+    kind: str = "invalid"           # "task_tool" | "program" | "terminal" | "claim_done" | "invalid"
+    task_tool_calls: list[dict] = field(default_factory=list)  # task-tool calls this dispatch caused
+    runtime_error: bool = False     # a program raised
+    timed_out: bool = False
+    kernel_restarted: bool = False
+    truncated: bool = False
+    seconds: float = 0.0
+    value: Any = None               # the tool's Python result for a direct task-tool call (not sent to the model)
+    verify: VerifyResult | None = None  # the verifier's verdict, after claim_done
+
+
+def render_result(value: Any) -> str:
+    """How a task tool's result is shown to the model: text as is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def looks_like_error(value: Any) -> bool:
+    """For error_mode="detect": a payload shaped like an error from a server that omits isError."""
+    if isinstance(value, dict):
+        keys = {k.lower() for k in value}
+        return bool(keys & {"error", "errors", "exception"}) or str(value.get("status", "")).lower() == "error"
+    if isinstance(value, str):
+        return value.lstrip().lower().startswith(("error:", "error -", "traceback (most recent call last)"))
+    return False
+
+
+class Session:
+    """The tools of one episode under one harness. Use as a context manager, or call close()."""
+
+    def __init__(self, env, harness: str | HarnessSpec, *, error_mode: str = "is_error", runtime=None, pool=None,
+                 program_timeout: float = DEFAULT_PROGRAM_TIMEOUT, terminal_timeout: float = DEFAULT_TERMINAL_TIMEOUT,
+                 **runtime_kwargs: Any):
+        if error_mode not in ERROR_MODES:
+            raise ValueError(f"error_mode must be one of {ERROR_MODES}, got {error_mode!r}")
+        self.env = env
+        self.harness = get_harness(harness) if isinstance(harness, str) else harness
+        self.error_mode = error_mode
+        self.program_timeout = program_timeout
+        self.terminal_timeout = terminal_timeout
+        self._runtime = runtime
+        self._owns_runtime = runtime is None
+        self._pool = pool
+        self._runtime_kwargs = runtime_kwargs
+        self._task_tools = set(env.tool_specs)
+        self.done = False
+        self.final_answer: str | None = None
+        self.result: VerifyResult | None = None
+        self.closed = False
+
+    # --- what the model sees ----------------------------------------------------------------------
+    def tool_schemas(self) -> list[dict]:
+        """Every tool the model may call directly under this harness (OpenAI function format)."""
+        return model_tool_schemas(self.harness, self.env.tool_schemas())
+
+    def system_prompt(self, override: str | None = None) -> str:
+        return self.harness.system_prompt(override)
+
+    @property
+    def runtime(self):
+        """The episode's PTC runtime (kernel + terminal), started on first use."""
+        if self._runtime is None:
+            from ..runtime import PTCRuntime  # imported here: DTC-only users need no kernel machinery
+
+            self._runtime = PTCRuntime(self.env, error_mode=self.error_mode, pool=self._pool, **self._runtime_kwargs)
+        return self._runtime
+
+    # --- one tool call ----------------------------------------------------------------------------
+    def dispatch(self, call: ToolCall) -> Observation:
+        started = time.perf_counter()
+        observation = self._dispatch(call)
+        observation.seconds = time.perf_counter() - started
+        return observation
+
+    def _dispatch(self, call: ToolCall) -> Observation:
+        if self.closed:
+            return _error("The session is closed; no more tool calls are accepted.")
+        if self.done:
+            return _error("The episode has ended: claim_done was already called. No more tool calls are accepted.")
+        if not isinstance(call.arguments, dict):
+            return _error(f"The arguments of {call.name!r} must be a JSON object of named parameters, "
+                          f"got {type(call.arguments).__name__}.")
+        if call.name == PROGRAMMATIC_TOOL_CALL and self.harness.programmatic:
+            code = _required_string(call, "code")
+            return code if isinstance(code, Observation) else self._run_program(code)
+        if call.name == TERMINAL:
+            command = _required_string(call, "command")
+            return command if isinstance(command, Observation) else self._run_terminal(command)
+        if call.name == CLAIM_DONE:
+            action = _required_string(call, "action")
+            return action if isinstance(action, Observation) else self._claim_done(action)
+        if call.name in self._task_tools:
+            if not self.harness.direct_task_tools:
+                return _error(
+                    f"{call.name} cannot be called directly under this harness. Call it inside a program: "
+                    f"use {PROGRAMMATIC_TOOL_CALL} with code such as `result = tools.{call.name}(...)` and print "
+                    f"what you need from `result`.")
+            return self._run_task_tool(call)
+        available = [s["function"]["name"] for s in self.tool_schemas()]
+        return _error(f"There is no tool named {call.name!r}. Available tools: {', '.join(available)}.")
+
+    def _run_task_tool(self, call: ToolCall) -> Observation:
+        record = {"name": call.name, "arguments": call.arguments}
+        try:
+            value = self.env.call_tool(call.name, call.arguments)
+        except ToolError as exc:
+            # error_mode="off" is the paper's ablation: the failure arrives as an ordinary result.
+            flagged = self.error_mode != "off"
+            return Observation(f"Error: {exc}", is_error=flagged, kind="task_tool",
+                               task_tool_calls=[{**record, "ok": False}])
+        flagged = self.error_mode == "detect" and looks_like_error(value)
+        return Observation(render_result(value), is_error=flagged, kind="task_tool",
+                           task_tool_calls=[{**record, "ok": True}], value=value)
+
+    def _run_program(self, code: str) -> Observation:
+        result = self.runtime.execute(code, timeout=self.program_timeout)
+        parts = [result.output.rstrip("\n")] if result.output else []
+        if result.kernel_restarted:
+            parts.append("[The Python session crashed and was restarted: every variable, function and import "
+                         "from earlier programs is lost.]")
+        if result.timed_out:
+            parts.append(f"[The program was interrupted after {self.program_timeout:g} s. Variables set before the "
+                         "interruption are kept.]")
+        if result.error:
+            parts.append(result.error.rstrip("\n"))
+        content = "\n".join(parts) if parts else "[The program ran and printed nothing.]"
+        calls = [_program_call_record(c) for c in (result.tool_calls or [])]
+        return Observation(content, is_error=bool(result.error) or result.timed_out, kind="program",
+                           task_tool_calls=calls, runtime_error=bool(result.error) and not result.timed_out,
+                           timed_out=result.timed_out, kernel_restarted=result.kernel_restarted,
+                           truncated=result.truncated)
+
+    def _run_terminal(self, command: str) -> Observation:
+        result = self.runtime.terminal(command, timeout=self.terminal_timeout)
+        content = result.output.rstrip("\n")
+        if result.timed_out:
+            content += f"\n[The command was stopped after {self.terminal_timeout:g} s.]"
+        if result.exit_code not in (0, None):
+            content += f"\n[exit code {result.exit_code}]"
+        return Observation(content.strip("\n") or "[no output]", is_error=result.exit_code not in (0, None) or result.timed_out,
+                           kind="terminal", timed_out=result.timed_out, truncated=result.truncated)
+
+    def _claim_done(self, action: str) -> Observation:
+        self.result = self.env.verify(action)
+        self.final_answer = action
+        self.done = True
+        return Observation("Your answer was submitted; the episode is over.", is_error=False, done=True,
+                           kind="claim_done", verify=self.result)
+
+    # --- lifecycle --------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop the kernel this session started (a runtime handed in stays with its owner)."""
+        if self.closed:
+            return
+        self.closed = True
+        if self._runtime is not None and self._owns_runtime:
+            self._runtime.close()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _error(message: str) -> Observation:
+    return Observation(f"Error: {message}", is_error=True, kind="invalid")
+
+
+def _required_string(call: ToolCall, parameter: str) -> str | Observation:
+    unknown = sorted(set(call.arguments) - {parameter})
+    value = call.arguments.get(parameter)
+    if not isinstance(value, str):
+        got = "nothing" if value is None else type(value).__name__
+        return _error(f"{call.name} needs one string parameter {parameter!r}; got {got}.")
+    if unknown:
+        return _error(f"{call.name} takes only the parameter {parameter!r}; unknown: {unknown}.")
+    return value
+
+
+def _program_call_record(call: Any) -> dict:
+    """The runtime's record of one in-program tool call, as a plain dict."""
+    if isinstance(call, dict):
+        return dict(call)
+    keys = ("name", "arguments", "ok", "seconds", "error")
+    return {k: getattr(call, k) for k in keys if hasattr(call, k)}
