@@ -1,0 +1,49 @@
+"""Reference solution for event_planning/vendor_booking, using only the task's tools."""
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+BOOKING_DAY = "2026-11-30"
+
+
+def euros(text):
+    return float(text.replace(",", ""))
+
+
+def solve(tools) -> str:
+    texts = read_files(tools)
+    memo = next(t for t in texts.values() if t.startswith("# Planning memo:"))
+    policy = next(t for t in texts.values() if "deposit" in t and "paid in full" in t)
+    event_name = re.search(r"# Planning memo: (.+)", memo).group(1).strip()
+    caps = {m.group(1): euros(m.group(2)) for m in re.finditer(r"^- ([\w-]+): no more than ([\d,]+) euros", memo, re.M)}
+    avoid = set()
+    for text in texts.values():
+        raise_ = re.search(r"more for the ([\w-]+) at the summit.*?go up to ([\d,]+) euros", text, re.S)
+        if raise_ and raise_.group(1) in caps:
+            caps[raise_.group(1)] = euros(raise_.group(2))
+        banned = re.search(r"we do not work with (.+?) any more", text)
+        if banned:
+            avoid.add(banned.group(1).strip())
+    threshold = euros(re.search(r"worth more than ([\d,]+) euros", policy).group(1))
+    pct = float(re.search(r"deposit of (\d+)%", policy).group(1))
+
+    event = next(e for e in read_all(tools.list_events) if e["name"] == event_name)
+    quotes = read_all(tools.list_quotes, event_id=event["id"])
+    rows, total = [], 0.0
+    for category, cap in caps.items():
+        vendors = {v["id"]: v for v in read_all(tools.list_vendors, category=category)}
+        options = []
+        for q in quotes:
+            v = vendors.get(q["vendor_id"])
+            if (v and q["amount"] <= cap and q["valid_until"] >= BOOKING_DAY and v["insurance_expiry"] >= event["event_date"]
+                    and v["name"] not in avoid):
+                options.append((-v["rating"], q["amount"], q["id"], v["name"]))
+        _, amount, quote_id, vendor_name = min(options)
+        booking = tools.create_booking(quote_id=quote_id)
+        due = round(amount * pct / 100, 2) if amount > threshold else amount
+        tools.record_payment(booking_id=booking["booking_id"], amount=due, note="deposit" if due < amount else "paid in full")
+        total += due
+        rows.append(f"| {category} | {vendor_name} | {amount:.2f} | {due:.2f} |")
+    table = "| category | vendor | quote | paid_now |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    tools.write_file(path="bookings.md", content=table)
+    return f"Booked {len(rows)} vendors for {event_name}. We pay {total:.2f} euros today."
