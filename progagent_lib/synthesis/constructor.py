@@ -1,0 +1,42 @@
+"""The constructor model: anything that turns chat messages into text.
+
+`OpenAIConstructor` talks to any OpenAI-compatible endpoint (vLLM, SGLang, a hosted API). Tests use a
+scripted constructor in its place, because no remote model can be reached here.
+"""
+from __future__ import annotations
+
+import time
+from typing import Protocol
+
+
+class Constructor(Protocol):
+    def complete(self, messages: list[dict]) -> str: ...
+
+
+class ConstructorError(Exception):
+    """The constructor endpoint failed after retries, or answered in an unusable form."""
+
+
+class OpenAIConstructor:
+    """Chat completions from an OpenAI-compatible endpoint, with retries and exponential back-off."""
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, temperature: float = 0.7,
+                 max_tokens: int = 16000, retries: int = 4, backoff: float = 2.0, timeout: float = 600.0):
+        from openai import OpenAI
+
+        self.client = OpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
+        self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
+        self.retries, self.backoff = retries, backoff
+
+    def complete(self, messages: list[dict]) -> str:
+        last: Exception | None = None
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.client.chat.completions.create(
+                    model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens)
+                return response.choices[0].message.content or ""
+            except Exception as exc:  # network errors, 5xx, rate limits: retry with back-off
+                last = exc
+                if attempt < self.retries:
+                    time.sleep(self.backoff * 2**attempt)
+        raise ConstructorError(f"constructor endpoint failed after {self.retries + 1} attempts: {last}") from last
