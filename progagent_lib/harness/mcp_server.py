@@ -1,0 +1,218 @@
+"""The harness served as an MCP server: one episode of one task under one harness.
+
+Any MCP client (an IDE agent, the SDK's own client, another framework) can play an episode:
+it lists the tools the model would see under the chosen harness (`programmatic_tool_call`,
+`terminal`, `claim_done` and, for DTC and Hybrid, the task's own tools, with the same schemas and
+descriptions), calls them, and ends with `claim_done`, whose result carries the verifier's verdict.
+
+Every call goes through `Session.dispatch`, so this module only translates between MCP and the
+session: an observation's text becomes the result's text content and its `is_error` becomes
+`isError`. The episode's rules (what is refused under which harness, the end after claim_done)
+live in the session, once, for the episode loop, the trainer and this server alike.
+
+    server = build_server("tasks/retail/restock_orders", scale="v2", seed=0, harness="ptc")
+    server.run_stdio()                       # or server.run_http(port=8765): http://127.0.0.1:8765/mcp
+
+One server process serves one episode; HTTP clients that connect to it share that episode.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from concurrent.futures import ThreadPoolExecutor
+from io import TextIOWrapper
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import anyio
+import mcp_types
+from mcp.server import Server
+
+from progagent_lib.harness.spec import CLAIM_DONE, HarnessSpec, get_harness
+from progagent_lib.task.task import Task, load_task
+
+SERVER_NAME = "progagent"
+
+
+class HarnessMCPServer:
+    """An MCP server (the SDK's low-level `Server`) in front of one harness `Session`.
+
+    The session (and the kernel behind it) is created, used and closed on one dedicated worker
+    thread: the kernel client's sockets then never change threads, the async server loop never
+    blocks on a running program, and calls are applied one at a time, in arrival order.
+    """
+
+    def __init__(self, make_session: Callable[[], Any], *, name: str = SERVER_NAME, instructions: str | None = None):
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-session")
+        self._closed = False
+        self.session = self._worker.submit(make_session).result()
+        self.server: Server = Server(name, version=_version(), instructions=instructions,
+                                     on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+
+    # -- MCP handlers -------------------------------------------------------------------------
+    def tools(self) -> list[mcp_types.Tool]:
+        """The session's tool schemas (OpenAI function format) as MCP tools, unchanged."""
+        return [mcp_types.Tool(name=s["function"]["name"], description=s["function"].get("description", ""),
+                               input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}})
+                for s in self.session.tool_schemas()]
+
+    async def _list_tools(self, ctx: Any, params: Any) -> mcp_types.ListToolsResult:
+        return mcp_types.ListToolsResult(tools=self.tools())
+
+    async def _call_tool(self, ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
+        return await anyio.to_thread.run_sync(self.call, params.name, dict(params.arguments or {}))
+
+    def call(self, name: str, arguments: dict) -> mcp_types.CallToolResult:
+        """Dispatch one tool call to the session (blocking) and translate the observation."""
+        from progagent_lib.harness.session import ToolCall
+
+        if self._closed:
+            return _error_result("this server has shut down; start a new `progagent serve` for another episode")
+        observation = self._worker.submit(self.session.dispatch, ToolCall(name=name, arguments=arguments)).result()
+        structured = None
+        result = getattr(self.session, "result", None)
+        if name == CLAIM_DONE and observation.done and result is not None and not observation.is_error:
+            # The verdict as data, so a client need not parse the text: reward R, score R~, criteria.
+            structured = {**result.to_dict(), "final_answer": self.session.final_answer}
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=observation.content)],
+                                        structured_content=structured, is_error=bool(observation.is_error))
+
+    # -- transports ---------------------------------------------------------------------------
+    def run_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
+        """Serve over stdin/stdout until the client closes its end (blocking)."""
+        from mcp.server.stdio import stdio_server
+
+        async def serve() -> None:
+            async with stdio_server(stdin=stdin, stdout=stdout) as (read_stream, write_stream):
+                await self.server.run(read_stream, write_stream, self.server.create_initialization_options())
+
+        with _sigterm_exits():
+            try:
+                anyio.run(serve)
+            finally:
+                self.close()
+
+    def http_app(self, host: str = "127.0.0.1", path: str = "/mcp"):
+        """The streamable-HTTP ASGI app (Starlette), for embedding or for `run_http`."""
+        return self.server.streamable_http_app(streamable_http_path=path, host=host)
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp", log_level: str = "warning") -> None:
+        """Serve streamable HTTP at http://HOST:PORT/PATH until interrupted (blocking)."""
+        import uvicorn
+
+        # uvicorn re-raises a SIGTERM after its own shutdown; as SystemExit it lets us close the session.
+        with _sigterm_exits():
+            try:
+                uvicorn.run(self.http_app(host, path), host=host, port=port, log_level=log_level)
+            finally:
+                self.close()
+
+    def close(self) -> None:
+        """End the episode: close the session (kernel, environment copy). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        with _sigterm_ignored():  # a client's SIGTERM must not cut the kernel's shutdown short
+            try:
+                self._worker.submit(self.session.close).result()
+            finally:
+                self._worker.shutdown(wait=True)
+
+    def __enter__(self) -> "HarnessMCPServer":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
+                 error_mode: str = "is_error", mcp_servers: Sequence[str] = (), name: str = SERVER_NAME,
+                 **session_kwargs: Any) -> HarnessMCPServer:
+    """Instantiate the task at (scale, seed) and serve it under `harness`.
+
+    `mcp_servers` are external MCP servers (command lines or http(s) URLs) whose tools join the
+    task's inside programs as `tools.<name>`. Further keyword arguments go to `Session` (and on to
+    the runtime), e.g. `timeout=` or `unsafe_no_sandbox=True`.
+    """
+    from progagent_lib.harness.session import Session
+
+    task = task if isinstance(task, Task) else load_task(task)
+    spec = get_harness(harness) if isinstance(harness, str) else harness
+
+    def make_session():
+        env = task.instantiate(scale=scale, seed=seed)
+        try:
+            kwargs = dict(session_kwargs)
+            if mcp_servers:
+                kwargs["mcp_servers"] = list(mcp_servers)
+            return Session(env, spec, error_mode=error_mode, **kwargs)
+        except BaseException:
+            env.close()
+            raise
+
+    instructions = f"{spec.system_prompt()}\n\n# Task ({task.id}, scale {scale}, seed {seed})\n\n{task.prompt}"
+    return HarnessMCPServer(make_session, name=name, instructions=instructions)
+
+
+def claim_process_stdio() -> tuple[Any, Any]:
+    """Keep the real stdin/stdout for the MCP wire and point fds 0/1 elsewhere for everyone else.
+
+    Call before anything starts a subprocess: a kernel or task code that inherits fd 1 and prints
+    would otherwise write into the protocol stream. Returns async text files for `run_stdio`.
+    """
+    wire_in = os.dup(0)
+    wire_out = os.dup(1)
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    os.dup2(2, 1)  # stray prints (ours, the kernel's, task code's) go to stderr
+    sys.stdout = TextIOWrapper(os.fdopen(1, "wb", closefd=False), encoding="utf-8", line_buffering=True)
+    stdin = anyio.wrap_file(TextIOWrapper(os.fdopen(wire_in, "rb"), encoding="utf-8", errors="replace"))
+    stdout = anyio.wrap_file(TextIOWrapper(os.fdopen(wire_out, "wb"), encoding="utf-8", line_buffering=True))
+    return stdin, stdout
+
+
+@contextmanager
+def _sigterm_exits():
+    """While serving from the main thread, SIGTERM raises SystemExit so cleanup code runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_now(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_now)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@contextmanager
+def _sigterm_ignored():
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _error_result(message: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("progagent-workbench")
+    except Exception:  # noqa: BLE001 - an uninstalled checkout still serves
+        return "0"
+

@@ -1,0 +1,57 @@
+"""`progagent serve`: one episode of a task, under a harness, as an MCP server (stdio or streamable HTTP)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from progagent_lib.harness.spec import HARNESSES
+
+ERROR_MODES = ("is_error", "off", "detect")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser(
+        "serve", help="serve one episode of a task as an MCP server",
+        description="Serve one episode of TASK at (scale, seed) under a harness as an MCP server. Tools: "
+                    "programmatic_tool_call(code) (ptc, hybrid), terminal(command), claim_done(action), and the "
+                    "task's own tools (dtc, hybrid). claim_done returns the verifier's result and ends the episode.")
+    p.add_argument("--task", required=True, help="task folder, e.g. tasks/retail/restock_orders")
+    p.add_argument("--scale", default="v2", choices=("v0", "v1", "v2", "v3"), help="environment scale (default v2)")
+    p.add_argument("--seed", type=int, default=0, help="environment seed (default 0)")
+    p.add_argument("--harness", default="ptc", choices=tuple(HARNESSES), help="which tools the client sees (default ptc)")
+    p.add_argument("--transport", default="stdio", choices=("stdio", "http"), help="stdio (default) or streamable HTTP")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765); the endpoint is /mcp")
+    p.add_argument("--error-mode", default="is_error", choices=ERROR_MODES,
+                   help="how a failing tool shows inside programs: is_error raises, off returns the error text, "
+                        "detect also raises on error-shaped payloads (default is_error)")
+    p.add_argument("--mcp-server", action="append", default=[], metavar="CMD",
+                   help="an external MCP server (command line or http(s) URL) whose tools join the task's inside "
+                        "programs as tools.<name>; repeatable")
+    p.add_argument("--timeout", type=float, default=None, help="seconds one program may run (runtime default if omitted)")
+    p.add_argument("--unsafe-no-sandbox", action="store_true",
+                   help="run programs without confinement when the sandbox cannot be set up (never on shared machines)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from progagent_lib.harness.mcp_server import build_server, claim_process_stdio
+
+    # Claim the wire first: nothing started after this (kernels, task code) can write into it.
+    wire = claim_process_stdio() if args.transport == "stdio" else (None, None)
+    kwargs = {}
+    if args.timeout is not None:
+        kwargs["timeout"] = args.timeout
+    if args.unsafe_no_sandbox:
+        kwargs["unsafe_no_sandbox"] = True
+    server = build_server(args.task, scale=args.scale, seed=args.seed, harness=args.harness,
+                          error_mode=args.error_mode, mcp_servers=args.mcp_server, **kwargs)
+    if args.transport == "stdio":
+        print(f"progagent serve: {args.task} ({args.scale}, seed {args.seed}) under {args.harness} on stdio",
+              file=sys.stderr)
+        server.run_stdio(*wire)
+    else:
+        print(f"progagent serve: {args.task} ({args.scale}, seed {args.seed}) under {args.harness} at "
+              f"http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
+        server.run_http(host=args.host, port=args.port)
+    return 0
