@@ -1,0 +1,249 @@
+"""GSPO reinforcement learning through TRL's GRPOTrainer, with our own multi-turn rollouts.
+
+TRL does the policy-gradient part (sequence-level importance ratio = GSPO, clipping, group-normalised
+advantages, the optimizer, checkpoints); `rollout_func` below plays the episodes with the trainer's own model
+and hands back token ids, an `env_mask` that removes observation tokens from the loss, and the verifier's
+reward. Each RL step appends one line to `<output_dir>/dynamics.jsonl`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .rollout import (EpisodeTokens, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator, episode_summary,
+                      run_token_episode)
+
+DYNAMICS_FILE = "dynamics.jsonl"
+
+
+@dataclass
+class LoraSettings:
+    r: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: str | list[str] = "all-linear"
+
+
+@dataclass
+class GSPORunConfig:
+    """Everything a GSPO run needs. Same task pool and hyper-parameters for every harness."""
+
+    model: str = "runs/cpu-smoke/sft"       # a local folder (e.g. the SFT output) or a hub id
+    output_dir: str = "runs/gspo"
+    tasks_root: str = "tasks"
+    task_ids: list[str] = field(default_factory=list)   # empty: every task under tasks_root
+    harness: str = "ptc"                     # dtc | ptc | hybrid
+    scales: list[str] = field(default_factory=lambda: ["v0", "v1", "v2", "v3"])  # ["v0"]: the scale ablation
+    train_seeds: list[int] = field(default_factory=lambda: list(range(8)))
+    error_mode: str = "is_error"             # is_error | off (the isError ablation) | detect
+    reward: str = "binary"                   # binary (R, the paper's) | dense (R~)
+    epsilon: float = 3e-4                    # lower clip (GSPO paper); the authors used 1e-2
+    epsilon_high: float = 4e-4               # upper clip (GSPO paper); the authors used 2e-2
+    learning_rate: float = 1e-6
+    weight_decay: float = 0.1
+    temperature: float = 1.0
+    num_generations: int = 4                 # rollouts per task in a group
+    prompts_per_step: int = 1                # tasks per RL step
+    max_steps: int = 2
+    save_steps: int = 1
+    max_turns: int = 8
+    max_new_tokens: int = 256                # per assistant turn
+    max_completion_tokens: int = 2048        # whole episode (turns + observations)
+    max_observation_chars: int = 4000
+    use_vllm: bool = False                   # gpu-paper: generation by a `trl vllm-serve` server
+    vllm_server_base_url: str | None = None
+    bf16: bool = False
+    gradient_checkpointing: bool = False
+    lora: LoraSettings | None = None
+    seed: int = 0
+
+    def limits(self) -> RolloutLimits:
+        return RolloutLimits(self.max_turns, self.max_new_tokens, self.max_completion_tokens,
+                             self.max_observation_chars, self.temperature)
+
+
+def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:
+    from progagent_lib import load_pool
+
+    pool = load_pool(tasks_root, strict=False)
+    if not task_ids:
+        return pool
+    by_id = {t.id: t for t in pool}
+    missing = [t for t in task_ids if t not in by_id]
+    if missing:
+        raise ValueError(f"task id(s) {missing} not found under {str(tasks_root)!r}; known: {sorted(by_id)}")
+    return [by_id[t] for t in task_ids]
+
+
+def episode_key(task_id: str, scale: str, seed: int) -> str:
+    return f"{task_id}|{scale}|{seed}"
+
+
+def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
+    """One row per (task, scale, seed). TRL hands rollout_func only the prompts, so each carries its episode key."""
+    from datasets import Dataset
+
+    rows = [
+        {"prompt": [{"role": "user", "content": task.prompt, "episode": episode_key(task.id, scale, seed)}]}
+        for seed in seeds for task in tasks for scale in scales
+    ]
+    return Dataset.from_list(rows)
+
+
+class DynamicsLog:
+    """Collects the episodes of the current RL step and writes their summary as one JSON line per step."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.pending: list[EpisodeTokens] = []
+        self.rollout_seconds = 0.0
+
+    def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
+        self.pending.extend(episodes)
+        self.rollout_seconds += seconds
+
+    def write(self, step: int, step_seconds: float) -> dict:
+        record = {"step": step, **episode_summary(self.pending), "seconds_rollout": self.rollout_seconds,
+                  "seconds_step": step_seconds}
+        record["seconds_update"] = max(step_seconds - self.rollout_seconds, 0.0)
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+        self.pending, self.rollout_seconds = [], 0.0
+        return record
+
+    def truncate_after(self, step: int) -> None:
+        """Drop lines of steps past `step` (written by a killed run after its last checkpoint)."""
+        if not self.path.exists():
+            return
+        kept = [line for line in self.path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+        self.path.write_text("".join(line + "\n" for line in kept))
+
+    @staticmethod
+    def read(path: str | Path) -> list[dict]:
+        path = Path(path)
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None):
+    """The function TRL calls instead of its own generation: one full episode per prompt it is given."""
+    tasks_by_id = {t.id: t for t in tasks}
+    limits = config.limits()
+
+    def rollout_func(prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
+        started = time.perf_counter()
+        tokenizer = trainer.processing_class
+        if config.use_vllm:
+            generate_turn = VLLMServerTurnGenerator(trainer.vllm_generation.vllm_client, temperature=config.temperature)
+        else:
+            model = trainer.accelerator.unwrap_model(trainer.model)
+            generate_turn = HFTurnGenerator(model, tokenizer, temperature=config.temperature)
+        episodes = []
+        for prompt in prompts:
+            task_id, scale, seed = prompt[-1]["episode"].split("|")
+            episodes.append(run_token_episode(
+                tasks_by_id[task_id], scale, int(seed), config.harness, tokenizer, generate_turn, limits,
+                error_mode=config.error_mode))
+        if dynamics is not None:
+            dynamics.add(episodes, time.perf_counter() - started)
+        return {
+            "prompt_ids": [e.prompt_ids for e in episodes],
+            "completion_ids": [e.completion_ids for e in episodes],
+            "logprobs": [e.logprobs for e in episodes],
+            "env_mask": [e.env_mask for e in episodes],
+            "verifier_reward": [e.reward if config.reward == "binary" else e.score for e in episodes],
+        }
+
+    return rollout_func
+
+
+def verifier_reward(prompts: list, completions: list, verifier_reward: list[float], **_: Any) -> list[float]:
+    """The reward TRL optimises: the verifier's verdict computed inside the rollout (binary R by default)."""
+    return list(verifier_reward)
+
+
+def _dynamics_callback(dynamics: DynamicsLog):
+    from transformers import TrainerCallback
+
+    class DynamicsCallback(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kwargs):
+            self.step_started = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if state.is_world_process_zero:
+                dynamics.write(state.global_step, time.perf_counter() - self.step_started)
+
+    return DynamicsCallback()
+
+
+def last_checkpoint(output_dir: str | Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
+
+
+def grpo_args(config: GSPORunConfig):
+    import torch
+    from trl import GRPOConfig
+
+    on_cpu = not torch.cuda.is_available()
+    return GRPOConfig(
+        output_dir=config.output_dir,
+        # GSPO = GRPO's machinery with a sequence-level importance ratio and no KL term.
+        importance_sampling_level="sequence", loss_type="grpo", beta=0.0,
+        epsilon=config.epsilon, epsilon_high=config.epsilon_high,
+        learning_rate=config.learning_rate, weight_decay=config.weight_decay, temperature=config.temperature,
+        num_generations=config.num_generations,
+        per_device_train_batch_size=config.num_generations * config.prompts_per_step,
+        gradient_accumulation_steps=1,
+        max_steps=config.max_steps, save_strategy="steps", save_steps=config.save_steps,
+        logging_steps=1, report_to="none", seed=config.seed, disable_tqdm=True,
+        max_completion_length=config.max_completion_tokens,
+        use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
+        gradient_checkpointing=config.gradient_checkpointing,
+        use_vllm=config.use_vllm, vllm_mode="server",
+        **({"vllm_server_base_url": config.vllm_server_base_url} if config.vllm_server_base_url else {}),
+    )
+
+
+def run_gspo(config: GSPORunConfig, *, resume: bool = True) -> dict:
+    """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
+    os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
+    from trl import GRPOTrainer
+
+    from .models import load_model
+
+    output_dir = Path(config.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
+    tasks = select_tasks(config.tasks_root, config.task_ids)
+    dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
+    model, tokenizer = load_model(config.model)
+
+    dynamics = DynamicsLog(output_dir / DYNAMICS_FILE)
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if checkpoint is not None:
+        state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+        dynamics.truncate_after(state["global_step"])
+    else:
+        dynamics.truncate_after(0)
+
+    peft_config = None
+    if config.lora is not None:
+        from peft import LoraConfig
+
+        peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
+                                 target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
+    trainer = GRPOTrainer(
+        model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=grpo_args(config),
+        train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics), peft_config=peft_config,
+        callbacks=[_dynamics_callback(dynamics)],
+    )
+    trainer.train(resume_from_checkpoint=checkpoint)
+    trainer.save_model(str(output_dir / "final"))
+    tokenizer.save_pretrained(str(output_dir / "final"))
+    return {"global_step": trainer.state.global_step, "dynamics": DynamicsLog.read(dynamics.path),
+            "final_model": str(output_dir / "final")}

@@ -1,0 +1,266 @@
+"""One episode, token in / token out: the multi-turn loop that GSPO trains on and that evaluation scores.
+
+The model's own tokens go into `completion_ids` with `env_mask` 1; the tokens the environment adds between
+turns (tool responses, and the next assistant header) go in with `env_mask` 0, so the loss never trains the
+model to predict observations. The episode ends at `claim_done` (the verifier's verdict is the reward), at a
+turn with no tool call, or when the turn / token budget runs out (truncated).
+
+    completion_ids = [turn 1 tokens][env block 1][turn 2 tokens][env block 2] ... [last turn tokens]
+    env_mask       = [1 1 1 ... 1  ][0 0 ... 0  ][1 1 ... 1     ][0 0 ... 0  ] ... [1 ... 1        ]
+"""
+from __future__ import annotations
+
+import ast
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..harness.parsing import parse_tool_calls
+from ..harness.session import Observation, Session
+from ..harness.spec import PROGRAMMATIC_TOOL_CALL
+
+
+@dataclass
+class RolloutLimits:
+    """Budgets of one training / evaluation episode."""
+
+    max_turns: int = 8                 # assistant turns (each may hold several tool calls)
+    max_new_tokens: int = 256          # per assistant turn
+    max_completion_tokens: int = 2048  # all turns and observations together
+    max_observation_chars: int = 4000  # an observation is cut to this before it is tokenised
+    temperature: float = 1.0
+
+
+@dataclass
+class TurnOutput:
+    token_ids: list[int]
+    logprobs: list[float]
+
+
+class TurnGenerator(Protocol):
+    """Continues a token context by one assistant turn (stopping at the end-of-turn token)."""
+
+    def __call__(self, context_ids: list[int], max_new_tokens: int) -> TurnOutput: ...
+
+
+@dataclass
+class EpisodeTokens:
+    """One rollout as the trainer needs it, plus what the dynamics log records about it."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)   # 1 = model token (trained), 0 = environment token
+    logprobs: list[float] = field(default_factory=list)
+    reward: float = 0.0                 # binary verifier reward R
+    score: float = 0.0                  # dense R~
+    end_reason: str = ""                # claim_done | no_tool_call | max_turns | max_tokens | turn_cut
+    turns: int = 0
+    tool_calls: int = 0                 # task-tool calls, direct or inside programs
+    model_tool_calls: int = 0           # calls the model wrote (programs, terminal, direct tools, claim_done)
+    programs: int = 0
+    dtc_like_programs: int = 0
+    runtime_errors: int = 0
+    tool_output_tokens: int = 0         # observation tokens that entered the context
+    seconds_generate: float = 0.0
+    seconds_environment: float = 0.0
+
+    @property
+    def truncated(self) -> bool:
+        return self.end_reason in ("max_turns", "max_tokens", "turn_cut")
+
+
+def is_dtc_like(code: str) -> bool:
+    """A program that is a direct tool call in disguise: at most one tool call, no control flow, no selection.
+
+    "No selective printing" means the program prints (or leaves as last expression) whole tool results
+    rather than a computed part of them; we read it as: no subscripts, attributes or arithmetic on results.
+    """
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return False
+    control = (ast.For, ast.While, ast.If, ast.Try, ast.With, ast.FunctionDef, ast.ListComp, ast.DictComp,
+               ast.SetComp, ast.GeneratorExp, ast.IfExp)
+    tool_calls = 0
+    for node in ast.walk(tree):
+        if isinstance(node, control):
+            return False
+        if isinstance(node, ast.Call) and _is_tool_call(node):
+            tool_calls += 1
+        if isinstance(node, (ast.Subscript, ast.BinOp)) and not _inside_tool_call(node, tree):
+            return False
+    return tool_calls <= 1
+
+
+def _is_tool_call(node: ast.Call) -> bool:
+    func = node.func
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "tools":
+        return True
+    return isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id == "tools"
+
+
+def _inside_tool_call(target: ast.AST, tree: ast.AST) -> bool:
+    # tools["name"](...) is itself a subscript; it does not count as selecting from a result.
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _is_tool_call(node) and node.func is target:
+            return True
+    return False
+
+
+def initial_messages(session: Session, task_prompt: str) -> list[dict]:
+    return [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": task_prompt}]
+
+
+def observation_block(contents: list[str], *, add_assistant_header: bool = True) -> str:
+    """The text the Qwen3 chat template puts after an assistant turn's <|im_end|> for a run of tool messages."""
+    body = "".join(f"\n<tool_response>\n{c}\n</tool_response>" for c in contents)
+    return "\n<|im_start|>user" + body + "<|im_end|>\n" + ("<|im_start|>assistant\n" if add_assistant_header else "")
+
+
+def run_token_episode(
+    task: Any,
+    scale: str,
+    seed: int,
+    harness: str,
+    tokenizer: Any,
+    generate_turn: TurnGenerator,
+    limits: RolloutLimits | None = None,
+    *,
+    error_mode: str = "is_error",
+    session_kwargs: dict | None = None,
+) -> EpisodeTokens:
+    """Play one episode of `task` at (scale, seed) under `harness`, generating with `generate_turn`."""
+    limits = limits or RolloutLimits()
+    env = task.instantiate(scale, seed)
+    session = Session(env, harness, error_mode=error_mode, **(session_kwargs or {}))
+    try:
+        tools = session.tool_schemas()
+        prompt_ids = list(tokenizer.apply_chat_template(
+            initial_messages(session, task.prompt), tools=tools, add_generation_prompt=True, tokenize=True,
+            return_dict=False))
+        episode = EpisodeTokens(prompt_ids=prompt_ids)
+        end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        while True:
+            budget = limits.max_completion_tokens - len(episode.completion_ids)
+            if episode.turns >= limits.max_turns:
+                episode.end_reason = "max_turns"
+                break
+            if budget <= 0:
+                episode.end_reason = "max_tokens"
+                break
+            started = time.perf_counter()
+            turn = generate_turn(prompt_ids + episode.completion_ids, min(limits.max_new_tokens, budget))
+            episode.seconds_generate += time.perf_counter() - started
+            episode.turns += 1
+            episode.completion_ids += turn.token_ids
+            episode.env_mask += [1] * len(turn.token_ids)
+            episode.logprobs += turn.logprobs
+            if not turn.token_ids or turn.token_ids[-1] != end_of_turn:
+                episode.end_reason = "turn_cut"   # the turn ran out of tokens before its end-of-turn token
+                break
+
+            started = time.perf_counter()
+            parsed = parse_tool_calls(tokenizer.decode(turn.token_ids, skip_special_tokens=False).removesuffix("<|im_end|>"), tools)
+            if not parsed.tool_calls and not parsed.errors:
+                episode.end_reason = "no_tool_call"
+                episode.seconds_environment += time.perf_counter() - started
+                break
+            contents = [f"Error: {message}" for message in parsed.errors]
+            for call in parsed.tool_calls:
+                observation = session.dispatch(call)
+                _count(episode, call, observation)
+                if observation.done:
+                    break
+                contents.append(observation.content[: limits.max_observation_chars])
+            episode.seconds_environment += time.perf_counter() - started
+            if session.done:
+                episode.end_reason = "claim_done"
+                break
+            block = tokenizer(observation_block(contents), add_special_tokens=False)["input_ids"]
+            episode.completion_ids += block
+            episode.env_mask += [0] * len(block)
+            episode.logprobs += [0.0] * len(block)
+            episode.tool_output_tokens += len(block)
+        if session.result is not None:
+            episode.reward, episode.score = float(session.result.reward), float(session.result.score)
+        return episode
+    finally:
+        session.close()
+        env.close()
+
+
+def _count(episode: EpisodeTokens, call: Any, observation: Observation) -> None:
+    episode.model_tool_calls += 1
+    episode.tool_calls += len(observation.task_tool_calls)
+    episode.runtime_errors += int(observation.runtime_error)
+    if call.name == PROGRAMMATIC_TOOL_CALL and observation.kind == "program":
+        episode.programs += 1
+        episode.dtc_like_programs += int(is_dtc_like(str(call.arguments.get("code", ""))))
+
+
+# --- generators ------------------------------------------------------------------------------------------
+class HFTurnGenerator:
+    """Plain `model.generate` (the CPU path): samples one turn and returns the sampled tokens' log-probs."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, do_sample: bool = True):
+        self.model, self.tokenizer = model, tokenizer
+        self.temperature, self.do_sample = temperature, do_sample
+        self.end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+
+    def __call__(self, context_ids: list[int], max_new_tokens: int) -> TurnOutput:
+        import torch
+
+        input_ids = torch.tensor([context_ids], device=self.model.device)
+        was_training = self.model.training
+        self.model.eval()
+        with torch.no_grad():
+            out = self.model.generate(
+                input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=max_new_tokens,
+                do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
+                top_p=1.0, top_k=0, eos_token_id=self.end_of_turn, pad_token_id=self.tokenizer.pad_token_id,
+                return_dict_in_generate=True, output_logits=True,
+            )
+        if was_training:
+            self.model.train()
+        new_ids = out.sequences[0, input_ids.shape[1]:].tolist()
+        logits = torch.stack(out.logits, dim=1)[0].float()
+        if self.do_sample:
+            logits = logits / self.temperature
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(new_ids).unsqueeze(-1)).squeeze(-1)
+        return TurnOutput(new_ids, logprobs.tolist())
+
+
+class VLLMServerTurnGenerator:
+    """vLLM server mode (the GPU path): TRL's VLLMClient, fed token ids, so the context is never re-tokenised."""
+
+    def __init__(self, vllm_client: Any, *, temperature: float = 1.0):
+        self.client, self.temperature = vllm_client, temperature
+
+    def __call__(self, context_ids: list[int], max_new_tokens: int) -> TurnOutput:
+        out = self.client.generate(prompts=[context_ids], n=1, temperature=self.temperature,
+                                   max_tokens=max_new_tokens, logprobs=0)
+        ids = out["completion_ids"][0]
+        logprobs = [position[0] for position in out["logprobs"][0]]
+        return TurnOutput(ids, logprobs)
+
+
+def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, float]:
+    """Means over a batch of episodes: the quantities of the paper's training-dynamics figures."""
+    n = max(len(episodes), 1)
+    programs = sum(e.programs for e in episodes)
+    return {
+        "episodes": len(episodes),
+        "mean_reward": sum(e.reward for e in episodes) / n,
+        "mean_score": sum(e.score for e in episodes) / n,
+        "tool_output_tokens_per_episode": sum(e.tool_output_tokens for e in episodes) / n,
+        "tool_calls_per_episode": sum(e.tool_calls for e in episodes) / n,
+        "model_tool_calls_per_episode": sum(e.model_tool_calls for e in episodes) / n,
+        "runtime_errors_per_episode": sum(e.runtime_errors for e in episodes) / n,
+        "dtc_like_program_share": (sum(e.dtc_like_programs for e in episodes) / programs) if programs else 0.0,
+        "episode_length_tokens": sum(len(e.completion_ids) for e in episodes) / n,
+        "turns_per_episode": sum(e.turns for e in episodes) / n,
+        "truncation_rate": sum(e.truncated for e in episodes) / n,
+        "claim_done_rate": sum(e.end_reason == "claim_done" for e in episodes) / n,
+        "seconds_generate": sum(e.seconds_generate for e in episodes),
+        "seconds_environment": sum(e.seconds_environment for e in episodes),
+    }
