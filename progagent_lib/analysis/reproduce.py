@@ -1,0 +1,64 @@
+"""Run the numbered notebooks in order through papermill, headless, for one profile."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .profiles import REPO, load_profile
+
+NOTEBOOKS_DIR = REPO / "notebooks"
+
+
+class NotebookFailed(Exception):
+    """A notebook raised; the message names the notebook and the cell."""
+
+
+@dataclass
+class NotebookRun:
+    notebook: str
+    seconds: float
+    output: Path
+
+
+def notebook_paths(only: list[str] | None = None) -> list[Path]:
+    paths = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+    if only:
+        paths = [p for p in paths if any(p.name.startswith(o) or p.stem == o for o in only)]
+    return paths
+
+
+def _failed_cell(executed: Path) -> str:
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    for index, cell in enumerate(nb.cells):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                source = cell.source.strip().splitlines()
+                return f"cell {index} ({source[0][:80] if source else ''}): {out.get('ename')}: {out.get('evalue')}"
+    return "cell unknown"
+
+
+def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, only: list[str] | None = None,
+              kernel_name: str = "python3") -> list[NotebookRun]:
+    """Execute each notebook with parameters (profile, run_dir); keep executed copies in the run folder."""
+    import papermill
+
+    prof = load_profile(profile, run_dir)
+    out_dir = prof.path("notebooks", ".keep").parent
+    runs = []
+    paths = notebook_paths(only)
+    for i, notebook in enumerate(paths, 1):
+        executed = out_dir / notebook.name
+        started = time.perf_counter()
+        print(f"[{i}/{len(paths)}] {notebook.name} ...", flush=True)
+        try:
+            papermill.execute_notebook(str(notebook), str(executed), parameters={"profile": prof.name, "run_dir": str(prof.run_dir)},
+                                       kernel_name=kernel_name, cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+        except papermill.PapermillExecutionError as exc:
+            raise NotebookFailed(f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})") from exc
+        seconds = time.perf_counter() - started
+        print(f"[{i}/{len(paths)}] {notebook.name} done in {seconds:.0f}s", flush=True)
+        runs.append(NotebookRun(notebook.name, seconds, executed))
+    return runs
