@@ -1,0 +1,91 @@
+"""`progagent synth | audit | filter | export | import`."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    synth = subparsers.add_parser("synth", help="build tasks with a constructor model (OpenAI-compatible endpoint)")
+    synth.add_argument("--endpoint", required=True, help="base URL, e.g. http://localhost:8000/v1")
+    synth.add_argument("--model", required=True)
+    synth.add_argument("--api-key", default=None, help="default: $OPENAI_API_KEY or none")
+    synth.add_argument("--domain", required=True)
+    synth.add_argument("--subcategory", required=True)
+    synth.add_argument("--intents", type=int, default=4, help="Stage I intents to propose (default 4)")
+    synth.add_argument("--max-repairs", type=int, default=3)
+    synth.add_argument("--staging", default="runs/synth/staging")
+    synth.add_argument("--out", default="runs/synth/tasks", help="where certified tasks are copied")
+    synth.add_argument("--prompts", default=None, help="folder of edited prompt files (intents.md, construct.md, repair.md)")
+    synth.add_argument("--example", default="tasks/retail/restock_orders", help="task shown to the constructor as an example")
+    synth.set_defaults(func=_synth)
+
+    export = subparsers.add_parser("export", help="export tasks to Harbor's layout or the authors' per-scale layout")
+    export.add_argument("format", choices=["harbor", "authors"])
+    export.add_argument("--tasks", nargs="+", default=["tasks"])
+    export.add_argument("--out", required=True)
+    export.add_argument("--scales", default="v0,v1,v2,v3", help="(harbor) scales to export")
+    export.add_argument("--seed", type=int, default=0, help="(harbor) state seed")
+    export.set_defaults(func=_export)
+
+    imp = subparsers.add_parser("import", help="import tasks from the authors' layout into the native format")
+    imp.add_argument("format", choices=["authors"])
+    imp.add_argument("folders", nargs="+", help="folders holding v0..v3/, or folders of such folders")
+    imp.add_argument("--out", default="tasks")
+    imp.set_defaults(func=_import)
+
+
+def _synth(args) -> int:
+    import os
+
+    from .constructor import OpenAIConstructor
+    from .pipeline import synthesize
+
+    constructor = OpenAIConstructor(args.endpoint, args.model, args.api_key or os.environ.get("OPENAI_API_KEY"))
+    candidates = synthesize(constructor, args.domain, args.subcategory, args.intents, args.staging, args.out,
+                            example=args.example, max_repairs=args.max_repairs, prompts_dir=args.prompts)
+    for c in candidates:
+        status = f"certified after {len(c.attempts)} round(s) -> {c.output}" if c.certified else f"FAILED after {len(c.attempts)} round(s)"
+        print(f"{c.task_id}: {status}")
+    return 0 if any(c.certified for c in candidates) else 1
+
+
+def _tasks(paths):
+    from ..task import load_pool
+
+    tasks = []
+    for path in paths:
+        tasks += load_pool(path)
+    return tasks
+
+
+def _export(args) -> int:
+    from tqdm.auto import tqdm
+
+    from ..task.scales import parse_scales
+    from .export import export_authors, export_harbor
+
+    tasks = _tasks(args.tasks)
+    for task in tqdm(tasks, desc=f"export {args.format}", unit="task"):
+        if args.format == "harbor":
+            export_harbor(task, args.out, parse_scales(args.scales), args.seed)
+        else:
+            export_authors(task, args.out)
+    print(f"exported {len(tasks)} tasks to {args.out}")
+    return 0
+
+
+def _import(args) -> int:
+    from .export import ExportError, import_authors
+
+    folders = []
+    for folder in map(Path, args.folders):
+        folders += [folder] if (folder / "v0").is_dir() else sorted(p for p in folder.iterdir() if (p / "v0").is_dir())
+    failed = 0
+    for folder in folders:
+        try:
+            print(f"imported {import_authors(folder, args.out).id}")
+        except ExportError as exc:
+            failed += 1
+            print(f"error: {exc}", file=sys.stderr)
+    return 1 if failed else 0
