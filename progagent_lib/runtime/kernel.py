@@ -1,0 +1,285 @@
+"""One confined IPython kernel: start it, run a cell with a deadline, interrupt it, restart it.
+
+The kernel talks zmq over ipc sockets (unix socket files in the sandbox's `ipc/` folder): TCP
+loopback does not exist inside the kernel's own network namespace.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import secrets
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jupyter_client.blocking import BlockingKernelClient
+
+from .bridge import BridgeServer, ToolRouter, install_code
+from .sandbox import Limits, Sandbox
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
+STARTUP_TIMEOUT = 30.0
+INTERRUPT_GRACE = 2.0  # seconds a program has to stop after SIGINT before the next escalation
+
+
+class KernelStartError(RuntimeError):
+    """The kernel process did not come up; the message includes its log."""
+
+
+def strip_ansi(text: str) -> str:
+    return ANSI.sub("", text)
+
+
+class BoundedText:
+    """Keeps the first and the last `limit // 2` characters of an unbounded stream, and its full length."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail = ""
+        self.total = 0
+
+    def add(self, text: str) -> None:
+        self.total += len(text)
+        half = self.limit - self.limit // 2
+        if self.head_len < half:
+            take = text[: half - self.head_len]
+            self.head.append(take)
+            self.head_len += len(take)
+            text = text[len(take):]
+        if text:
+            self.tail = (self.tail + text)[-(self.limit // 2):] if self.limit // 2 else ""
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.limit
+
+    def text(self) -> str:
+        head = "".join(self.head)
+        if not self.truncated:
+            return head + self.tail
+        dropped = self.total - len(head) - len(self.tail)
+        return f"{head}\n[... {dropped} characters of output cut; print less, e.g. a summary or a slice ...]\n{self.tail}"
+
+
+@dataclass
+class CellOutcome:
+    """What one cell produced, before the runtime turns it into an ExecutionResult."""
+
+    output: str = ""
+    truncated: bool = False
+    error: dict | None = None  # ename, evalue, traceback (list of lines, ANSI stripped)
+    timed_out: bool = False
+    kernel_died: bool = False
+    seconds: float = 0.0
+
+
+@dataclass
+class KernelSession:
+    """A sandboxed ipykernel with its bridge. `start()` blocks until the kernel answers."""
+
+    sandbox: Sandbox
+    python: str = field(default_factory=lambda: sys.executable)
+    router: ToolRouter | None = None
+
+    def __post_init__(self) -> None:
+        self.process = None
+        self.client: BlockingKernelClient | None = None
+        self.bridge: BridgeServer | None = None
+        self._pending: list[str] = []  # silent cells sent but whose replies are not read yet
+        self.generation = 0
+
+    # --- lifecycle -------------------------------------------------------------------------------------
+    def start(self) -> None:
+        self.generation += 1
+        for stale in self.sandbox.ipc.iterdir():
+            stale.unlink()
+        info = {
+            "transport": "ipc", "ip": str(self.sandbox.ipc / "k"), "shell_port": 1, "iopub_port": 2,
+            "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": secrets.token_hex(32),
+            "signature_scheme": "hmac-sha256", "kernel_name": "",
+        }
+        connection_file = self.sandbox.ipc / "kernel.json"
+        connection_file.write_text(json.dumps(info))
+        self.bridge = BridgeServer(self.router)
+        kernel_fd = self.bridge.kernel_fd
+        argv = [self.python, "-I", "-m", "ipykernel_launcher", "-f", str(connection_file),
+                "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor",
+                "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
+        log = open(self.sandbox.host / "kernel.log", "ab")
+        try:
+            self.process = self.sandbox.popen(argv, pass_fds=(kernel_fd,), stdin=subprocess_devnull(),
+                                              stdout=log, stderr=log)
+        finally:
+            log.close()
+        self.bridge.release_kernel_end()
+        client = BlockingKernelClient()
+        client.load_connection_info(info)
+        client.start_channels()
+        self.client = client
+        deadline = time.monotonic() + STARTUP_TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                self._stop_client()
+                raise KernelStartError(f"the kernel exited with code {self.process.returncode} during start-up:\n{self.log_tail()}")
+            try:
+                client.wait_for_ready(timeout=0.5)
+                break
+            except RuntimeError:
+                if time.monotonic() > deadline:
+                    self.kill()
+                    raise KernelStartError(f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}") from None
+        self.send_silent(install_code(kernel_fd))
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return (self.sandbox.host / "kernel.log").read_text(errors="replace")[-chars:]
+        except OSError:
+            return "(no log)"
+
+    def bind(self, router: ToolRouter) -> None:
+        self.router = router
+        if self.bridge is not None:
+            self.bridge.router = router
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def _stop_client(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.stop_channels()
+            except Exception:
+                pass
+            self.client = None
+
+    def kill(self) -> None:
+        """Kill the kernel and everything it started; the sandbox's folders stay."""
+        self._stop_client()
+        if self.sandbox.group is not None:
+            self.sandbox.group.kill_all()
+        if self.process is not None:
+            if self.process.poll() is None:
+                try:
+                    os.killpg(self.process.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            try:
+                self.process.wait(timeout=5)
+            except Exception:
+                pass
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
+        self._pending.clear()
+
+    def restart(self) -> None:
+        self.kill()
+        self.start()
+
+    def close(self) -> None:
+        self.kill()
+        self.sandbox.cleanup()
+
+    # --- running code --------------------------------------------------------------------------------
+    def send_silent(self, code: str) -> None:
+        """Queue a setup cell without waiting; its reply is checked before the next real cell runs."""
+        self._pending.append(self.client.execute(code, silent=True, store_history=False, allow_stdin=False))
+
+    def _drain_pending(self, deadline: float) -> None:
+        while self._pending:
+            reply = self._shell_reply(self._pending[0], deadline)
+            self._pending.pop(0)
+            if reply is None:
+                raise KernelStartError(f"a setup cell got no reply:\n{self.log_tail()}")
+            if reply["content"].get("status") != "ok":
+                content = reply["content"]
+                raise KernelStartError(f"a setup cell failed: {content.get('ename')}: {content.get('evalue')}")
+
+    def _shell_reply(self, msg_id: str, deadline: float) -> dict | None:
+        while time.monotonic() < deadline and self.alive():
+            try:
+                msg = self.client.get_shell_msg(timeout=max(0.01, min(0.5, deadline - time.monotonic())))
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return msg
+        return None
+
+    def run_cell(self, code: str, timeout: float, max_output_chars: int) -> CellOutcome:
+        """Run `code`; on timeout interrupt it (escalating to a restart), keeping state when possible."""
+        started = time.monotonic()
+        self._drain_pending(started + max(timeout, 30.0))
+        msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        output = BoundedText(max_output_chars)
+        outcome = CellOutcome()
+        deadline = started + timeout
+        interrupts = 0
+        while True:
+            now = time.monotonic()
+            if now >= deadline:
+                if interrupts == 0:
+                    outcome.timed_out = True
+                if interrupts < 2 and self.alive():
+                    self.interrupt()
+                    interrupts += 1
+                    deadline = now + INTERRUPT_GRACE
+                    continue
+                # The program ignores interrupts (or is stuck in C code): the state cannot be kept.
+                self.restart()
+                outcome.kernel_died = True
+                break
+            try:
+                msg = self.client.get_iopub_msg(timeout=min(0.25, deadline - now))
+            except queue.Empty:
+                if not self.alive():
+                    self.restart()
+                    outcome.kernel_died = True
+                    break
+                continue
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                output.add(content.get("text", ""))
+            elif kind in ("execute_result", "display_data"):
+                text = content.get("data", {}).get("text/plain")
+                if text is not None:
+                    output.add(text + "\n")
+            elif kind == "error":
+                outcome.error = {"ename": content.get("ename", ""), "evalue": content.get("evalue", ""),
+                                 "traceback": [strip_ansi(line) for line in content.get("traceback", [])]}
+            elif kind == "status" and content.get("execution_state") == "idle":
+                break
+        if not outcome.kernel_died:
+            self._shell_reply(msg_id, time.monotonic() + 5.0)
+            self.reap_strays()
+        outcome.output = strip_ansi(output.text())
+        outcome.truncated = output.truncated
+        outcome.seconds = time.monotonic() - started
+        return outcome
+
+    def interrupt(self) -> None:
+        try:
+            os.kill(self.process.pid, signal.SIGINT)
+        except ProcessLookupError:
+            pass
+
+    def reap_strays(self) -> None:
+        """A program may not leave processes behind (fork bombs, forgotten servers): kill them."""
+        group = self.sandbox.group
+        if group is not None and self.process is not None:
+            pids = group.pids()
+            if len(pids) > 1:
+                group.kill_all(except_pid=self.process.pid)
+
+
+def subprocess_devnull():
+    import subprocess
+
+    return subprocess.DEVNULL

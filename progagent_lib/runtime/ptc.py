@@ -1,0 +1,194 @@
+"""`PTCRuntime`: one episode's persistent, confined Python kernel with the episode's tools inside it."""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from .bridge import ToolCall, ToolRouter, PRELOAD_SPECS_CODE
+from .kernel import KernelSession, KernelStartError
+from .sandbox import GiB, Limits, Sandbox, SandboxUnavailable
+from .terminal import TerminalResult, run_terminal
+
+DEFAULT_MAX_OUTPUT_CHARS = 20_000
+TRACEBACK_LINES = 12
+
+
+@dataclass
+class ErrorInfo:
+    """An exception the program raised and did not catch."""
+
+    name: str
+    message: str
+    traceback: str  # the last frames only, ANSI removed
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.message}"
+
+
+@dataclass
+class ExecutionResult:
+    """What one program produced. `observation` is the text a model should see."""
+
+    output: str
+    error: ErrorInfo | None = None
+    timed_out: bool = False
+    truncated: bool = False
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    kernel_restarted: bool = False  # the kernel died or was killed: every variable is gone
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.timed_out and not self.kernel_restarted
+
+    @property
+    def observation(self) -> str:
+        parts = [self.output.rstrip("\n")] if self.output.strip() else []
+        if self.error is not None:
+            parts.append(self.error.traceback or str(self.error))
+        if self.timed_out:
+            parts.append(f"[the program timed out after {self.seconds:.0f} s and was interrupted]")
+        if self.kernel_restarted:
+            parts.append("[the kernel was restarted: all variables and imports from earlier programs are lost]")
+        return "\n".join(parts) if parts else "[no output]"
+
+
+def _short_traceback(error: dict) -> str:
+    lines = "\n".join(error.get("traceback") or []).splitlines()
+    if len(lines) > TRACEBACK_LINES:
+        lines = ["Traceback (most recent call last, shortened):", *lines[-TRACEBACK_LINES:]]
+    return "\n".join(lines) or f"{error.get('ename')}: {error.get('evalue')}"
+
+
+class PTCRuntime:
+    """A confined persistent IPython kernel bound to `env`'s workspace, with `tools` inside it.
+
+    Args:
+        env: the episode's Environment (tools run on the host against it; None for tools from
+            `extra_tool_sources` / `mcp_servers` only, with `workspace` given).
+        error_mode: "is_error" (failing tools raise ToolError in the kernel), "off" (the failure text
+            comes back as an ordinary value), "detect" (also raise on error-shaped results).
+        timeout: default seconds per program; on expiry the program is interrupted, state is kept.
+        max_output_chars: bound of the output returned per program (head and tail are kept).
+        pool: a KernelPool to take a pre-started kernel from.
+        mcp_servers: specs of MCP servers whose tools join `tools` (through MCPToolSource).
+        extra_tool_sources: objects with `tool_specs` and `call(name, arguments) -> (result, is_error)`.
+        unsafe_no_sandbox: run the kernel unconfined (only where the sandbox cannot be set up).
+        memory_limit, cpu_limit, max_processes, file_size_limit: the sandbox's bounds.
+    """
+
+    def __init__(self, env: Any, error_mode: str = "is_error", timeout: float = 30.0,
+                 max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS, pool: Any = None, mcp_servers: Iterable[Any] = (),
+                 extra_tool_sources: Iterable[Any] = (), unsafe_no_sandbox: bool = False, memory_limit: int = 4 * GiB,
+                 cpu_limit: int = 3600, max_processes: int = 64, file_size_limit: int = 512 << 20,
+                 workspace: str | Path | None = None):
+        self.env = env
+        self.timeout = timeout
+        self.max_output_chars = max_output_chars
+        self.confined = not unsafe_no_sandbox
+        self.limits = Limits(memory_bytes=memory_limit, cpu_seconds=cpu_limit, file_bytes=file_size_limit,
+                             max_processes=max_processes)
+        workspace = workspace if workspace is not None else getattr(env, "workspace", None)
+        if workspace is None:
+            raise ValueError("PTCRuntime needs a workspace: pass an Environment or workspace=PATH")
+        self.workspace = Path(workspace).resolve()
+        self._owned_sources = []
+        try:
+            for spec in mcp_servers:
+                # Imported lazily: the MCP client is optional and lives in its own module.
+                mcp_client = importlib.import_module(".mcp_client", __package__)
+                self._owned_sources.append(mcp_client.MCPToolSource(spec))
+            self.router = ToolRouter(env, [*extra_tool_sources, *self._owned_sources], error_mode)
+            self.session = self._open_session(pool)
+        except BaseException:
+            for source in self._owned_sources:
+                source.close()
+            raise
+        self.closed = False
+        self._restart_pending = False
+
+    @property
+    def error_mode(self) -> str:
+        return self.router.error_mode
+
+    def _open_session(self, pool: Any) -> KernelSession:
+        if pool is not None:
+            if pool.confined != self.confined:
+                raise ValueError("the pool's sandbox setting differs from this runtime's unsafe_no_sandbox")
+            session = pool.acquire(self.workspace)
+            session.bind(self.router)
+        else:
+            sandbox = Sandbox(workspace=self.workspace, limits=self.limits, confined=self.confined)
+            session = KernelSession(sandbox, router=self.router)
+            try:
+                session.start()
+            except BaseException:
+                session.close()
+                raise
+        session.send_silent(PRELOAD_SPECS_CODE)
+        return session
+
+    # --- the public surface ------------------------------------------------------------------------------
+    def execute(self, code: str, timeout: float | None = None) -> ExecutionResult:
+        """Run one program in the episode's kernel; variables persist between calls."""
+        if self.closed:
+            raise RuntimeError("this PTCRuntime is closed; start a new one for a new episode")
+        session = self.session
+        try:
+            outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
+        except KernelStartError:
+            # The kernel died while a setup cell was pending, or cannot come back: start over once.
+            session.restart()
+            session.send_silent(PRELOAD_SPECS_CODE)
+            outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
+            outcome.kernel_died = True
+        if outcome.kernel_died:
+            session.send_silent(PRELOAD_SPECS_CODE)
+        error = None
+        if outcome.error is not None:
+            error = ErrorInfo(outcome.error["ename"], outcome.error["evalue"], _short_traceback(outcome.error))
+        elif outcome.kernel_died and not outcome.timed_out:
+            error = ErrorInfo("KernelDied", "the kernel process died while running the program "
+                              "(out of memory, a crash, or it was killed)", "")
+        return ExecutionResult(
+            output=outcome.output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated,
+            tool_calls=session.bridge.take_calls() if session.bridge else [], kernel_restarted=outcome.kernel_died,
+            seconds=outcome.seconds,
+        )
+
+    def terminal(self, command: str, timeout: float | None = None) -> TerminalResult:
+        """Run a shell command in the workspace, under the same confinement as the kernel."""
+        if self.closed:
+            raise RuntimeError("this PTCRuntime is closed")
+        return run_terminal(self.workspace, command, timeout=timeout if timeout is not None else self.timeout,
+                            max_output_chars=self.max_output_chars, limits=self.limits, unsafe_no_sandbox=not self.confined)
+
+    def close(self) -> None:
+        if getattr(self, "closed", True):
+            return
+        self.closed = True
+        try:
+            self.session.close()
+        finally:
+            for source in self._owned_sources:
+                try:
+                    source.close()
+                except Exception:
+                    pass
+
+    def __enter__(self) -> "PTCRuntime":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+__all__ = ["PTCRuntime", "ExecutionResult", "ErrorInfo", "SandboxUnavailable", "KernelStartError"]

@@ -1,0 +1,262 @@
+"""Confinement of the kernel and of terminal commands, set up with the Linux kernel's own mechanisms.
+
+A confined process (see `_launcher.py`, which runs inside it before the real program):
+- runs as uid 0 with every capability dropped for good (secure bits, empty bounding set,
+  no_new_privs), so it owns no privilege beyond the files Landlock lets it open;
+- is under a Landlock ruleset (ABI >= 6): it may read the Python installation, the venv and system
+  libraries, write only its workspace and a private temporary folder, make no TCP connection, signal
+  no process outside its own sandbox and reach no abstract unix socket outside it. Everything else —
+  the task folder, the project tree, other episodes, the environment cache — is unreadable;
+- lives in its own network namespace (no interface but a down loopback) and IPC namespace;
+- is bounded by rlimits (address space, CPU time, file size, open files, no core dumps) and by a pids
+  cgroup (the process count; rlimit NPROC does not bind uid 0). The cgroup also lets the host kill
+  every process the sandbox ever forked.
+
+Why uid 0 without capabilities and not a dedicated uid: the Python installation lives under /root
+(mode 0700) here, so an unprivileged uid could not even start the interpreter.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+GiB = 1 << 30
+MiB = 1 << 20
+LAUNCHER_SOURCE = (Path(__file__).parent / "_launcher.py").read_text()
+CGROUP_PIDS_ROOT = Path("/sys/fs/cgroup/pids")
+RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettempdir()) / "progagent-runtime"))
+
+# Readable by every sandbox: the interpreter, its libraries and a few harmless system files.
+SYSTEM_READ_PATHS = [
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys/devices/system/cpu",
+    "/dev/urandom", "/dev/random", "/dev/zero",
+    "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
+    "/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/mime.types", "/etc/os-release", "/etc/bash.bashrc",
+    "/etc/inputrc", "/etc/profile", "/etc/alternatives", "/etc/matplotlibrc", "/etc/fonts",
+]
+SYSTEM_WRITE_PATHS = ["/dev/null"]
+
+
+class SandboxUnavailable(RuntimeError):
+    """The confinement cannot be set up on this machine (kernel too old, not root, no cgroup...)."""
+
+
+@dataclass
+class Limits:
+    """Resource bounds of one sandbox (the kernel and everything it starts)."""
+
+    memory_bytes: int = 4 * GiB  # address space per process (RLIMIT_AS)
+    cpu_seconds: int = 3600  # CPU time per process (RLIMIT_CPU); the kernel lives a whole episode
+    file_bytes: int = 512 * MiB  # largest file a process may write (RLIMIT_FSIZE)
+    open_files: int = 1024
+    max_processes: int = 64  # processes + threads in the sandbox's pids cgroup
+
+    def rlimits(self) -> dict[str, int]:
+        return {
+            "RLIMIT_AS": self.memory_bytes, "RLIMIT_CPU": self.cpu_seconds, "RLIMIT_FSIZE": self.file_bytes,
+            "RLIMIT_NOFILE": self.open_files, "RLIMIT_CORE": 0,
+        }
+
+
+def python_read_paths() -> list[str]:
+    """The interpreter installation and the venv (but not the project tree the venv may sit in)."""
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, str(Path(sys.executable).resolve().parent)}
+    return sorted(paths)
+
+
+_landlock_abi: int | None = None
+
+
+def landlock_abi() -> int:
+    global _landlock_abi
+    if _landlock_abi is None:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.syscall.restype = ctypes.c_long
+        _landlock_abi = int(libc.syscall(444, None, 0, 1))
+    return _landlock_abi
+
+
+def check_available() -> None:
+    """Raise SandboxUnavailable with what to do if this machine cannot confine a kernel."""
+    if sys.platform != "linux":
+        raise SandboxUnavailable("the sandbox needs Linux (Landlock, namespaces, cgroups); pass unsafe_no_sandbox=True to run unconfined")
+    if os.geteuid() != 0:
+        raise SandboxUnavailable(
+            "the sandbox needs root (network namespace, pids cgroup); run as root (e.g. in a container) "
+            "or pass unsafe_no_sandbox=True to run the kernel unconfined")
+    abi = landlock_abi()
+    if abi < 6:
+        raise SandboxUnavailable(
+            f"Landlock ABI {abi} found, 6 needed (Linux >= 6.12 with landlock in the LSM list); "
+            "pass unsafe_no_sandbox=True to run unconfined")
+    if not (CGROUP_PIDS_ROOT / "cgroup.procs").exists():
+        raise SandboxUnavailable(f"no pids cgroup at {CGROUP_PIDS_ROOT} (needed to bound processes); "
+                                 "mount the cgroup v1 pids controller or pass unsafe_no_sandbox=True")
+
+
+class ProcessGroup:
+    """A pids cgroup holding one sandbox: bounds its process count and can kill all of it."""
+
+    def __init__(self, max_processes: int):
+        self.path = CGROUP_PIDS_ROOT / "progagent" / uuid.uuid4().hex[:16]
+        self.path.mkdir(parents=True)
+        (self.path / "pids.max").write_text(str(max_processes))
+
+    @property
+    def procs_file(self) -> str:
+        return str(self.path / "cgroup.procs")
+
+    def count(self) -> int:
+        try:
+            return int((self.path / "pids.current").read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def pids(self) -> list[int]:
+        try:
+            return [int(p) for p in (self.path / "cgroup.procs").read_text().split()]
+        except OSError:
+            return []
+
+    def kill_all(self, except_pid: int | None = None, timeout: float = 5.0) -> None:
+        """SIGKILL every process in the group (a fork bomb may keep forking: repeat until empty)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pids = [p for p in self.pids() if p != except_pid]
+            if not pids:
+                return
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.005)
+
+    def remove(self) -> None:
+        self.kill_all()
+        for _ in range(200):
+            try:
+                self.path.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:  # the killed processes are not reaped yet
+                time.sleep(0.01)
+
+
+@dataclass
+class Sandbox:
+    """Folders and bounds of one confined process tree; `popen(argv)` starts a program inside it.
+
+    Layout of `root` (host-owned): `tmp/` the private temporary folder (writable inside), `ipc/`
+    the kernel's zmq sockets and connection file (writable inside), `work/` an empty slot where a
+    pooled kernel's workspace is bind-mounted later, `host/` logs the sandbox cannot open.
+    """
+
+    workspace: Path | None = None  # None: a pooled sandbox, bound to a workspace later via the slot
+    limits: Limits = field(default_factory=Limits)
+    confined: bool = True
+    extra_read_paths: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.confined:
+            check_available()
+        RUNTIME_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.root = Path(tempfile.mkdtemp(prefix="sb-", dir=RUNTIME_ROOT))
+        for sub in ("tmp", "ipc", "work", "host"):
+            (self.root / sub).mkdir()
+        self.tmp, self.ipc, self.slot, self.host = (self.root / s for s in ("tmp", "ipc", "work", "host"))
+        self.group = ProcessGroup(self.limits.max_processes) if self.confined else None
+        self.mounted = False
+
+    @property
+    def cwd(self) -> Path:
+        return self.workspace if self.workspace is not None else self.slot
+
+    def environment(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """A scrubbed environment: nothing of the host's leaks in (no keys, no paths to the project)."""
+        bin_dir = str(Path(sys.executable).parent)
+        env = {
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(self.tmp), "TMPDIR": str(self.tmp),
+            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
+            "IPYTHONDIR": str(self.tmp / ".ipython"), "MPLCONFIGDIR": str(self.tmp / ".mpl"), "MPLBACKEND": "Agg",
+            "JUPYTER_RUNTIME_DIR": str(self.tmp / ".jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
+            "TERM": "dumb", "NO_COLOR": "1",
+        }
+        env.update(extra or {})
+        return env
+
+    def launcher_config(self, argv: list[str], env: dict[str, str], inherit_fds: list[int]) -> dict:
+        write_paths = [str(self.tmp), str(self.ipc), str(self.slot), *SYSTEM_WRITE_PATHS]
+        if self.workspace is not None:
+            write_paths.append(str(self.workspace))
+        return {
+            "cgroup_procs": self.group.procs_file if self.group else None,
+            "rlimits": self.limits.rlimits(),
+            "read_paths": [*python_read_paths(), *SYSTEM_READ_PATHS, *self.extra_read_paths],
+            "write_paths": write_paths,
+            "cwd": str(self.cwd),
+            "argv": argv,
+            "env": env,
+            "inherit_fds": inherit_fds,
+        }
+
+    def popen(self, argv: list[str], *, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
+              **popen_kwargs) -> subprocess.Popen:
+        """Start `argv` inside the sandbox (or plainly, in its folders, when not confined)."""
+        env = env if env is not None else self.environment()
+        if not self.confined:
+            return subprocess.Popen(argv, cwd=self.cwd, env=env, pass_fds=pass_fds, start_new_session=True, **popen_kwargs)
+        config = self.launcher_config(argv, env, list(pass_fds))
+        launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config)]
+        return subprocess.Popen(launcher, cwd=self.root, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
+                                start_new_session=True, **popen_kwargs)
+
+    # --- binding a pooled sandbox to an episode's workspace ----------------------------------------
+    def bind_workspace(self, workspace: Path) -> None:
+        """Bind-mount `workspace` onto the slot: Landlock's rule on the slot then covers it.
+
+        The rules hold on the slot's file hierarchy, so the sandbox reaches the workspace through the
+        slot path and never through its real path (whose parents, with the episode's database, stay
+        out of reach).
+        """
+        if self.workspace is not None:
+            raise RuntimeError("this sandbox is already bound to a workspace")
+        if self.confined:
+            libc = ctypes.CDLL(None, use_errno=True)
+            MS_BIND = 4096
+            if libc.mount(str(workspace).encode(), str(self.slot).encode(), None, MS_BIND, None) != 0:
+                err = ctypes.get_errno()
+                raise SandboxUnavailable(f"cannot bind-mount {workspace} onto {self.slot}: {os.strerror(err)}; "
+                                         "a kernel pool needs root with CAP_SYS_ADMIN")
+            self.mounted = True
+        else:
+            self.slot.rmdir()
+            self.slot.symlink_to(workspace)
+        self.workspace_source = workspace
+
+    def cleanup(self) -> None:
+        if self.group is not None:
+            self.group.remove()
+        if self.mounted:
+            libc = ctypes.CDLL(None, use_errno=True)
+            MNT_DETACH = 2
+            libc.umount2(str(self.slot).encode(), MNT_DETACH)
+            self.mounted = False
+        if not self.root.exists():
+            return
+        if self.slot.is_symlink():
+            self.slot.unlink()
+        if os.path.ismount(self.slot):  # never delete through a mount: it is the episode's workspace
+            return
+        shutil.rmtree(self.root, ignore_errors=True)

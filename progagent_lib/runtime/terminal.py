@@ -1,0 +1,75 @@
+"""`terminal(command)`: a shell command in the episode's workspace, under the kernel's confinement."""
+from __future__ import annotations
+
+import os
+import selectors
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .sandbox import Limits, Sandbox
+
+
+@dataclass
+class TerminalResult:
+    """What a shell command printed (stdout and stderr interleaved), and how it ended."""
+
+    output: str
+    exit_code: int | None  # None when it was killed at the timeout
+    timed_out: bool = False
+    truncated: bool = False
+    seconds: float = 0.0
+
+    @property
+    def observation(self) -> str:
+        text = self.output.rstrip("\n") or "[no output]"
+        if self.timed_out:
+            return text + f"\n[the command timed out after {self.seconds:.0f} s and was killed]"
+        return text + (f"\n[exit code {self.exit_code}]" if self.exit_code else "")
+
+
+def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, max_output_chars: int = 20_000,
+                 limits: Limits | None = None, unsafe_no_sandbox: bool = False) -> TerminalResult:
+    """Run `command` with bash in `workspace`; every process it starts is killed when it ends or times out."""
+    from .kernel import BoundedText, strip_ansi
+
+    sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or Limits(), confined=not unsafe_no_sandbox)
+    started = time.monotonic()
+    output = BoundedText(max_output_chars)
+    timed_out = False
+    try:
+        process = sandbox.popen(["/bin/bash", "--noprofile", "--norc", "-c", command], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        selector = selectors.DefaultSelector()
+        selector.register(process.stdout, selectors.EVENT_READ)
+        deadline = started + timeout
+        fd = process.stdout.fileno()
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                timed_out = True
+                break
+            if not selector.select(timeout=min(remaining, 0.1)):
+                if process.poll() is not None:  # done; a background job may still hold the pipe open
+                    break
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:  # every writer closed its end
+                break
+            output.add(chunk.decode(errors="replace"))
+        selector.close()
+        if timed_out and sandbox.group is None:
+            process.kill()
+        if sandbox.group is not None:  # background jobs and the command itself, if still running
+            sandbox.group.kill_all()
+        try:
+            exit_code = process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            exit_code = process.wait()
+        process.stdout.close()
+    finally:
+        sandbox.cleanup()
+    return TerminalResult(strip_ansi(output.text()), None if timed_out else exit_code, timed_out, output.truncated,
+                          time.monotonic() - started)
