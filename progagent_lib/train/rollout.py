@@ -171,7 +171,7 @@ def run_token_episode(
                 _count(episode, call, observation)
                 if observation.done:
                     break
-                contents.append(observation.content[: limits.max_observation_chars])
+                contents.append(cut(observation.content, limits.max_observation_chars))
             episode.seconds_environment += time.perf_counter() - started
             if session.done:
                 episode.end_reason = "claim_done"
@@ -187,6 +187,13 @@ def run_token_episode(
     finally:
         session.close()
         env.close()
+
+
+def cut(text: str, limit: int) -> str:
+    """An observation bounded to `limit` characters, with a visible marker so the model knows text is missing."""
+    if len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
 
 
 def _count(episode: EpisodeTokens, call: Any, observation: Observation) -> None:

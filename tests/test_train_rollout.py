@@ -1,0 +1,117 @@
+"""Multi-turn GSPO rollouts: env_mask covers exactly the environment's tokens; claim_done ends the episode.
+
+The model side is scripted (a test double that emits fixed assistant turns as tokens) so the test controls
+which tool calls happen; the tokenizer, harness session, task environment and verifier are the real ones.
+"""
+import json
+
+import pytest
+
+from progagent_lib.train.models import TinyModelConfig, build_tiny_model
+from progagent_lib.train.rollout import (HFTurnGenerator, RolloutLimits, TurnOutput, is_dtc_like, observation_block,
+                                         run_token_episode)
+
+
+@pytest.fixture(scope="module")
+def tiny(repo):
+    return build_tiny_model(repo / "tasks", TinyModelConfig(vocab_size=1024, hidden_size=64, intermediate_size=128, head_dim=16))
+
+
+class ScriptedTurns:
+    """Plays pre-written assistant turns, token by token as a model would emit them."""
+
+    def __init__(self, tokenizer, turns):
+        self.tokenizer, self.turns, self.calls = tokenizer, list(turns), 0
+
+    def __call__(self, context_ids, max_new_tokens):
+        text = self.turns[self.calls] + "<|im_end|>"
+        self.calls += 1
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"][:max_new_tokens]
+        return TurnOutput(ids, [-0.5] * len(ids))
+
+
+def call(name, **arguments):
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": arguments}) + "\n</tool_call>"
+
+
+def spans(mask, value):
+    """(start, end) of each maximal run of `value` in mask."""
+    out, start = [], None
+    for i, m in enumerate(mask + [None]):
+        if m == value and start is None:
+            start = i
+        elif m != value and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
+    _, tokenizer = tiny
+    turns = [
+        "<think>\n\n</think>\n\n" + call("list_products", page=1),
+        "Two at once.\n" + call("get_supplier", supplier_id=999999) + "\n" + call("list_products", page=2),
+        call("claim_done", action="Placed 0 orders, total 0.00."),
+        call("list_products", page=3),  # never played: claim_done ended the episode
+    ]
+    script = ScriptedTurns(tokenizer, turns)
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_completion_tokens=100_000, max_observation_chars=100_000))
+
+    assert script.calls == 3 and episode.end_reason == "claim_done" and episode.turns == 3
+    assert len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)
+
+    # Model spans decode to exactly the turns the model wrote (each with its end-of-turn token) ...
+    model_spans = spans(episode.env_mask, 1)
+    assert [tokenizer.decode(episode.completion_ids[a:b]) for a, b in model_spans] == [t + "<|im_end|>" for t in turns[:3]]
+    # ... and environment spans decode to exactly the tool responses the real environment produced.
+    env = restock_task.instantiate("v0", 0)
+    try:
+        page1 = json.dumps(env.tools.list_products(page=1), ensure_ascii=False)
+        page2 = json.dumps(env.tools.list_products(page=2), ensure_ascii=False)
+    finally:
+        env.close()
+    env_texts = [tokenizer.decode(episode.completion_ids[a:b]) for a, b in spans(episode.env_mask, 0)]
+    assert len(env_texts) == 2
+    assert env_texts[0] == observation_block([page1])
+    assert env_texts[1].startswith("\n<|im_start|>user\n<tool_response>\nError: ") and "999999" in env_texts[1]
+    assert env_texts[1].endswith(f"<tool_response>\n{page2}\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    # Log-probs: the sampler's for model tokens, zero for environment tokens.
+    assert all(lp == -0.5 for lp, m in zip(episode.logprobs, episode.env_mask) if m == 1)
+    assert all(lp == 0.0 for lp, m in zip(episode.logprobs, episode.env_mask) if m == 0)
+    assert episode.tool_calls == 3 and episode.model_tool_calls == 4
+    assert episode.tool_output_tokens == sum(b - a for a, b in spans(episode.env_mask, 0))
+    # The whole context is what the chat template renders for the same conversation.
+    assert tokenizer.decode(episode.prompt_ids).endswith("<|im_start|>assistant\n")
+
+
+def test_claim_done_ends_rollout_and_reward_is_the_verifiers(tiny, restock_task):
+    _, tokenizer = tiny
+    script = ScriptedTurns(tokenizer, [call("claim_done", action="nothing to do"), call("list_products", page=1)])
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script)
+    assert script.calls == 1 and episode.end_reason == "claim_done" and not episode.truncated
+    assert episode.env_mask == [1] * len(episode.completion_ids)  # nothing after the final turn
+    assert episode.completion_ids[-1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert episode.reward == 0.0 and 0.0 <= episode.score < 1.0  # the wrong answer fails the real verifier
+
+
+def test_turn_budget_truncates(tiny, restock_task):
+    _, tokenizer = tiny
+    script = ScriptedTurns(tokenizer, [call("list_products", page=p) for p in range(1, 5)])
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_turns=2))
+    assert script.calls == 2 and episode.end_reason == "max_turns" and episode.truncated and episode.reward == 0.0
+
+
+def test_model_generator_returns_its_tokens_and_logprobs(tiny, restock_task):
+    model, tokenizer = tiny
+    generate = HFTurnGenerator(model, tokenizer)
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, generate, RolloutLimits(max_new_tokens=8, max_turns=1))
+    assert 1 <= len(episode.completion_ids) <= 8 and all(m == 1 for m in episode.env_mask)
+    assert all(lp <= 0.0 for lp in episode.logprobs)
+
+
+def test_dtc_like_programs():
+    assert is_dtc_like("print(tools.list_products(page=1))")
+    assert is_dtc_like("tools['get_supplier'](supplier_id=3)")
+    assert not is_dtc_like("for p in range(1, 4):\n    print(tools.list_products(page=p))")
+    assert not is_dtc_like("r = tools.list_products(page=1)\nprint(len(r['items']))")
+    assert not is_dtc_like("a = tools.list_products(page=1)\nb = tools.list_products(page=2)")
