@@ -1,0 +1,43 @@
+"""A plausible wrong solution: applies the memo's price tolerance to every vendor, missing procurement's note."""
+import re
+
+from progagent_lib.task.oracle_kit import read_all
+
+WORDS = {"two": 2, "three": 3, "four": 4, "five": 5}
+
+
+def solve(tools) -> str:
+    memo = " ".join(tools.read_file(path="ap_team/matching_memo.md").split())
+    tolerance = WORDS[re.search(r"by up to (\w+) percent", memo).group(1)] / 100
+    alert = " ".join(tools.read_file(path="inbox/treasury_alert.eml").split())
+    blocked = re.search(r"bank account of (.+?) that", alert).group(1)
+    exceptions, total = ["invoice_no,reason"], 0.0
+    for inv in read_all(tools.list_invoices):
+        full = tools.get_invoice(invoice_id=inv["invoice_id"])
+        reason = "vendor_hold" if full["vendor"] == blocked else None
+        if reason is None:
+            try:
+                po = tools.get_purchase_order(po_number=full["po_number"])
+            except Exception:
+                po = None
+            if po is None or po["vendor_id"] != full["vendor_id"]:
+                reason = "no_matching_po"
+            else:
+                got = {}
+                for rec in read_all(tools.list_receipts, po_number=full["po_number"]):
+                    got[rec["line_no"]] = got.get(rec["line_no"], 0) + rec["qty_received"]
+                ordered = {l["line_no"]: l for l in po["lines"]}
+                for line in full["lines"]:
+                    if line["qty"] > got.get(line["line_no"], 0):
+                        reason = "quantity_variance"
+                        break
+                    if line["unit_price"] > ordered[line["line_no"]]["unit_price"] * (1 + tolerance) + 1e-9:
+                        reason = reason or "price_variance"
+        if reason:
+            tools.hold_invoice(invoice_id=full["invoice_id"], reason=reason)
+            exceptions.append(f"{full['invoice_no']},{reason}")
+        else:
+            tools.approve_invoice(invoice_id=full["invoice_id"])
+            total += full["amount"]
+    tools.write_file(path="match_exceptions.csv", content="\n".join(exceptions) + "\n")
+    return f"Approved total: {total:,.2f}"
