@@ -8,7 +8,7 @@ VENDORS = ["Acme Fasteners", "Borealis Paper", "Crestline Tools", "Delta Coating
 ITEMS = ["hex bolts M8", "copier paper A4", "torque wrench", "primer 5L", "shipping cartons", "cable ties",
          "safety gloves", "solvent 1L", "cotton rags", "pallet wrap", "LED tubes", "toner cartridge",
          "floor cleaner", "barcode labels", "steel brackets", "adhesive tape"]
-TOLERANCE_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 8: "eight", 10: "ten"}
+TOLERANCE_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
 
 
 def generate(ctx):
