@@ -23,8 +23,6 @@ from ..task import ToolError, VerifyResult
 from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
 
 ERROR_MODES = ("is_error", "off", "detect")
-DEFAULT_PROGRAM_TIMEOUT = 60.0
-DEFAULT_TERMINAL_TIMEOUT = 30.0
 
 
 @dataclass
@@ -75,7 +73,7 @@ class Session:
     """The tools of one episode under one harness. Use as a context manager, or call close()."""
 
     def __init__(self, env, harness: str | HarnessSpec, *, error_mode: str = "is_error", runtime=None, pool=None,
-                 program_timeout: float = DEFAULT_PROGRAM_TIMEOUT, terminal_timeout: float = DEFAULT_TERMINAL_TIMEOUT,
+                 program_timeout: float | None = None, terminal_timeout: float | None = None,
                  **runtime_kwargs: Any):
         if error_mode not in ERROR_MODES:
             raise ValueError(f"error_mode must be one of {ERROR_MODES}, got {error_mode!r}")
@@ -160,30 +158,15 @@ class Session:
 
     def _run_program(self, code: str) -> Observation:
         result = self.runtime.execute(code, timeout=self.program_timeout)
-        parts = [result.output.rstrip("\n")] if result.output else []
-        if result.kernel_restarted:
-            parts.append("[The Python session crashed and was restarted: every variable, function and import "
-                         "from earlier programs is lost.]")
-        if result.timed_out:
-            parts.append(f"[The program was interrupted after {self.program_timeout:g} s. Variables set before the "
-                         "interruption are kept.]")
-        if result.error:
-            parts.append(result.error.rstrip("\n"))
-        content = "\n".join(parts) if parts else "[The program ran and printed nothing.]"
         calls = [_program_call_record(c) for c in (result.tool_calls or [])]
-        return Observation(content, is_error=bool(result.error) or result.timed_out, kind="program",
-                           task_tool_calls=calls, runtime_error=bool(result.error) and not result.timed_out,
-                           timed_out=result.timed_out, kernel_restarted=result.kernel_restarted,
-                           truncated=result.truncated)
+        raised = result.error is not None and not result.timed_out
+        return Observation(result.observation, is_error=raised or result.timed_out, kind="program",
+                           task_tool_calls=calls, runtime_error=raised, timed_out=result.timed_out,
+                           kernel_restarted=result.kernel_restarted, truncated=result.truncated)
 
     def _run_terminal(self, command: str) -> Observation:
         result = self.runtime.terminal(command, timeout=self.terminal_timeout)
-        content = result.output.rstrip("\n")
-        if result.timed_out:
-            content += f"\n[The command was stopped after {self.terminal_timeout:g} s.]"
-        if result.exit_code not in (0, None):
-            content += f"\n[exit code {result.exit_code}]"
-        return Observation(content.strip("\n") or "[no output]", is_error=result.exit_code not in (0, None) or result.timed_out,
+        return Observation(result.observation, is_error=result.exit_code != 0 or result.timed_out,
                            kind="terminal", timed_out=result.timed_out, truncated=result.truncated)
 
     def _claim_done(self, action: str) -> Observation:
@@ -228,5 +211,5 @@ def _program_call_record(call: Any) -> dict:
     """The runtime's record of one in-program tool call, as a plain dict."""
     if isinstance(call, dict):
         return dict(call)
-    keys = ("name", "arguments", "ok", "seconds", "error")
+    keys = ("name", "arguments", "is_error", "seconds", "result_chars", "error")
     return {k: getattr(call, k) for k in keys if hasattr(call, k)}

@@ -1,0 +1,31 @@
+"""Policies from a short spec string, as the command line and notebooks name them."""
+from __future__ import annotations
+
+from typing import Any
+
+from .oracle import OracleTeacher
+
+SPEC_HELP = "oracle | hf:PATH_OR_HUB_ID | openai:BASE_URL#MODEL | replay:FILE"
+
+
+def make_policy(spec: str, harness: str, **kwargs: Any):
+    """`make_policy("oracle" | "hf:PATH" | "openai:URL#model" | "replay:FILE", harness)`.
+
+    Extra keyword arguments go to the policy's constructor (e.g. temperature=0.0).
+    """
+    kind, _, rest = spec.partition(":")
+    if kind == "oracle" and not rest:
+        return OracleTeacher(harness, **kwargs)
+    if kind == "hf" and rest:
+        from .hf import HFPolicy
+        return HFPolicy(rest, **kwargs)
+    if kind == "openai" and rest:
+        url, _, model = rest.rpartition("#")
+        if not url or not model:
+            raise ValueError(f"policy {spec!r}: write openai:BASE_URL#MODEL, e.g. openai:http://localhost:8000/v1#Qwen/Qwen3-8B")
+        from .openai_compat import OpenAIPolicy
+        return OpenAIPolicy(url, model, **kwargs)
+    if kind == "replay" and rest:
+        from .replay import ReplayPolicy
+        return ReplayPolicy.from_file(rest)
+    raise ValueError(f"unknown policy {spec!r}; expected {SPEC_HELP}")

@@ -1,0 +1,116 @@
+"""Any OpenAI-compatible chat endpoint as a policy (vLLM, SGLang, hosted APIs), with retries and back-off."""
+from __future__ import annotations
+
+import json
+import os
+import random
+import time
+from typing import Any
+
+import httpx
+
+from ..harness.episode import PolicyError
+from ..harness.parsing import parse_tool_calls
+from ..harness.session import ToolCall
+from .base import PolicyTurn
+
+# Worth retrying: rate limits, server overload and gateway errors. A 400 (bad request) will not get better.
+RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+_MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id", "name"}
+
+
+class OpenAIPolicy:
+    """`OpenAIPolicy(base_url, model, api_key=None)`: POSTs to `{base_url}/chat/completions`.
+
+    A failed request is retried `max_retries` times, waiting `backoff * 2**attempt` seconds (with
+    jitter, at most `max_backoff`, or the server's Retry-After); after that the episode ends with a
+    PolicyError. Servers that return tool calls as text (no tool parser) are parsed like a local model.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, *, temperature: float = 0.7,
+                 max_tokens: int | None = 4096, max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0,
+                 timeout: float = 300.0, extra_body: dict | None = None, tokenizer: Any = None, name: str | None = None):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.extra_body = dict(extra_body or {})
+        self.tokenizer = tokenizer
+        self.name = name or f"openai:{model}"
+        headers = {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+        self.client = httpx.Client(timeout=timeout, headers=headers)
+        self.attempts = 0  # requests sent, retries included (for tests and logs)
+
+    def request_body(self, messages: list[dict], tools: list[dict]) -> dict:
+        # Only the standard keys: some APIs reject what they do not know (e.g. reasoning_content).
+        clean = [{k: v for k, v in m.items() if k in _MESSAGE_KEYS} for m in messages]
+        body = {"model": self.model, "messages": clean, "temperature": self.temperature, **self.extra_body}
+        if tools:
+            body["tools"] = tools
+        if self.max_tokens is not None:
+            body["max_tokens"] = self.max_tokens
+        return body
+
+    def _post(self, body: dict) -> dict:
+        url = f"{self.base_url}/chat/completions"
+        last_problem = ""
+        for attempt in range(self.max_retries + 1):
+            self.attempts += 1
+            wait = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+            try:
+                response = self.client.post(url, json=body)
+            except httpx.HTTPError as exc:  # connection refused, reset, timeout
+                last_problem = f"{type(exc).__name__}: {exc}"
+            else:
+                if response.status_code == 200:
+                    try:
+                        return response.json()
+                    except json.JSONDecodeError:
+                        last_problem = f"the reply is not JSON: {response.text[:200]}"
+                elif response.status_code in RETRY_STATUS:
+                    last_problem = f"HTTP {response.status_code}: {response.text[:200]}"
+                    retry_after = response.headers.get("retry-after", "")
+                    if retry_after.replace(".", "", 1).isdigit():
+                        wait = min(self.max_backoff, float(retry_after))
+                else:
+                    raise PolicyError(f"{url} refused the request with HTTP {response.status_code}: {response.text[:500]}")
+            if attempt < self.max_retries:
+                time.sleep(wait)
+        raise PolicyError(f"{url} failed {self.max_retries + 1} times; last problem: {last_problem}")
+
+    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+        reply = self._post(self.request_body(messages, tools))
+        try:
+            message = reply["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise PolicyError(f"unexpected reply from {self.base_url}: {json.dumps(reply)[:500]}") from None
+        content = message.get("content") or ""
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+        calls, errors = [], []
+        for index, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") or {}
+            name, arguments = function.get("name"), function.get("arguments") or "{}"
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError as exc:
+                    errors.append(f"the arguments of {name!r} are not valid JSON ({exc.msg}).")
+                    continue
+            if not name or not isinstance(arguments, dict):
+                errors.append(f"tool call #{index + 1} has no name or its arguments are not an object.")
+                continue
+            calls.append(ToolCall(name, arguments, call.get("id") or ""))
+        if not calls and not errors and "<tool_call>" in content:
+            parsed = parse_tool_calls(content, tools)
+            content, calls, errors = parsed.content, parsed.tool_calls, parsed.errors
+            reasoning = reasoning or parsed.reasoning
+        usage = reply.get("usage") or {}
+        return PolicyTurn(text=content, tool_calls=calls, parse_errors=errors, reasoning=reasoning, raw=content,
+                          prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+
+    def close(self) -> None:
+        self.client.close()
