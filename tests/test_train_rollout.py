@@ -51,18 +51,19 @@ def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
     turns = [
         "<think>\n\n</think>\n\n" + call("list_products", page=1),
         "Two at once.\n" + call("get_supplier", supplier_id=999999) + "\n" + call("list_products", page=2),
+        "<tool_call>\n{not json}\n</tool_call>",
         call("claim_done", action="Placed 0 orders, total 0.00."),
         call("list_products", page=3),  # never played: claim_done ended the episode
     ]
     script = ScriptedTurns(tokenizer, turns)
     episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_completion_tokens=100_000, max_observation_chars=100_000))
 
-    assert script.calls == 3 and episode.end_reason == "claim_done" and episode.turns == 3
+    assert script.calls == 4 and episode.end_reason == "claim_done" and episode.turns == 4
     assert len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)
 
     # Model spans decode to exactly the turns the model wrote (each with its end-of-turn token) ...
     model_spans = spans(episode.env_mask, 1)
-    assert [tokenizer.decode(episode.completion_ids[a:b]) for a, b in model_spans] == [t + "<|im_end|>" for t in turns[:3]]
+    assert [tokenizer.decode(episode.completion_ids[a:b]) for a, b in model_spans] == [t + "<|im_end|>" for t in turns[:4]]
     # ... and environment spans decode to exactly the tool responses the real environment produced.
     env = restock_task.instantiate("v0", 0)
     try:
@@ -71,10 +72,13 @@ def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
     finally:
         env.close()
     env_texts = [tokenizer.decode(episode.completion_ids[a:b]) for a, b in spans(episode.env_mask, 0)]
-    assert len(env_texts) == 2
+    assert len(env_texts) == 3
     assert env_texts[0] == observation_block([page1])
     assert env_texts[1].startswith("\n<|im_start|>user\n<tool_response>\nError: ") and "999999" in env_texts[1]
     assert env_texts[1].endswith(f"<tool_response>\n{page2}\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
+    # A block the parser cannot read is answered as the harness answers it: a user message, no tool run.
+    assert env_texts[2].startswith("\n<|im_start|>user\nError: your tool call could not be read")
+    assert env_texts[2].endswith("<|im_end|>\n<|im_start|>assistant\n") and "<tool_response>" not in env_texts[2]
     # Log-probs: the sampler's for model tokens, zero for environment tokens.
     assert all(lp == -0.5 for lp, m in zip(episode.logprobs, episode.env_mask) if m == 1)
     assert all(lp == 0.0 for lp, m in zip(episode.logprobs, episode.env_mask) if m == 0)
@@ -97,7 +101,7 @@ def test_claim_done_ends_rollout_and_reward_is_the_verifiers(tiny, restock_task)
 def test_turn_budget_truncates(tiny, restock_task):
     _, tokenizer = tiny
     script = ScriptedTurns(tokenizer, [call("list_products", page=p) for p in range(1, 5)])
-    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_turns=2))
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_turns=2, max_completion_tokens=100_000))
     assert script.calls == 2 and episode.end_reason == "max_turns" and episode.truncated and episode.reward == 0.0
 
 

@@ -54,6 +54,7 @@ class GSPORunConfig:
     max_new_tokens: int = 256                # per assistant turn
     max_completion_tokens: int = 2048        # whole episode (turns + observations)
     max_observation_chars: int = 4000
+    max_tool_calls: int = 100                # per episode (the paper's budget)
     use_vllm: bool = False                   # gpu-paper: generation by a `trl vllm-serve` server
     vllm_server_base_url: str | None = None
     bf16: bool = False
@@ -62,8 +63,10 @@ class GSPORunConfig:
     seed: int = 0
 
     def limits(self) -> RolloutLimits:
-        return RolloutLimits(self.max_turns, self.max_new_tokens, self.max_completion_tokens,
-                             self.max_observation_chars, self.temperature)
+        return RolloutLimits(max_turns=self.max_turns, max_new_tokens=self.max_new_tokens,
+                             max_completion_tokens=self.max_completion_tokens,
+                             max_observation_chars=self.max_observation_chars, max_tool_calls=self.max_tool_calls,
+                             temperature=self.temperature)
 
 
 def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:

@@ -28,6 +28,7 @@ class RolloutLimits:
     max_new_tokens: int = 256          # per assistant turn
     max_completion_tokens: int = 2048  # all turns and observations together
     max_observation_chars: int = 4000  # an observation is cut to this before it is tokenised
+    max_tool_calls: int = 100          # model tool calls per episode (the paper's budget)
     temperature: float = 1.0
 
 
@@ -53,7 +54,7 @@ class EpisodeTokens:
     logprobs: list[float] = field(default_factory=list)
     reward: float = 0.0                 # binary verifier reward R
     score: float = 0.0                  # dense R~
-    end_reason: str = ""                # claim_done | no_tool_call | max_turns | max_tokens | turn_cut
+    end_reason: str = ""                # claim_done | no_tool_call | max_turns | max_tool_calls | max_tokens | turn_cut
     turns: int = 0
     tool_calls: int = 0                 # task-tool calls, direct or inside programs
     model_tool_calls: int = 0           # calls the model wrote (programs, terminal, direct tools, claim_done)
@@ -66,7 +67,7 @@ class EpisodeTokens:
 
     @property
     def truncated(self) -> bool:
-        return self.end_reason in ("max_turns", "max_tokens", "turn_cut")
+        return self.end_reason in ("max_turns", "max_tokens", "turn_cut", "max_tool_calls")
 
 
 def is_dtc_like(code: str) -> bool:
@@ -111,10 +112,19 @@ def initial_messages(session: Session, task_prompt: str) -> list[dict]:
     return [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": task_prompt}]
 
 
-def observation_block(contents: list[str], *, add_assistant_header: bool = True) -> str:
-    """The text the Qwen3 chat template puts after an assistant turn's <|im_end|> for a run of tool messages."""
-    body = "".join(f"\n<tool_response>\n{c}\n</tool_response>" for c in contents)
-    return "\n<|im_start|>user" + body + "<|im_end|>\n" + ("<|im_start|>assistant\n" if add_assistant_header else "")
+def observation_block(contents: list[str], feedback: list[str] = (), *, add_assistant_header: bool = True) -> str:
+    """What the Qwen3 chat template renders after an assistant turn's <|im_end|>: user messages (parse-error
+    feedback, as run_episode sends it), then the run of tool messages, then the next assistant header."""
+    text = "\n" + "".join(f"<|im_start|>user\n{f}<|im_end|>\n" for f in feedback)
+    if contents:
+        text += "<|im_start|>user" + "".join(f"\n<tool_response>\n{c}\n</tool_response>" for c in contents) + "<|im_end|>\n"
+    return text + ("<|im_start|>assistant\n" if add_assistant_header else "")
+
+
+def parse_error_feedback(problem: str) -> str:
+    # Same words as the harness's episode loop, so RL sees what SFT trajectories show.
+    return (f"Error: your tool call could not be read: {problem} No tool was run; "
+            "write the call again in the expected format.")
 
 
 def run_token_episode(
@@ -140,6 +150,7 @@ def run_token_episode(
             return_dict=False))
         episode = EpisodeTokens(prompt_ids=prompt_ids)
         end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        final_response = ""
         while True:
             budget = limits.max_completion_tokens - len(episode.completion_ids)
             if episode.turns >= limits.max_turns:
@@ -162,11 +173,15 @@ def run_token_episode(
             started = time.perf_counter()
             parsed = parse_tool_calls(tokenizer.decode(turn.token_ids, skip_special_tokens=False).removesuffix("<|im_end|>"), tools)
             if not parsed.tool_calls and not parsed.errors:
-                episode.end_reason = "no_tool_call"
+                episode.end_reason, final_response = "no_tool_call", parsed.content
                 episode.seconds_environment += time.perf_counter() - started
                 break
-            contents = [f"Error: {message}" for message in parsed.errors]
+            feedback = [parse_error_feedback(problem) for problem in parsed.errors]
+            contents = []
             for call in parsed.tool_calls:
+                if episode.model_tool_calls >= limits.max_tool_calls:
+                    contents.append(f"Not run: the limit of {limits.max_tool_calls} tool calls was reached.")
+                    continue
                 observation = session.dispatch(call)
                 _count(episode, call, observation)
                 if observation.done:
@@ -176,13 +191,19 @@ def run_token_episode(
             if session.done:
                 episode.end_reason = "claim_done"
                 break
-            block = tokenizer(observation_block(contents), add_special_tokens=False)["input_ids"]
+            if episode.model_tool_calls >= limits.max_tool_calls:
+                episode.end_reason = "max_tool_calls"
+                break
+            block = tokenizer(observation_block(contents, feedback), add_special_tokens=False)["input_ids"]
             episode.completion_ids += block
             episode.env_mask += [0] * len(block)
             episode.logprobs += [0.0] * len(block)
             episode.tool_output_tokens += len(block)
-        if session.result is not None:
-            episode.reward, episode.score = float(session.result.reward), float(session.result.score)
+        # As in run_episode: without claim_done the verifier judges the state as left, with the last plain answer.
+        started = time.perf_counter()
+        verdict = session.result if session.done else env.verify(final_response)
+        episode.seconds_environment += time.perf_counter() - started
+        episode.reward, episode.score = float(verdict.reward), float(verdict.score)
         return episode
     finally:
         session.close()
