@@ -45,7 +45,9 @@ class HarnessMCPServer:
     blocks on a running program, and calls are applied one at a time, in arrival order.
     """
 
-    def __init__(self, make_session: Callable[[], Any], *, name: str = SERVER_NAME, instructions: str | None = None):
+    def __init__(self, make_session: Callable[[], Any], *, name: str = SERVER_NAME, instructions: str | None = None,
+                 close_env: bool = True):
+        self._close_env = close_env
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-session")
         self._closed = False
         self.session = self._worker.submit(make_session).result()
@@ -72,12 +74,17 @@ class HarnessMCPServer:
         if self._closed:
             return _error_result("this server has shut down; start a new `progagent serve` for another episode")
         observation = self._worker.submit(self.session.dispatch, ToolCall(name=name, arguments=arguments)).result()
-        structured = None
-        result = getattr(self.session, "result", None)
-        if name == CLAIM_DONE and observation.done and result is not None and not observation.is_error:
-            # The verdict as data, so a client need not parse the text: reward R, score R~, criteria.
-            structured = {**result.to_dict(), "final_answer": self.session.final_answer}
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=observation.content)],
+        text, structured = observation.content, None
+        value = getattr(observation, "value", None)
+        if isinstance(value, dict) and not observation.is_error:
+            structured = value  # a direct task-tool result as data too (an object, as every MCP version allows)
+        verdict = getattr(observation, "verify", None)
+        if observation.done and verdict is not None:
+            # The verdict goes to the MCP client (the evaluator driving the episode), as data and as text.
+            structured = {"reward": verdict.reward, "score": verdict.score,
+                          "criteria": verdict.to_dict()["criteria"], "final_answer": self.session.final_answer}
+            text = f"{text}\n\n{verdict.summary()}"
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
                                         structured_content=structured, is_error=bool(observation.is_error))
 
     # -- transports ---------------------------------------------------------------------------
@@ -117,9 +124,16 @@ class HarnessMCPServer:
         self._closed = True
         with _sigterm_ignored():  # a client's SIGTERM must not cut the kernel's shutdown short
             try:
-                self._worker.submit(self.session.close).result()
+                self._worker.submit(self._close_session).result()
             finally:
                 self._worker.shutdown(wait=True)
+
+    def _close_session(self) -> None:
+        try:
+            self.session.close()
+        finally:
+            if self._close_env:  # the environment copy was made for this server alone
+                self.session.env.close()
 
     def __enter__(self) -> "HarnessMCPServer":
         return self
@@ -135,12 +149,15 @@ def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harn
 
     `mcp_servers` are external MCP servers (command lines or http(s) URLs) whose tools join the
     task's inside programs as `tools.<name>`. Further keyword arguments go to `Session` (and on to
-    the runtime), e.g. `timeout=` or `unsafe_no_sandbox=True`.
+    the runtime), e.g. `program_timeout=` or `unsafe_no_sandbox=True`.
     """
     from progagent_lib.harness.session import Session
 
     task = task if isinstance(task, Task) else load_task(task)
     spec = get_harness(harness) if isinstance(harness, str) else harness
+    if mcp_servers and not spec.programmatic:
+        raise ValueError(f"external MCP servers are reachable only from programs, which the {spec.name!r} harness "
+                         "does not offer; use harness 'ptc' or 'hybrid'")
 
     def make_session():
         env = task.instantiate(scale=scale, seed=seed)

@@ -41,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     wire = claim_process_stdio() if args.transport == "stdio" else (None, None)
     kwargs = {}
     if args.timeout is not None:
-        kwargs["timeout"] = args.timeout
+        kwargs["program_timeout"] = args.timeout
     if args.unsafe_no_sandbox:
         kwargs["unsafe_no_sandbox"] = True
     server = build_server(args.task, scale=args.scale, seed=args.seed, harness=args.harness,
