@@ -48,9 +48,10 @@ class ToolCall:
 
 # --- error-shaped payloads (error_mode="detect") -------------------------------------------------------
 _ERROR_TEXT = re.compile(
-    r"^\s*(error|exception|traceback \(most recent call last\)|fatal|failed|failure)\b[\s:!-]"
-    r"|^\s*\[?(error|err)\]?\s*[:\-]"
-    r"|^\s*\d{3} (bad request|unauthorized|forbidden|not found|internal server error|service unavailable)\b",
+    r"^\s*(?:(?:error|exception|fatal|failed|failure)\s*[:!\-]"  # "Error: ...", "ERROR - ...", not "errors were"
+    r"|traceback \(most recent call last\)"
+    r"|\[(?:error|err|fatal)\]"
+    r"|\d{3} (?:bad request|unauthorized|forbidden|not found|internal server error|service unavailable)\b)",
     re.IGNORECASE,
 )
 _ERROR_KEYS = ("error", "errors", "error_message", "errormessage", "err", "exception", "fault")
@@ -246,6 +247,7 @@ def __ptc_install(fd):
         return data
 
     def request(message):
+        __tracebackhide__ = True
         message["id"] = request_id = next(ids)
         body = json.dumps(message).encode()
         with lock:
@@ -275,6 +277,7 @@ def __ptc_install(fd):
         name = spec["name"]
 
         def tool(*args, **kwargs):
+            __tracebackhide__ = True
             try:
                 bound = signature.bind_partial(*args, **kwargs)
                 arguments = dict(bound.arguments)
@@ -353,7 +356,12 @@ def __ptc_install(fd):
 
 def install_code(fd: int) -> str:
     """Cell that installs `tools` and `ToolError` in the kernel's namespace (run once per kernel)."""
-    return KERNEL_PRELUDE + f"\ntools, ToolError = __ptc_install({fd})\ndel __ptc_install\n"
+    # Compiled under its own file name so that tracebacks can show the program's frames only.
+    return (f"exec(compile({KERNEL_PRELUDE!r}, {PRELUDE_FILENAME!r}, 'exec'))\n"
+            f"tools, ToolError = __ptc_install({fd})\ndel __ptc_install\n")
+
+
+PRELUDE_FILENAME = "<ptc-tools>"
 
 
 PRELOAD_SPECS_CODE = "tools._load()\n"

@@ -109,7 +109,7 @@ class KernelSession:
         self.bridge = BridgeServer(self.router)
         kernel_fd = self.bridge.kernel_fd
         argv = [self.python, "-I", "-m", "ipykernel_launcher", "-f", str(connection_file),
-                "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor",
+                "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor", "--InteractiveShell.xmode=Plain",
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
         log = open(self.sandbox.host / "kernel.log", "ab")
         try:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .bridge import ToolCall, ToolRouter, PRELOAD_SPECS_CODE
+from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter
 from .kernel import KernelSession, KernelStartError
 from .sandbox import GiB, Limits, Sandbox, SandboxUnavailable
 from .terminal import TerminalResult, run_terminal
@@ -56,7 +56,10 @@ class ExecutionResult:
 
 
 def _short_traceback(error: dict) -> str:
-    lines = "\n".join(error.get("traceback") or []).splitlines()
+    text = "\n".join(error.get("traceback") or [])
+    # Frames of the tools proxy and of IPython's own wrappers say nothing about the program's bug.
+    blocks = [b for b in text.split("\n\n") if PRELUDE_FILENAME not in b and "site-packages/IPython/" not in b]
+    lines = "\n".join(b for b in blocks if b.strip()).splitlines()
     if len(lines) > TRACEBACK_LINES:
         lines = ["Traceback (most recent call last, shortened):", *lines[-TRACEBACK_LINES:]]
     return "\n".join(lines) or f"{error.get('ename')}: {error.get('evalue')}"

@@ -159,7 +159,7 @@ class Sandbox:
     """Folders and bounds of one confined process tree; `popen(argv)` starts a program inside it.
 
     Layout of `root` (host-owned): `tmp/` the private temporary folder (writable inside), `ipc/`
-    the kernel's zmq sockets and connection file (writable inside), `work/` an empty slot where a
+    the kernel's zmq sockets and connection file (writable inside), `bind/workspace/` an empty slot where a
     pooled kernel's workspace is bind-mounted later, `host/` logs the sandbox cannot open.
     """
 
@@ -173,9 +173,13 @@ class Sandbox:
             check_available()
         RUNTIME_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
         self.root = Path(tempfile.mkdtemp(prefix="sb-", dir=RUNTIME_ROOT))
-        for sub in ("tmp", "ipc", "work", "host"):
+        for sub in ("tmp", "ipc", "bind", "bind/workspace", "host"):
             (self.root / sub).mkdir()
-        self.tmp, self.ipc, self.slot, self.host = (self.root / s for s in ("tmp", "ipc", "work", "host"))
+        self.tmp, self.ipc, self.host = (self.root / s for s in ("tmp", "ipc", "host"))
+        # Landlock skips the mountpoint itself when a path walk crosses a mount, so the rule that
+        # must cover a workspace mounted on the slot sits on the slot's parent, `bind/`.
+        self.bind_root = self.root / "bind"
+        self.slot = self.bind_root / "workspace"
         self.group = ProcessGroup(self.limits.max_processes) if self.confined else None
         self.mounted = False
 
@@ -197,7 +201,7 @@ class Sandbox:
         return env
 
     def launcher_config(self, argv: list[str], env: dict[str, str], inherit_fds: list[int]) -> dict:
-        write_paths = [str(self.tmp), str(self.ipc), str(self.slot), *SYSTEM_WRITE_PATHS]
+        write_paths = [str(self.tmp), str(self.ipc), str(self.bind_root), *SYSTEM_WRITE_PATHS]
         if self.workspace is not None:
             write_paths.append(str(self.workspace))
         return {

@@ -59,6 +59,11 @@ def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, 
                 break
             output.add(chunk.decode(errors="replace"))
         selector.close()
+        if not timed_out:  # output ended: let the command itself finish before stragglers are killed
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
         if timed_out and sandbox.group is None:
             process.kill()
         if sandbox.group is not None:  # background jobs and the command itself, if still running
