@@ -1,0 +1,70 @@
+"""Tables over trajectories (polars), shared by `progagent run` and the notebooks."""
+from __future__ import annotations
+
+from math import comb
+from typing import Iterable
+
+import polars as pl
+
+from .trajectory import Trajectory
+
+GROUP = ("task_id", "scale", "harness", "policy")
+
+
+def trajectories_frame(trajectories: Iterable[Trajectory]) -> pl.DataFrame:
+    """One row per episode with its verdict and metrics."""
+    rows = [{
+        "task_id": t.task_id, "scale": t.scale, "seed": t.seed, "harness": t.harness, "policy": t.policy,
+        "sample": t.sample, "reward": t.reward, "score": t.score, "end_reason": t.end_reason, "turns": t.turns,
+        "tool_output_tokens": t.tool_output_tokens, "context_tokens": t.context_tokens, "tool_calls": t.tool_calls,
+        "model_tool_calls": t.model_tool_calls, "runtime_errors": t.runtime_errors, "malformed_calls": t.malformed_calls,
+        "programs": len(t.programs), "dtc_like_programs": t.dtc_like_programs, "seconds": t.seconds,
+    } for t in trajectories]
+    return pl.DataFrame(rows, schema_overrides={"reward": pl.Float64, "score": pl.Float64})
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k from n samples with c successes (Chen et al., 2021): 1 - C(n-c, k) / C(n, k)."""
+    if k > n:
+        raise ValueError(f"pass@{k} needs at least {k} samples, got {n}")
+    if n - c < k:
+        return 1.0
+    return 1.0 - comb(n - c, k) / comb(n, k)
+
+
+def summarize(trajectories: Iterable[Trajectory] | pl.DataFrame, k: int | None = None,
+              by: tuple[str, ...] = GROUP) -> pl.DataFrame:
+    """Per task, scale, harness and policy: pass rate, pass@k, mean R~ and the mean cost per episode.
+
+    `k` defaults to the smallest number of samples any (group, seed) has; pass@k is averaged over seeds.
+    """
+    frame = trajectories if isinstance(trajectories, pl.DataFrame) else trajectories_frame(trajectories)
+    if frame.is_empty():
+        return frame
+    per_seed = frame.group_by([*by, "seed"]).agg(pl.len().alias("n"), (pl.col("reward") >= 1.0).sum().alias("c"))
+    k = k or int(per_seed["n"].min())
+    per_seed = per_seed.with_columns(
+        pl.struct("n", "c").map_elements(lambda r: pass_at_k(r["n"], r["c"], min(k, r["n"])), return_dtype=pl.Float64)
+        .alias("pass_at_k"))
+    means = frame.group_by(list(by)).agg(
+        pl.len().alias("episodes"),
+        (pl.col("reward") >= 1.0).mean().alias("pass_rate"),
+        pl.col("score").mean().alias("mean_score"),
+        pl.col("tool_output_tokens").mean().alias("tool_output_tokens"),
+        pl.col("tool_calls").mean().alias("tool_calls"),
+        pl.col("model_tool_calls").mean().alias("model_tool_calls"),
+        pl.col("runtime_errors").mean().alias("runtime_errors"),
+        pl.col("turns").mean().alias("turns"),
+    )
+    pass_k = per_seed.group_by(list(by)).agg(pl.col("pass_at_k").mean().alias(f"pass@{k}"))
+    table = means.join(pass_k, on=list(by)).sort(list(by))
+    order = [*by, "episodes", "pass_rate", f"pass@{k}", "mean_score", "tool_output_tokens", "tool_calls",
+             "model_tool_calls", "runtime_errors", "turns"]
+    return table.select(order)
+
+
+def print_table(table: pl.DataFrame) -> None:
+    """Print a whole table (no elided rows or columns), numbers rounded for reading."""
+    floats = [c for c, dtype in table.schema.items() if dtype == pl.Float64]
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, fmt_str_lengths=60, tbl_hide_dataframe_shape=True):
+        print(table.with_columns([pl.col(c).round(3) for c in floats]))
