@@ -1,0 +1,168 @@
+"""`progagent serve` as a real process, driven by the MCP SDK's own client over stdio and streamable HTTP."""
+import re
+import socket
+import subprocess
+import sys
+import time
+
+import anyio
+import pytest
+from mcp.client import Client
+from mcp.client.stdio import StdioServerParameters
+
+from progagent_lib.harness.session import Session
+from progagent_lib.runtime.mcp_client import MCPToolSource
+from progagent_lib.task import oracle_kit
+
+from conftest import REPO, TASKS_DIR
+
+TASK = TASKS_DIR / "retail" / "restock_orders"
+SCALE = "v0"
+
+
+def serve_command(harness: str, *extra: str, scale: str = SCALE) -> list[str]:
+    return [sys.executable, "-m", "progagent_lib.cli", "serve", "--task", str(TASK), "--scale", scale, "--seed", "0",
+            "--harness", harness, *extra]
+
+
+def oracle_program(task) -> str:
+    """The oracle as one program for the kernel: oracle_kit's source pasted over its import, then solve."""
+    source = (task.root / "oracle.py").read_text()
+    kit = (REPO / "progagent_lib" / "task" / "oracle_kit.py").read_text()
+    program, replaced = re.subn(r"^from progagent_lib\.task\.oracle_kit import .*$", lambda _: kit, source, flags=re.M)
+    assert replaced == 1
+    return program + "\n\nanswer = solve(tools)\nprint(answer)\n"
+
+
+def text(result) -> str:
+    return "\n".join(block.text for block in result.content)
+
+
+async def play_ptc_episode(client: Client, task) -> dict:
+    """List, misuse, then solve with oracle programs and claim_done; returns what was observed."""
+    seen = {"tools": {t.name: t for t in (await client.list_tools()).tools}}
+    seen["direct"] = await client.call_tool("list_products", {"page": 1})
+    seen["failing_program"] = await client.call_tool("programmatic_tool_call", {"code": "x = 1\nraise ValueError('boom')"})
+    seen["bad_tool_in_program"] = await client.call_tool(
+        "programmatic_tool_call", {"code": "tools.get_supplier(supplier_id=987654)"})
+    seen["unknown"] = await client.call_tool("no_such_tool", {})
+    seen["state_kept"] = await client.call_tool("programmatic_tool_call", {"code": "print(x + 41)"})
+    seen["oracle"] = await client.call_tool("programmatic_tool_call", {"code": oracle_program(task)})
+    seen["claim"] = await client.call_tool("claim_done", {"action": text(seen["oracle"]).strip()})
+    seen["claim_again"] = await client.call_tool("claim_done", {"action": "again"})
+    seen["after_end"] = await client.call_tool("programmatic_tool_call", {"code": "print(1)"})
+    return seen
+
+
+def assert_solved_ptc_episode(seen: dict, task) -> None:
+    env = task.instantiate(SCALE, 0)
+    try:
+        expected = Session(env, "ptc").tool_schemas()
+    finally:
+        env.close()
+    # the client sees exactly the harness's tools, with their schemas and descriptions
+    assert list(seen["tools"]) == [s["function"]["name"] for s in expected]
+    for schema in expected:
+        tool = seen["tools"][schema["function"]["name"]]
+        assert tool.description == schema["function"]["description"]
+        assert tool.input_schema == schema["function"]["parameters"]
+    assert "list_products" not in seen["tools"]
+
+    assert seen["direct"].is_error and "programmatic_tool_call" in text(seen["direct"])
+    assert seen["failing_program"].is_error and "boom" in text(seen["failing_program"])
+    assert seen["bad_tool_in_program"].is_error and "987654" in text(seen["bad_tool_in_program"])
+    assert seen["unknown"].is_error and "no_such_tool" in text(seen["unknown"])
+    assert not seen["state_kept"].is_error and text(seen["state_kept"]).strip() == "42"
+    assert not seen["oracle"].is_error, text(seen["oracle"])
+
+    verdict = seen["claim"].structured_content
+    assert not seen["claim"].is_error
+    assert verdict["reward"] == 1.0 and verdict["score"] == 1.0, verdict
+    assert verdict["criteria"] and all(c["passed"] for c in verdict["criteria"])
+    assert "R=1" in text(seen["claim"])
+    assert seen["claim_again"].is_error and seen["after_end"].is_error
+
+
+def test_sdk_client_plays_a_ptc_oracle_episode_over_stdio_to_reward_1(restock_task):
+    command = serve_command("ptc")
+    params = StdioServerParameters(command=command[0], args=command[1:], cwd=str(REPO))
+
+    async def main():
+        async with Client(params, read_timeout_seconds=120) as client:
+            return await play_ptc_episode(client, restock_task)
+
+    assert_solved_ptc_episode(anyio.run(main), restock_task)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_sdk_client_plays_a_ptc_oracle_episode_over_streamable_http(restock_task):
+    port = free_port()
+    proc = subprocess.Popen(serve_command("ptc", "--transport", "http", "--port", str(port)), cwd=REPO,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert proc.poll() is None, f"progagent serve exited early:\n{proc.stderr.read()}"
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "progagent serve did not listen within 120 s"
+                time.sleep(0.2)
+
+        async def main():
+            async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
+                return await play_ptc_episode(client, restock_task)
+
+        assert_solved_ptc_episode(anyio.run(main), restock_task)
+    finally:
+        proc.terminate()
+        # SIGTERM is a clean shutdown: the session and the episode's copy are closed, exit code 128+15
+        assert proc.wait(timeout=60) == 143
+
+
+class _MCPTools:
+    """The oracle's `tools` interface over MCP: each call is a direct tool call to the server."""
+
+    def __init__(self, source: MCPToolSource):
+        self.source, self.calls = source, 0
+
+    def __getattr__(self, name):
+        def call(**arguments):
+            self.calls += 1
+            result, is_error = self.source.call(name, arguments)
+            assert not is_error, result
+            return result
+        return call
+
+
+def test_dtc_episode_with_direct_task_tool_calls_reaches_reward_1(restock_task):
+    with MCPToolSource(serve_command("dtc"), cwd=REPO) as server:
+        assert "list_products" in server.tool_specs and "programmatic_tool_call" not in server.tool_specs
+        page, is_error = server.call("list_products", {"page": 1})
+        assert not is_error and page["items"]
+        message, is_error = server.call("get_supplier", {"supplier_id": 987654})
+        assert is_error and "987654" in message
+        message, is_error = server.call("list_products", {"page": "first"})
+        assert is_error and "page" in message
+
+        tools = _MCPTools(server)
+        answer = restock_task.oracle(tools)
+        verdict, is_error = server.call("claim_done", {"action": answer})
+        assert not is_error and verdict["reward"] == 1.0, verdict
+        assert tools.calls > 10
+        message, is_error = server.call("list_products", {"page": 1})
+        assert is_error and "claim_done" in message
+
+
+def test_serve_refuses_external_servers_under_dtc(capsys):
+    from progagent_lib.cli import main
+
+    with pytest.raises(ValueError, match="ptc"):
+        main(["serve", "--task", str(TASK), "--harness", "dtc", "--transport", "http",
+              "--mcp-server", "python notes_server.py"])
