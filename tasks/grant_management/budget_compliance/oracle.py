@@ -1,0 +1,50 @@
+"""Reference solution for grant_management/budget_compliance, using only the task's tools."""
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+
+def solve(tools) -> str:
+    texts = read_files(tools)
+    equipment_cap, needs_trip_approval, bans_equipment = {}, set(), set()
+    approvals = set()
+    for text in texts.values():
+        header = re.match(r"# (.+?): award terms", text)
+        if header:
+            sponsor = header.group(1)
+            cap = re.search(r"equipment purchase costing more than ([\d,]+) dollars requires", text)
+            if cap:
+                equipment_cap[sponsor] = float(cap.group(1).replace(",", ""))
+            if re.search(r"international travel\) may only be charged with our written prior approval", text):
+                needs_trip_approval.add(sponsor)
+            if "Equipment is not an allowable cost" in text:
+                bans_equipment.add(sponsor)
+        for po, award in re.findall(r"approves the .*? on (PO \d+) .*?under award (\S+?)\.", text, re.S):
+            approvals.add((award, po))
+
+    awards = {a["id"]: a for a in read_all(tools.list_awards)}
+    moved, per_award = [], {}
+    for e in read_all(tools.list_expenses):
+        if e["account"] != "grant":
+            continue
+        award = awards[e["award_id"]]
+        sponsor, approved = award["sponsor"], (award["award_number"], e["po_number"]) in approvals
+        reason = None
+        if not award["start_date"] <= e["posted_on"] <= award["end_date"]:
+            reason = "outside the period of performance"
+        elif e["category"] == "hospitality":
+            reason = "hospitality is never allowable"
+        elif e["category"] == "equipment" and sponsor in bans_equipment:
+            reason = "sponsor does not allow equipment"
+        elif e["category"] == "equipment" and e["amount"] > equipment_cap.get(sponsor, float("inf")) and not approved:
+            reason = "equipment over the sponsor's limit without prior approval"
+        elif e["category"] == "travel_international" and sponsor in needs_trip_approval and not approved:
+            reason = "international travel without prior approval"
+        if reason:
+            tools.transfer_expense(expense_id=e["id"], reason=reason)
+            moved.append(f"{e['id']},{award['award_number']},{e['amount']:.2f},{reason}")
+            per_award[award["award_number"]] = per_award.get(award["award_number"], 0) + e["amount"]
+    tools.write_file(path="unallowable_charges.csv", content="expense_id,award_number,amount,reason\n" + "\n".join(moved) + "\n")
+    top = max(per_award, key=per_award.get)
+    return (f"I moved {len(moved)} charges totalling {sum(per_award.values()):.2f} dollars to the department account. "
+            f"The award with the most moved off it is {top} ({per_award[top]:.2f}).")
