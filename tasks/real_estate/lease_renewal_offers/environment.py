@@ -1,0 +1,149 @@
+"""Tools and verifier for real_estate/lease_renewal_offers."""
+import json
+import re
+
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+
+REASONS = ("late_payments", "property_sale")
+
+
+class LeaseRenewalEnv(WorkspaceEnvironment):
+    @tool
+    def list_properties(self, page: int = 1) -> dict:
+        """List the portfolio's buildings (name, address, district, year built), 20 per page.
+
+        Args:
+            page: 1-based page number.
+        """
+        return paginate(self.query("SELECT id, name, address, district, year_built FROM properties ORDER BY id"), page)
+
+    @tool
+    def list_units(self, property_id: int, page: int = 1) -> dict:
+        """List the units of one building with bedrooms and current market rent (USD/month), 20 per page.
+
+        Args:
+            property_id: The building's id.
+            page: 1-based page number.
+        """
+        if not self.query("SELECT id FROM properties WHERE id = ?", (property_id,)):
+            raise ToolError(f"no property with id {property_id}; use list_properties")
+        return paginate(self.query("SELECT id, property_id, unit_no, bedrooms, market_rent FROM units WHERE property_id = ? ORDER BY id",
+                                   (property_id,)), page)
+
+    @tool
+    def list_leases(self, page: int = 1, status: str = "active") -> dict:
+        """List leases (unit, tenant, term dates, monthly rent), 20 per page.
+
+        Args:
+            page: 1-based page number.
+            status: "active" or "ended".
+        """
+        if status not in ("active", "ended"):
+            raise ToolError(f"status must be 'active' or 'ended', got {status!r}")
+        return paginate(self.query("SELECT id, unit_id, tenant_id, start_date, end_date, monthly_rent, status FROM leases "
+                                   "WHERE status = ? ORDER BY id", (status,)), page)
+
+    @tool
+    def get_tenant(self, tenant_id: int) -> dict:
+        """Get a tenant's name and e-mail.
+
+        Args:
+            tenant_id: The tenant's id from a lease.
+        """
+        rows = self.query("SELECT id, name, email FROM tenants WHERE id = ?", (tenant_id,))
+        if not rows:
+            raise ToolError(f"no tenant with id {tenant_id}")
+        return rows[0]
+
+    @tool
+    def list_payments(self, lease_id: int, page: int = 1) -> dict:
+        """List the rent payments recorded on a lease (due date, amount, date received), oldest first, 20 per page.
+
+        Args:
+            lease_id: The lease's id.
+            page: 1-based page number.
+        """
+        if not self.query("SELECT id FROM leases WHERE id = ?", (lease_id,)):
+            raise ToolError(f"no lease with id {lease_id}")
+        return paginate(self.query("SELECT due_date, amount, paid_on FROM payments WHERE lease_id = ? ORDER BY due_date, id",
+                                   (lease_id,)), page)
+
+    def _active_lease(self, lease_id: int) -> None:
+        if not self.query("SELECT id FROM leases WHERE id = ? AND status = 'active'", (lease_id,)):
+            raise ToolError(f"lease {lease_id} is not an active lease")
+        if self.query("SELECT id FROM renewal_offers WHERE lease_id = ? UNION SELECT id FROM non_renewals WHERE lease_id = ?",
+                      (lease_id, lease_id)):
+            raise ToolError(f"lease {lease_id} already has an offer or a notice")
+
+    @tool
+    def create_renewal_offer(self, lease_id: int, new_rent: int, term_months: int) -> dict:
+        """Send a tenant an offer to renew their lease.
+
+        Args:
+            lease_id: The active lease being renewed.
+            new_rent: Offered monthly rent in whole dollars.
+            term_months: Length of the new term in months.
+        """
+        self._active_lease(lease_id)
+        if new_rent <= 0 or term_months <= 0:
+            raise ToolError("new_rent and term_months must be positive")
+        cur = self.db.execute("INSERT INTO renewal_offers (lease_id, new_rent, term_months, created) VALUES (?,?,?, '2026-11-30')",
+                              (lease_id, new_rent, term_months))
+        return {"offer_id": cur.lastrowid, "lease_id": lease_id, "new_rent": new_rent, "term_months": term_months}
+
+    @tool
+    def issue_non_renewal(self, lease_id: int, reason: str) -> dict:
+        """Serve a notice that a lease will not be renewed.
+
+        Args:
+            lease_id: The active lease.
+            reason: "late_payments" or "property_sale".
+        """
+        if reason not in REASONS:
+            raise ToolError(f"reason must be one of {', '.join(REASONS)}, got {reason!r}")
+        self._active_lease(lease_id)
+        cur = self.db.execute("INSERT INTO non_renewals (lease_id, reason, created) VALUES (?,?, '2026-11-30')", (lease_id, reason))
+        return {"notice_id": cur.lastrowid, "lease_id": lease_id, "reason": reason}
+
+    # --- verifier --------------------------------------------------------------------------------
+    def criteria(self, final_response: str) -> list[Criterion]:
+        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        offers = {int(k): v for k, v in facts["offers"].items()}
+        notices = {int(k): v for k, v in facts["notices"].items()}
+        made = {r["lease_id"]: r for r in self.query("SELECT lease_id, new_rent, term_months FROM renewal_offers")}
+        served = {r["lease_id"]: r["reason"] for r in self.query("SELECT lease_id, reason FROM non_renewals")}
+        rent = {r["id"]: r["monthly_rent"] for r in self.query("SELECT id, monthly_rent FROM leases")}
+        tenant = {r["id"]: r["name"] for r in self.query("SELECT l.id, t.name FROM leases l JOIN tenants t ON t.id = l.tenant_id")}
+
+        right_offers = set(made) == set(offers)
+        rents_ok = right_offers and all(made[k]["new_rent"] == v for k, v in offers.items())
+        term_ok = right_offers and all(m["term_months"] == facts["term"] for m in made.values())
+        notices_ok = set(served) == set(notices)
+        reasons_ok = notices_ok and served == notices
+
+        report_ok, detail = False, "renewal_summary.md not found"
+        path = self.workspace / "renewal_summary.md"
+        if path.is_file():
+            got = {}
+            for line in path.read_text().splitlines():
+                cells = [c.strip() for c in line.strip().strip("|").split("|")]
+                if len(cells) >= 4 and cells[0].isdigit():
+                    nums = [c.replace("$", "").replace(",", "") for c in (cells[2], cells[3])]
+                    try:
+                        got[int(cells[0])] = (cells[1], round(float(nums[0])), round(float(nums[1])))
+                    except ValueError:
+                        pass
+            want = {k: (tenant[k], rent[k], v) for k, v in offers.items()}
+            report_ok = got == want
+            detail = "table matches the expected offers" if report_ok else f"{len(got)} table rows; differ from the {len(want)} expected"
+        rise = sum(v - rent[k] for k, v in offers.items())
+        numbers = [round(float(x.replace(",", ""))) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
+        return [
+            Criterion("offers_for_exactly_the_qualifying_leases", right_offers, 2.0, f"{len(made)} offers, {len(offers)} expected"),
+            Criterion("offered_rents_follow_caps", rents_ok, 2.0, "market rent, capped by district unless exempt, floored, never below current"),
+            Criterion("offer_term_from_memo", term_ok, 0.5, f"expected {facts['term']}-month terms"),
+            Criterion("non_renewals_for_the_right_leases", notices_ok, 1.0, f"{len(served)} notices, {len(notices)} expected"),
+            Criterion("non_renewal_reasons", reasons_ok, 1.0, "sale for the sold building, late payments otherwise"),
+            Criterion("summary_table_written", report_ok, 1.0, detail),
+            Criterion("rent_roll_increase_reported", rise in numbers, 1.0, f"expected an increase of {rise}"),
+        ]
