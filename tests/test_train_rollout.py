@@ -8,8 +8,7 @@ import json
 import pytest
 
 from progagent_lib.train.models import TinyModelConfig, build_tiny_model
-from progagent_lib.train.rollout import (HFTurnGenerator, RolloutLimits, TurnOutput, is_dtc_like, observation_block,
-                                         run_token_episode)
+from progagent_lib.train.rollout import HFTurnGenerator, RolloutLimits, TurnOutput, observation_block, run_token_episode
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +112,21 @@ def test_model_generator_returns_its_tokens_and_logprobs(tiny, restock_task):
     assert all(lp <= 0.0 for lp in episode.logprobs)
 
 
-def test_dtc_like_programs():
-    assert is_dtc_like("print(tools.list_products(page=1))")
-    assert is_dtc_like("tools['get_supplier'](supplier_id=3)")
-    assert not is_dtc_like("for p in range(1, 4):\n    print(tools.list_products(page=p))")
-    assert not is_dtc_like("r = tools.list_products(page=1)\nprint(len(r['items']))")
-    assert not is_dtc_like("a = tools.list_products(page=1)\nb = tools.list_products(page=2)")
+def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, restock_task):
+    _, tokenizer = tiny
+    loop = "n = 0\nfor p in (1, 2):\n    n += len(tools.list_products(page=p)['items'])\nprint('rows', n)"
+    turns = [
+        call("programmatic_tool_call", code="print(tools.get_supplier(supplier_id=1))"),  # DTC-like
+        call("programmatic_tool_call", code=loop),
+        call("programmatic_tool_call", code="print(1/0)"),                                 # a runtime error
+        call("list_products", page=1),                     # a direct task-tool call is refused under PTC
+        call("claim_done", action="done"),
+    ]
+    episode = run_token_episode(restock_task, "v0", 0, "ptc", tokenizer, ScriptedTurns(tokenizer, turns),
+                                RolloutLimits(max_completion_tokens=100_000))
+    assert episode.end_reason == "claim_done"
+    assert (episode.programs, episode.dtc_like_programs, episode.runtime_errors) == (3, 1, 1)
+    assert episode.tool_calls == 3  # one get_supplier + two list_products, all inside programs
+    env_texts = [tokenizer.decode(episode.completion_ids[a:b]) for a, b in spans(episode.env_mask, 0)]
+    assert "rows 40" in env_texts[1] and "ZeroDivisionError" in env_texts[2]
+    assert "programmatic_tool_call" in env_texts[3]  # the refusal tells the model how to call the tool

@@ -10,11 +10,11 @@ turn with no tool call, or when the turn / token budget runs out (truncated).
 """
 from __future__ import annotations
 
-import ast
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Protocol
 
+from ..harness.metrics import analyze_program
 from ..harness.parsing import parse_tool_calls
 from ..harness.session import Observation, Session
 from ..harness.spec import PROGRAMMATIC_TOOL_CALL
@@ -68,44 +68,6 @@ class EpisodeTokens:
     @property
     def truncated(self) -> bool:
         return self.end_reason in ("max_turns", "max_tokens", "turn_cut", "max_tool_calls")
-
-
-def is_dtc_like(code: str) -> bool:
-    """A program that is a direct tool call in disguise: at most one tool call, no control flow, no selection.
-
-    "No selective printing" means the program prints (or leaves as last expression) whole tool results
-    rather than a computed part of them; we read it as: no subscripts, attributes or arithmetic on results.
-    """
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
-        return False
-    control = (ast.For, ast.While, ast.If, ast.Try, ast.With, ast.FunctionDef, ast.ListComp, ast.DictComp,
-               ast.SetComp, ast.GeneratorExp, ast.IfExp)
-    tool_calls = 0
-    for node in ast.walk(tree):
-        if isinstance(node, control):
-            return False
-        if isinstance(node, ast.Call) and _is_tool_call(node):
-            tool_calls += 1
-        if isinstance(node, (ast.Subscript, ast.BinOp)) and not _inside_tool_call(node, tree):
-            return False
-    return tool_calls <= 1
-
-
-def _is_tool_call(node: ast.Call) -> bool:
-    func = node.func
-    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "tools":
-        return True
-    return isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name) and func.value.id == "tools"
-
-
-def _inside_tool_call(target: ast.AST, tree: ast.AST) -> bool:
-    # tools["name"](...) is itself a subscript; it does not count as selecting from a result.
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and _is_tool_call(node) and node.func is target:
-            return True
-    return False
 
 
 def initial_messages(session: Session, task_prompt: str) -> list[dict]:
@@ -223,7 +185,7 @@ def _count(episode: EpisodeTokens, call: Any, observation: Observation) -> None:
     episode.runtime_errors += int(observation.runtime_error)
     if call.name == PROGRAMMATIC_TOOL_CALL and observation.kind == "program":
         episode.programs += 1
-        episode.dtc_like_programs += int(is_dtc_like(str(call.arguments.get("code", ""))))
+        episode.dtc_like_programs += int(analyze_program(str(call.arguments.get("code", ""))).dtc_like)
 
 
 # --- generators ------------------------------------------------------------------------------------------
