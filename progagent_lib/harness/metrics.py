@@ -58,7 +58,7 @@ class ProgramStructure:
     parsed: bool = True            # False when the code is not valid Python
     lines: int = 0
     loops: int = 0                 # for / while (async included)
-    conditionals: int = 0          # if statements and conditional expressions
+    conditionals: int = 0          # if statements, conditional expressions and comprehension filters
     try_blocks: int = 0            # try/except
     comprehensions: int = 0        # list / set / dict comprehensions and generator expressions
     functions: int = 0             # def / lambda
@@ -100,6 +100,7 @@ def analyze_program(code: str) -> ProgramStructure:
             structure.try_blocks += 1
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             structure.comprehensions += 1
+            structure.conditionals += sum(len(generator.ifs) for generator in node.generators)  # filters
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             structure.functions += 1
         elif isinstance(node, ast.Call):

@@ -75,6 +75,10 @@ class Trajectory:
     def dtc_like_programs(self) -> int:
         return sum(p.dtc_like for p in self.programs)
 
+    def _repr_html_(self) -> str:  # shown by Jupyter
+        from .view import trajectory_html
+        return trajectory_html(self)
+
     # --- JSON ------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
         return asdict(self)
