@@ -35,10 +35,9 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
             vehicle_id: Only this vehicle's history when non-zero.
             page: 1-based page number.
         """
-        sql = "SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history"
-        if vehicle_id:
-            return paginate(self.query(sql + " WHERE vehicle_id = ? ORDER BY id", (vehicle_id,)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+        where, params = ("WHERE vehicle_id = ?", (vehicle_id,)) if vehicle_id else ("", ())
+        rows = self.query(f"SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history {where} ORDER BY id", params)
+        return paginate(rows, page)
 
     @tool
     def list_work_orders(self, status: str = "", page: int = 1) -> dict:
