@@ -1,0 +1,141 @@
+"""State for insurance_claims/claim_adjudication: home policies, claims with line items, wordings and notes."""
+import datetime as dt
+import json
+
+PRODUCTS = ["HomeGuard Basic", "HomeGuard Plus", "HomeGuard Premier"]
+PERILS = ["fire", "theft", "storm", "escape of water", "flood", "subsidence", "accidental damage"]
+CATEGORIES = ["jewellery", "electronics", "furniture", "clothing", "building repairs", "bicycles"]
+FIRST = ["Alma", "Basil", "Cora", "Desmond", "Edith", "Fergus", "Gemma", "Harvey", "Iona", "Jasper", "Kerry", "Lionel",
+         "Moira", "Neville", "Orla", "Percy", "Rhona", "Stanley", "Tamsin", "Vernon"]
+LAST = ["Ashby", "Bellamy", "Crowe", "Dunmore", "Ellery", "Fairbairn", "Garside", "Hollis", "Irvine", "Jessop",
+        "Kendrick", "Lovell", "Marchant", "Nettleton", "Oakes", "Pickering"]
+CODES = ("not_in_force", "late_notification", "excluded_peril")
+
+
+def generate(ctx):
+    rng, db = ctx.rng, ctx.db
+    db.executescript(
+        """
+        CREATE TABLE policies (id INTEGER PRIMARY KEY, policy_no TEXT UNIQUE, holder TEXT, product TEXT, start_date TEXT,
+            end_date TEXT, excess REAL, sum_insured REAL);
+        CREATE TABLE claims (id INTEGER PRIMARY KEY, claim_no TEXT UNIQUE, policy_id INTEGER, loss_date TEXT, reported_date TEXT,
+            peril TEXT, description TEXT, status TEXT);
+        CREATE TABLE claim_items (id INTEGER PRIMARY KEY, claim_id INTEGER, category TEXT, description TEXT, amount REAL);
+        CREATE TABLE decisions (id INTEGER PRIMARY KEY, claim_id INTEGER, decision TEXT, reason TEXT, payout REAL);
+        CREATE TABLE payments (id INTEGER PRIMARY KEY, decision_id INTEGER, payee TEXT, amount REAL);
+        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+    # Per-product rules, varied per seed; Basic is always the strictest.
+    rules = {}
+    for i, product in enumerate(PRODUCTS):
+        excluded = sorted(rng.sample(["flood", "subsidence", "accidental damage", "storm"], 3 - i))
+        rules[product] = {"excluded": excluded, "notify_days": [30, 45, 60][i] + rng.choice([0, 15]) * (i > 0),
+                          "sublimits": {c: rng.choice([750, 1000, 1500, 2000, 2500]) * (1 + i) for c in ("jewellery", "electronics", "bicycles")}}
+
+    policies = []
+    for pid in range(1, ctx.size("policies") + 1):
+        start = dt.date(2025, 10, 1) + dt.timedelta(days=rng.randint(0, 330))
+        policies.append({"id": pid, "policy_no": f"HG{rng.randint(100000, 999999)}-{pid}", "holder": f"{rng.choice(FIRST)} {rng.choice(LAST)}",
+                         "product": PRODUCTS[pid % 3], "start_date": start.isoformat(),
+                         "end_date": (start + dt.timedelta(days=364)).isoformat(), "excess": float(rng.choice([100, 250, 350, 500])),
+                         "sum_insured": float(rng.choice([8000, 12000, 20000, 35000]))})
+    db.executemany("INSERT INTO policies VALUES (:id, :policy_no, :holder, :product, :start_date, :end_date, :excess, :sum_insured)", policies)
+
+    claims, items = [], []
+    n = ctx.size("claims")
+    # Planned outcomes so that every rule is exercised at every scale and seed.
+    plan = ["not_in_force", "late_notification", "excluded_peril", "sublimit", "cap", "hold", "closed"] + [None] * (n - 7)
+    for cid, kind in enumerate(plan, 1):
+        pol = policies[(cid * 7) % len(policies)]
+        r = rules[pol["product"]]
+        start, end = dt.date.fromisoformat(pol["start_date"]), dt.date.fromisoformat(pol["end_date"])
+        loss = min(end, dt.date(2026, 11, 20)) - dt.timedelta(days=rng.randint(0, 60))
+        loss = max(loss, start)
+        if kind == "not_in_force":
+            loss = start - dt.timedelta(days=rng.randint(1, 20))
+        covered = [p for p in PERILS if p not in r["excluded"]]
+        peril = rng.choice(r["excluded"]) if kind == "excluded_peril" else rng.choice(covered if kind else PERILS)
+        delay = r["notify_days"] + rng.randint(1, 10) if kind == "late_notification" else rng.choice([0, 2, 5, 11, r["notify_days"]])
+        if kind is None and rng.random() < 0.15:
+            delay = r["notify_days"] + rng.randint(1, 25)
+        reported = loss + dt.timedelta(days=delay)
+        claims.append({"id": cid, "claim_no": f"CLM-{rng.randint(10000, 99999)}{cid:03d}", "policy_id": pol["id"],
+                       "loss_date": loss.isoformat(), "reported_date": reported.isoformat(), "peril": peril,
+                       "description": f"{peril.capitalize()} at the insured home", "status": "closed" if kind == "closed" else "open"})
+        cats = rng.sample(CATEGORIES, rng.randint(1, 3))
+        if kind == "sublimit":
+            cats = ["jewellery"] + [c for c in cats if c != "jewellery"]
+        for cat in cats:
+            amount = round(rng.uniform(150, 2600), 2)
+            if kind == "sublimit" and cat == "jewellery":
+                amount = float(r["sublimits"]["jewellery"] + rng.randint(200, 900))
+            if kind == "cap" and cat == cats[0]:
+                amount = pol["sum_insured"] + rng.randint(1000, 4000) + 0.5
+                cat = "building repairs"
+            items.append((cid, cat, f"{cat} - {rng.choice(['damaged', 'destroyed', 'stolen', 'needs replacing'])}", amount))
+    rng.shuffle(claims)
+    order = {c["id"]: i for i, c in enumerate(claims, 1)}
+    for c in claims:
+        c["id"] = order[c["id"]]
+    items = [(order[cid], cat, desc, amount) for cid, cat, desc, amount in items]
+    db.executemany("INSERT INTO claims VALUES (:id, :claim_no, :policy_id, :loss_date, :reported_date, :peril, :description, :status)", claims)
+    db.executemany("INSERT INTO claim_items (claim_id, category, description, amount) VALUES (?,?,?,?)", items)
+
+    hold_claim = next(c for c in claims if c["id"] == order[plan.index("hold") + 1])
+    pol_by_id = {p["id"]: p for p in policies}
+    expected = {}
+    for c in claims:
+        if c["status"] != "open" or c["id"] == hold_claim["id"]:
+            continue
+        pol = pol_by_id[c["policy_id"]]
+        r = rules[pol["product"]]
+        reported_after = (dt.date.fromisoformat(c["reported_date"]) - dt.date.fromisoformat(c["loss_date"])).days
+        if not pol["start_date"] <= c["loss_date"] <= pol["end_date"]:
+            expected[c["claim_no"]] = ("deny", "not_in_force", 0.0)
+        elif reported_after > r["notify_days"]:
+            expected[c["claim_no"]] = ("deny", "late_notification", 0.0)
+        elif c["peril"] in r["excluded"]:
+            expected[c["claim_no"]] = ("deny", "excluded_peril", 0.0)
+        else:
+            total = sum(min(a, r["sublimits"].get(cat, a)) for cid, cat, _, a in items if cid == c["id"])
+            expected[c["claim_no"]] = ("approve", "", round(min(pol["sum_insured"], max(0.0, total - pol["excess"])), 2))
+
+    # --- workspace ---------------------------------------------------------------------------------
+    ws = ctx.workspace
+    for folder in ("wordings", "guidance", "adjuster_notes", "bulletins"):
+        (ws / folder).mkdir()
+    for product in PRODUCTS:
+        r = rules[product]
+        excl = " or ".join(r["excluded"])
+        subl = "; ".join(f"any single claim for {c} is limited to {v:,} pounds in total" for c, v in r["sublimits"].items())
+        (ws / "wordings" / f"{product.lower().replace(' ', '_')}_wording.md").write_text(
+            f"# {product} - policy wording (extract)\n\n## What is not covered\n\nWe will not pay for any loss or damage caused by "
+            f"{excl}.\n\n## Limits\n\nWithin the sum insured, {subl}. Other items are covered up to their assessed value.\n\n"
+            f"## Telling us about a claim\n\nYou must report a loss to us within {r['notify_days']} days of the date it happened; "
+            "we may refuse claims reported later than that.\n")
+    (ws / "guidance" / "claims_handling_guidance.md").write_text(
+        "# Claims handling guidance\n\nCheck each open claim in this order and stop at the first rule that applies:\n\n"
+        "1. The loss date must fall within the policy period (start and end dates included); otherwise deny with reason code "
+        "`not_in_force`.\n2. The claim must have been reported within the notification period of the product wording; "
+        "otherwise deny with `late_notification`.\n3. If the cause is excluded by the product wording, deny with "
+        "`excluded_peril`.\n\nOtherwise approve. The payout is the sum of the assessed line items, each category capped at "
+        "the wording's limit for that category, minus the policy excess, and never more than the sum insured (and never "
+        "below zero). Pay approved claims to the policyholder named on the policy.\n")
+    notes = [f"{hold_claim['claim_no']}: referred to the special investigations unit - do not settle or decline until SIU reports back."]
+    for _ in range(ctx.size("adjuster_notes")):
+        c = rng.choice(claims)
+        notes.append(f"{c['claim_no']}: {rng.choice(['photos received from the customer', 'loss adjuster visit booked', 'customer called for an update', 'receipts checked, all fine'])}.")
+    rng.shuffle(notes)
+    per = 2
+    for i in range(0, len(notes), per):
+        (ws / "adjuster_notes" / f"notes_{i // per + 1:03d}.txt").write_text("Adjuster notes\n\n" + "\n".join(notes[i:i + per]) + "\n")
+    topics = ["storm season staffing", "new fraud indicators", "supplier panel changes", "complaints training",
+              "office closure", "systems upgrade"]
+    for i in range(ctx.size("bulletins")):
+        topic = topics[i % len(topics)]
+        (ws / "bulletins" / f"bulletin_{i:03d}.md").write_text(
+            f"# Team bulletin: {topic}\n\nA reminder about {topic}. This does not change how claims are decided. Ref {rng.randint(100, 999)}.\n")
+
+    facts = {"expected": expected, "hold": hold_claim["claim_no"]}
+    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
