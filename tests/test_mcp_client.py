@@ -1,4 +1,5 @@
 """MCPToolSource against a real external MCP server process (the example notes server), stdio and HTTP."""
+import shlex
 import socket
 import subprocess
 import sys
@@ -117,3 +118,51 @@ def test_a_command_that_is_not_a_server_fails_with_a_clear_error():
         MCPToolSource("no_such_program_xyz --serve", connect_timeout=20)
     with pytest.raises(MCPConnectionError, match="cannot connect"):
         MCPToolSource([sys.executable, "-c", "import sys; sys.exit(3)"], connect_timeout=20)
+
+
+def notes_command() -> str:
+    return shlex.join([sys.executable, str(NOTES_SERVER)])
+
+
+def test_external_server_tools_are_callable_in_the_kernel_beside_the_tasks(restock_task):
+    from progagent_lib.runtime import PTCRuntime
+
+    env = restock_task.instantiate("v0", 0)
+    try:
+        with PTCRuntime(env, mcp_servers=[notes_command()]) as runtime:
+            r = runtime.execute(
+                "note = tools.add_note(text='seen from the kernel', tag='k')\n"
+                "print(note['id'], tools.word_count(text='a b c'), tools['list_notes'](tag='k'))\n"
+                "print(tools.list_products(page=1)['items'][0]['sku'])\n"
+                "print('add_note' in dir(tools))", timeout=60)
+            assert r.error is None, r.error
+            assert r.output.splitlines() == [
+                "1 3 [{'id': 1, 'text': 'seen from the kernel', 'tag': 'k'}]",
+                env.call_tool("list_products", {"page": 1})["items"][0]["sku"],
+                "True"]
+            assert [c.name for c in r.tool_calls][:3] == ["add_note", "word_count", "list_notes"]
+
+            # a failing MCP tool raises ToolError in the program, which can catch it
+            r = runtime.execute("try:\n    tools.get_note(note_id=99)\nexcept ToolError as exc:\n    print('caught:', exc)",
+                                timeout=60)
+            assert r.error is None and "caught:" in r.output and "no note with id 99" in r.output
+            r = runtime.execute("tools.get_note(note_id=99)", timeout=60)
+            assert r.error is not None and r.error.name == "ToolError" and "no note with id 99" in r.error.message
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("error_mode, raises_on_flagged, raises_on_payload", [
+    ("is_error", True, False), ("off", False, False), ("detect", True, True)])
+def test_error_mode_applies_to_mcp_results(tmp_path, error_mode, raises_on_flagged, raises_on_payload):
+    from progagent_lib.runtime import PTCRuntime
+
+    with PTCRuntime(None, workspace=tmp_path, error_mode=error_mode, mcp_servers=[notes_command()]) as runtime:
+        flagged = runtime.execute("print(repr(tools.get_note(note_id=5)))", timeout=60)
+        payload = runtime.execute("print(repr(tools.legacy_lookup(key='beta')))", timeout=60)
+        fine = runtime.execute("print(tools.legacy_lookup(key='alpha'))", timeout=60)
+    assert (flagged.error is not None) == raises_on_flagged
+    assert "no note with id 5" in str(flagged.error or flagged.output)  # off: the error text is an ordinary value
+    assert (payload.error is not None) == raises_on_payload
+    assert "not found" in str(payload.error or payload.output)
+    assert fine.error is None and "'value': 1" in fine.output

@@ -1,5 +1,7 @@
 """`progagent serve` as a real process, driven by the MCP SDK's own client over stdio and streamable HTTP."""
+import argparse
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -12,7 +14,6 @@ from mcp.client.stdio import StdioServerParameters
 
 from progagent_lib.harness.session import Session
 from progagent_lib.runtime.mcp_client import MCPToolSource
-from progagent_lib.task import oracle_kit
 
 from conftest import REPO, TASKS_DIR
 
@@ -38,9 +39,11 @@ def text(result) -> str:
     return "\n".join(block.text for block in result.content)
 
 
-async def play_ptc_episode(client: Client, task) -> dict:
+async def play_ptc_episode(client: Client, task, external_tool: bool = False) -> dict:
     """List, misuse, then solve with oracle programs and claim_done; returns what was observed."""
     seen = {"tools": {t.name: t for t in (await client.list_tools()).tools}}
+    if external_tool:  # a tool of the external MCP server given with --mcp-server, inside a program
+        seen["external"] = await client.call_tool("programmatic_tool_call", {"code": "print(tools.word_count(text='x y'))"})
     seen["direct"] = await client.call_tool("list_products", {"page": 1})
     seen["failing_program"] = await client.call_tool("programmatic_tool_call", {"code": "x = 1\nraise ValueError('boom')"})
     seen["bad_tool_in_program"] = await client.call_tool(
@@ -102,7 +105,9 @@ def free_port() -> int:
 
 def test_sdk_client_plays_a_ptc_oracle_episode_over_streamable_http(restock_task):
     port = free_port()
-    proc = subprocess.Popen(serve_command("ptc", "--transport", "http", "--port", str(port)), cwd=REPO,
+    notes_server = shlex.join([sys.executable, str(REPO / "progagent_lib" / "runtime" / "examples" / "notes_server.py")])
+    proc = subprocess.Popen(serve_command("ptc", "--transport", "http", "--port", str(port), "--mcp-server", notes_server),
+                            cwd=REPO,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 120
@@ -117,9 +122,11 @@ def test_sdk_client_plays_a_ptc_oracle_episode_over_streamable_http(restock_task
 
         async def main():
             async with Client(f"http://127.0.0.1:{port}/mcp", read_timeout_seconds=120) as client:
-                return await play_ptc_episode(client, restock_task)
+                return await play_ptc_episode(client, restock_task, external_tool=True)
 
-        assert_solved_ptc_episode(anyio.run(main), restock_task)
+        seen = anyio.run(main)
+        assert not seen["external"].is_error and text(seen["external"]).strip() == "2"
+        assert_solved_ptc_episode(seen, restock_task)
     finally:
         proc.terminate()
         # SIGTERM is a clean shutdown: the session and the episode's copy are closed, exit code 128+15
@@ -160,9 +167,32 @@ def test_dtc_episode_with_direct_task_tool_calls_reaches_reward_1(restock_task):
         assert is_error and "claim_done" in message
 
 
-def test_serve_refuses_external_servers_under_dtc(capsys):
-    from progagent_lib.cli import main
+def test_serve_refuses_external_servers_under_dtc():
+    from progagent_lib.harness import serve_cli
 
-    with pytest.raises(ValueError, match="ptc"):
-        main(["serve", "--task", str(TASK), "--harness", "dtc", "--transport", "http",
-              "--mcp-server", "python notes_server.py"])
+    parser = argparse.ArgumentParser()
+    serve_cli.register(parser.add_subparsers())
+    args = parser.parse_args(["serve", "--task", str(TASK), "--harness", "dtc", "--transport", "http",
+                              "--mcp-server", "python notes_server.py"])
+    with pytest.raises(ValueError, match="only from programs"):
+        args.func(args)
+
+
+def test_build_server_in_process_hybrid_offers_programs_and_direct_tools(restock_task):
+    from progagent_lib.harness.mcp_server import build_server
+
+    with build_server(restock_task, scale=SCALE, seed=0, harness="hybrid") as server:
+        async def main():
+            async with Client(server.server) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                supplier = await client.call_tool("get_supplier", {"supplier_id": 1})
+                missing = await client.call_tool("get_supplier", {})
+                return names, supplier, missing
+
+        names, supplier, missing = anyio.run(main)
+    assert names == [s["function"]["name"] for s in server.session.tool_schemas()]
+    assert {"programmatic_tool_call", "get_supplier", "terminal", "claim_done"} <= set(names)
+    assert not supplier.is_error and supplier.structured_content["id"] == 1
+    assert supplier.structured_content["name"] in text(supplier)
+    assert missing.is_error and "supplier_id" in text(missing)
+    assert server.session.closed
