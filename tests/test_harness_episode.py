@@ -63,7 +63,8 @@ def test_trajectories_round_trip_through_json_lines(teacher_runs, tmp_path):
     write_jsonl(originals, path)
     with path.open("a") as f:
         f.write('{"task_id": "cut short by a kill')  # a writer killed mid-line
-    back = read_jsonl(path)
+    with pytest.warns(UserWarning, match="not a whole trajectory"):
+        back = read_jsonl(path)
     assert [t.to_dict() for t in back] == [t.to_dict() for t in originals]
     assert back[0].programs[1].functions == originals[0].programs[1].functions
 

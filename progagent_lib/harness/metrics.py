@@ -39,7 +39,8 @@ class TokenCounter:
 
     def __init__(self, tokenizer: Any = None):
         self.tokenizer = tokenizer
-        self.name = f"tokenizer:{getattr(tokenizer, 'name_or_path', type(tokenizer).__name__)}" if tokenizer is not None else APPROXIMATE_COUNTER
+        label = getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+        self.name = f"tokenizer:{label}" if tokenizer is not None else APPROXIMATE_COUNTER
 
     def __call__(self, text: str) -> int:
         if not text:

@@ -6,6 +6,7 @@ resumed) and read back with `read_jsonl`.
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -111,14 +112,18 @@ def write_jsonl(trajectories: Trajectory | Iterable[Trajectory], path: str | Pat
         trajectories = [trajectories]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A writer killed mid-line leaves no newline: start on a fresh line so the next record stays whole.
+    cut_short = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
     with path.open("a", encoding="utf-8") as out:
+        if cut_short:
+            out.write("\n")
         for trajectory in trajectories:
             out.write(trajectory.to_json() + "\n")
             out.flush()
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
-    """Read trajectories back; a last line cut short by a killed writer is skipped."""
+    """Read trajectories back; a line cut short by a killed writer is skipped with a warning."""
     with Path(path).open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, 1):
             if not line.strip():
@@ -126,8 +131,7 @@ def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
             try:
                 yield Trajectory.from_json(line)
             except json.JSONDecodeError:
-                if lines.readline():  # not the last line: the file is damaged, not merely cut short
-                    raise ValueError(f"{path}:{number}: not a JSON trajectory line") from None
+                warnings.warn(f"{path}:{number}: skipped a line that is not a whole trajectory (a killed run?)", stacklevel=2)
 
 
 def read_jsonl(path: str | Path) -> list[Trajectory]:

@@ -1,0 +1,120 @@
+"""OpenAIPolicy against a local HTTP server.
+
+The server is a TEST DOUBLE standing in for a remote OpenAI-compatible API (vLLM, SGLang, a hosted
+model), which these tests cannot reach: it speaks the real wire format over real HTTP, replays scripted
+replies and records the requests it got. Everything else (the episode loop, the environment) is real.
+"""
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from progagent_lib.harness import run_episode
+from progagent_lib.policy import OpenAIPolicy, make_policy
+
+
+class FakeChatServer:
+    def __init__(self, script):
+        self.script = list(script)   # each item: (status, body dict) or ("drop", None) to close the connection
+        self.requests = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                length = int(self.headers["Content-Length"])
+                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
+                                       "body": json.loads(self.rfile.read(length))})
+                status, body = outer.script.pop(0)
+                if status == "drop":
+                    self.close_connection = True
+                    self.connection.shutdown(2)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def reply(content="", tool_calls=(), reasoning=None):
+    message = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [{"id": f"srv_{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                                 for i, (n, a) in enumerate(tool_calls)]
+    if reasoning:
+        message["reasoning_content"] = reasoning
+    return 200, {"choices": [{"message": message}], "usage": {"prompt_tokens": 1234, "completion_tokens": 20}}
+
+
+@pytest.fixture
+def server():
+    servers = []
+
+    def start(script):
+        servers.append(FakeChatServer(script))
+        return servers[-1]
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+def test_episode_over_http_with_retries(server, restock_task):
+    fake = server([
+        (503, {"error": "overloaded"}),
+        ("drop", None),                                                  # connection reset
+        reply(tool_calls=[("list_products", '{"page": 1}')], reasoning="Look first."),
+        (429, {"error": "rate limited"}),
+        reply(tool_calls=[("get_supplier", '{"supplier_id": ')]),       # arguments cut: a malformed call
+        reply(tool_calls=[("claim_done", '{"action": "Total 0.00"}')]),
+    ])
+    policy = OpenAIPolicy(fake.url, "qwen3-8b", api_key="sk-test", backoff=0.01, max_retries=3)
+    t = run_episode(restock_task, "v0", 0, "dtc", policy)
+    assert t.end_reason == "claim_done" and t.turns == 3 and t.reward == 0.0
+    assert policy.attempts == 6 and len(fake.requests) == 6
+    assert [c.kind for c in t.calls] == ["task_tool", "malformed", "claim_done"]
+    assert t.messages[2]["reasoning_content"] == "Look first." and t.messages[2]["tool_calls"][0]["id"] == "srv_0"
+    assert t.context_tokens >= 1254  # the server's usage is taken when larger than our count
+    first, last = fake.requests[0], fake.requests[-1]
+    assert first["path"] == "/v1/chat/completions" and first["auth"] == "Bearer sk-test"
+    assert first["body"]["model"] == "qwen3-8b" and {t["function"]["name"] for t in first["body"]["tools"]} >= {"list_products", "claim_done"}
+    sent = last["body"]["messages"]
+    assert all("reasoning_content" not in m for m in sent)  # only standard keys go to the API
+    assert sent[3]["role"] == "tool" and sent[3]["tool_call_id"] == "srv_0" and '"page": 1' in sent[3]["content"]
+
+
+def test_persistent_failure_ends_the_episode_with_a_policy_error(server, restock_task):
+    fake = server([(500, {"error": "down"})] * 3)
+    t = run_episode(restock_task, "v0", 0, "ptc", OpenAIPolicy(fake.url, "m", backoff=0.01, max_retries=2))
+    assert t.end_reason == "policy_error" and "failed 3 times" in t.error and "HTTP 500" in t.error
+    assert t.turns == 0 and t.reward == 0.0
+
+
+def test_client_errors_are_not_retried(server, restock_task):
+    fake = server([(400, {"error": "context too long"})])
+    t = run_episode(restock_task, "v0", 0, "ptc", OpenAIPolicy(fake.url, "m", backoff=0.01))
+    assert t.end_reason == "policy_error" and "HTTP 400" in t.error and len(fake.requests) == 1
+
+
+def test_text_tool_calls_from_servers_without_a_parser(server, restock_task):
+    code = "print(tools.list_products(page=1)['total'])"
+    text = ('<tool_call>\n<function=programmatic_tool_call>\n<parameter=code>\n' + code +
+            '\n</parameter>\n</function>\n</tool_call>')
+    fake = server([reply(content=text), reply(content="There are 60 products.")])
+    t = run_episode(restock_task, "v0", 0, "ptc", make_policy(f"openai:{fake.url}#coder", "ptc", backoff=0.01))
+    assert t.policy == "openai:coder" and t.end_reason == "no_tool_call"
+    assert t.calls[0].observation.strip() == "60" and t.tool_calls == 1
+    assert t.final_answer == "There are 60 products."
