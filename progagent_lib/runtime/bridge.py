@@ -365,3 +365,50 @@ PRELUDE_FILENAME = "<ptc-tools>"
 
 
 PRELOAD_SPECS_CODE = "tools._load()\n"
+
+OUTPUT_GUARD = r'''
+def __ptc_guard(limit):
+    import sys
+    from ipykernel.iostream import OutStream
+
+    state = {"seen": 0, "tail": ""}
+    original = OutStream.write
+
+    def write(self, string):
+        if not isinstance(string, str):
+            return original(self, string)
+        seen = state["seen"]
+        state["seen"] = seen + len(string)
+        if seen + len(string) <= limit:
+            return original(self, string)
+        keep = max(0, limit - seen)
+        rest = string[-limit:] if len(string) - keep > limit else string[keep:]  # no copy of a huge string
+        state["tail"] = (state["tail"] + rest)[-limit:]
+        if keep:
+            original(self, string[:keep])
+        return len(string)
+
+    def start(*_):
+        state["seen"], state["tail"] = 0, ""
+
+    def finish(*_):
+        if state["seen"] > limit:
+            dropped = state["seen"] - limit - len(state["tail"])
+            original(sys.stdout, f"\\n[... {dropped} characters of output cut ...]\\n" + state["tail"])
+        start()
+
+    OutStream.write = write
+    shell = get_ipython()
+    shell.events.register("pre_run_cell", start)
+    shell.events.register("post_run_cell", finish)
+'''
+
+
+def output_guard_code(limit: int) -> str:
+    """Cell that bounds what a program's prints send to the host: the first and last `limit` characters.
+
+    The host bounds the output again (a program can undo this guard), so this only spares the
+    channel and the host's memory from megabytes that would be cut anyway.
+    """
+    return (f"exec(compile({OUTPUT_GUARD!r}, {PRELUDE_FILENAME!r}, 'exec'))\n"
+            f"__ptc_guard({int(limit)})\ndel __ptc_guard\n")

@@ -5,6 +5,7 @@ loopback does not exist inside the kernel's own network namespace.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import queue
@@ -13,6 +14,7 @@ import secrets
 import signal
 import sys
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,31 @@ from .sandbox import Limits, Sandbox
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
 INTERRUPT_GRACE = 2.0  # seconds a program has to stop after SIGINT before the next escalation
+
+
+_LIVE_SESSIONS: "weakref.WeakSet[KernelSession]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_sessions() -> None:
+    """A host that exits without closing its runtimes must not leave kernels (or mounts) behind."""
+    for session in list(_LIVE_SESSIONS):
+        try:
+            session.close()
+        except Exception:
+            pass
+
+
+REAP_CHILDREN_CODE = """
+import os as _ptc_os
+while True:
+    try:
+        if _ptc_os.waitpid(-1, _ptc_os.WNOHANG)[0] == 0:
+            break
+    except ChildProcessError:
+        break
+del _ptc_os
+"""
 
 
 class KernelStartError(RuntimeError):
@@ -79,7 +106,7 @@ class CellOutcome:
     seconds: float = 0.0
 
 
-@dataclass
+@dataclass(eq=False)  # identity semantics: sessions live in a WeakSet
 class KernelSession:
     """A sandboxed ipykernel with its bridge. `start()` blocks until the kernel answers."""
 
@@ -88,6 +115,7 @@ class KernelSession:
     router: ToolRouter | None = None
 
     def __post_init__(self) -> None:
+        _LIVE_SESSIONS.add(self)
         self.process = None
         self.client: BlockingKernelClient | None = None
         self.bridge: BridgeServer | None = None
@@ -112,8 +140,10 @@ class KernelSession:
                 "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor", "--InteractiveShell.xmode=Plain",
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
         log = open(self.sandbox.host / "kernel.log", "ab")
+        # ipykernel exits by itself when its parent (this host process) goes away.
+        env = self.sandbox.environment({"JPY_PARENT_PID": str(os.getpid())})
         try:
-            self.process = self.sandbox.popen(argv, pass_fds=(kernel_fd,), stdin=subprocess_devnull(),
+            self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), stdin=subprocess_devnull(),
                                               stdout=log, stderr=log)
         finally:
             log.close()
@@ -185,6 +215,7 @@ class KernelSession:
     def close(self) -> None:
         self.kill()
         self.sandbox.cleanup()
+        _LIVE_SESSIONS.discard(self)
 
     # --- running code --------------------------------------------------------------------------------
     def send_silent(self, code: str) -> None:
@@ -277,6 +308,9 @@ class KernelSession:
             pids = group.pids()
             if len(pids) > 1:
                 group.kill_all(except_pid=self.process.pid)
+                # Killed children stay zombies, counted against the process limit, until their
+                # parent waits for them; the kernel's own children are reaped by this cell.
+                self.send_silent(REAP_CHILDREN_CODE)
 
 
 def subprocess_devnull():

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter
+from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
 from .sandbox import GiB, Limits, Sandbox, SandboxUnavailable
 from .terminal import TerminalResult, run_terminal
@@ -130,8 +130,12 @@ class PTCRuntime:
             except BaseException:
                 session.close()
                 raise
-        session.send_silent(PRELOAD_SPECS_CODE)
+        self._prepare(session)
         return session
+
+    def _prepare(self, session: KernelSession) -> None:
+        """Cells every (re)started kernel gets before the first program: tool docs, the output guard."""
+        session.send_silent(PRELOAD_SPECS_CODE + output_guard_code(self.max_output_chars))
 
     # --- the public surface ------------------------------------------------------------------------------
     def execute(self, code: str, timeout: float | None = None) -> ExecutionResult:
@@ -144,11 +148,11 @@ class PTCRuntime:
         except KernelStartError:
             # The kernel died while a setup cell was pending, or cannot come back: start over once.
             session.restart()
-            session.send_silent(PRELOAD_SPECS_CODE)
+            self._prepare(session)
             outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
             outcome.kernel_died = True
         if outcome.kernel_died:
-            session.send_silent(PRELOAD_SPECS_CODE)
+            self._prepare(session)
         error = None
         if outcome.error is not None:
             error = ErrorInfo(outcome.error["ename"], outcome.error["evalue"], _short_traceback(outcome.error))

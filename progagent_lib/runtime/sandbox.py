@@ -108,7 +108,8 @@ class ProcessGroup:
     """A pids cgroup holding one sandbox: bounds its process count and can kill all of it."""
 
     def __init__(self, max_processes: int):
-        self.path = CGROUP_PIDS_ROOT / "progagent" / uuid.uuid4().hex[:16]
+        # The host's pid in the name lets a later host clean up after one that died (`sweep_orphans`).
+        self.path = CGROUP_PIDS_ROOT / "progagent" / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.path.mkdir(parents=True)
         (self.path / "pids.max").write_text(str(max_processes))
 
@@ -154,6 +155,47 @@ class ProcessGroup:
                 time.sleep(0.01)
 
 
+def _host_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _unmount(path: Path) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.umount2(str(path).encode(), 2)  # MNT_DETACH
+
+
+_swept = False
+
+
+def sweep_orphans() -> None:
+    """Once per process: kill sandboxes and remove folders left by hosts that died without closing them."""
+    global _swept
+    if _swept:
+        return
+    _swept = True
+    groups = CGROUP_PIDS_ROOT / "progagent"
+    for path in (groups.iterdir() if groups.is_dir() else []):
+        owner = path.name.split("-", 1)[0]
+        if path.is_dir() and owner.isdigit() and not _host_alive(int(owner)):
+            group = ProcessGroup.__new__(ProcessGroup)
+            group.path = path
+            group.remove()
+    for path in (RUNTIME_ROOT.iterdir() if RUNTIME_ROOT.is_dir() else []):
+        parts = path.name.split("-")
+        if len(parts) >= 3 and parts[1].isdigit() and not _host_alive(int(parts[1])):
+            slot = path / "bind" / "workspace"
+            if os.path.ismount(slot):
+                _unmount(slot)
+            if not os.path.ismount(slot):  # never delete through a mount: it is an episode's workspace
+                shutil.rmtree(path, ignore_errors=True)
+
+
 @dataclass
 class Sandbox:
     """Folders and bounds of one confined process tree; `popen(argv)` starts a program inside it.
@@ -172,7 +214,8 @@ class Sandbox:
         if self.confined:
             check_available()
         RUNTIME_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self.root = Path(tempfile.mkdtemp(prefix="sb-", dir=RUNTIME_ROOT))
+        sweep_orphans()
+        self.root = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=RUNTIME_ROOT))
         for sub in ("tmp", "ipc", "bind", "bind/workspace", "host"):
             (self.root / sub).mkdir()
         self.tmp, self.ipc, self.host = (self.root / s for s in ("tmp", "ipc", "host"))
@@ -196,6 +239,9 @@ class Sandbox:
             "IPYTHONDIR": str(self.tmp / ".ipython"), "MPLCONFIGDIR": str(self.tmp / ".mpl"), "MPLBACKEND": "Agg",
             "JUPYTER_RUNTIME_DIR": str(self.tmp / ".jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
             "TERM": "dumb", "NO_COLOR": "1",
+            # glibc reserves 64 MiB of address space per thread arena; with RLIMIT_AS that would
+            # leave a threaded kernel little room for the program's own data.
+            "MALLOC_ARENA_MAX": "2",
         }
         env.update(extra or {})
         return env
@@ -253,9 +299,7 @@ class Sandbox:
         if self.group is not None:
             self.group.remove()
         if self.mounted:
-            libc = ctypes.CDLL(None, use_errno=True)
-            MNT_DETACH = 2
-            libc.umount2(str(self.slot).encode(), MNT_DETACH)
+            _unmount(self.slot)
             self.mounted = False
         if not self.root.exists():
             return
