@@ -167,15 +167,25 @@ def test_dtc_episode_with_direct_task_tool_calls_reaches_reward_1(restock_task):
         assert is_error and "claim_done" in message
 
 
-def test_serve_refuses_external_servers_under_dtc():
+def serve_in_process(*argv: str) -> int:
     from progagent_lib.harness import serve_cli
 
     parser = argparse.ArgumentParser()
     serve_cli.register(parser.add_subparsers())
-    args = parser.parse_args(["serve", "--task", str(TASK), "--harness", "dtc", "--transport", "http",
-                              "--mcp-server", "python notes_server.py"])
-    with pytest.raises(ValueError, match="only from programs"):
-        args.func(args)
+    args = parser.parse_args(["serve", *argv])
+    return args.func(args)
+
+
+def test_serve_refuses_external_servers_under_dtc(capsys):
+    rc = serve_in_process("--task", str(TASK), "--harness", "dtc", "--transport", "http",
+                          "--mcp-server", "python notes_server.py")
+    assert rc == 2 and "only from programs" in capsys.readouterr().err
+
+
+def test_serve_reports_an_external_server_that_does_not_start(capsys):
+    rc = serve_in_process("--task", str(TASK), "--scale", SCALE, "--harness", "ptc", "--transport", "http",
+                          "--mcp-server", "no_such_program_xyz --stdio")
+    assert rc == 2 and "no_such_program_xyz" in capsys.readouterr().err
 
 
 def test_build_server_in_process_hybrid_offers_programs_and_direct_tools(restock_task):

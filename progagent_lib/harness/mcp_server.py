@@ -17,6 +17,7 @@ One server process serves one episode; HTTP clients that connect to it share tha
 """
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -35,6 +36,7 @@ from progagent_lib.harness.spec import CLAIM_DONE, HarnessSpec, get_harness
 from progagent_lib.task.task import Task, load_task
 
 SERVER_NAME = "progagent"
+logger = logging.getLogger(__name__)
 
 
 class HarnessMCPServer:
@@ -50,7 +52,11 @@ class HarnessMCPServer:
         self._close_env = close_env
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-session")
         self._closed = False
-        self.session = self._worker.submit(make_session).result()
+        try:
+            self.session = self._worker.submit(make_session).result()
+        except BaseException:
+            self._worker.shutdown(wait=False)
+            raise
         self.server: Server = Server(name, version=_version(), instructions=instructions,
                                      on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
@@ -73,7 +79,11 @@ class HarnessMCPServer:
 
         if self._closed:
             return _error_result("this server has shut down; start a new `progagent serve` for another episode")
-        observation = self._worker.submit(self.session.dispatch, ToolCall(name=name, arguments=arguments)).result()
+        try:
+            observation = self._worker.submit(self.session.dispatch, ToolCall(name=name, arguments=arguments)).result()
+        except Exception as exc:  # noqa: BLE001 - dispatch handles model mistakes; this is the machinery failing
+            logger.exception("tool call %r failed inside the harness", name)
+            return _error_result(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
         text, structured = observation.content, None
         value = getattr(observation, "value", None)
         if isinstance(value, dict) and not observation.is_error:
@@ -165,7 +175,12 @@ def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harn
             kwargs = dict(session_kwargs)
             if mcp_servers:
                 kwargs["mcp_servers"] = list(mcp_servers)
-            return Session(env, spec, error_mode=error_mode, **kwargs)
+            session = Session(env, spec, error_mode=error_mode, **kwargs)
+            if spec.programmatic:
+                # Start the kernel now: a sandbox or MCP-server problem shows when the server starts,
+                # not as the first program's error, and the first program does not wait for a kernel.
+                session.runtime  # noqa: B018
+            return session
         except BaseException:
             env.close()
             raise

@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from progagent_lib.harness.mcp_server import build_server, claim_process_stdio
+    from progagent_lib.runtime.mcp_client import MCPConnectionError
+    from progagent_lib.runtime.sandbox import SandboxUnavailable
+    from progagent_lib.task import GenerationError, TaskLoadError
 
     # Claim the wire first: nothing started after this (kernels, task code) can write into it.
     wire = claim_process_stdio() if args.transport == "stdio" else (None, None)
@@ -44,8 +47,16 @@ def run(args: argparse.Namespace) -> int:
         kwargs["program_timeout"] = args.timeout
     if args.unsafe_no_sandbox:
         kwargs["unsafe_no_sandbox"] = True
-    server = build_server(args.task, scale=args.scale, seed=args.seed, harness=args.harness,
-                          error_mode=args.error_mode, mcp_servers=args.mcp_server, **kwargs)
+    try:
+        server = build_server(args.task, scale=args.scale, seed=args.seed, harness=args.harness,
+                              error_mode=args.error_mode, mcp_servers=args.mcp_server, **kwargs)
+    except SandboxUnavailable as exc:
+        print(f"progagent serve: the sandbox for programs cannot be set up here: {exc}\n"
+              "Fix the cause, or pass --unsafe-no-sandbox on a machine you trust.", file=sys.stderr)
+        return 2
+    except (TaskLoadError, GenerationError, MCPConnectionError, ValueError) as exc:
+        print(f"progagent serve: {exc}", file=sys.stderr)
+        return 2
     if args.transport == "stdio":
         print(f"progagent serve: {args.task} ({args.scale}, seed {args.seed}) under {args.harness} on stdio",
               file=sys.stderr)
