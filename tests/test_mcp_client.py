@@ -96,6 +96,17 @@ def test_close_stops_the_server_process_and_refuses_later_calls():
         source.call("word_count", {"text": "x"})
 
 
+def test_a_server_that_dies_gives_a_connection_error_not_a_hang():
+    already_running = {p.pid for p in notes_processes()}
+    with MCPToolSource([sys.executable, str(NOTES_SERVER)]) as source:
+        for process in notes_processes():
+            if process.pid not in already_running:
+                process.kill()
+                process.wait(timeout=10)
+        with pytest.raises(MCPConnectionError, match="closed the connection"):
+            source.call("word_count", {"text": "x"})
+
+
 def test_streamable_http_server_by_url():
     port = free_port()
     proc = subprocess.Popen([sys.executable, str(NOTES_SERVER), "--http", str(port)],

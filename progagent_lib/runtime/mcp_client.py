@@ -25,6 +25,7 @@ from typing import Any, Sequence
 import mcp_types
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 
 class MCPConnectionError(RuntimeError):
@@ -164,6 +165,13 @@ class MCPToolSource:
         except FutureTimeout:
             future.cancel()
             raise MCPConnectionError(f"MCP tool {name!r} on {self.server!r} took longer than {self.call_timeout:g}s") from None
+        except MCPError as exc:
+            if exc.code == mcp_types.CONNECTION_CLOSED or self._owner.done():
+                raise MCPConnectionError(f"MCP server {self.server!r} closed the connection ({exc.error.message}); "
+                                         "its tools are unavailable until it is reconnected") from exc
+            # A protocol-level refusal of this call (invalid params, an internal error in the server):
+            # to the program it is the tool failing, with the server's message.
+            return f"{name} was refused by the MCP server: {exc.error.message}", True
         except Exception as exc:
             if self._owner.done():  # the server went away: say so rather than echo a stream error
                 raise MCPConnectionError(f"MCP server {self.server!r} closed the connection ({_describe(exc)})") from exc
