@@ -197,9 +197,11 @@ def test_build_server_in_process_hybrid_offers_programs_and_direct_tools(restock
                 names = [t.name for t in (await client.list_tools()).tools]
                 supplier = await client.call_tool("get_supplier", {"supplier_id": 1})
                 missing = await client.call_tool("get_supplier", {})
-                return names, supplier, missing
+                return names, supplier, missing, client.instructions
 
-        names, supplier, missing = anyio.run(main)
+        names, supplier, missing, instructions = anyio.run(main)
+    # the client is told the task (and the harness's system prompt) when it connects
+    assert restock_task.prompt in instructions
     assert names == [s["function"]["name"] for s in server.session.tool_schemas()]
     assert {"programmatic_tool_call", "get_supplier", "terminal", "claim_done"} <= set(names)
     assert not supplier.is_error and supplier.structured_content["id"] == 1
