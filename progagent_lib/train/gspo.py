@@ -135,12 +135,25 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
     """The function TRL calls instead of its own generation: one full episode per prompt it is given."""
     tasks_by_id = {t.id: t for t in tasks}
     limits = config.limits()
+    http_clients: dict[str, Any] = {}
+
+    def vllm_client(trainer: Any) -> Any:
+        # TRL gives only the main process a client (it also syncs weights); other ranks generate over plain HTTP.
+        client = getattr(trainer.vllm_generation, "vllm_client", None)
+        if client is None:
+            if "own" not in http_clients:
+                from trl.generation.vllm_client import VLLMClient
+
+                http_clients["own"] = VLLMClient(base_url=trainer.args.vllm_server_base_url
+                                                 or f"http://{trainer.args.vllm_server_host}:{trainer.args.vllm_server_port}")
+            client = http_clients["own"]
+        return client
 
     def rollout_func(prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
         started = time.perf_counter()
         tokenizer = trainer.processing_class
         if config.use_vllm:
-            generate_turn = VLLMServerTurnGenerator(trainer.vllm_generation.vllm_client, temperature=config.temperature)
+            generate_turn = VLLMServerTurnGenerator(vllm_client(trainer), temperature=config.temperature)
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate_turn = HFTurnGenerator(model, tokenizer, temperature=config.temperature)

@@ -206,8 +206,9 @@ class HFTurnGenerator:
         with torch.no_grad():
             out = self.model.generate(
                 input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=max_new_tokens,
-                do_sample=self.do_sample, temperature=self.temperature if self.do_sample else None,
-                top_p=1.0, top_k=0, eos_token_id=self.end_of_turn, pad_token_id=self.tokenizer.pad_token_id,
+                eos_token_id=self.end_of_turn, pad_token_id=self.tokenizer.pad_token_id,
+                **({"do_sample": True, "temperature": self.temperature, "top_p": 1.0, "top_k": 0} if self.do_sample
+                   else {"do_sample": False}),
                 return_dict_in_generate=True, output_logits=True,
             )
         if was_training:

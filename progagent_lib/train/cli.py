@@ -1,0 +1,78 @@
+"""`progagent train sft|gspo|eval|pipeline --config configs/<preset>.yaml`.
+
+Multi-GPU runs go through accelerate, e.g.
+`accelerate launch --config_file configs/accelerate/deepspeed_zero3.yaml -m progagent_lib.train.cli gspo --config configs/gspo-gpu-paper.yaml`.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict
+
+from .config import load_config
+
+COMMANDS = ("sft", "gspo", "eval", "pipeline")
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="SFT, GSPO and evaluation of models on the task pool")
+    _add_commands(parser)
+
+
+def _add_commands(parser: argparse.ArgumentParser) -> None:
+    commands = parser.add_subparsers(dest="train_command", required=True)
+    helps = {"sft": "cold-start SFT on teacher trajectories", "gspo": "GSPO RL (resumes from the last checkpoint)",
+             "eval": "pass rate of a checkpoint under harnesses on held-out seeds",
+             "pipeline": "SFT, then GSPO per harness, each evaluated (the cpu-smoke recipe)"}
+    for name in COMMANDS:
+        sub = commands.add_parser(name, help=helps[name])
+        sub.add_argument("--config", required=True, help="YAML preset, e.g. configs/cpu-smoke.yaml")
+        sub.add_argument("--output-dir", help="override the config's output_dir")
+        sub.add_argument("--model", help="override the config's model (not for pipeline)")
+        if name == "gspo":
+            sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
+        sub.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = {"output_dir": args.output_dir, "model": getattr(args, "model", None)}
+    command = args.train_command
+    if command == "sft":
+        from .sft import SFTRunConfig, run_sft
+
+        result = run_sft(load_config(SFTRunConfig, args.config, overrides))
+    elif command == "gspo":
+        from .gspo import GSPORunConfig, run_gspo
+
+        result = run_gspo(load_config(GSPORunConfig, args.config, overrides), resume=not args.no_resume)
+        result = {"global_step": result["global_step"], "final_model": result["final_model"],
+                  "last_step": result["dynamics"][-1] if result["dynamics"] else None}
+    elif command == "eval":
+        from .evaluate import EvalConfig, evaluate, format_table
+
+        _, table = evaluate(load_config(EvalConfig, args.config, overrides))
+        print(format_table(table))
+        return 0
+    else:
+        from .pipeline import PipelineConfig, format_summary, run_pipeline
+
+        if overrides["model"]:
+            raise SystemExit("--model does not apply to pipeline; set sft.model in the YAML")
+        config = load_config(PipelineConfig, args.config, {"output_dir": args.output_dir})
+        result = run_pipeline(config)
+        print(open(f"{config.output_dir}/summary.md").read())
+        return 0
+    print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="progagent train")
+    _add_commands(parser)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

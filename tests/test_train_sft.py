@@ -1,0 +1,75 @@
+"""SFT: which teacher trajectories enter the dataset, and that the loss falls on assistant tokens only."""
+import pytest
+
+from progagent_lib.train.config import ConfigError, load_config
+from progagent_lib.train.sft import SFTRunConfig, build_sft_dataset, chat_row, select_sft_trajectories
+
+
+def traj(task, harness, score, n=0):
+    return {"task_id": task, "harness": harness, "score": score, "tools": [],
+            "messages": [{"role": "user", "content": f"{task} {harness} {n}"}]}
+
+
+def test_selection_filters_balances_and_covers_every_task():
+    pool = ([traj("a", "dtc", 1.0, i) for i in range(5)] + [traj("b", "dtc", 0.8)] + [traj("b", "dtc", 0.5)]
+            + [traj("a", "ptc", 0.9), traj("b", "ptc", 1.0), traj("b", "ptc", 0.7, 1)])
+    selected, report = select_sft_trajectories(pool, min_score=0.7)
+    assert report.dropped_low_score == 1
+    assert report.kept == {"dtc": 3, "ptc": 3}  # the smaller harness sets the count
+    dtc = [(t["task_id"]) for t in selected if t["harness"] == "dtc"]
+    assert sorted(dtc) == ["a", "a", "b"]      # round-robin: b is covered although a has five
+    assert all(t["score"] >= 0.7 for t in selected)
+
+
+def test_selection_refuses_an_uncovered_task():
+    pool = [traj("a", "dtc", 1.0), traj("b", "dtc", 1.0), traj("a", "ptc", 1.0), traj("b", "ptc", 0.2)]
+    with pytest.raises(ValueError, match=r"harness 'ptc'.*\['b'\]"):
+        select_sft_trajectories(pool, min_score=0.7)
+
+
+@pytest.mark.slow
+def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, tmp_path):
+    from trl import SFTTrainer
+
+    from progagent_lib.harness.episode import run_episode
+    from progagent_lib.policy import OracleTeacher
+    from progagent_lib.train.models import TinyModelConfig, build_tiny_model
+    from progagent_lib.train.sft import SFTRunConfig, sft_args
+
+    teacher = [run_episode(restock_task, "v0", 0, h, OracleTeacher(h)) for h in ("dtc", "ptc")]
+    assert all(t.reward == 1.0 for t in teacher)
+    dataset, report = build_sft_dataset(teacher, min_score=0.7)
+    assert report.kept == {"dtc": 1, "ptc": 1}
+    model, tokenizer = build_tiny_model("tasks", TinyModelConfig(vocab_size=1024, hidden_size=64, intermediate_size=128, head_dim=16))
+    trainer = SFTTrainer(model=model, args=sft_args(SFTRunConfig(output_dir=str(tmp_path), max_steps=1, max_length=None)),
+                         train_dataset=dataset, processing_class=tokenizer)
+    row = trainer.train_dataset[1]  # the PTC trajectory, whole
+    ids, labels = row["input_ids"], row.get("labels") or [i if m else -100 for i, m in zip(row["input_ids"], row["assistant_masks"])]
+    trained = tokenizer.decode([i for i, l in zip(ids, labels) if l != -100])
+    untrained = tokenizer.decode([i for i, l in zip(ids, labels) if l == -100])
+    assert "programmatic_tool_call" in trained and '"name": "claim_done"' in trained and trained.count("<|im_end|>") >= 3
+    assert "<tool_response>" not in trained and restock_task.prompt[:60] not in trained
+    assert "<tool_response>" in untrained and restock_task.prompt[:60] in untrained
+    assert trainer.train().training_loss > 0
+
+
+def test_every_shipped_config_loads(repo):
+    from progagent_lib.train.evaluate import EvalConfig
+    from progagent_lib.train.gspo import GSPORunConfig
+    from progagent_lib.train.pipeline import PipelineConfig
+
+    kinds = {"cpu-smoke": PipelineConfig, "sft": SFTRunConfig, "gspo": GSPORunConfig, "eval": EvalConfig}
+    configs = sorted((repo / "configs").glob("*.yaml"))
+    assert configs
+    for path in configs:
+        kind = next(cls for prefix, cls in kinds.items() if path.name.startswith(prefix))
+        load_config(kind, path)
+    authors = load_config(GSPORunConfig, repo / "configs" / "gspo-gpu-paper-authors-clip.yaml")
+    assert (authors.epsilon, authors.epsilon_high) == (1e-2, 2e-2)
+
+
+def test_config_rejects_unknown_fields(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("learning_rte: 1e-5\n")
+    with pytest.raises(ConfigError, match="learning_rte"):
+        load_config(SFTRunConfig, bad)
