@@ -21,9 +21,10 @@ TASK = TASKS_DIR / "retail" / "restock_orders"
 SCALE = "v0"
 
 
-def serve_command(harness: str, *extra: str, scale: str = SCALE) -> list[str]:
-    return [sys.executable, "-m", "progagent_lib.cli", "serve", "--task", str(TASK), "--scale", scale, "--seed", "0",
-            "--harness", harness, *extra]
+def serve_command(harness: str, *extra: str) -> list[str]:
+    from progagent_lib.harness.mcp_server import serve_command as command
+
+    return command(TASK, scale=SCALE, seed=0, harness=harness) + list(extra)
 
 
 def oracle_program(task) -> str:

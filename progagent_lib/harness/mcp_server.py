@@ -189,6 +189,24 @@ def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harn
     return HarnessMCPServer(make_session, name=name, instructions=instructions)
 
 
+def serve_command(task: Task | str | Path, scale: str = "v2", seed: int = 0, harness: str = "ptc", *,
+                  transport: str = "stdio", port: int | None = None, error_mode: str = "is_error",
+                  mcp_servers: Sequence[str] = (), python: str | None = None) -> list[str]:
+    """The argv of `progagent serve` for these settings, to start the server as a subprocess.
+
+    E.g. `MCPToolSource(serve_command("tasks/retail/restock_orders", harness="dtc"))`, or the
+    command and args of the SDK's `StdioServerParameters`.
+    """
+    task_path = str(task.root if isinstance(task, Task) else task)
+    argv = [python or sys.executable, "-m", "progagent_lib.cli", "serve", "--task", task_path, "--scale", scale,
+            "--seed", str(seed), "--harness", harness, "--transport", transport, "--error-mode", error_mode]
+    if port is not None:
+        argv += ["--port", str(port)]
+    for server in mcp_servers:
+        argv += ["--mcp-server", server]
+    return argv
+
+
 def claim_process_stdio() -> tuple[Any, Any]:
     """Keep the real stdin/stdout for the MCP wire and point fds 0/1 elsewhere for everyone else.
 
