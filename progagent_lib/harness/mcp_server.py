@@ -32,7 +32,7 @@ import anyio
 import mcp_types
 from mcp.server import Server
 
-from progagent_lib.harness.spec import CLAIM_DONE, HarnessSpec, get_harness
+from progagent_lib.harness.spec import HarnessSpec, get_harness
 from progagent_lib.task.task import Task, load_task
 
 SERVER_NAME = "progagent"
@@ -85,10 +85,10 @@ class HarnessMCPServer:
             logger.exception("tool call %r failed inside the harness", name)
             return _error_result(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
         text, structured = observation.content, None
-        value = getattr(observation, "value", None)
-        if isinstance(value, dict) and not observation.is_error:
-            structured = value  # a direct task-tool result as data too (an object, as every MCP version allows)
-        verdict = getattr(observation, "verify", None)
+        if isinstance(observation.value, dict) and not observation.is_error:
+            # a direct task-tool result as data too (an object, as every MCP version allows)
+            structured = observation.value
+        verdict = observation.verify
         if observation.done and verdict is not None:
             # The verdict goes to the MCP client (the evaluator driving the episode), as data and as text.
             structured = {"reward": verdict.reward, "score": verdict.score,

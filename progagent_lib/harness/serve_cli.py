@@ -5,6 +5,7 @@ import argparse
 import sys
 
 from progagent_lib.harness.spec import HARNESSES
+from progagent_lib.task import SCALES
 
 ERROR_MODES = ("is_error", "off", "detect")
 
@@ -16,11 +17,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "programmatic_tool_call(code) (ptc, hybrid), terminal(command), claim_done(action), and the "
                     "task's own tools (dtc, hybrid). claim_done returns the verifier's result and ends the episode.")
     p.add_argument("--task", required=True, help="task folder, e.g. tasks/retail/restock_orders")
-    p.add_argument("--scale", default="v2", choices=("v0", "v1", "v2", "v3"), help="environment scale (default v2)")
+    p.add_argument("--scale", default="v2", choices=tuple(SCALES), help="environment scale (default v2)")
     p.add_argument("--seed", type=int, default=0, help="environment seed (default 0)")
     p.add_argument("--harness", default="ptc", choices=tuple(HARNESSES), help="which tools the client sees (default ptc)")
     p.add_argument("--transport", default="stdio", choices=("stdio", "http"), help="stdio (default) or streamable HTTP")
-    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1); anyone who reaches it can run programs "
+                        "in the episode's sandbox, so keep it on loopback unless the network is yours")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765); the endpoint is /mcp")
     p.add_argument("--error-mode", default="is_error", choices=ERROR_MODES,
                    help="how a failing tool shows inside programs: is_error raises, off returns the error text, "
