@@ -22,11 +22,12 @@ class ScriptedTurns:
     def __init__(self, tokenizer, turns):
         self.tokenizer, self.turns, self.calls = tokenizer, list(turns), 0
 
-    def __call__(self, context_ids, max_new_tokens):
+    def __call__(self, contexts, max_new_tokens):
+        assert len(contexts) == 1
         text = self.turns[self.calls] + "<|im_end|>"
         self.calls += 1
         ids = self.tokenizer(text, add_special_tokens=False)["input_ids"][:max_new_tokens]
-        return TurnOutput(ids, [-0.5] * len(ids))
+        return [TurnOutput(ids, [-0.5] * len(ids))]
 
 
 def call(name, **arguments):
@@ -110,6 +111,21 @@ def test_model_generator_returns_its_tokens_and_logprobs(tiny, restock_task):
     episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, generate, RolloutLimits(max_new_tokens=8, max_turns=1))
     assert 1 <= len(episode.completion_ids) <= 8 and all(m == 1 for m in episode.env_mask)
     assert all(lp <= 0.0 for lp in episode.logprobs)
+
+
+def test_batched_generation_matches_one_at_a_time(tiny):
+    """Episodes share generate calls (left-padded); each row must get what it would get alone."""
+    import torch
+
+    model, tokenizer = tiny
+    contexts = [tokenizer("<|im_start|>user\nshort<|im_end|>\n<|im_start|>assistant\n")["input_ids"],
+                tokenizer("<|im_start|>user\na much longer request about products<|im_end|>\n<|im_start|>assistant\n")["input_ids"]]
+    greedy = HFTurnGenerator(model, tokenizer, do_sample=False)
+    together = greedy(contexts, 6)
+    alone = [greedy([c], 6)[0] for c in contexts]
+    assert [t.token_ids for t in together] == [t.token_ids for t in alone]
+    for a, b in zip(together, alone):
+        assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
 
 
 def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, restock_task):

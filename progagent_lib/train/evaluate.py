@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .gspo import select_tasks
-from .rollout import HFTurnGenerator, RolloutLimits, run_token_episode
+from .rollout import EpisodeSpec, HFTurnGenerator, RolloutLimits, run_token_episodes
 
 
 @dataclass
@@ -21,6 +21,7 @@ class EvalConfig:
     scales: list[str] = field(default_factory=lambda: ["v0"])
     seeds: list[int] = field(default_factory=lambda: [1000, 1001])   # held out: training uses low seeds
     samples: int = 1                        # episodes per (task, scale, seed, harness)
+    batch_size: int = 8                     # episodes played in lockstep (one generate call per turn)
     temperature: float = 0.0                # 0: greedy
     max_turns: int = 8
     max_new_tokens: int = 256
@@ -86,14 +87,15 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
                            max_observation_chars=config.max_observation_chars, max_tool_calls=config.max_tool_calls,
                            temperature=config.temperature)
     records = []
+    specs = [EpisodeSpec(task, scale, seed) for task in select_tasks(config.tasks_root, config.task_ids)
+             for scale in config.scales for seed in config.seeds for _ in range(config.samples)]
     for harness in config.harnesses:
-        for task in select_tasks(config.tasks_root, config.task_ids):
-            for scale in config.scales:
-                for seed in config.seeds:
-                    for sample in range(config.samples):
-                        e = run_token_episode(task, scale, seed, harness, tokenizer, generate, limits, error_mode=config.error_mode)
-                        records.append(EvalRecord(task.id, harness, scale, seed, sample, e.reward, e.score, e.end_reason,
-                                                  e.turns, e.tool_calls, e.tool_output_tokens))
+        for start in range(0, len(specs), config.batch_size):
+            batch = specs[start:start + config.batch_size]
+            episodes = run_token_episodes(batch, harness, tokenizer, generate, limits, error_mode=config.error_mode)
+            for index, (spec, e) in enumerate(zip(batch, episodes), start):
+                records.append(EvalRecord(spec.task.id, harness, spec.scale, spec.seed, index % config.samples, e.reward,
+                                          e.score, e.end_reason, e.turns, e.tool_calls, e.tool_output_tokens))
     table = pass_rate_table(records)
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)

@@ -14,8 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .rollout import (EpisodeTokens, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator, episode_summary,
-                      run_token_episode)
+from .rollout import (EpisodeSpec, EpisodeTokens, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator,
+                      episode_summary, run_token_episodes)
 
 DYNAMICS_FILE = "dynamics.jsonl"
 
@@ -157,12 +157,12 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         else:
             model = trainer.accelerator.unwrap_model(trainer.model)
             generate_turn = HFTurnGenerator(model, tokenizer, temperature=config.temperature)
-        episodes = []
+        # Episodes of the same harness run in lockstep so each turn is one batched generate call.
+        specs = []
         for prompt in prompts:
             task_id, scale, seed = prompt[-1]["episode"].split("|")
-            episodes.append(run_token_episode(
-                tasks_by_id[task_id], scale, int(seed), config.harness, tokenizer, generate_turn, limits,
-                error_mode=config.error_mode))
+            specs.append(EpisodeSpec(tasks_by_id[task_id], scale, int(seed)))
+        episodes = run_token_episodes(specs, config.harness, tokenizer, generate_turn, limits, error_mode=config.error_mode)
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
         return {

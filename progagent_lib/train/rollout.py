@@ -39,9 +39,9 @@ class TurnOutput:
 
 
 class TurnGenerator(Protocol):
-    """Continues a token context by one assistant turn (stopping at the end-of-turn token)."""
+    """Continues each token context by one assistant turn (stopping at the end-of-turn token)."""
 
-    def __call__(self, context_ids: list[int], max_new_tokens: int) -> TurnOutput: ...
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]: ...
 
 
 @dataclass
@@ -89,87 +89,139 @@ def parse_error_feedback(problem: str) -> str:
             "write the call again in the expected format.")
 
 
-def run_token_episode(
-    task: Any,
-    scale: str,
-    seed: int,
-    harness: str,
-    tokenizer: Any,
-    generate_turn: TurnGenerator,
-    limits: RolloutLimits | None = None,
-    *,
-    error_mode: str = "is_error",
-    session_kwargs: dict | None = None,
-) -> EpisodeTokens:
-    """Play one episode of `task` at (scale, seed) under `harness`, generating with `generate_turn`."""
-    limits = limits or RolloutLimits()
-    env = task.instantiate(scale, seed)
-    session = Session(env, harness, error_mode=error_mode, **(session_kwargs or {}))
-    try:
-        tools = session.tool_schemas()
-        prompt_ids = list(tokenizer.apply_chat_template(
-            initial_messages(session, task.prompt), tools=tools, add_generation_prompt=True, tokenize=True,
-            return_dict=False))
-        episode = EpisodeTokens(prompt_ids=prompt_ids)
-        end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        final_response = ""
-        while True:
-            budget = limits.max_completion_tokens - len(episode.completion_ids)
-            if episode.turns >= limits.max_turns:
-                episode.end_reason = "max_turns"
-                break
-            if budget <= 0:
-                episode.end_reason = "max_tokens"
-                break
-            started = time.perf_counter()
-            turn = generate_turn(prompt_ids + episode.completion_ids, min(limits.max_new_tokens, budget))
-            episode.seconds_generate += time.perf_counter() - started
-            episode.turns += 1
-            episode.completion_ids += turn.token_ids
-            episode.env_mask += [1] * len(turn.token_ids)
-            episode.logprobs += turn.logprobs
-            if not turn.token_ids or turn.token_ids[-1] != end_of_turn:
-                episode.end_reason = "turn_cut"   # the turn ran out of tokens before its end-of-turn token
-                break
+@dataclass
+class EpisodeSpec:
+    """Which episode to play: a task at one scale and seed."""
 
-            started = time.perf_counter()
-            parsed = parse_tool_calls(tokenizer.decode(turn.token_ids, skip_special_tokens=False).removesuffix("<|im_end|>"), tools)
+    task: Any
+    scale: str
+    seed: int
+
+
+class TokenEpisode:
+    """One episode advanced one assistant turn at a time, so a batch of them can share each generate call."""
+
+    def __init__(self, spec: EpisodeSpec, harness: str, tokenizer: Any, limits: RolloutLimits, *,
+                 error_mode: str = "is_error", session_kwargs: dict | None = None):
+        self.tokenizer, self.limits = tokenizer, limits
+        self.end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+        self.env = spec.task.instantiate(spec.scale, spec.seed)
+        self.session = Session(self.env, harness, error_mode=error_mode, **(session_kwargs or {}))
+        self.tools = self.session.tool_schemas()
+        prompt_ids = list(tokenizer.apply_chat_template(
+            initial_messages(self.session, spec.task.prompt), tools=self.tools, add_generation_prompt=True,
+            tokenize=True, return_dict=False))
+        self.tokens = EpisodeTokens(prompt_ids=prompt_ids)
+        self.final_response = ""
+        self.finished = False
+        self._check_budget()
+
+    def context_ids(self) -> list[int]:
+        return self.tokens.prompt_ids + self.tokens.completion_ids
+
+    def turn_budget(self) -> int:
+        return min(self.limits.max_new_tokens, self.limits.max_completion_tokens - len(self.tokens.completion_ids))
+
+    def _check_budget(self) -> None:
+        if self.tokens.turns >= self.limits.max_turns:
+            self._end("max_turns")
+        elif self.turn_budget() <= 0:
+            self._end("max_tokens")
+
+    def _end(self, reason: str) -> None:
+        self.tokens.end_reason, self.finished = reason, True
+
+    def add_turn(self, turn: TurnOutput) -> None:
+        """Record the model's turn; run its tool calls; append the observations (env_mask 0) or end."""
+        episode = self.tokens
+        episode.turns += 1
+        episode.completion_ids += turn.token_ids
+        episode.env_mask += [1] * len(turn.token_ids)
+        episode.logprobs += turn.logprobs
+        if not turn.token_ids or turn.token_ids[-1] != self.end_of_turn:
+            return self._end("turn_cut")  # the turn ran out of tokens before its end-of-turn token
+
+        started = time.perf_counter()
+        try:
+            text = self.tokenizer.decode(turn.token_ids, skip_special_tokens=False).removesuffix("<|im_end|>")
+            parsed = parse_tool_calls(text, self.tools)
             if not parsed.tool_calls and not parsed.errors:
-                episode.end_reason, final_response = "no_tool_call", parsed.content
-                episode.seconds_environment += time.perf_counter() - started
-                break
+                self.final_response = parsed.content
+                return self._end("no_tool_call")
             feedback = [parse_error_feedback(problem) for problem in parsed.errors]
             contents = []
             for call in parsed.tool_calls:
-                if episode.model_tool_calls >= limits.max_tool_calls:
-                    contents.append(f"Not run: the limit of {limits.max_tool_calls} tool calls was reached.")
+                if episode.model_tool_calls >= self.limits.max_tool_calls:
+                    contents.append(f"Not run: the limit of {self.limits.max_tool_calls} tool calls was reached.")
                     continue
-                observation = session.dispatch(call)
+                observation = self.session.dispatch(call)
                 _count(episode, call, observation)
                 if observation.done:
                     break
-                contents.append(cut(observation.content, limits.max_observation_chars))
-            episode.seconds_environment += time.perf_counter() - started
-            if session.done:
-                episode.end_reason = "claim_done"
-                break
-            if episode.model_tool_calls >= limits.max_tool_calls:
-                episode.end_reason = "max_tool_calls"
-                break
-            block = tokenizer(observation_block(contents, feedback), add_special_tokens=False)["input_ids"]
+                contents.append(cut(observation.content, self.limits.max_observation_chars))
+            if self.session.done:
+                return self._end("claim_done")
+            if episode.model_tool_calls >= self.limits.max_tool_calls:
+                return self._end("max_tool_calls")
+            block = self.tokenizer(observation_block(contents, feedback), add_special_tokens=False)["input_ids"]
             episode.completion_ids += block
             episode.env_mask += [0] * len(block)
             episode.logprobs += [0.0] * len(block)
             episode.tool_output_tokens += len(block)
-        # As in run_episode: without claim_done the verifier judges the state as left, with the last plain answer.
+            self._check_budget()
+        finally:
+            episode.seconds_environment += time.perf_counter() - started
+
+    def close(self) -> EpisodeTokens:
+        """Score and release the environment. As in run_episode: without claim_done the verifier judges the
+        state as left, with the last plain answer."""
         started = time.perf_counter()
-        verdict = session.result if session.done else env.verify(final_response)
-        episode.seconds_environment += time.perf_counter() - started
-        episode.reward, episode.score = float(verdict.reward), float(verdict.score)
-        return episode
+        try:
+            verdict = self.session.result if self.session.done else self.env.verify(self.final_response)
+            self.tokens.reward, self.tokens.score = float(verdict.reward), float(verdict.score)
+        finally:
+            self.session.close()
+            self.env.close()
+            self.tokens.seconds_environment += time.perf_counter() - started
+        return self.tokens
+
+
+def run_token_episodes(
+    specs: list[EpisodeSpec],
+    harness: str,
+    tokenizer: Any,
+    generate_turns: TurnGenerator,
+    limits: RolloutLimits | None = None,
+    *,
+    error_mode: str = "is_error",
+    session_kwargs: dict | None = None,
+) -> list[EpisodeTokens]:
+    """Play a batch of episodes in lockstep: each round, one generate call continues every unfinished episode."""
+    limits = limits or RolloutLimits()
+    episodes: list[TokenEpisode] = []
+    try:
+        for spec in specs:
+            episodes.append(TokenEpisode(spec, harness, tokenizer, limits, error_mode=error_mode,
+                                         session_kwargs=session_kwargs))
+        while live := [e for e in episodes if not e.finished]:
+            started = time.perf_counter()
+            turns = generate_turns([e.context_ids() for e in live], max(e.turn_budget() for e in live))
+            share = (time.perf_counter() - started) / len(live)
+            for episode, turn in zip(live, turns):
+                episode.tokens.seconds_generate += share
+                budget = episode.turn_budget()
+                episode.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
     finally:
-        session.close()
-        env.close()
+        results = []
+        for episode in episodes:
+            results.append(episode.close())
+    return results
+
+
+def run_token_episode(task: Any, scale: str, seed: int, harness: str, tokenizer: Any, generate_turns: TurnGenerator,
+                      limits: RolloutLimits | None = None, **kwargs: Any) -> EpisodeTokens:
+    """Play one episode of `task` at (scale, seed) under `harness`."""
+    return run_token_episodes([EpisodeSpec(task, scale, seed)], harness, tokenizer, generate_turns, limits, **kwargs)[0]
 
 
 def cut(text: str, limit: int) -> str:
@@ -190,35 +242,44 @@ def _count(episode: EpisodeTokens, call: Any, observation: Observation) -> None:
 
 # --- generators ------------------------------------------------------------------------------------------
 class HFTurnGenerator:
-    """Plain `model.generate` (the CPU path): samples one turn and returns the sampled tokens' log-probs."""
+    """Plain `model.generate` (the CPU path): one batched call continues every context by one turn and returns
+    the sampled tokens' log-probs. Contexts are left-padded, so each row's new tokens line up at the end."""
 
     def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, do_sample: bool = True):
         self.model, self.tokenizer = model, tokenizer
         self.temperature, self.do_sample = temperature, do_sample
         self.end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
 
-    def __call__(self, context_ids: list[int], max_new_tokens: int) -> TurnOutput:
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         import torch
 
-        input_ids = torch.tensor([context_ids], device=self.model.device)
+        width = max(len(c) for c in contexts)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=self.model.device)
+        attention_mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=self.model.device)
         was_training = self.model.training
         self.model.eval()
         with torch.no_grad():
             out = self.model.generate(
-                input_ids, attention_mask=torch.ones_like(input_ids), max_new_tokens=max_new_tokens,
-                eos_token_id=self.end_of_turn, pad_token_id=self.tokenizer.pad_token_id,
+                input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
+                eos_token_id=self.end_of_turn, pad_token_id=pad,
                 **({"do_sample": True, "temperature": self.temperature, "top_p": 1.0, "top_k": 0} if self.do_sample
                    else {"do_sample": False}),
                 return_dict_in_generate=True, output_logits=True,
             )
         if was_training:
             self.model.train()
-        new_ids = out.sequences[0, input_ids.shape[1]:].tolist()
-        logits = torch.stack(out.logits, dim=1)[0].float()
+        new_ids = out.sequences[:, width:]
+        logits = torch.stack(out.logits, dim=1).float()
         if self.do_sample:
             logits = logits / self.temperature
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, torch.tensor(new_ids).unsqueeze(-1)).squeeze(-1)
-        return TurnOutput(new_ids, logprobs.tolist())
+        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new_ids.unsqueeze(-1)).squeeze(-1)
+        turns = []
+        for row_ids, row_logprobs in zip(new_ids.tolist(), logprobs.tolist()):
+            # A row that ended early is padded after its end-of-turn token; keep it up to that token.
+            length = row_ids.index(self.end_of_turn) + 1 if self.end_of_turn in row_ids else len(row_ids)
+            turns.append(TurnOutput(row_ids[:length], row_logprobs[:length]))
+        return turns
 
 
 class VLLMServerTurnGenerator:
@@ -227,12 +288,11 @@ class VLLMServerTurnGenerator:
     def __init__(self, vllm_client: Any, *, temperature: float = 1.0):
         self.client, self.temperature = vllm_client, temperature
 
-    def __call__(self, context_ids: list[int], max_new_tokens: int) -> TurnOutput:
-        out = self.client.generate(prompts=[context_ids], n=1, temperature=self.temperature,
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
+        out = self.client.generate(prompts=contexts, n=1, temperature=self.temperature,
                                    max_tokens=max_new_tokens, logprobs=0)
-        ids = out["completion_ids"][0]
-        logprobs = [position[0] for position in out["logprobs"][0]]
-        return TurnOutput(ids, logprobs)
+        return [TurnOutput(ids, [position[0] for position in logprobs])
+                for ids, logprobs in zip(out["completion_ids"], out["logprobs"])]
 
 
 def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, float]:
