@@ -371,7 +371,7 @@ def __ptc_guard(limit):
     import sys
     from ipykernel.iostream import OutStream
 
-    state = {"seen": 0, "tail": ""}
+    state = {"seen": 0, "tail": [], "tail_len": 0}
     original = OutStream.write
 
     def write(self, string):
@@ -383,22 +383,32 @@ def __ptc_guard(limit):
             return original(self, string)
         keep = max(0, limit - seen)
         rest = string[-limit:] if len(string) - keep > limit else string[keep:]  # no copy of a huge string
-        state["tail"] = (state["tail"] + rest)[-limit:]
         if keep:
             original(self, string[:keep])
+        state["tail"].append(rest)
+        state["tail_len"] += len(rest)
+        if state["tail_len"] > 4 * limit:  # trim now and then, not on every write
+            joined = "".join(state["tail"])[-limit:]
+            state["tail"], state["tail_len"] = [joined], len(joined)
         return len(string)
 
     def start(*_):
-        state["seen"], state["tail"] = 0, ""
+        state["seen"], state["tail"], state["tail_len"] = 0, [], 0
 
     def finish(*_):
         if state["seen"] > limit:
-            dropped = state["seen"] - limit - len(state["tail"])
-            original(sys.stdout, f"\\n[... {dropped} characters of output cut ...]\\n" + state["tail"])
+            tail = "".join(state["tail"])[-limit:]
+            dropped = state["seen"] - limit - len(tail)
+            original(sys.stdout, f"\\n[... {dropped} characters of output cut ...]\\n" + tail)
         start()
 
     OutStream.write = write
     shell = get_ipython()
+    # IPython >= 9 copies every write into shell.history_manager.outputs (kept for the whole
+    # session, ~10 us per write); nothing here reads that history, so switch the copy off.
+    import contextlib
+    if hasattr(shell, "_tee"):
+        shell._tee = lambda channel: contextlib.nullcontext()
     shell.events.register("pre_run_cell", start)
     shell.events.register("post_run_cell", finish)
 '''

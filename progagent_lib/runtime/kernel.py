@@ -12,9 +12,12 @@ import queue
 import re
 import secrets
 import signal
+import subprocess
 import sys
+import threading
 import time
 import weakref
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -139,14 +142,15 @@ class KernelSession:
         argv = [self.python, "-I", "-m", "ipykernel_launcher", "-f", str(connection_file),
                 "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor", "--InteractiveShell.xmode=Plain",
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
-        log = open(self.sandbox.host / "kernel.log", "ab")
         # ipykernel exits by itself when its parent (this host process) goes away.
         env = self.sandbox.environment({"JPY_PARENT_PID": str(os.getpid())})
-        try:
-            self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), stdin=subprocess_devnull(),
-                                              stdout=log, stderr=log)
-        finally:
-            log.close()
+        self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        # The kernel's own stdout/stderr (start-up errors, and an echo of what programs write to
+        # file descriptors 1 and 2) is drained at once, keeping only its end: a full pipe would block
+        # the kernel, a file would grow without bound.
+        self._log = deque(maxlen=64)
+        threading.Thread(target=_drain, args=(self.process.stdout, self._log), name="ptc-kernel-log", daemon=True).start()
         self.bridge.release_kernel_end()
         client = BlockingKernelClient()
         client.load_connection_info(info)
@@ -167,10 +171,8 @@ class KernelSession:
         self.send_silent(install_code(kernel_fd))
 
     def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return (self.sandbox.host / "kernel.log").read_text(errors="replace")[-chars:]
-        except OSError:
-            return "(no log)"
+        time.sleep(0.05)  # let the drain thread catch the last words of a kernel that just exited
+        return b"".join(self._log).decode(errors="replace")[-chars:] or "(the kernel wrote nothing)"
 
     def bind(self, router: ToolRouter) -> None:
         self.router = router
@@ -313,7 +315,11 @@ class KernelSession:
                 self.send_silent(REAP_CHILDREN_CODE)
 
 
-def subprocess_devnull():
-    import subprocess
-
-    return subprocess.DEVNULL
+def _drain(stream, log: deque) -> None:
+    try:
+        while chunk := stream.read1(65536):
+            log.append(chunk[-4096:])
+    except (OSError, ValueError):
+        pass
+    finally:
+        stream.close()

@@ -14,6 +14,9 @@ from .kernel import KernelSession
 from .sandbox import Limits, Sandbox
 
 
+REFILL_DELAY = 0.3  # seconds
+
+
 class KernelPool:
     """`size` ready kernels; `acquire(workspace)` hands one out and a background thread refills."""
 
@@ -47,6 +50,11 @@ class KernelPool:
             with self._lock:
                 while not self._closed and len(self._ready) >= self.size:
                     self._wake.wait()
+                if self._closed:
+                    return
+                # Acquires often come in bursts (a batch of episodes): let the burst finish before
+                # starting a kernel, whose start-up would otherwise compete with it for the CPU.
+                self._wake.wait(timeout=REFILL_DELAY)
                 if self._closed:
                     return
             try:

@@ -1,0 +1,187 @@
+"""Benchmark of the PTC runtime, every number against a baseline measured in the same run.
+
+    .venv/bin/python bench/runtime.py [--repeats 7]
+
+Rows (medians):
+- start:  a cold confined kernel (`PTCRuntime(env)`) vs taking one from a warm `KernelPool`;
+- cell:   a raw jupyter_client cell on a plain ipykernel vs `PTCRuntime.execute` of the same code;
+- tool:   an in-process `env.call_tool` vs the same call through the bridge, 1 KB and 100 KB results;
+- memory: resident and proportional set size of an idle confined kernel.
+Also: error_mode="detect" detection and false-positive rates on the labelled set.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import queue
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import polars as pl
+from jupyter_client.manager import KernelManager
+
+from progagent_lib import Environment, tool
+from progagent_lib.runtime import KernelPool, PTCRuntime
+from progagent_lib.runtime.error_samples import evaluate_detection
+
+
+class BlobEnv(Environment):
+    @tool
+    def blob(self, size: int) -> dict:
+        """Return a record whose JSON form is about `size` bytes.
+
+        Args:
+            size: Approximate size of the result in bytes.
+        """
+        return {"id": 1, "payload": "x" * max(0, size - 24)}
+
+
+def make_env(root: Path) -> BlobEnv:
+    (root / "workspace").mkdir(parents=True, exist_ok=True)
+    sqlite3.connect(root / "data.db").close()
+    return BlobEnv(root / "data.db", root / "workspace")
+
+
+def median_ms(values: list[float]) -> float:
+    return statistics.median(values) * 1000
+
+
+def raw_cell(client, code: str) -> None:
+    """The plain jupyter_client way: send, read iopub until idle, read the reply."""
+    msg_id = client.execute(code, store_history=True)
+    while True:
+        msg = client.get_iopub_msg(timeout=30)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "status" \
+                and msg["content"]["execution_state"] == "idle":
+            break
+    while client.get_shell_msg(timeout=30)["parent_header"].get("msg_id") != msg_id:
+        pass
+
+
+def bench_start(env: BlobEnv, repeats: int) -> tuple[float, float]:
+    cold = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        runtime = PTCRuntime(env)
+        cold.append(time.perf_counter() - started)
+        runtime.close()
+    warm = []
+    with KernelPool(size=repeats) as pool:
+        deadline = time.monotonic() + 120
+        while pool.ready < repeats and time.monotonic() < deadline:
+            time.sleep(0.1)
+        runtimes = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            runtimes.append(PTCRuntime(env, pool=pool))
+            warm.append(time.perf_counter() - started)
+        assert runtimes[0].execute("print(tools.blob(size=30)['id'])").output == "1\n"
+        for runtime in runtimes:
+            runtime.close()
+    return median_ms(cold), median_ms(warm)
+
+
+def bench_cells(env: BlobEnv, repeats: int, code: str) -> tuple[float, float]:
+    # The baseline kernel gets the same ipc transport as ours, but no sandbox, bridge or output bounds.
+    manager = KernelManager(kernel_name="python3", transport="ipc")
+    manager.ip = str(Path(tempfile.mkdtemp(prefix="raw-kernel-")) / "k")
+    manager.start_kernel()
+    client = manager.client()
+    client.start_channels()
+    client.wait_for_ready(timeout=60)
+    try:
+        with PTCRuntime(env) as runtime:
+            runtime.execute(code)
+            raw_cell(client, code)
+            raw, ptc = [], []
+            for _ in range(repeats):  # interleaved, so that machine load hits both alike
+                started = time.perf_counter()
+                raw_cell(client, code)
+                raw.append(time.perf_counter() - started)
+                started = time.perf_counter()
+                result = runtime.execute(code)
+                ptc.append(time.perf_counter() - started)
+                assert result.error is None
+    finally:
+        client.stop_channels()
+        manager.shutdown_kernel(now=True)
+    return median_ms(raw), median_ms(ptc)
+
+
+def bench_tool(env: BlobEnv, runtime: PTCRuntime, size: int, repeats: int) -> tuple[float, float]:
+    inproc = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        env.call_tool("blob", {"size": size})
+        inproc.append(time.perf_counter() - started)
+    code = (f"import time\n_times = []\nfor _ in range({repeats}):\n    t = time.perf_counter()\n"
+            f"    tools.blob(size={size})\n    _times.append(time.perf_counter() - t)\nprint(__import__('json').dumps(_times))")
+    result = runtime.execute(code, timeout=120)
+    assert result.error is None, result.observation
+    bridged = json.loads(result.output)
+    return median_ms(inproc), median_ms(bridged)
+
+
+def kernel_memory(runtime: PTCRuntime) -> tuple[float, float]:
+    pid = runtime.session.process.pid
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss = int(next(line for line in status.splitlines() if line.startswith("VmRSS")).split()[1])
+    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+    pss = int(next(line for line in rollup.splitlines() if line.startswith("Pss:")).split()[1])
+    return rss / 1024, pss / 1024
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7, help="kernel starts / pool acquires measured")
+    parser.add_argument("--cells", type=int, default=200, help="cells measured per variant")
+    parser.add_argument("--calls", type=int, default=500, help="tool calls measured per size")
+    args = parser.parse_args()
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = make_env(Path(tmp) / "episode")
+        cold, warm = bench_start(env, args.repeats)
+        rows.append(("start", "cold kernel vs pool acquire", cold, warm, ">= 50x faster", cold / warm >= 50))
+        for label, code in (("cell", "x = 1 + 1"), ("cell", "print('hello')")):
+            raw, ptc = bench_cells(env, args.cells, code)
+            rows.append((label, f"raw jupyter_client vs execute: {code}", raw, ptc, "<= 1.3x", ptc / raw <= 1.3))
+        with PTCRuntime(env) as runtime:
+            for size in (1_000, 100_000):
+                inproc, bridged = bench_tool(env, runtime, size, args.calls)
+                target = "<= +0.150 ms" if size == 1_000 else ""
+                ok = (bridged - inproc) <= 0.150 if size == 1_000 else None
+                rows.append(("tool", f"in-process vs bridged call, {size // 1000} KB result", inproc, bridged, target, ok))
+            time.sleep(1.0)
+            rss, pss = kernel_memory(runtime)
+        env.close()
+
+    table = pl.DataFrame(
+        {
+            "what": [r[0] for r in rows],
+            "comparison": [r[1] for r in rows],
+            "baseline_ms": [round(r[2], 3) for r in rows],
+            "ptc_ms": [round(r[3], 3) for r in rows],
+            "ratio": [round(r[3] / r[2], 3) for r in rows],
+            "speedup": [round(r[2] / r[3], 1) for r in rows],
+            "delta_ms": [round(r[3] - r[2], 3) for r in rows],
+            "target": [r[4] for r in rows],
+            "met": [r[5] for r in rows],
+        }
+    )
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=60, tbl_width_chars=200):
+        print(table)
+    print(f"idle confined kernel: RSS {rss:.0f} MiB, PSS {pss:.0f} MiB")
+    report = evaluate_detection()
+    print(f"error_mode='detect' on the labelled set: detection rate {report.detection_rate:.2f} "
+          f"({report.detected}/{report.errors}), false-positive rate {report.false_positive_rate:.2f} "
+          f"({report.false_positives}/{report.non_errors})")
+    return 0 if all(r[5] is not False for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
