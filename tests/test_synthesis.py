@@ -107,3 +107,45 @@ def test_authors_layout_round_trip_keeps_certification(tmp_path, restock_task, m
     (exported / "v3" / "prompt.md").write_text("something else")
     with pytest.raises(Exception, match="prompt.md differs between scales"):
         import_authors(exported, tmp_path / "native2")
+
+
+class SometimesGivesUp:
+    """A real policy: plays the oracle teacher in even-numbered episodes and gives up at once in odd ones."""
+
+    name = "sometimes"
+
+    def __init__(self):
+        from progagent_lib.policy import OracleTeacher
+
+        self.teacher, self.episodes = OracleTeacher("ptc"), 0
+
+    def start_episode(self, task):
+        self.episodes += 1
+        return self.teacher.start_episode(task) if self.episodes % 2 else GiveUp()
+
+
+class GiveUp:
+    def act(self, messages, tools):
+        from progagent_lib.policy import PolicyTurn
+
+        return PolicyTurn(text="I cannot do this.", tool_calls=[])
+
+
+def test_difficulty_filter_keeps_only_tasks_in_range(tmp_path, restock_task):
+    from progagent_lib.synthesis.difficulty import difficulty_filter
+
+    always = difficulty_filter([restock_task], "oracle", tmp_path / "a.jsonl", k=2, scales=("v0",), progress=False)
+    assert always.kept == [] and "outside" in always.decisions["reason"][0]
+    assert always.pass_rates["pass_rate"].to_list() == [1.0]
+    mixed = difficulty_filter([restock_task], lambda harness: SometimesGivesUp(), tmp_path / "b.jsonl", k=2,
+                              scales=("v0",), progress=False)
+    assert mixed.pass_rates["pass_rate"].to_list() == [0.5] and mixed.kept == [restock_task.id]
+
+
+def test_audit_checks_scales_and_runs_an_independent_solver(restock_task):
+    from progagent_lib.policy import OracleTeacher
+    from progagent_lib.synthesis.audit import audit_task
+
+    report = audit_task(restock_task, OracleTeacher("ptc"))
+    checks = {f.check: f.passed for f in report.findings}
+    assert checks["same_instruction_and_tools"] and checks["table_products_scales"] and checks["independent_solver"]

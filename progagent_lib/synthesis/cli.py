@@ -20,6 +20,23 @@ def register(subparsers) -> None:
     synth.add_argument("--example", default="tasks/retail/restock_orders", help="task shown to the constructor as an example")
     synth.set_defaults(func=_synth)
 
+    audit = subparsers.add_parser("audit", help="consistency checks across scales, and an independent PTC solver at v3")
+    audit.add_argument("--tasks", nargs="+", default=["tasks"])
+    audit.add_argument("--policy", default=None, help="solver policy (oracle | hf:PATH | openai:URL#model); none: checks only")
+    audit.set_defaults(func=_audit)
+
+    flt = subparsers.add_parser("filter", help="difficulty filter: keep tasks whose pass rate is in (low, high) at every scale")
+    flt.add_argument("--tasks", nargs="+", default=["tasks"])
+    flt.add_argument("--policy", required=True, help="oracle | hf:PATH | openai:URL#model")
+    flt.add_argument("--k", type=int, default=8, help="rollouts per task and scale (default 8)")
+    flt.add_argument("--scales", default="v0,v1,v2,v3")
+    flt.add_argument("--harness", default="ptc")
+    flt.add_argument("--low", type=float, default=0.0)
+    flt.add_argument("--high", type=float, default=0.8)
+    flt.add_argument("--workers", type=int, default=1)
+    flt.add_argument("--out", default="runs/difficulty", help="folder for rollouts.jsonl and pass_rates.csv")
+    flt.set_defaults(func=_filter)
+
     export = subparsers.add_parser("export", help="export tasks to Harbor's layout or the authors' per-scale layout")
     export.add_argument("format", choices=["harbor", "authors"])
     export.add_argument("--tasks", nargs="+", default=["tasks"])
@@ -57,6 +74,36 @@ def _tasks(paths):
     for path in paths:
         tasks += load_pool(path)
     return tasks
+
+
+def _audit(args) -> int:
+    from ..policy.factory import make_policy
+    from .audit import audit_task
+
+    policy = make_policy(args.policy, "ptc") if args.policy else None
+    failed = 0
+    for task in _tasks(args.tasks):
+        report = audit_task(task, policy)
+        failed += not report.passed
+        bad = [f"{f.check}: {f.detail}" for f in report.findings if not f.passed]
+        print(f"{task.id}: {'ok' if report.passed else 'FLAGGED ' + '; '.join(bad)}")
+    return 1 if failed else 0
+
+
+def _filter(args) -> int:
+    from ..harness.summary import print_table
+    from ..task.scales import parse_scales
+    from .difficulty import difficulty_filter
+
+    out = Path(args.out)
+    result = difficulty_filter(_tasks(args.tasks), args.policy, out / "rollouts.jsonl", k=args.k, scales=parse_scales(args.scales),
+                               harness=args.harness, low=args.low, high=args.high, workers=args.workers)
+    result.pass_rates.write_csv(out / "pass_rates.csv")
+    result.decisions.write_csv(out / "decisions.csv")
+    print_table(result.pass_rates)
+    print_table(result.decisions)
+    print(f"kept {len(result.kept)} of {result.decisions.height} tasks; tables in {out}")
+    return 0
 
 
 def _export(args) -> int:
