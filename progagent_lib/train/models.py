@@ -7,16 +7,14 @@ template and swaps in its training variant (with assistant masks) for assistant-
 """
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-import trl
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
-
-QWEN3_CHAT_TEMPLATE_PATH = Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja"
+# Found without importing trl, so that `progagent --help` stays fast.
+QWEN3_CHAT_TEMPLATE_PATH = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3.jinja"
 
 # Qwen3's control tokens (special: stripped when decoding with skip_special_tokens) ...
 SPECIAL_TOKENS = [
@@ -93,8 +91,11 @@ def pool_corpus(tasks_root: str | Path = "tasks", *, scale: str = "v0", seed: in
     return texts
 
 
-def train_tokenizer(texts: Iterable[str], vocab_size: int = 3072) -> PreTrainedTokenizerFast:
+def train_tokenizer(texts: Iterable[str], vocab_size: int = 3072) -> Any:
     """A byte-level BPE tokenizer (any byte sequence is encodable) with Qwen3's special tokens and chat template."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
@@ -125,9 +126,10 @@ def build_tiny_model(
     config: TinyModelConfig | None = None,
     save_to: str | Path | None = None,
     corpus: list[str] | None = None,
-) -> tuple[Qwen3ForCausalLM, PreTrainedTokenizerFast]:
+) -> tuple[Any, Any]:
     """The cpu-smoke model: random-init Qwen3 from `config` plus a tokenizer trained on the pool's texts."""
     import torch
+    from transformers import Qwen3Config, Qwen3ForCausalLM
 
     config = config or TinyModelConfig()
     tokenizer = train_tokenizer(corpus if corpus is not None else pool_corpus(tasks_root), config.vocab_size)
@@ -158,6 +160,7 @@ def save_model(model: Any, tokenizer: Any, path: str | Path) -> Path:
 def load_model(path_or_id: str | Path, *, dtype: str | None = None, device_map: Any = None) -> tuple[Any, Any]:
     """A causal LM and its tokenizer from a local folder (or a hub id, on machines that can reach the hub)."""
     import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     local = Path(path_or_id)
     if isinstance(path_or_id, Path) or str(path_or_id).startswith((".", "/")):
