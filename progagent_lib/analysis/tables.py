@@ -1,0 +1,41 @@
+"""Small polars tables the notebooks show: a task's tools and workspace, a verdict, program structures."""
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import polars as pl
+
+CONSTRUCTS = {"loops": "loop", "conditionals": "conditional", "try_blocks": "try/except", "comprehensions": "comprehension",
+              "functions": "function"}
+
+
+def tools_table(tool_schemas: list[dict]) -> pl.DataFrame:
+    """One row per tool: name, parameters, the first line of its description."""
+    return pl.DataFrame([{
+        "tool": s["function"]["name"],
+        "parameters": ", ".join(s["function"]["parameters"].get("properties", {})),
+        "description": s["function"]["description"].splitlines()[0],
+    } for s in tool_schemas])
+
+
+def workspace_table(workspace) -> pl.DataFrame:
+    """The workspace's files with their sizes."""
+    files = sorted(p for p in workspace.rglob("*") if p.is_file())
+    return pl.DataFrame({"path": [str(p.relative_to(workspace)) for p in files], "bytes": [p.stat().st_size for p in files]},
+                        schema={"path": pl.String, "bytes": pl.Int64})
+
+
+def criteria_table(result: Any) -> pl.DataFrame:
+    """A VerifyResult (or its dict form) as one row per criterion."""
+    criteria = result.to_dict()["criteria"] if hasattr(result, "to_dict") else result["criteria"]
+    return pl.DataFrame(criteria).select("name", "passed", "weight", "detail")
+
+
+def program_structure_shares(trajectories: Iterable[Any], source: str) -> pl.DataFrame:
+    """Share of a set of trajectories' programs that use each construct, plus the DTC-like share."""
+    programs = [p for t in trajectories for p in t.programs if p.parsed]
+    rows = [{"source": source, "construct": label, "share": (sum(bool(getattr(p, attr)) for p in programs) / len(programs)) if programs else 0.0}
+            for attr, label in CONSTRUCTS.items()]
+    rows.append({"source": source, "construct": "DTC-like", "share": (sum(p.dtc_like for p in programs) / len(programs)) if programs else 0.0})
+    rows.append({"source": source, "construct": "programs", "share": float(len(programs))})
+    return pl.DataFrame(rows)
