@@ -1,0 +1,119 @@
+"""State for library_circulation/hold_queue: titles, copies across branches, patrons, waiting holds, bulletins."""
+import json
+from datetime import datetime, timedelta
+
+BRANCHES = ["Central", "Eastside", "Hillcrest", "Millbrook", "Riverside"]
+WORDS = ["Silent", "Amber", "Hidden", "Northern", "Broken", "Golden", "Last", "Winter", "Paper", "Iron"]
+NOUNS = ["Garden", "River", "Letters", "Compass", "Harvest", "Lantern", "Orchard", "Tide", "Crown", "Atlas"]
+AUTHORS = ["M. Okoro", "L. Brandt", "S. Varga", "J. Whitlock", "A. Nair", "K. Sato", "R. Delacroix", "P. Quinn"]
+GIVEN = ["Ada", "Ben", "Cora", "Dan", "Edie", "Fred", "Gail", "Hugo", "Ivy", "Jack", "Kim", "Lou", "Mae", "Ned"]
+FAMILY = ["Archer", "Bishop", "Carver", "Drake", "Ellison", "Frost", "Gibbs", "Hale", "Irwin", "Judd", "Knox"]
+TODAY = datetime(2026, 12, 1, 8, 0)
+
+
+def generate(ctx):
+    rng, db = ctx.rng, ctx.db
+    db.executescript(
+        """
+        CREATE TABLE titles (id INTEGER PRIMARY KEY, title TEXT, author TEXT);
+        CREATE TABLE copies (id INTEGER PRIMARY KEY, title_id INTEGER, barcode TEXT UNIQUE, branch TEXT, status TEXT);
+        CREATE TABLE patrons (id INTEGER PRIMARY KEY, card_number TEXT, name TEXT, card_type TEXT, expires_on TEXT,
+            blocked INTEGER);
+        CREATE TABLE holds (id INTEGER PRIMARY KEY, title_id INTEGER, patron_id INTEGER, placed_at TEXT, pickup_branch TEXT,
+            status TEXT, copy_id INTEGER, transfer_id INTEGER);
+        CREATE TABLE transfers (id INTEGER PRIMARY KEY, copy_id INTEGER, from_branch TEXT, to_branch TEXT);
+        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+    quarantined = rng.choice(BRANCHES)
+    titles = [(tid, f"The {rng.choice(WORDS)} {rng.choice(NOUNS)}", rng.choice(AUTHORS)) for tid in range(1, ctx.size("titles") + 1)]
+    patrons = []
+    for pid in range(1, ctx.size("patrons") + 1):
+        kind = "staff" if rng.random() < 0.1 else "adult"
+        expiry = (TODAY + timedelta(days=rng.randint(-60, 700))).date().isoformat() if rng.random() < 0.15 else "2028-06-30"
+        patrons.append([pid, f"29{pid:06d}", f"{rng.choice(GIVEN)} {rng.choice(FAMILY)}", kind, expiry, int(rng.random() < 0.06)])
+    good = [p for p in patrons if p[3] == "adult" and p[5] == 0 and p[4] >= "2026-12-01"]
+    frozen, blocked, expired, staff = rng.sample(good, 4)
+    blocked[5], expired[4], staff[3] = 1, "2026-11-20", "staff"
+    eligible = [p for p in good if p not in (frozen, blocked, expired, staff)]
+
+    copies, holds = [], []
+    clock = [TODAY - timedelta(days=40)]
+
+    def copy(title_id, branch, status="available"):
+        copies.append((len(copies) + 1, title_id, f"3900{len(copies) + 1:06d}", branch, status))
+
+    def hold(title_id, patron, branch=None):
+        clock[0] += timedelta(minutes=rng.randint(7, 400))
+        holds.append([len(holds) + 1, title_id, patron[0], clock[0].strftime("%Y-%m-%d %H:%M"), branch or rng.choice(BRANCHES),
+                      "waiting", None, None])
+
+    not_q = [b for b in BRANCHES if b != quarantined]
+    scenarios = titles[:5]
+    # 0: the only shelf copy sits at the quarantined branch; nobody can be served.
+    copy(scenarios[0][0], quarantined)
+    hold(scenarios[0][0], eligible[0])
+    # 1: blocked, expired and frozen patrons queue first for a single copy; the next eligible patron gets it.
+    copy(scenarios[1][0], not_q[0])
+    for p in (blocked, expired, frozen, eligible[1]):
+        hold(scenarios[1][0], p)
+    # 2: a staff member queued first; the patron behind them is served first.
+    copy(scenarios[2][0], not_q[1])
+    hold(scenarios[2][0], staff)
+    hold(scenarios[2][0], eligible[2], branch=not_q[2])
+    # 3: a lower barcode elsewhere, but a copy at the pickup branch: the local copy wins.
+    copy(scenarios[3][0], not_q[3])
+    copy(scenarios[3][0], not_q[0])
+    hold(scenarios[3][0], eligible[3], branch=not_q[0])
+    # 4: two holds, three copies; a copy on loan does not count.
+    copy(scenarios[4][0], not_q[1], "on_loan")
+    copy(scenarios[4][0], not_q[2])
+    copy(scenarios[4][0], quarantined)
+    hold(scenarios[4][0], eligible[4], branch=not_q[1])
+    hold(scenarios[4][0], eligible[5], branch=not_q[2])
+    for t in titles[5:]:
+        for _ in range(rng.randint(1, 4)):
+            copy(t[0], rng.choice(BRANCHES), rng.choices(["available", "on_loan", "missing"], weights=[4, 5, 1])[0])
+        for _ in range(rng.randint(0, 4)):
+            hold(t[0], rng.choice(patrons))
+    order = list(range(len(holds)))
+    rng.shuffle(order)
+    holds = [holds[i] for i in order]
+    for new_id, h in enumerate(holds, start=1):
+        h[0] = new_id
+    db.executemany("INSERT INTO titles VALUES (?,?,?)", titles)
+    db.executemany("INSERT INTO copies VALUES (?,?,?,?,?)", copies)
+    db.executemany("INSERT INTO patrons VALUES (?,?,?,?,?,?)", [tuple(p) for p in patrons])
+    db.executemany("INSERT INTO holds VALUES (?,?,?,?,?,?,?,?)", [tuple(h) for h in holds])
+
+    staff_dir = ctx.workspace / "staff"
+    staff_dir.mkdir()
+    (staff_dir / "holds_procedure.md").write_text(
+        "# Holds procedure\n\n"
+        "Holds on a title are served strictly in the order they were placed, one shelf copy per hold. Only copies "
+        "that are available on the shelf can fill a hold.\n\n"
+        "A hold is skipped (it stays in the queue, and the copy goes to the next person) when the patron's card is "
+        "blocked or has expired before today. Holds placed on staff cards go to the back of the queue: they are "
+        "considered only after all the non-staff holds on that title, in their own order of placement.\n\n"
+        "Choosing the copy: use a copy at the hold's pickup branch if there is one. Otherwise take a copy from "
+        "another branch and raise a transfer to the pickup branch first. When several copies qualify, use the one "
+        "with the lowest barcode.\n"
+    )
+    (staff_dir / "bulletin_quarantine.txt").write_text(
+        f"Staff bulletin\n\nThe {quarantined} branch had a burst pipe over the weekend. Its whole collection is in "
+        "quarantine until the assessors have been: do not send any of its copies out or use them for holds this week, "
+        "even if the catalogue shows them as available.\n"
+    )
+    (staff_dir / "bulletin_patron_request.txt").write_text(
+        f"Staff bulletin\n\nPatron {frozen[2]} (card {frozen[1]}) is travelling and asked us to freeze all of their "
+        "holds until they are back in January. Keep their place in the queue but do not fill anything for them now.\n"
+    )
+    topics = ["returns chute repair", "new DVD shelving", "volunteer training", "printer toner", "holiday hours",
+              "author visit", "delivery van schedule", "wifi passwords"]
+    for i in range(ctx.size("bulletins")):
+        (staff_dir / f"bulletin_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.txt").write_text(
+            f"Staff bulletin\n\nA note on the {topics[i % len(topics)]} at {rng.choice(BRANCHES)}. Nothing changes for "
+            f"holds or transfers. Questions to the duty manager, extension {rng.randint(200, 299)}.\n"
+        )
+    facts = {"quarantined": quarantined, "frozen": frozen[0], "today": "2026-12-01"}
+    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

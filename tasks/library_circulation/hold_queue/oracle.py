@@ -1,0 +1,37 @@
+"""Reference solution for library_circulation/hold_queue, using only the task's tools."""
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+TODAY = "2026-12-01"
+
+
+def solve(tools) -> str:
+    texts = read_files(tools)
+    quarantined = {m.group(1) for t in texts.values() for m in [re.search(r"The (\w+) branch had .*?quarantine", t, re.S)] if m}
+    frozen_cards = {m.group(1) for t in texts.values() for m in [re.search(r"\(card (\d+)\) is travelling", t)] if m}
+
+    patrons = {p["id"]: p for p in read_all(tools.list_patrons)}
+    holds = read_all(tools.list_holds, status="waiting")
+    shelf = [c for c in read_all(tools.list_copies) if c["status"] == "available" and c["branch"] not in quarantined]
+    holds.sort(key=lambda h: (patrons[h["patron_id"]]["card_type"] == "staff", h["placed_at"]))
+
+    used, rows, moved = set(), [], 0
+    for h in holds:
+        p = patrons[h["patron_id"]]
+        if p["blocked"] or p["expires_on"] < TODAY or p["card_number"] in frozen_cards:
+            continue
+        pool = [c for c in shelf if c["title_id"] == h["title_id"] and c["id"] not in used]
+        local = [c for c in pool if c["branch"] == h["pickup_branch"]]
+        if not pool:
+            continue
+        chosen = min(local or pool, key=lambda c: c["barcode"])
+        used.add(chosen["id"])
+        transfer_id = 0
+        if chosen["branch"] != h["pickup_branch"]:
+            transfer_id = tools.create_transfer(copy_id=chosen["id"], to_branch=h["pickup_branch"])["transfer_id"]
+            moved += 1
+        tools.fill_hold(hold_id=h["id"], copy_id=chosen["id"], transfer_id=transfer_id)
+        rows.append(f"{h['id']},{chosen['barcode']},{h['pickup_branch']},{'yes' if transfer_id else 'no'}")
+    tools.write_file(path="filled_holds.csv", content="hold_id,barcode,pickup_branch,transfer\n" + "\n".join(rows) + "\n")
+    return f"I filled {len(rows)} holds; {moved} of them need a transfer between branches."
