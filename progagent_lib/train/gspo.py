@@ -219,7 +219,8 @@ def grpo_args(config: GSPORunConfig):
         logging_steps=1, report_to="none", seed=config.seed, disable_tqdm=True,
         max_completion_length=config.max_completion_tokens,
         use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
-        gradient_checkpointing=config.gradient_checkpointing,
+        # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
+        activation_checkpointing=config.gradient_checkpointing,
         use_vllm=config.use_vllm, vllm_mode="server",
         **({"vllm_server_base_url": config.vllm_server_base_url} if config.vllm_server_base_url else {}),
     )

@@ -158,7 +158,8 @@ def sft_args(config: SFTRunConfig):
         weight_decay=config.weight_decay, per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps, logging_steps=1, save_strategy="no",
         report_to="none", seed=config.seed, disable_tqdm=True, use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
-        gradient_checkpointing=config.gradient_checkpointing, dataset_num_proc=None,
+        # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
+        activation_checkpointing=config.gradient_checkpointing, dataset_num_proc=None,
     )
 
 
