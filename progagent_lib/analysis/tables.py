@@ -32,10 +32,9 @@ def criteria_table(result: Any) -> pl.DataFrame:
 
 
 def program_structure_shares(trajectories: Iterable[Any], source: str) -> pl.DataFrame:
-    """Share of a set of trajectories' programs that use each construct, plus the DTC-like share."""
+    """Share of the (parseable) programs in `trajectories` that use each construct, plus the DTC-like share."""
     programs = [p for t in trajectories for p in t.programs if p.parsed]
     rows = [{"source": source, "construct": label, "share": (sum(bool(getattr(p, attr)) for p in programs) / len(programs)) if programs else 0.0}
             for attr, label in CONSTRUCTS.items()]
     rows.append({"source": source, "construct": "DTC-like", "share": (sum(p.dtc_like for p in programs) / len(programs)) if programs else 0.0})
-    rows.append({"source": source, "construct": "programs", "share": float(len(programs))})
     return pl.DataFrame(rows)
