@@ -56,3 +56,17 @@ def test_pass_at_k_and_summary_by_group():
     assert row["episodes"] == 4 and row["pass_rate"] == 0.25 and row["pass@2"] == pytest.approx(0.5)
     assert row["mean_score"] == pytest.approx(0.625) and row["tool_output_tokens"] == 250
     assert trajectories_frame(runs).height == 4 and isinstance(table, pl.DataFrame)
+
+
+def test_run_batch_in_memory_and_policy_checks(restock_task):
+    from progagent_lib.harness.batch import run_batch
+    from progagent_lib.policy import OracleTeacher
+
+    result = run_batch([restock_task], ["v0"], ["dtc"], OracleTeacher("dtc"), samples=2, progress=False)
+    assert result.ran == 2 and result.skipped == 0 and not result.failures
+    assert sorted(t.sample for t in result.trajectories) == [0, 1]
+    assert result.summary().row(0, named=True)["pass@2"] == 1.0
+    with pytest.raises(ValueError, match="plays the 'dtc' harness only"):
+        run_batch([restock_task], ["v0"], ["ptc"], OracleTeacher("dtc"), progress=False)
+    factory = run_batch([restock_task], ["v0"], ["ptc"], lambda h: OracleTeacher(h), progress=False)
+    assert factory.trajectories[0].harness == "ptc" and factory.trajectories[0].reward == 1.0

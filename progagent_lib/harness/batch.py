@@ -1,7 +1,7 @@
-"""Batches of episodes: tasks x scales x seeds x harnesses x samples, in parallel, resumable.
+"""Many episodes at once: tasks x scales x seeds x harnesses x samples, in threads, resumable through JSON lines.
 
-Each finished trajectory is appended to a JSON-lines file at once, so a killed batch resumes where it
-stopped. `progagent run`, the notebooks and the difficulty filter all run episodes through here.
+`run_batch` is what `progagent run`, the difficulty filter and the notebooks share. Threads are enough:
+the kernels are separate processes, and tools are mostly SQLite and file reads.
 """
 from __future__ import annotations
 
@@ -12,14 +12,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+import polars as pl
+
+from ..task import Task, load_task
 from .episode import Limits, run_episode
-from .spec import HARNESSES
+from .spec import get_harness
+from .summary import summarize
 from .trajectory import Trajectory, episode_key, iter_jsonl, write_jsonl
 
 
 @dataclass(frozen=True)
 class EpisodeSpec:
-    task: Any
+    task: Task
     scale: str
     seed: int
     harness: str
@@ -28,72 +32,97 @@ class EpisodeSpec:
 
 @dataclass
 class BatchResult:
-    trajectories: list[Trajectory]          # every wanted episode found in the file (old and new)
-    ran: int                                 # episodes run by this call
-    skipped: int                             # episodes already in the file
-    failures: list[str] = field(default_factory=list)
+    trajectories: list[Trajectory]            # every requested episode that is done (this run's and earlier ones)
+    ran: int = 0                              # episodes run now
+    skipped: int = 0                          # episodes found already done in `out`
+    failures: list[str] = field(default_factory=list)  # episodes that raised (not written; retried on resume)
+
+    def summary(self, k: int | None = None) -> pl.DataFrame:
+        return summarize(self.trajectories, k=k)
 
 
-def run_batch(tasks: Sequence[Any], scales: Sequence[str], harnesses: Sequence[str], policy: str | Callable[[str], Any],
-              out: str | Path, *, seeds: Sequence[int] = (0,), samples: int = 1, workers: int = 1,
-              limits: Callable[[Any, Any], Limits | None] | Limits | None = None, error_mode: str = "is_error",
-              progress: bool = True) -> BatchResult:
-    """Run every (task, scale, seed, harness, sample) not yet in `out`; return all of them.
+def _policies_by_harness(policy: Any, harnesses: Sequence[str]) -> dict[str, Any]:
+    """A spec string is built once per harness for the teacher (it plays one harness), once in all for models."""
+    if callable(policy) and not hasattr(policy, "act"):  # a factory: harness -> policy
+        return {h: policy(h) for h in harnesses}
+    if isinstance(policy, dict):
+        missing = [h for h in harnesses if h not in policy]
+        if missing:
+            raise ValueError(f"no policy given for harness(es) {missing}")
+        return policy
+    if isinstance(policy, str):
+        from ..policy.factory import make_policy
 
-    `policy` is a spec for `make_policy` ("oracle", "hf:PATH", "openai:URL#model") or a function
-    harness -> policy. The teacher gets one policy per harness (it plays that harness); a model spec is
-    loaded once and shared by all harnesses.
+        if policy.split(":")[0] == "oracle":
+            return {h: make_policy(policy, h) for h in harnesses}
+        shared = make_policy(policy, harnesses[0])
+        return {h: shared for h in harnesses}
+    played = getattr(policy, "harness", None)
+    if played is not None and any(h != played for h in harnesses):
+        raise ValueError(f"{type(policy).__name__} plays the {played!r} harness only; pass the spec string "
+                         f"(e.g. 'oracle') or a dict harness -> policy to run {list(harnesses)}")
+    return {h: policy for h in harnesses}
+
+
+def limits_with_overrides(policy: Any, task: Task, overrides: dict[str, int | None] | None) -> Limits | None:
+    """run_episode's default limits with some fields replaced; 0 means no limit. None when nothing is overridden."""
+    given = {k: v for k, v in (overrides or {}).items() if v is not None}
+    if not given:
+        return None
+    base = getattr(policy, "default_limits", None) or Limits.for_task(task)
+    return Limits(**{**base.__dict__, **{k: (None if v == 0 else v) for k, v in given.items()}})
+
+
+def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harnesses: Sequence[str], policy: Any,
+              out: str | Path | None = None, *, seeds: Sequence[int] = (0,), samples: int = 1, workers: int = 1,
+              progress: bool = True, limits: Limits | Callable[[Any, Task], Limits | None] | None = None,
+              limit_overrides: dict[str, int | None] | None = None, error_mode: str = "is_error") -> BatchResult:
+    """Run every (task, scale, seed, harness, sample) episode not already in `out`, appending each as it ends.
+
+    `policy` is a spec string ("oracle", "hf:PATH", "openai:URL#model"), a policy object, a dict
+    harness -> policy or a function harness -> policy. `limits` is fixed Limits or a function
+    (policy, task) -> Limits; `limit_overrides` replaces some fields of the defaults instead (0 = no
+    limit). A failing episode is reported in `failures` and not written, so a rerun retries it.
     """
     from tqdm.auto import tqdm
 
-    from ..policy.factory import make_policy
+    tasks = [t if isinstance(t, Task) else load_task(t) for t in tasks]
+    harnesses = [get_harness(h).name for h in harnesses]
+    policies = _policies_by_harness(policy, harnesses)
+    names = {h: getattr(p, "name", type(p).__name__) for h, p in policies.items()}
+    key = lambda e: episode_key(e.task.id, e.scale, e.seed, e.harness, names[e.harness], e.sample)
 
-    unknown = [h for h in harnesses if h not in HARNESSES]
-    if unknown:
-        raise ValueError(f"unknown harness(es) {unknown}; expected {', '.join(HARNESSES)}")
-    policies: dict[str, Any] = {}
-    if callable(policy):
-        policies = {h: policy(h) for h in harnesses}
-    else:
-        shared = None
-        for h in harnesses:
-            if policy.startswith("oracle"):
-                policies[h] = make_policy(policy, h)
-            else:
-                shared = shared or make_policy(policy, h)
-                policies[h] = shared
-    name_of = {h: getattr(p, "name", str(policy)) for h, p in policies.items()}
-
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    done = {t.key for t in iter_jsonl(out)} if out.exists() else set()
     wanted = [EpisodeSpec(t, s, seed, h, k) for t in tasks for s in scales for seed in seeds for h in harnesses
               for k in range(samples)]
-    key = lambda e: episode_key(e.task.id, e.scale, e.seed, e.harness, name_of[e.harness], e.sample)  # noqa: E731
+    wanted_keys = {key(e) for e in wanted}
+    out = Path(out) if out is not None else None
+    earlier = [t for t in iter_jsonl(out) if t.key in wanted_keys] if out is not None and out.exists() else []
+    done = {t.key for t in earlier}
     todo = [e for e in wanted if key(e) not in done]
+    result = BatchResult(trajectories=list(earlier), skipped=len(wanted) - len(todo))
+    lock = threading.Lock()
 
-    write_lock = threading.Lock()
-    failures: list[str] = []
-
-    def run_one(e: EpisodeSpec) -> None:
-        policy_for = policies[e.harness]
-        episode_limits = limits(policy_for, e.task) if callable(limits) else limits
-        trajectory = run_episode(e.task, e.scale, e.seed, e.harness, policy_for, episode_limits,
+    def run_one(e: EpisodeSpec) -> Trajectory:
+        p = policies[e.harness]
+        episode_limits = limits(p, e.task) if callable(limits) else limits
+        episode_limits = episode_limits or limits_with_overrides(p, e.task, limit_overrides)
+        trajectory = run_episode(e.task, e.scale, e.seed, e.harness, p, episode_limits,
                                  sample=e.sample, error_mode=error_mode)
-        with write_lock:
-            write_jsonl(trajectory, out)
+        with lock:
+            if out is not None:
+                write_jsonl(trajectory, out)
+            result.trajectories.append(trajectory)
+            result.ran += 1
+        return trajectory
 
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
-            tqdm(total=len(todo), unit="episode", desc="episodes", disable=not progress) as bar:
+            tqdm(total=len(todo), unit="episode", disable=not progress, file=sys.stderr) as bar:
         futures = {pool.submit(run_one, e): e for e in todo}
         for future in as_completed(futures):
             try:
                 future.result()
-            except Exception as exc:  # one broken episode must not lose the others; it is retried on resume
-                failures.append(f"{key(futures[future])}: {type(exc).__name__}: {exc}")
-                tqdm.write(f"episode failed: {failures[-1]}", file=sys.stderr)
+            except Exception as exc:  # one broken episode must not lose the others
+                result.failures.append(f"{key(futures[future])}: {type(exc).__name__}: {exc}")
+                tqdm.write(f"episode failed: {result.failures[-1]}", file=sys.stderr)
             bar.update(1)
-
-    wanted_keys = {key(e) for e in wanted}
-    trajectories = [t for t in iter_jsonl(out) if t.key in wanted_keys] if out.exists() else []
-    return BatchResult(trajectories, len(todo), len(wanted) - len(todo), failures)
+    return result

@@ -11,16 +11,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-import threading
-from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import dataclass
-from pathlib import Path
 
 from ..task import find_task_dirs, load_task, parse_scales
-from .episode import Limits, run_episode
 from .spec import HARNESSES
-from .summary import print_table, summarize
-from .trajectory import episode_key, iter_jsonl, write_jsonl
+from .summary import print_table
 
 
 def register(subparsers) -> None:
@@ -46,88 +40,31 @@ def register(subparsers) -> None:
     parser.set_defaults(func=run_command)
 
 
-@dataclass(frozen=True)
-class EpisodeSpec:
-    task_dir: Path
-    task_id: str
-    scale: str
-    seed: int
-    harness: str
-    sample: int
-
-
-def _limits_for(policy, task, args) -> Limits | None:
-    overrides = {"max_tool_calls": args.max_tool_calls, "max_turns": args.max_turns,
-                 "max_context_tokens": args.max_context_tokens}
-    if all(v is None for v in overrides.values()):
-        return None  # run_episode's defaults: the policy's, else the task's
-    base = getattr(policy, "default_limits", None) or Limits.for_task(task)
-    given = {k: (None if v == 0 else v) for k, v in overrides.items() if v is not None}
-    return Limits(**{**base.__dict__, **given})
-
-
 def run_command(args) -> int:
-    from tqdm import tqdm
-
-    from ..policy.factory import make_policy
+    from .batch import run_batch
 
     harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
     unknown = [h for h in harnesses if h not in HARNESSES]
     if unknown:
         print(f"error: unknown harness(es) {unknown}; expected {', '.join(HARNESSES)}", file=sys.stderr)
         return 2
-    scales = parse_scales(args.scales)
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     task_dirs = [d for path in args.tasks for d in find_task_dirs(path)]
     if not task_dirs:
         print(f"error: no task folders under {args.tasks}", file=sys.stderr)
         return 2
-    tasks = {d: load_task(d) for d in task_dirs}
-
-    # One policy per harness for the teacher (it plays that harness); a model is loaded once and shared.
-    policies: dict[str, object] = {}
-    for harness in harnesses:
-        policies[harness] = policies.get("") or make_policy(args.policy, harness)
-        if not args.policy.startswith("oracle"):
-            policies[""] = policies[harness]
-    name_of = {h: getattr(p, "name", args.policy) for h, p in policies.items()}
-
-    out = Path(args.out)
-    done = {t.key for t in iter_jsonl(out)} if out.exists() else set()
-    wanted = [EpisodeSpec(d, t.id, s, seed, h, k) for d, t in tasks.items() for s in scales for seed in seeds
-              for h in harnesses for k in range(args.samples)]
-    key = lambda e: episode_key(e.task_id, e.scale, e.seed, e.harness, name_of[e.harness], e.sample)
-    todo = [e for e in wanted if key(e) not in done]
-    if len(todo) < len(wanted):
-        print(f"{len(wanted) - len(todo)} of {len(wanted)} episodes are already in {out}; running the other {len(todo)}")
-
-    write_lock = threading.Lock()
-    failures: list[str] = []
-
-    def run_one(e: EpisodeSpec) -> None:
-        task, policy = tasks[e.task_dir], policies[e.harness]
-        trajectory = run_episode(task, e.scale, e.seed, e.harness, policy, _limits_for(policy, task, args),
-                                 sample=e.sample, error_mode=args.error_mode)
-        with write_lock:
-            write_jsonl(trajectory, out)
-
-    with ThreadPoolExecutor(max_workers=max(1, args.workers)) as pool, \
-            tqdm(total=len(todo), unit="episode", disable=args.no_progress) as bar:
-        futures = {pool.submit(run_one, e): e for e in todo}
-        for future in as_completed(futures):
-            e = futures[future]
-            try:
-                future.result()
-            except Exception as exc:  # one broken episode must not lose the others; it is retried on resume
-                failures.append(f"{key(e)}: {type(exc).__name__}: {exc}")
-                tqdm.write(f"episode failed: {failures[-1]}", file=sys.stderr)
-            bar.update(1)
-
-    wanted_keys = {key(e) for e in wanted}
-    trajectories = [t for t in iter_jsonl(out) if t.key in wanted_keys] if out.exists() else []
-    if trajectories:
-        print_table(summarize(trajectories, k=args.k or None))
-    if failures:
-        print(f"{len(failures)} episode(s) failed and were not written; run the command again to retry them.", file=sys.stderr)
+    result = run_batch(
+        [load_task(d) for d in task_dirs], parse_scales(args.scales), harnesses, args.policy, args.out,
+        seeds=[int(s) for s in args.seeds.split(",") if s.strip()], samples=args.samples, workers=args.workers,
+        progress=not args.no_progress, error_mode=args.error_mode,
+        limit_overrides={"max_tool_calls": args.max_tool_calls, "max_turns": args.max_turns,
+                         "max_context_tokens": args.max_context_tokens})
+    if result.skipped:
+        print(f"{result.skipped} of {result.skipped + result.ran + len(result.failures)} episodes are already in "
+              f"{args.out}; ran the other {result.ran + len(result.failures)}")
+    if result.trajectories:
+        print_table(result.summary(k=args.k or None))
+    if result.failures:
+        print(f"{len(result.failures)} episode(s) failed and were not written; run the command again to retry them.",
+              file=sys.stderr)
         return 1
     return 0
