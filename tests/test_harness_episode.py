@@ -137,3 +137,11 @@ def test_html_view_shows_turns_code_and_sizes(teacher_runs):
     assert "tool-output tokens" in page and f"{t.calls[0].observation_tokens} tokens" in page
     assert "<span" in page and "solve" in page  # highlighted code
     assert t._repr_html_() == page
+
+
+def test_system_prompt_can_be_replaced_from_a_file(restock_task, tmp_path):
+    prompt = tmp_path / "terse.md"
+    prompt.write_text("Be brief. Use the tools.\n")
+    t = run_episode(restock_task, "v0", 0, "dtc", ReplayPolicy(["Nothing to do."]), system_prompt=prompt)
+    assert t.messages[0] == {"role": "system", "content": "Be brief. Use the tools."}
+    assert t.end_reason == "no_tool_call" and t.final_answer == "Nothing to do." and t.tool_calls == 0

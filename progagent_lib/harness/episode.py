@@ -49,6 +49,11 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
     `policy` answers `act(messages, tools) -> PolicyTurn`; it may offer `start_episode(task)` returning
     a per-episode policy (the oracle teacher does), `tokenizer` (to count tokens exactly) and
     `default_limits`. `limits` defaults to the policy's `default_limits`, else the task's limits.
+    `system_prompt` is a file whose text replaces the harness's prompt; `session_kwargs` go to
+    `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...).
+
+    Without claim_done, the verifier judges the state as left, with the last plain-text answer (if the
+    episode ended on a turn without a tool call) or an empty answer (if a limit ended it).
     """
     if policy is None:
         raise ValueError("run_episode needs a policy, e.g. OracleTeacher(harness) or make_policy('oracle', harness)")
