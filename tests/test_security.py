@@ -335,3 +335,31 @@ def test_segfault_through_ctypes_restarts_the_kernel(episode):
         result = runtime.execute("import ctypes\nctypes.string_at(0)")
         assert result.kernel_restarted and result.error.name == "KernelDied"
         assert runtime.execute("print(tools.get_supplier(supplier_id=1)['id'])").output.strip() == "1"
+
+
+def test_cannot_reach_a_pathname_unix_socket_of_the_host(rt, tmp_path):
+    path = tmp_path / "host.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    server.settimeout(0.3)
+    result = rt.execute(f"import socket\ns = socket.socket(socket.AF_UNIX)\ns.connect({str(path)!r})")
+    assert result.error is not None and result.error.name == "PermissionError"
+    with pytest.raises(socket.timeout):
+        server.accept()
+    server.close()
+    serves(rt)
+
+
+def test_terminal_cannot_reach_a_pathname_unix_socket(tmp_path):
+    from progagent_lib.runtime import run_terminal
+
+    path = tmp_path / "host.sock"
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen(1)
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    result = run_terminal(workspace, f"python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{path}')\"")
+    assert result.exit_code != 0 and "PermissionError" in result.output
+    server.close()

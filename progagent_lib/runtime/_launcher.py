@@ -117,6 +117,8 @@ def main():
     set_limits(config["rlimits"])
     drop_capabilities()
     landlock(config["read_paths"], config["write_paths"])
+    if config.get("deny_unix_sockets"):
+        install_unix_socket_filter()  # defined by _seccomp.py, whose source precedes this file's
     for fd in config.get("inherit_fds", []):
         os.set_inheritable(fd, True)
     os.chdir(config["cwd"])

@@ -24,7 +24,7 @@ from pathlib import Path
 from jupyter_client.blocking import BlockingKernelClient
 
 from .bridge import BridgeServer, ToolRouter, install_code
-from .sandbox import Limits, Sandbox
+from .sandbox import Limits, Sandbox, kernel_seccomp_code
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
@@ -144,7 +144,7 @@ class KernelSession:
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
         # ipykernel exits by itself when its parent (this host process) goes away.
         env = self.sandbox.environment({"JPY_PARENT_PID": str(os.getpid())})
-        self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), stdin=subprocess.DEVNULL,
+        self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), deny_unix_sockets=False, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # The kernel's own stdout/stderr (start-up errors, and an echo of what programs write to
         # file descriptors 1 and 2) is drained at once, keeping only its end: a full pipe would block
@@ -168,7 +168,10 @@ class KernelSession:
                 if time.monotonic() > deadline:
                     self.kill()
                     raise KernelStartError(f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}") from None
-        self.send_silent(install_code(kernel_fd))
+        setup = install_code(kernel_fd)
+        if self.sandbox.confined:
+            setup = kernel_seccomp_code() + setup
+        self.send_silent(setup)
 
     def log_tail(self, chars: int = 3000) -> str:
         time.sleep(0.05)  # let the drain thread catch the last words of a kernel that just exited

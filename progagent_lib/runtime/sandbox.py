@@ -32,7 +32,8 @@ from pathlib import Path
 
 GiB = 1 << 30
 MiB = 1 << 20
-LAUNCHER_SOURCE = (Path(__file__).parent / "_launcher.py").read_text()
+SECCOMP_SOURCE = (Path(__file__).parent / "_seccomp.py").read_text()
+LAUNCHER_SOURCE = SECCOMP_SOURCE + "\n" + (Path(__file__).parent / "_launcher.py").read_text()
 CGROUP_PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettempdir()) / "progagent-runtime"))
 
@@ -196,6 +197,15 @@ def sweep_orphans() -> None:
                 shutil.rmtree(path, ignore_errors=True)
 
 
+def kernel_seccomp_code() -> str:
+    """Cell a confined kernel runs on itself once its own sockets exist (see `_seccomp.py`)."""
+    return (f"exec(compile({SECCOMP_SOURCE!r}, '<ptc-sandbox>', 'exec'))\n"
+            "install_unix_socket_filter()\n"
+            "for _ptc_name in [n for n in list(globals()) if n.startswith('_SECCOMP') or n in "
+            "('_ARCH', '_X32_SYSCALL_BIT', '_SockFilter', '_SockFprog', 'install_unix_socket_filter')]:\n"
+            "    del globals()[_ptc_name]\n")
+
+
 @dataclass
 class Sandbox:
     """Folders and bounds of one confined process tree; `popen(argv)` starts a program inside it.
@@ -246,7 +256,8 @@ class Sandbox:
         env.update(extra or {})
         return env
 
-    def launcher_config(self, argv: list[str], env: dict[str, str], inherit_fds: list[int]) -> dict:
+    def launcher_config(self, argv: list[str], env: dict[str, str], inherit_fds: list[int],
+                        deny_unix_sockets: bool = True) -> dict:
         write_paths = [str(self.tmp), str(self.ipc), str(self.bind_root), *SYSTEM_WRITE_PATHS]
         if self.workspace is not None:
             write_paths.append(str(self.workspace))
@@ -259,15 +270,20 @@ class Sandbox:
             "argv": argv,
             "env": env,
             "inherit_fds": inherit_fds,
+            "deny_unix_sockets": deny_unix_sockets,
         }
 
     def popen(self, argv: list[str], *, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
-              **popen_kwargs) -> subprocess.Popen:
-        """Start `argv` inside the sandbox (or plainly, in its folders, when not confined)."""
+              deny_unix_sockets: bool = True, **popen_kwargs) -> subprocess.Popen:
+        """Start `argv` inside the sandbox (or plainly, in its folders, when not confined).
+
+        `deny_unix_sockets=False` is for the kernel, which must bind its zmq sockets first and then
+        installs the same filter on itself (`kernel_seccomp_code`).
+        """
         env = env if env is not None else self.environment()
         if not self.confined:
             return subprocess.Popen(argv, cwd=self.cwd, env=env, pass_fds=pass_fds, start_new_session=True, **popen_kwargs)
-        config = self.launcher_config(argv, env, list(pass_fds))
+        config = self.launcher_config(argv, env, list(pass_fds), deny_unix_sockets)
         launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config)]
         return subprocess.Popen(launcher, cwd=self.root, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
                                 start_new_session=True, **popen_kwargs)
