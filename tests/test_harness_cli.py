@@ -70,3 +70,14 @@ def test_run_batch_in_memory_and_policy_checks(restock_task):
         run_batch([restock_task], ["v0"], ["ptc"], OracleTeacher("dtc"), progress=False)
     factory = run_batch([restock_task], ["v0"], ["ptc"], lambda h: OracleTeacher(h), progress=False)
     assert factory.trajectories[0].harness == "ptc" and factory.trajectories[0].reward == 1.0
+
+
+def test_cost_by_harness_pivots_scales_against_harnesses():
+    from progagent_lib.harness.summary import cost_by_harness
+    from progagent_lib.harness.trajectory import Trajectory
+
+    runs = [Trajectory("a/b", s, 0, h, "p", tool_output_tokens=n)
+            for s, h, n in [("v0", "dtc", 1000), ("v0", "ptc", 100), ("v3", "dtc", 8000), ("v3", "ptc", 200)]]
+    table = cost_by_harness(runs)
+    assert table.columns == ["scale", "dtc", "ptc", "dtc/ptc"]
+    assert table["dtc/ptc"].to_list() == [10.0, 40.0]

@@ -14,7 +14,7 @@ import sys
 
 from ..task import find_task_dirs, load_task, parse_scales
 from .spec import HARNESSES
-from .summary import print_table
+from .summary import cost_by_harness, print_table
 
 
 def register(subparsers) -> None:
@@ -64,6 +64,9 @@ def run_command(args) -> int:
               f"{args.out}; ran the other {result.ran + len(result.failures)}")
     if result.trajectories:
         print_table(result.summary(k=args.k or None))
+        if len(harnesses) > 1:
+            print("Mean tool-output tokens per episode (all tasks pooled):")
+            print_table(cost_by_harness(result.trajectories))
     if result.failures:
         print(f"{len(result.failures)} episode(s) failed and were not written; run the command again to retry them.",
               file=sys.stderr)

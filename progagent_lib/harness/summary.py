@@ -68,3 +68,16 @@ def print_table(table: pl.DataFrame) -> None:
     floats = [c for c, dtype in table.schema.items() if dtype == pl.Float64]
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=250, fmt_str_lengths=60, tbl_hide_dataframe_shape=True):
         print(table.with_columns([pl.col(c).round(3) for c in floats]))
+
+
+def cost_by_harness(trajectories: Iterable[Trajectory] | pl.DataFrame, metric: str = "tool_output_tokens") -> pl.DataFrame:
+    """Mean `metric` per episode, one row per scale and one column per harness (all tasks pooled),
+    plus the DTC/PTC and DTC/Hybrid ratios when those harnesses are present."""
+    frame = trajectories if isinstance(trajectories, pl.DataFrame) else trajectories_frame(trajectories)
+    table = frame.group_by("scale", "harness").agg(pl.col(metric).mean()).pivot(on="harness", index="scale", values=metric).sort("scale")
+    harnesses = [h for h in ("dtc", "ptc", "hybrid") if h in table.columns]
+    table = table.select("scale", *harnesses, *[c for c in table.columns if c not in ("scale", *harnesses)])
+    for other in ("ptc", "hybrid"):
+        if "dtc" in table.columns and other in table.columns:
+            table = table.with_columns((pl.col("dtc") / pl.col(other)).alias(f"dtc/{other}"))
+    return table
