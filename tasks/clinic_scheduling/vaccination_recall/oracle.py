@@ -1,0 +1,71 @@
+"""Reference solution for clinic_scheduling/vaccination_recall, using only the task's tools."""
+import datetime as dt
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+
+def plus_years(day, n):
+    return day.replace(year=day.year + n)
+
+
+def plus_months(day, n):
+    m = day.month - 1 + n
+    for d in (day.day, 30, 29, 28):
+        try:
+            return dt.date(day.year + m // 12, m % 12 + 1, d)
+        except ValueError:
+            pass
+
+
+def age(birth, on):
+    return on.year - birth.year - ((on.month, on.day) < (birth.month, birth.day))
+
+
+def solve(tools) -> str:
+    texts = read_files(tools)
+    names, skip = {}, set()
+    for text in texts.values():
+        for full, code in re.findall(r"- ([\w -]+?) \((\w+)\):", text):
+            names[full.lower()] = code
+        m = re.search(r"run is dated \w+ (\d+ \w+ \d{4})", text)
+        if m:
+            run = dt.datetime.strptime(m.group(1), "%d %B %Y").date()
+            ahead = int(re.search(r"within the next (\d+) days", text).group(1))
+            lead = int(re.search(r"sent (\d+) days before", text).group(1))
+        m = re.search(r"start of the season on (\d+ \w+ \d{4})", text)
+        if m:
+            season = dt.datetime.strptime(m.group(1), "%d %B %Y").date()
+    for text in texts.values():
+        who = re.search(r"Re: .+ \((MRN\d+)\)", text)
+        if who and ("do not wish to receive" in text or "contraindicated" in text):
+            skip |= {(who.group(1), code) for full, code in names.items() if full in text.lower()}
+
+    doses = {}
+    for rec in read_all(tools.list_immunizations):
+        doses.setdefault(rec["patient_id"], []).append((rec["vaccine"], dt.date.fromisoformat(rec["given_on"])))
+    horizon = run + dt.timedelta(days=ahead)
+    rows, patients_hit = [], set()
+    for p in read_all(tools.list_patients):
+        if p["status"] != "active":
+            continue
+        birth, mine = dt.date.fromisoformat(p["birth_date"]), doses.get(p["id"], [])
+        due = {"Td": plus_years(max(d for v, d in mine if v == "Td"), 10)}
+        if age(birth, run) >= 65:
+            if not any(v == "FLU" and d >= season for v, d in mine):
+                due["FLU"] = season
+            if not any(v == "PPV" for v, _ in mine):
+                due["PPV"] = plus_years(birth, 65)
+        shingles = sorted(d for v, d in mine if v == "RZV")
+        if age(birth, run) >= 50 and len(shingles) < 2:
+            due["RZV"] = plus_months(shingles[0], 2) if shingles else plus_years(birth, 50)
+        for vaccine, day in sorted(due.items()):
+            if day > horizon or (p["mrn"], vaccine) in skip:
+                continue
+            recall = tools.create_recall(patient_id=p["id"], vaccine=vaccine, due_date=day.isoformat())
+            send = max(run, day - dt.timedelta(days=lead))
+            tools.schedule_reminder(recall_id=recall["recall_id"], send_on=send.isoformat())
+            rows.append(f"{p['mrn']},{vaccine},{day.isoformat()},{send.isoformat()}")
+            patients_hit.add(p["id"])
+    tools.write_file(path="recall_list.csv", content="patient_mrn,vaccine,due_date,reminder_date\n" + "\n".join(rows) + "\n")
+    return f"I created {len(rows)} recalls covering {len(patients_hit)} patients."
