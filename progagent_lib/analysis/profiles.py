@@ -38,13 +38,25 @@ class Profile:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
+    @staticmethod
+    def resolve(path: str | Path) -> Path:
+        """A path from the profile, relative to the repository unless absolute."""
+        return Path(path) if Path(path).is_absolute() else REPO / path
+
     @property
     def task_paths(self) -> list[Path]:
-        return [REPO / p if not Path(p).is_absolute() else Path(p) for p in self["tasks"]]
+        """The profile's task folders (a folder of tasks is expanded)."""
+        from ..task import find_task_dirs
+
+        return [folder for p in self["tasks"] for folder in find_task_dirs(self.resolve(p))]
+
+    @property
+    def pool_path(self) -> Path:
+        return self.resolve(self.get("pool", "tasks"))
 
     @property
     def figures_dir(self) -> Path:
-        return REPO / self.get("figures_dir", "figures")
+        return self.resolve(self.get("figures_dir", "figures"))
 
 
 def load_profile(name: str | None = None, run_dir: str | Path | None = None, path: str | Path | None = None) -> Profile:
