@@ -278,7 +278,7 @@ def oracle_program(task) -> str:
     return (kit_source() + "\n\n" + body) if needs_kit else body
 
 
-_VERBS = (("list_", "List"), ("get_", "Look up"), ("read_", "Read"), ("search_", "Search"), ("find_", "Find"))
+_VERBS = (("list_", "Listing"), ("get_", "Looking up"), ("search_", "Searching"), ("find_", "Finding"))
 
 
 def describe_call(name: str, arguments: dict, first: bool) -> str:
@@ -286,9 +286,13 @@ def describe_call(name: str, arguments: dict, first: bool) -> str:
     shown = ", ".join(f"{k}={v!r}" for k, v in arguments.items() if k != "content")
     if first:
         return f"I start by looking at what is there: {name}({shown})."
+    if name == "read_file":
+        return f"Reading {arguments.get('path')}: it may hold a rule or a notice that changes what to do."
+    if name == "write_file":
+        return f"Everything is decided; I write {arguments.get('path')}."
     if arguments.get("page", 1) != 1:
         return f"There are more pages; next is page {arguments['page']} of {name}."
     for prefix, verb in _VERBS:
         if name.startswith(prefix):
             return f"{verb} {name[len(prefix):].replace('_', ' ')}: {name}({shown})."
-    return f"I make the change this case needs: {name}({shown})."
+    return f"This case needs a change: {name}({shown})."
