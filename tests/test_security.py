@@ -363,3 +363,17 @@ def test_terminal_cannot_reach_a_pathname_unix_socket(tmp_path):
     result = run_terminal(workspace, f"python3 -c \"import socket; socket.socket(socket.AF_UNIX).connect('{path}')\"")
     assert result.exit_code != 0 and "PermissionError" in result.output
     server.close()
+
+
+def test_a_thread_left_running_cannot_call_tools_after_the_program_ends(rt, episode):
+    rt.execute("import threading, time\nlate = []\ndef later():\n    time.sleep(0.5)\n    try:\n"
+               "        late.append(tools.create_purchase_order(product_id=1, supplier_id=1, quantity=3))\n"
+               "    except Exception as exc:\n        late.append(str(exc))\nthreading.Thread(target=later).start()")
+    orders = episode.db.execute("select count(*) from purchase_orders").fetchone()[0]
+    import time
+
+    time.sleep(1.0)
+    assert episode.db.execute("select count(*) from purchase_orders").fetchone()[0] == orders
+    result = rt.execute("print(late)")
+    assert "only be called while a program runs" in result.output and result.tool_calls == []
+    serves(rt)

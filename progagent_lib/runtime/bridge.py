@@ -165,6 +165,10 @@ class BridgeServer:
         self.host_sock, self.kernel_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.calls: list[ToolCall] = []
         self._lock = threading.Lock()
+        # Tools run only while a program runs: a thread the program left behind must not touch the
+        # environment while the host verifies it, nor be counted in the next program's calls.
+        self._gate = threading.Event()
+        self._in_call = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="ptc-bridge", daemon=True)
         self._thread.start()
 
@@ -175,6 +179,15 @@ class BridgeServer:
     def release_kernel_end(self) -> None:
         """Close the host's copy of the kernel's end once the kernel process holds it."""
         self.kernel_sock.close()
+
+    def open_gate(self) -> None:
+        self._gate.set()
+
+    def close_gate(self) -> None:
+        """Refuse further calls and wait for one in flight to finish."""
+        self._gate.clear()
+        with self._in_call:
+            pass
 
     def take_calls(self) -> list[ToolCall]:
         with self._lock:
@@ -206,9 +219,13 @@ class BridgeServer:
         name, arguments = request.get("name"), request.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict):
             return {"id": request_id, "error": "a tool call needs a tool name and keyword arguments"}
-        started = time.perf_counter()
-        result, error = self.router.call(name, arguments)
-        seconds = time.perf_counter() - started
+        with self._in_call:
+            if not self._gate.is_set():
+                return {"id": request_id, "error": "tools can only be called while a program runs "
+                                                   "(not from a thread left running after it ended)"}
+            started = time.perf_counter()
+            result, error = self.router.call(name, arguments)
+            seconds = time.perf_counter() - started
         size = len(error) if error is not None else len(json.dumps(result, default=str))
         with self._lock:
             self.calls.append(ToolCall(name, arguments, size, seconds, error is not None, error))

@@ -123,6 +123,7 @@ class KernelSession:
         self.client: BlockingKernelClient | None = None
         self.bridge: BridgeServer | None = None
         self._pending: list[str] = []  # silent cells sent but whose replies are not read yet
+        self._dead_calls: list = []
         self.generation = 0
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -209,6 +210,7 @@ class KernelSession:
             except Exception:
                 pass
         if self.bridge is not None:
+            self._dead_calls.extend(self.bridge.take_calls())
             self.bridge.close()
             self.bridge = None
         self._pending.clear()
@@ -216,6 +218,7 @@ class KernelSession:
     def restart(self) -> None:
         self.kill()
         self.start()
+        self.bridge.open_gate()  # a restart happens while a program runs; run_cell closes it
 
     def close(self) -> None:
         self.kill()
@@ -250,6 +253,19 @@ class KernelSession:
     def run_cell(self, code: str, timeout: float, max_output_chars: int) -> CellOutcome:
         """Run `code`; on timeout interrupt it (escalating to a restart), keeping state when possible."""
         started = time.monotonic()
+        self.bridge.open_gate()
+        try:
+            return self._run_cell(code, timeout, max_output_chars, started)
+        finally:
+            if self.bridge is not None:
+                self.bridge.close_gate()
+
+    def take_calls(self) -> list:
+        """Tool calls since the last take, including those of a kernel that died meanwhile."""
+        calls, self._dead_calls = self._dead_calls, []
+        return calls + (self.bridge.take_calls() if self.bridge is not None else [])
+
+    def _run_cell(self, code: str, timeout: float, max_output_chars: int, started: float) -> CellOutcome:
         self._drain_pending(started + max(timeout, 30.0))
         msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
         output = BoundedText(max_output_chars)

@@ -161,7 +161,7 @@ class PTCRuntime:
                               "(out of memory, a crash, or it was killed)", "")
         return ExecutionResult(
             output=outcome.output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated,
-            tool_calls=session.bridge.take_calls() if session.bridge else [], kernel_restarted=outcome.kernel_died,
+            tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died,
             seconds=outcome.seconds,
         )
 
