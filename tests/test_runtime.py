@@ -154,7 +154,12 @@ def test_dead_kernel_is_restarted_and_says_state_was_lost(tmp_path):
         assert died.kernel_restarted and died.error.name == "KernelDied"
         assert "variables" in died.observation and "lost" in died.observation
         after = runtime.execute("print('precious' in globals(), tools.echo(text='ok')['text'])")
-        assert after.output.strip() == "False ok"
+        assert after.output.strip() == "False ok" and not after.kernel_restarted
+        # Killed between two programs (e.g. by a thread of the first): the next one still runs, on a new kernel.
+        runtime.execute("import os, threading, time\nthreading.Thread(target=lambda: (time.sleep(0.3), os._exit(1))).start()")
+        time.sleep(1.0)
+        fresh = runtime.execute("print(tools.echo(text='again')['text'])")
+        assert fresh.kernel_restarted and fresh.error is None and fresh.output == "again\n"
 
 
 def test_error_modes(tmp_path):

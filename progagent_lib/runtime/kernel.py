@@ -105,7 +105,8 @@ class CellOutcome:
     truncated: bool = False
     error: dict | None = None  # ename, evalue, traceback (list of lines, ANSI stripped)
     timed_out: bool = False
-    kernel_died: bool = False
+    kernel_died: bool = False  # while this program ran
+    restarted_before: bool = False  # the kernel had died since the last program; restarted first
     seconds: float = 0.0
 
 
@@ -124,6 +125,7 @@ class KernelSession:
         self.bridge: BridgeServer | None = None
         self._pending: list[str] = []  # silent cells sent but whose replies are not read yet
         self._dead_calls: list = []
+        self.extra_setup = ""  # code every (re)started kernel runs before the first program
         self.generation = 0
 
     # --- lifecycle -------------------------------------------------------------------------------------
@@ -169,7 +171,7 @@ class KernelSession:
                 if time.monotonic() > deadline:
                     self.kill()
                     raise KernelStartError(f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}") from None
-        setup = install_code(kernel_fd)
+        setup = install_code(kernel_fd) + self.extra_setup
         if self.sandbox.confined:
             setup = kernel_seccomp_code() + setup
         self.send_silent(setup)
@@ -266,6 +268,9 @@ class KernelSession:
         return calls + (self.bridge.take_calls() if self.bridge is not None else [])
 
     def _run_cell(self, code: str, timeout: float, max_output_chars: int, started: float) -> CellOutcome:
+        died_before = not self.alive()  # e.g. killed by a thread of an earlier program: start afresh
+        if died_before:
+            self.restart()
         self._drain_pending(started + max(timeout, 30.0))
         msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
         output = BoundedText(max_output_chars)
@@ -311,6 +316,7 @@ class KernelSession:
         if not outcome.kernel_died:
             self._shell_reply(msg_id, time.monotonic() + 5.0)
             self.reap_strays()
+        outcome.restarted_before = died_before
         outcome.output = strip_ansi(output.text())
         outcome.truncated = output.truncated
         outcome.seconds = time.monotonic() - started

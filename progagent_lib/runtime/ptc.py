@@ -134,8 +134,9 @@ class PTCRuntime:
         return session
 
     def _prepare(self, session: KernelSession) -> None:
-        """Cells every (re)started kernel gets before the first program: tool docs, the output guard."""
-        session.send_silent(PRELOAD_SPECS_CODE + output_guard_code(self.max_output_chars))
+        """Code every (re)started kernel runs before the first program: tool docs, the output guard."""
+        session.extra_setup = PRELOAD_SPECS_CODE + output_guard_code(self.max_output_chars)
+        session.send_silent(session.extra_setup)
 
     # --- the public surface ------------------------------------------------------------------------------
     def execute(self, code: str, timeout: float | None = None) -> ExecutionResult:
@@ -148,11 +149,8 @@ class PTCRuntime:
         except KernelStartError:
             # The kernel died while a setup cell was pending, or cannot come back: start over once.
             session.restart()
-            self._prepare(session)
             outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
-            outcome.kernel_died = True
-        if outcome.kernel_died:
-            self._prepare(session)
+            outcome.restarted_before = True
         error = None
         if outcome.error is not None:
             error = ErrorInfo(outcome.error["ename"], outcome.error["evalue"], _short_traceback(outcome.error))
@@ -161,7 +159,7 @@ class PTCRuntime:
                               "(out of memory, a crash, or it was killed)", "")
         return ExecutionResult(
             output=outcome.output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated,
-            tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died,
+            tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died or outcome.restarted_before,
             seconds=outcome.seconds,
         )
 
