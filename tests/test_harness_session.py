@@ -67,3 +67,26 @@ def test_claim_done_verifies_and_ends_the_episode(env, restock_task):
     assert session.done and session.final_answer == answer and session.result.reward == 1.0
     later = session.dispatch(ToolCall("list_products", {}))
     assert isinstance(later, Observation) and later.is_error and "ended" in later.content
+
+
+def test_detect_mode_flags_error_shaped_results_of_direct_calls(env):
+    # write_file returns {"path", "bytes"}: ordinary. An error-shaped text read back is flagged under "detect".
+    env.tools.write_file(path="status.txt", content="Error: upstream service unavailable")
+    detect, plain = Session(env, "dtc", error_mode="detect"), Session(env, "dtc")
+    assert detect.dispatch(ToolCall("read_file", {"path": "status.txt"})).is_error
+    assert not plain.dispatch(ToolCall("read_file", {"path": "status.txt"})).is_error
+    assert not detect.dispatch(ToolCall("list_products", {"page": 1})).is_error
+
+
+def test_programs_and_terminal_run_in_the_episode_kernel(env):
+    with Session(env, "hybrid") as session:
+        first = session.dispatch(ToolCall("programmatic_tool_call", {"code": "n = tools.list_products(page=1)['total']\nprint(n)"}))
+        assert first.kind == "program" and not first.is_error and first.content.strip() == "60"
+        assert [c["name"] for c in first.task_tool_calls] == ["list_products"]
+        failed = session.dispatch(ToolCall("programmatic_tool_call", {"code": "print(n + 1)\n1 / 0"}))
+        assert failed.is_error and failed.runtime_error and "61" in failed.content and "ZeroDivisionError" in failed.content
+        shell = session.dispatch(ToolCall("terminal", {"command": "ls docs | head -n 1; exit 3"}))
+        assert shell.kind == "terminal" and shell.is_error and shell.content.strip()
+        bad = session.dispatch(ToolCall("programmatic_tool_call", {"source": "print(1)"}))
+        assert bad.is_error and "'code'" in bad.content
+    assert session.closed

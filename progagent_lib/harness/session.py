@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..runtime.bridge import looks_like_error  # the kernel's detector, so both paths flag the same payloads
 from ..task import ToolError, VerifyResult
 from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
 
@@ -57,16 +58,6 @@ def render_result(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)
-
-
-def looks_like_error(value: Any) -> bool:
-    """For error_mode="detect": a payload shaped like an error from a server that omits isError."""
-    if isinstance(value, dict):
-        keys = {k.lower() for k in value}
-        return bool(keys & {"error", "errors", "exception"}) or str(value.get("status", "")).lower() == "error"
-    if isinstance(value, str):
-        return value.lstrip().lower().startswith(("error:", "error -", "traceback (most recent call last)"))
-    return False
 
 
 class Session:
@@ -152,7 +143,7 @@ class Session:
             flagged = self.error_mode != "off"
             return Observation(f"Error: {exc}", is_error=flagged, kind="task_tool",
                                task_tool_calls=[{**record, "ok": False}])
-        flagged = self.error_mode == "detect" and looks_like_error(value)
+        flagged = self.error_mode == "detect" and looks_like_error(value) is not None
         return Observation(render_result(value), is_error=flagged, kind="task_tool",
                            task_tool_calls=[{**record, "ok": True}], value=value)
 
