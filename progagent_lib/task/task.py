@@ -19,6 +19,8 @@ from .environment import Environment
 from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, SCALES, check_scale
 from .tools import ToolDefinitionError
 
+DB_PAGE_SIZE = 512
+STATE_FORMAT = 2  # bump when the way states are built changes, so cached states are rebuilt
 TASK_FILES = ("task.toml", "prompt.md", "generator.py", "environment.py", "oracle.py")
 
 
@@ -188,7 +190,8 @@ class Task:
 
     # --- environment state -----------------------------------------------------------------------
     def code_fingerprint(self) -> str:
-        digest = hashlib.sha256()
+        """Identifies a built state: the task's generator and config, and how the library builds states."""
+        digest = hashlib.sha256(f"state-format:{STATE_FORMAT}:page-size:{DB_PAGE_SIZE}".encode())
         for name in ("task.toml", "generator.py"):
             digest.update((self.root / name).read_bytes())
         return digest.hexdigest()[:16]
@@ -200,10 +203,14 @@ class Task:
         workspace = target / "workspace"
         workspace.mkdir()
         con = sqlite3.connect(target / "data.db")
+        # Small pages: a table's fixed cost is one page, so with 4 KB pages the empty tables of a v0
+        # database would outweigh its rows and hide the x1/x2/x4/x8 growth of the data.
+        con.execute(f"PRAGMA page_size = {DB_PAGE_SIZE}")
         ctx = GenContext(con, workspace, scale, seed, random.Random(_seed_for(self.id, seed)), self.config)
         try:
             self.generator(ctx)
             con.commit()
+            con.execute("VACUUM")  # drop free pages left by the generator, so the file size is the data's
         except TaskLoadError:
             raise
         except Exception as exc:
