@@ -1,0 +1,39 @@
+"""Reference solution for logistics/load_consolidation, using only the task's tools."""
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+
+def solve(tools) -> str:
+    dedicated, held = set(), set()
+    for text in read_files(tools, "mail/*").values():
+        flat = " ".join(text.split())
+        dedicated |= set(re.findall(r"From this week (.+?) pays for dedicated transport", flat))
+        held |= set(re.findall(r"Subject: Credit hold (.+?) is over its credit limit", flat))
+
+    kinds = {t["temperature"]: t for t in read_all(tools.list_truck_types)}
+    groups = {}
+    for o in read_all(tools.list_orders):
+        if o["customer"] in held:
+            continue
+        key = (o["region"], o["temperature"], o["customer"] if o["customer"] in dedicated else "")
+        groups.setdefault(key, []).append(o)
+
+    rows = []
+    for (region, temperature, _), group in sorted(groups.items()):
+        truck = kinds[temperature]
+        open_loads = []  # [load_id, kg, pallets, refs]
+        for o in sorted(group, key=lambda o: (-o["weight_kg"], o["ref"])):
+            target = next((l for l in open_loads if l[1] + o["weight_kg"] <= truck["max_kg"]
+                           and l[2] + o["pallets"] <= truck["max_pallets"]), None)
+            if target is None:
+                target = [tools.create_load(region=region, truck_type=truck["name"])["load_id"], 0, 0, []]
+                open_loads.append(target)
+            tools.add_order_to_load(load_id=target[0], order_id=o["id"])
+            target[1] += o["weight_kg"]
+            target[2] += o["pallets"]
+            target[3].append(o["ref"])
+        rows += [f"| {l[0]} | {region} | {truck['name']} | {', '.join(l[3])} | {l[1]} |" for l in open_loads]
+    table = "| load_id | region | truck_type | orders | total_kg |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    tools.write_file(path="load_plan.md", content="# Load plan\n\n" + table)
+    return f"The plan is ready: we need {len(rows)} trucks in total."
