@@ -1,0 +1,57 @@
+"""Reference solution for grant_management/reviewer_assignment, using only the task's tools."""
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+NUMBER_WORDS = {"two": 2, "three": 3, "four": 4}
+
+
+def solve(tools) -> str:
+    texts = read_files(tools)
+    rules = next(t for t in texts.values() if "Review panel guidelines" in t)
+    per_proposal = NUMBER_WORDS[re.search(r"read by (\w+) reviewers", rules).group(1)]
+    years = int(re.search(r"in the past (\d+) years", rules).group(1))
+    cap = int(re.search(r"nobody reviews more than (\d+) proposals", rules).group(1))
+    since = 2026 - years + 1
+
+    reviewers = read_all(tools.list_reviewers)
+    proposals = read_all(tools.list_proposals)
+    by_ref = {p["ref"]: p for p in proposals}
+    unavailable, recusals = set(), set()
+    for path, text in texts.items():
+        if not path.startswith("mail/"):
+            continue
+        sender = next((r for r in reviewers if r["name"] in text), None)
+        if sender is None:
+            continue
+        if "cannot take on any reviews" in text:
+            unavailable.add(sender["id"])
+        for ref in re.findall(r"declare a conflict with proposal (RG-\d{4}-\d{4})", text):
+            recusals.add((by_ref[ref]["id"], sender["id"]))
+    recent = {(c["reviewer_id"], c["coauthor"]) for c in read_all(tools.list_collaborations) if c["year"] >= since}
+
+    eligible, conflicts = {}, 0
+    for p in proposals:
+        named = {n.strip() for n in p["co_investigators"].split(";")}
+        eligible[p["id"]] = []
+        for r in reviewers:
+            if r["id"] in unavailable or p["topic"] not in r["expertise"].split(","):
+                continue
+            if (r["institution"] == p["institution"] or r["name"] in named or (r["id"], p["pi_name"]) in recent
+                    or (p["id"], r["id"]) in recusals):
+                conflicts += 1
+            else:
+                eligible[p["id"]].append(r)
+
+    load = {r["id"]: 0 for r in reviewers}
+    limit = {r["id"]: min(cap, r["max_load"]) for r in reviewers}
+    rows = []
+    # The hardest-to-staff proposals first, then the least-loaded qualified reviewers.
+    for p in sorted(proposals, key=lambda p: (len(eligible[p["id"]]), p["id"])):
+        options = sorted((r for r in eligible[p["id"]] if load[r["id"]] < limit[r["id"]]), key=lambda r: (load[r["id"]], r["id"]))
+        for r in options[:per_proposal]:
+            tools.assign_reviewer(proposal_id=p["id"], reviewer_id=r["id"])
+            load[r["id"]] += 1
+            rows.append(f"{p['ref']},{r['name']}")
+    tools.write_file(path="review_assignments.csv", content="proposal_ref,reviewer\n" + "\n".join(rows) + "\n")
+    return f"All {len(proposals)} proposals are assigned. I found {conflicts} conflicts of interest among qualified, available reviewers."
