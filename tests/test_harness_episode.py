@@ -145,3 +145,11 @@ def test_system_prompt_can_be_replaced_from_a_file(restock_task, tmp_path):
     t = run_episode(restock_task, "v0", 0, "dtc", ReplayPolicy(["Nothing to do."]), system_prompt=prompt)
     assert t.messages[0] == {"role": "system", "content": "Be brief. Use the tools."}
     assert t.end_reason == "no_tool_call" and t.final_answer == "Nothing to do." and t.tool_calls == 0
+
+
+def test_programs_frame_lists_every_program_with_its_structure(teacher_runs):
+    from progagent_lib.harness.summary import programs_frame
+
+    frame = programs_frame([teacher_runs["ptc", "v0"], teacher_runs["hybrid", "v0"], teacher_runs["dtc", "v0"]])
+    assert frame.height == 3 + 1 and set(frame["harness"]) == {"ptc", "hybrid"}
+    assert frame["dtc_like"].sum() == 0 and frame["loops"].max() >= 1 and frame["task_tool_calls"].sum() > 40

@@ -70,3 +70,14 @@ def test_policy_spec_loads_a_saved_model(tiny, tmp_path, restock_task):
     assert t.turns == 1 and t.policy == loaded.name
     with pytest.raises(FileNotFoundError, match="config.json"):
         make_policy(f"hf:{tmp_path / 'missing'}", "dtc")
+
+
+def test_teacher_tokens_can_be_counted_with_a_model_tokenizer(tiny, restock_task):
+    from progagent_lib.policy import OracleTeacher
+
+    _, tokenizer = tiny
+    approx = run_episode(restock_task, "v0", 0, "ptc", OracleTeacher("ptc"))
+    exact = run_episode(restock_task, "v0", 0, "ptc", OracleTeacher("ptc"), tokenizer=tokenizer)
+    assert approx.token_counter == "approx-bpe" and exact.token_counter.startswith("tokenizer:")
+    expected = sum(len(tokenizer.encode(m["content"], add_special_tokens=False)) for m in exact.messages if m["role"] == "tool")
+    assert exact.tool_output_tokens == expected != approx.tool_output_tokens

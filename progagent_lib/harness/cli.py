@@ -36,6 +36,7 @@ def register(subparsers) -> None:
     parser.add_argument("--error-mode", default="is_error", choices=["is_error", "off", "detect"],
                         help="how tool failures reach the model (off = the paper's ablation)")
     parser.add_argument("--system-prompt", help="a file whose text replaces the harness's system prompt")
+    parser.add_argument("--tokenizer", help="count tokens with this tokenizer (folder or hub id) instead of the policy's")
     parser.add_argument("--k", type=int, help="k of pass@k in the table (default: --samples)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run_command)
@@ -53,10 +54,14 @@ def run_command(args) -> int:
     if not task_dirs:
         print(f"error: no task folders under {args.tasks}", file=sys.stderr)
         return 2
+    tokenizer = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+        tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     result = run_batch(
         [load_task(d) for d in task_dirs], parse_scales(args.scales), harnesses, args.policy, args.out,
         seeds=[int(s) for s in args.seeds.split(",") if s.strip()], samples=args.samples, workers=args.workers,
-        progress=not args.no_progress, error_mode=args.error_mode, system_prompt=args.system_prompt,
+        progress=not args.no_progress, error_mode=args.error_mode, system_prompt=args.system_prompt, tokenizer=tokenizer,
         limit_overrides={"max_tool_calls": args.max_tool_calls, "max_turns": args.max_turns,
                          "max_context_tokens": args.max_context_tokens})
     if result.skipped:

@@ -43,14 +43,15 @@ class PolicyError(RuntimeError):
 
 def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", policy: Any = None,
                 limits: Limits | None = None, *, sample: int = 0, error_mode: str = "is_error",
-                system_prompt: str | None = None, session_kwargs: dict | None = None) -> Trajectory:
+                system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None) -> Trajectory:
     """Run one episode and return its trajectory.
 
     `policy` answers `act(messages, tools) -> PolicyTurn`; it may offer `start_episode(task)` returning
     a per-episode policy (the oracle teacher does), `tokenizer` (to count tokens exactly) and
     `default_limits`. `limits` defaults to the policy's `default_limits`, else the task's limits.
     `system_prompt` is a file whose text replaces the harness's prompt; `session_kwargs` go to
-    `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...).
+    `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...). `tokenizer` counts
+    tokens instead of the policy's (e.g. to measure the teacher's context cost in a model's tokens).
 
     Without claim_done, the verifier judges the state as left, with the last plain-text answer (if the
     episode ended on a turn without a tool call) or an empty answer (if a limit ended it).
@@ -59,7 +60,7 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
         raise ValueError("run_episode needs a policy, e.g. OracleTeacher(harness) or make_policy('oracle', harness)")
     spec = get_harness(harness) if isinstance(harness, str) else harness
     limits = limits or getattr(policy, "default_limits", None) or Limits.for_task(task)
-    count = TokenCounter(getattr(policy, "tokenizer", None))
+    count = TokenCounter(tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None))
     trajectory = Trajectory(task_id=task.id, scale=scale, seed=seed, harness=spec.name,
                             policy=getattr(policy, "name", type(policy).__name__), sample=sample,
                             token_counter=count.name)

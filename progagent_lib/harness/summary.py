@@ -81,3 +81,22 @@ def cost_by_harness(trajectories: Iterable[Trajectory] | pl.DataFrame, metric: s
         if "dtc" in table.columns and other in table.columns:
             table = table.with_columns((pl.col("dtc") / pl.col(other)).alias(f"dtc/{other}"))
     return table
+
+
+def programs_frame(trajectories: Iterable[Trajectory]) -> pl.DataFrame:
+    """One row per program submitted to programmatic_tool_call, with its structure and outcome
+    (for the behaviour analyses: which constructs programs use, how many are DTC-like)."""
+    rows = []
+    for t in trajectories:
+        for call in t.calls:
+            if call.program is None:
+                continue
+            p = call.program
+            rows.append({
+                "task_id": t.task_id, "scale": t.scale, "harness": t.harness, "policy": t.policy, "sample": t.sample,
+                "turn": call.turn, "parsed": p.parsed, "lines": p.lines, "loops": p.loops, "conditionals": p.conditionals,
+                "try_blocks": p.try_blocks, "comprehensions": p.comprehensions, "functions": p.functions,
+                "tool_call_sites": p.tool_call_sites, "task_tool_calls": call.task_tool_calls, "dtc_like": p.dtc_like,
+                "runtime_error": call.runtime_error, "timed_out": call.timed_out, "observation_tokens": call.observation_tokens,
+            })
+    return pl.DataFrame(rows)
