@@ -125,10 +125,12 @@ def test_the_kernel_cannot_import_the_project_nor_read_the_database(rt, restock_
 
 
 def test_writes_land_in_the_episode_workspace(rt, restock_env):
-    result = rt.execute("open('notes/kernel.txt', 'w') if False else None\nimport os\nos.makedirs('notes', exist_ok=True)\n"
+    result = rt.execute("import os\nos.makedirs('notes', exist_ok=True)\n"
                         "open('notes/kernel.txt', 'w').write('from the kernel')")
     assert result.error is None
     assert (restock_env.workspace / "notes" / "kernel.txt").read_text() == "from the kernel"
+    helper = rt.execute("open('helper_mod.py', 'w').write('ANSWER = 42')\nimport helper_mod\nprint(helper_mod.ANSWER)")
+    assert helper.output == "42\n"  # modules written to the workspace are importable
 
 
 def test_oracle_run_inside_the_kernel_solves_the_task(restock_task, repo):

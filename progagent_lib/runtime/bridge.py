@@ -375,7 +375,10 @@ def install_code(fd: int) -> str:
     """Cell that installs `tools` and `ToolError` in the kernel's namespace (run once per kernel)."""
     # Compiled under its own file name so that tracebacks can show the program's frames only.
     return (f"exec(compile({KERNEL_PRELUDE!r}, {PRELUDE_FILENAME!r}, 'exec'))\n"
-            f"tools, ToolError = __ptc_install({fd})\ndel __ptc_install\n")
+            f"tools, ToolError = __ptc_install({fd})\ndel __ptc_install\n"
+            # As in any Jupyter kernel, modules the program writes into its folder are importable
+            # (the kernel runs with `python -I`, which leaves the current folder out of sys.path).
+            "import sys as _ptc_sys\n_ptc_sys.path.insert(0, '')\ndel _ptc_sys\n")
 
 
 PRELUDE_FILENAME = "<ptc-tools>"
