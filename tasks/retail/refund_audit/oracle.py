@@ -1,0 +1,39 @@
+"""Reference solution for retail/refund_audit, using only the task's tools."""
+import datetime as dt
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+
+def solve(tools) -> str:
+    docs = " ".join(" ".join(t.split()) for t in read_files(tools, "policies/*").values())
+    window = int(re.search(r"within (\d+) days of the order date", docs).group(1))
+    fee = int(re.search(r"restocking fee of (\d+)%", docs).group(1))
+    m = re.search(r"between 15 November and 24 December (\d{4}) \(both included\) can be returned until 31 January (\d{4})", docs)
+    season = (dt.date(int(m.group(1)), 11, 15), dt.date(int(m.group(1)), 12, 24), dt.date(int(m.group(2)), 1, 31))
+
+    orders, products, rows, net = {}, {}, [], 0.0
+    for r in read_all(tools.list_returns):
+        if r["order_no"] not in orders:
+            orders[r["order_no"]] = tools.get_order(order_no=r["order_no"])
+        if r["sku"] not in products:
+            products[r["sku"]] = tools.get_product(sku=r["sku"])
+        order, product = orders[r["order_no"]], products[r["sku"]]
+        line = next(l for l in order["lines"] if l["sku"] == r["sku"])
+        placed = dt.date.fromisoformat(order["order_date"])
+        deadline = placed + dt.timedelta(days=window)
+        if season[0] <= placed <= season[1]:
+            deadline = max(deadline, season[2])
+        amount = r["qty"] * line["unit_price"] * (100 - order["coupon_pct"]) / 100
+        if r["reason"] != "defective":
+            if dt.date.fromisoformat(r["return_date"]) > deadline or product["final_sale"]:
+                amount = 0.0
+            elif product["category"] == "electronics" and r["item_condition"] == "opened":
+                amount *= (100 - fee) / 100
+        correct = round(amount + 1e-9, 2)
+        if abs(correct - r["refund_issued"]) >= 0.01:
+            tools.flag_refund(return_id=r["return_id"], correct_amount=correct)
+            rows.append(f"{r['return_id']},{r['refund_issued']:.2f},{correct:.2f}")
+            net += r["refund_issued"] - correct
+    tools.write_file(path="refund_audit.csv", content="return_id,issued,correct\n" + "\n".join(rows) + "\n")
+    return f"I flagged {len(rows)} returns. Net over-refund across them: {net:.2f}."
