@@ -2,6 +2,7 @@
 import re
 import sqlite3
 import time
+from dataclasses import dataclass
 
 import pytest
 
@@ -178,14 +179,19 @@ def test_error_modes(tmp_path):
     assert "broken raised" in outputs["detect"] and "legacy raised record 7 is locked" in outputs["detect"]
 
 
+@dataclass
+class SourceSpec:
+    name: str
+    description: str
+    parameters: dict
+
+
 class ListSource:
     """A second tool source (the shape MCPToolSource has): a real in-process catalogue."""
 
     def __init__(self):
-        from progagent_lib.task import ToolSpec  # noqa: F401 - same record type the environment uses
-
-        self.tool_specs = {"lookup_city": type("Spec", (), {"name": "lookup_city", "description": "Population of a city.",
-                                                           "parameters": {"type": "object", "properties": {"city": {"type": "string", "description": "Name."}}, "required": ["city"]}})()}
+        parameters = {"type": "object", "properties": {"city": {"type": "string", "description": "Name."}}, "required": ["city"]}
+        self.tool_specs = {"lookup_city": SourceSpec("lookup_city", "Population of a city.", parameters)}
         self.calls = []
 
     def call(self, name, arguments):

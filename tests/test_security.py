@@ -11,7 +11,7 @@ fresh runtime so that they do not wipe the shared one's state.
 import os
 import socket
 import sqlite3
-import threading
+import time
 
 import pytest
 
@@ -370,8 +370,6 @@ def test_a_thread_left_running_cannot_call_tools_after_the_program_ends(rt, epis
                "        late.append(tools.create_purchase_order(product_id=1, supplier_id=1, quantity=3))\n"
                "    except Exception as exc:\n        late.append(str(exc))\nthreading.Thread(target=later).start()")
     orders = episode.db.execute("select count(*) from purchase_orders").fetchone()[0]
-    import time
-
     time.sleep(1.0)
     assert episode.db.execute("select count(*) from purchase_orders").fetchone()[0] == orders
     result = rt.execute("print(late)")

@@ -19,12 +19,11 @@ import time
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from jupyter_client.blocking import BlockingKernelClient
 
 from .bridge import BridgeServer, ToolRouter, install_code
-from .sandbox import Limits, Sandbox, kernel_seccomp_code
+from .sandbox import Sandbox, kernel_seccomp_code
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
