@@ -81,3 +81,20 @@ def test_teacher_tokens_can_be_counted_with_a_model_tokenizer(tiny, restock_task
     assert approx.token_counter == "approx-bpe" and exact.token_counter.startswith("tokenizer:")
     expected = sum(len(tokenizer.encode(m["content"], add_special_tokens=False)) for m in exact.messages if m["role"] == "tool")
     assert exact.tool_output_tokens == expected != approx.tool_output_tokens
+
+
+def test_progagent_run_with_a_local_model(tiny, tmp_path, capsys, restock_task):
+    from progagent_lib.cli import main
+    from progagent_lib.harness import read_jsonl
+
+    model, tokenizer = tiny
+    model.save_pretrained(tmp_path / "m")
+    tokenizer.save_pretrained(tmp_path / "m")
+    out = tmp_path / "model.jsonl"
+    code = main(["run", "--tasks", str(restock_task.root), "--harness", "dtc,ptc", "--policy", f"hf:{tmp_path / 'm'}",
+                 "--policy-arg", "temperature=0", "--policy-arg", "max_new_tokens=8", "--max-turns", "2",
+                 "--samples", "2", "--out", str(out), "--no-progress"])
+    assert code == 0
+    runs = read_jsonl(out)
+    assert len(runs) == 4 and all(t.reward == 0.0 and t.end_reason in ("no_tool_call", "max_turns") for t in runs)
+    assert "pass@2" in capsys.readouterr().out

@@ -41,7 +41,7 @@ class BatchResult:
         return summarize(self.trajectories, k=k)
 
 
-def _policies_by_harness(policy: Any, harnesses: Sequence[str]) -> dict[str, Any]:
+def _policies_by_harness(policy: Any, harnesses: Sequence[str], policy_kwargs: dict | None = None) -> dict[str, Any]:
     """A spec string is built once per harness for the teacher (it plays one harness), once in all for models."""
     if callable(policy) and not hasattr(policy, "act"):  # a factory: harness -> policy
         return {h: policy(h) for h in harnesses}
@@ -54,8 +54,8 @@ def _policies_by_harness(policy: Any, harnesses: Sequence[str]) -> dict[str, Any
         from ..policy.factory import make_policy
 
         if policy.split(":")[0] == "oracle":
-            return {h: make_policy(policy, h) for h in harnesses}
-        shared = make_policy(policy, harnesses[0])
+            return {h: make_policy(policy, h, **(policy_kwargs or {})) for h in harnesses}
+        shared = make_policy(policy, harnesses[0], **(policy_kwargs or {}))
         return {h: shared for h in harnesses}
     played = getattr(policy, "harness", None)
     if played is not None and any(h != played for h in harnesses):
@@ -77,21 +77,23 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
               out: str | Path | None = None, *, seeds: Sequence[int] = (0,), samples: int = 1, workers: int = 1,
               progress: bool = True, limits: Limits | Callable[[Any, Task], Limits | None] | None = None,
               limit_overrides: dict[str, int | None] | None = None, error_mode: str = "is_error",
-              system_prompt: str | Path | None = None, tokenizer: Any = None) -> BatchResult:
+              system_prompt: str | Path | None = None, tokenizer: Any = None,
+              policy_kwargs: dict | None = None) -> BatchResult:
     """Run every (task, scale, seed, harness, sample) episode not already in `out`, appending each as it ends.
 
     `policy` is a spec string ("oracle", "hf:PATH", "openai:URL#model"), a policy object, a dict
     harness -> policy or a function harness -> policy. `limits` is fixed Limits or a function
     (policy, task) -> Limits; `limit_overrides` replaces some fields of the defaults instead (0 = no
     limit). `system_prompt` is a file that replaces the harness's prompt;
-    `tokenizer` counts tokens instead of the policies' own. A failing episode is reported in `failures`
+    `tokenizer` counts tokens instead of the policies' own; `policy_kwargs` go to `make_policy` for a
+    spec string (e.g. temperature). A failing episode is reported in `failures`
     and not written, so a rerun retries it.
     """
     from tqdm.auto import tqdm
 
     tasks = [t if isinstance(t, Task) else load_task(t) for t in tasks]
     harnesses = [get_harness(h).name for h in harnesses]
-    policies = _policies_by_harness(policy, harnesses)
+    policies = _policies_by_harness(policy, harnesses, policy_kwargs)
     names = {h: getattr(p, "name", type(p).__name__) for h, p in policies.items()}
     key = lambda e: episode_key(e.task.id, e.scale, e.seed, e.harness, names[e.harness], e.sample)
 

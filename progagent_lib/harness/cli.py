@@ -10,6 +10,7 @@ printed (pass rate, pass@k, mean R~, tool-output tokens, tool calls, runtime err
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from ..task import find_task_dirs, load_task, parse_scales
@@ -37,6 +38,9 @@ def register(subparsers) -> None:
                         help="how tool failures reach the model (off = the paper's ablation)")
     parser.add_argument("--system-prompt", help="a file whose text replaces the harness's system prompt")
     parser.add_argument("--tokenizer", help="count tokens with this tokenizer (folder or hub id) instead of the policy's")
+    parser.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
+                        help="keyword argument for the policy (repeatable; VALUE read as JSON when it parses), "
+                             "e.g. --policy-arg temperature=0 --policy-arg max_new_tokens=512")
     parser.add_argument("--k", type=int, help="k of pass@k in the table (default: --samples)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run_command)
@@ -54,6 +58,16 @@ def run_command(args) -> int:
     if not task_dirs:
         print(f"error: no task folders under {args.tasks}", file=sys.stderr)
         return 2
+    policy_kwargs = {}
+    for item in args.policy_arg:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            print(f"error: --policy-arg {item!r}: write KEY=VALUE", file=sys.stderr)
+            return 2
+        try:
+            policy_kwargs[name] = json.loads(value)
+        except json.JSONDecodeError:
+            policy_kwargs[name] = value
     tokenizer = None
     if args.tokenizer:
         from transformers import AutoTokenizer
@@ -62,6 +76,7 @@ def run_command(args) -> int:
         [load_task(d) for d in task_dirs], parse_scales(args.scales), harnesses, args.policy, args.out,
         seeds=[int(s) for s in args.seeds.split(",") if s.strip()], samples=args.samples, workers=args.workers,
         progress=not args.no_progress, error_mode=args.error_mode, system_prompt=args.system_prompt, tokenizer=tokenizer,
+        policy_kwargs=policy_kwargs,
         limit_overrides={"max_tool_calls": args.max_tool_calls, "max_turns": args.max_turns,
                          "max_context_tokens": args.max_context_tokens})
     if result.skipped:
