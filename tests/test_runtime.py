@@ -246,6 +246,11 @@ def test_pool_hands_out_fresh_kernels_bound_to_each_workspace(tmp_path):
             assert a.error is None and (env_a.workspace / "mine.txt").read_text() == "a"
             assert a.output.split()[0] != b.output.split()[0]  # two kernels, never shared
             assert "mine.txt" not in b.output and b.error.name == "PermissionError"
+            # Bound through the slot, the kernel still cannot reach its episode's database or folder.
+            db = rt_a.execute(f"open({str(env_a.db_path)!r}, 'rb').read(16)")
+            assert db.error.name == "PermissionError"
+            parent = rt_a.execute(f"import os\nos.listdir({str(env_a.workspace.parent)!r})")
+            assert parent.error.name == "PermissionError"
             assert rt_b.execute("print(tools.echo(text='b')['text'])").output == "b\n"
         deadline = time.monotonic() + 60
         while pool.ready < 1 and time.monotonic() < deadline:  # refilled in the background

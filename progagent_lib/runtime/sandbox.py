@@ -111,8 +111,12 @@ class ProcessGroup:
     def __init__(self, max_processes: int):
         # The host's pid in the name lets a later host clean up after one that died (`sweep_orphans`).
         self.path = CGROUP_PIDS_ROOT / "progagent" / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
-        self.path.mkdir(parents=True)
-        (self.path / "pids.max").write_text(str(max_processes))
+        try:
+            self.path.mkdir(parents=True)
+            (self.path / "pids.max").write_text(str(max_processes))
+        except OSError as exc:
+            raise SandboxUnavailable(f"cannot create the pids cgroup {self.path} ({exc}); the sandbox needs a writable "
+                                     "cgroup v1 pids hierarchy, or pass unsafe_no_sandbox=True") from exc
 
     @property
     def procs_file(self) -> str:
