@@ -1,0 +1,120 @@
+"""State for manufacturing_quality/calibration_overdue: an instrument register with calibration history,
+a metrology memo (failed calibrations, torque interval change, exempt locations, labs) and QA deviations."""
+import datetime as dt
+import json
+
+TYPES = {"caliper": 365, "micrometer": 365, "gauge block": 730, "torque wrench": 365, "pressure gauge": 180,
+         "height gauge": 365, "thermocouple": 180}
+DIMENSIONAL = ("caliper", "micrometer", "gauge block", "height gauge")
+LOCATIONS = ["Line 1", "Line 2", "Line 3", "Assembly", "Goods-in inspection", "Tool crib", "Stores"]
+AUDIT = dt.date(2026, 11, 30)
+LABS = ["Aldridge Calibration", "Brightwater Metrology", "Castleford Test House"]
+
+
+def generate(ctx):
+    rng, db = ctx.rng, ctx.db
+    db.executescript(
+        """
+        CREATE TABLE instruments (id INTEGER PRIMARY KEY, tag TEXT UNIQUE, type TEXT, location TEXT, status TEXT,
+            interval_days INTEGER, commissioned_on TEXT, serial TEXT);
+        CREATE TABLE calibrations (id INTEGER PRIMARY KEY, instrument_id INTEGER, performed_on TEXT, result TEXT,
+            certificate TEXT);
+        CREATE TABLE locks (id INTEGER PRIMARY KEY, instrument_id INTEGER, reason TEXT);
+        CREATE TABLE bookings (id INTEGER PRIMARY KEY, lock_id INTEGER, lab TEXT, priority TEXT);
+        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+    torque_days = rng.choice([182, 200, 240])
+    urgent_over = rng.choice([30, 45, 60])
+    external_lab = rng.choice(LABS)
+    n = ctx.size("instruments")
+    instruments = []
+    for iid in range(1, n + 1):
+        kind = rng.choice(list(TYPES))
+        status = "retired" if rng.random() < 0.06 else "in service"
+        commissioned = dt.date(2019, 1, 1) + dt.timedelta(days=rng.randint(0, 2200))
+        instruments.append([iid, f"{kind[:2].upper()}-{1000 + iid * 3}", kind, rng.choice(LOCATIONS), status,
+                            TYPES[kind], commissioned.isoformat(), f"SN{rng.randint(100000, 999999)}"])
+    history = []
+    budget = ctx.size("calibration_history")
+    for k in range(budget):
+        inst = instruments[k % n] if k < n * 3 else rng.choice(instruments)
+        start = dt.date.fromisoformat(inst[6])
+        if start >= AUDIT - dt.timedelta(days=10):
+            continue
+        day = start + dt.timedelta(days=rng.randint(0, (AUDIT - start).days - 1))
+        result = rng.choices(["pass", "adjusted", "fail"], [0.7, 0.15, 0.15])[0]
+        history.append([inst[0], day.isoformat(), result, f"CERT-{rng.randint(10000, 99999)}"])
+
+    # Traps guaranteed at every scale.
+    def only(iid, rows):
+        history[:] = [h for h in history if h[0] != iid] + [[iid, d, r, f"CERT-{rng.randint(10000, 99999)}"] for d, r in rows]
+    a, b, c, d, e, f, g = (instruments[i] for i in range(7))
+    a[2:6] = ["pressure gauge", "Line 1", "in service", 180]  # last pass long ago, a recent fail does not reset it
+    only(a[0], [((AUDIT - dt.timedelta(days=400)).isoformat(), "pass"), ((AUDIT - dt.timedelta(days=20)).isoformat(), "fail")])
+    b[2:6] = ["torque wrench", "Assembly", "in service", 365]  # overdue only under the shorter torque interval
+    only(b[0], [((AUDIT - dt.timedelta(days=torque_days + 9)).isoformat(), "pass")])
+    c[2:6] = ["caliper", "Stores", "in service", 365]          # overdue, but sitting in stores
+    only(c[0], [((AUDIT - dt.timedelta(days=500)).isoformat(), "pass")])
+    d[2:6] = ["micrometer", "Line 2", "retired", 365]          # overdue, but retired
+    only(d[0], [((AUDIT - dt.timedelta(days=700)).isoformat(), "pass")])
+    e[2:6] = ["height gauge", "Line 3", "in service", 365]     # covered by a QA deviation
+    only(e[0], [((AUDIT - dt.timedelta(days=365 + 10)).isoformat(), "adjusted")])
+    f[2:6] = ["caliper", "Goods-in inspection", "in service", 365]  # due exactly on the audit day: not overdue
+    only(f[0], [((AUDIT - dt.timedelta(days=365)).isoformat(), "pass")])
+    g[2:6] = ["thermocouple", "Line 1", "in service", 180]     # the most overdue of all
+    g[6] = (AUDIT - dt.timedelta(days=1500)).isoformat()
+    only(g[0], [((AUDIT - dt.timedelta(days=1200)).isoformat(), "pass"), ((AUDIT - dt.timedelta(days=300)).isoformat(), "fail")])
+    deviation_days = rng.choice([21, 30, 45])
+    deviated = [e[1]] + [i[1] for i in rng.sample(instruments[7:], 2)]
+    # No other instrument may beat the designated most-overdue one.
+    history.sort(key=lambda h: (h[0], h[1]))
+    last_good = {}
+    for iid, day, result, _ in history:
+        if result != "fail":
+            last_good[iid] = day
+    for inst in instruments[7:]:
+        base = last_good.get(inst[0], inst[6])
+        if (AUDIT - dt.date.fromisoformat(base)).days > 1100:
+            history.append([inst[0], (AUDIT - dt.timedelta(days=rng.randint(100, 900))).isoformat(), "pass", "CERT-10000"])
+    history.sort(key=lambda h: (h[1], h[0]))
+    db.executemany("INSERT INTO instruments VALUES (?,?,?,?,?,?,?,?)", [tuple(i) for i in instruments])
+    db.executemany("INSERT INTO calibrations (instrument_id, performed_on, result, certificate) VALUES (?,?,?,?)",
+                   [tuple(h) for h in history])
+
+    memos, mail, logs = (ctx.workspace / p for p in ("quality", "mail", "shift_logs"))
+    for p in (memos, mail, logs):
+        p.mkdir()
+    (memos / "metrology_memo.md").write_text(
+        "# Metrology memo: calibration status\n\n"
+        "An instrument falls due for calibration its recorded interval (in days) after its last successful\n"
+        "calibration. Both a pass and a pass after adjustment count as successful; a failed calibration does\n"
+        "not restart the clock. An instrument that has never been calibrated successfully is due on the day it\n"
+        "was commissioned. It is overdue once its due date is behind us; on the due date itself it is still fine.\n\n"
+        f"Since the new torque standard, every torque wrench is on a {torque_days}-day interval whatever the\n"
+        "register says; the register has not been updated yet.\n\n"
+        "Retired instruments and anything held in Stores are not in use and are outside the calibration\n"
+        "programme until they are issued again.\n\n"
+        "Where an overdue instrument is found, lock it out of use first and then book its calibration against\n"
+        "that lock. Dimensional instruments (calipers, micrometers, gauge blocks and height gauges) go to our\n"
+        f"own metrology lab, which is booked as \"In-house lab\"; everything else goes to {external_lab}.\n"
+        f"Bookings are urgent when the instrument is more than {urgent_over} days overdue, otherwise routine.\n"
+    )
+    (mail / "2026-11-12_qa_deviation.eml").write_text(
+        "From: qa.manager@plant.example\nSubject: Approved deviation DV-2611\n\n"
+        f"I have approved a {deviation_days}-day extension of the calibration due date for the following\n"
+        "instruments while the lab clears its backlog: " + ", ".join(deviated) + ".\n"
+        "Add the extension to their due date; they are only overdue if they are past the extended date.\n"
+    )
+    for i in range(ctx.size("qa_mail")):
+        (mail / f"2026-11-{i + 1:02d}_qa_note.eml").write_text(
+            f"From: qa.team@plant.example\nSubject: {rng.choice(['5S audit', 'scrap figures', 'training matrix', 'supplier PPAP'])}\n\n"
+            "Routine update; nothing here affects calibration status or instrument use.\n")
+    for i in range(ctx.size("shift_logs")):
+        inst = rng.choice(instruments)
+        (logs / f"shift_log_{i:03d}.txt").write_text(
+            f"Shift {i + 1}: {inst[1]} used on {inst[3]} for first-off checks, readings normal. Operator signed the\n"
+            "check sheet. Next shift to continue the sampling plan.\n")
+    facts = {"torque_days": torque_days, "urgent_over": urgent_over, "external_lab": external_lab,
+             "deviation_days": deviation_days, "deviated": deviated, "most_overdue": g[1]}
+    db.execute("INSERT INTO _verifier_facts VALUES ('memo', ?)", (json.dumps(facts),))
