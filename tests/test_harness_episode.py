@@ -153,3 +153,11 @@ def test_programs_frame_lists_every_program_with_its_structure(teacher_runs):
     frame = programs_frame([teacher_runs["ptc", "v0"], teacher_runs["hybrid", "v0"], teacher_runs["dtc", "v0"]])
     assert frame.height == 3 + 1 and set(frame["harness"]) == {"ptc", "hybrid"}
     assert frame["dtc_like"].sum() == 0 and frame["loops"].max() >= 1 and frame["task_tool_calls"].sum() > 40
+
+
+def test_a_turn_mixing_good_and_broken_calls_keeps_tool_messages_first(restock_task):
+    turn = CALL.format(name="list_products", args='{"page": 1}') + '<tool_call>{"name": "get_supplier", "arguments": {</tool_call>'
+    t = run_episode(restock_task, "v0", 0, "dtc", ReplayPolicy([turn]))
+    assert [m["role"] for m in t.messages[2:5]] == ["assistant", "tool", "user"]  # APIs want tool answers right after the call
+    assert [c.kind for c in t.calls] == ["task_tool", "malformed"] and t.tool_calls == 1
+    assert t.end_reason == "no_tool_call" and t.turns == 2

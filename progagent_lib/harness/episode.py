@@ -95,16 +95,9 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                 messages.append(_assistant_message(turn, calls))
                 context_tokens += count(turn.text) + count(getattr(turn, "reasoning", "") or "") + \
                     sum(count(json.dumps(c.arguments, ensure_ascii=False)) for c in calls)
-
-                # A block the parser could not read is answered like a failed call; the episode goes on.
-                for problem in turn.parse_errors:
-                    feedback = (f"Error: your tool call could not be read: {problem} No tool was run; "
-                                "write the call again in the expected format.")
-                    messages.append({"role": "user", "content": feedback})
-                    tokens = count(feedback)
-                    context_tokens += tokens
-                    trajectory.malformed_calls += 1
-                    _record(trajectory, CallRecord(turn_index, "<malformed>", {}, feedback, tokens, 0.0, True, "malformed"))
+                # The policy may know the exact size so far (its own tokenizer, a server's usage report).
+                reported = (getattr(turn, "prompt_tokens", None) or 0) + (getattr(turn, "completion_tokens", None) or 0)
+                context_tokens = max(context_tokens, reported)
 
                 if not calls and not turn.parse_errors:
                     trajectory.end_reason, final_response = "no_tool_call", turn.text
@@ -121,9 +114,17 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                     trajectory.model_tool_calls += 1
                     _record(trajectory, _call_record(turn_index, call, observation, tokens))
 
-                # The policy may report the exact context size (its own tokenizer, server usage).
-                reported = (getattr(turn, "prompt_tokens", None) or 0) + (getattr(turn, "completion_tokens", None) or 0)
-                context_tokens = max(context_tokens, reported)
+                # A block the parser could not read is answered like a failed call, and the episode goes on.
+                # The answer comes after the tool messages: APIs want those right after the assistant turn.
+                for problem in turn.parse_errors:
+                    feedback = (f"Error: your tool call could not be read: {problem} No tool was run; "
+                                "write the call again in the expected format.")
+                    messages.append({"role": "user", "content": feedback})
+                    tokens = count(feedback)
+                    context_tokens += tokens
+                    trajectory.malformed_calls += 1
+                    _record(trajectory, CallRecord(turn_index, "<malformed>", {}, feedback, tokens, 0.0, True, "malformed"))
+
                 if session.done:
                     trajectory.end_reason = "claim_done"
                     break
