@@ -43,7 +43,7 @@ class Observation:
     is_error: bool
     done: bool = False              # True after claim_done
     kind: str = "invalid"           # "task_tool" | "program" | "terminal" | "claim_done" | "invalid"
-    task_tool_calls: list[dict] = field(default_factory=list)  # task-tool calls this dispatch caused
+    task_tool_calls: list[dict] = field(default_factory=list)  # task-tool calls it caused: name, arguments, is_error, ...
     runtime_error: bool = False     # a program raised
     timed_out: bool = False
     kernel_restarted: bool = False
@@ -142,10 +142,10 @@ class Session:
             # error_mode="off" is the paper's ablation: the failure arrives as an ordinary result.
             flagged = self.error_mode != "off"
             return Observation(f"Error: {exc}", is_error=flagged, kind="task_tool",
-                               task_tool_calls=[{**record, "ok": False}])
+                               task_tool_calls=[{**record, "is_error": True, "error": str(exc)}])
         flagged = self.error_mode == "detect" and looks_like_error(value) is not None
         return Observation(render_result(value), is_error=flagged, kind="task_tool",
-                           task_tool_calls=[{**record, "ok": True}], value=value)
+                           task_tool_calls=[{**record, "is_error": False}], value=value)
 
     def _run_program(self, code: str) -> Observation:
         result = self.runtime.execute(code, timeout=self.program_timeout)
