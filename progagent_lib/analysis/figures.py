@@ -60,11 +60,12 @@ def harness_comparison(summary: pl.DataFrame) -> alt.HConcatChart:
 
 
 def training_dynamics(dynamics: pl.DataFrame) -> alt.VConcatChart:
-    """Per RL step, one line per harness (columns: step, harness, mean_reward, tool_output_tokens, tool_calls, runtime_errors)."""
+    """Per RL step, one line per harness (columns: step, harness, mean_reward, tool_output_tokens_per_episode,
+    tool_calls_per_episode, runtime_errors_per_episode: the rows of the GSPO dynamics log)."""
     panels = [("mean_reward", "Mean reward", "Reward (R)"),
-              ("tool_output_tokens", "Tool-output tokens per episode", "Tokens"),
-              ("tool_calls", "Tool calls per episode", "Calls"),
-              ("runtime_errors", "Runtime errors per episode", "Errors")]
+              ("tool_output_tokens_per_episode", "Tool-output tokens per episode", "Tokens"),
+              ("tool_calls_per_episode", "Tool calls per episode", "Calls"),
+              ("runtime_errors_per_episode", "Runtime errors per episode", "Errors")]
     charts = [alt.Chart(_frame(dynamics)).mark_line(point=True).encode(
         x=alt.X("step:Q", title="RL step"), y=alt.Y(f"{col}:Q", title=y), color=harness_color(),
         tooltip=["harness", "step", col]).properties(title=title, width=WIDTH // 1.3, height=HEIGHT // 1.3)

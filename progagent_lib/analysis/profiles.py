@@ -54,6 +54,18 @@ class Profile:
     def pool_path(self) -> Path:
         return self.resolve(self.get("pool", "tasks"))
 
+    def training_recipe(self):
+        """The profile's PipelineConfig (train_config), with task paths resolved against the repository."""
+        from dataclasses import replace
+
+        from ..train.config import load_config
+        from ..train.pipeline import PipelineConfig
+
+        recipe = load_config(PipelineConfig, self.resolve(self["train_config"]))
+        root = str(self.pool_path)
+        return replace(recipe, sft=replace(recipe.sft, tasks_root=root), gspo=replace(recipe.gspo, tasks_root=root),
+                       eval=replace(recipe.eval, tasks_root=root))
+
     @property
     def figures_dir(self) -> Path:
         return self.resolve(self.get("figures_dir", "figures"))
