@@ -21,8 +21,9 @@ install: $(VENV)/.installed
 reproduce: install
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
 
+# The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
 test: install
-	$(PY) -m pytest -q tests
+	PROGAGENT_PROFILE=ci $(PY) -m pytest -q tests --nbval-lax notebooks
 
 certify: install
 	$(VENV)/bin/progagent tasks certify tasks --scales v0,v1,v2,v3 --seeds 2
