@@ -41,3 +41,12 @@ def test_policy_specs(spec, message):
     assert make_policy("openai:http://localhost:8000/v1#Qwen/Qwen3-8B", "ptc").model == "Qwen/Qwen3-8B"
     with pytest.raises(ValueError, match=message):
         make_policy(spec, "ptc")
+
+
+def test_teacher_refuses_a_harness_it_does_not_play(restock_task):
+    from progagent_lib.harness import run_episode
+
+    t = run_episode(restock_task, "v0", 0, "dtc", OracleTeacher("ptc"))
+    assert t.end_reason == "policy_error" and "cannot play this harness" in t.error and t.turns == 0
+    t = run_episode(restock_task, "v0", 0, "ptc", OracleTeacher("dtc"))
+    assert t.end_reason == "policy_error" and "list_products" in t.error

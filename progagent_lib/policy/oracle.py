@@ -47,7 +47,7 @@ class OracleTeacher:
 
     def start_episode(self, task) -> "_OracleEpisode":
         episode_class = {"dtc": DirectOracleEpisode, "ptc": ProgramOracleEpisode, "hybrid": HybridOracleEpisode}[self.harness]
-        return episode_class(task)
+        return episode_class(task, self.harness)
 
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
         raise TypeError("OracleTeacher plays one task at a time: run it through run_episode, which calls start_episode(task)")
@@ -56,10 +56,20 @@ class OracleTeacher:
 class _OracleEpisode:
     """Shared pieces of the three episode players."""
 
-    def __init__(self, task):
+    def __init__(self, task, harness: str):
         self.task = task
+        self.harness = harness
         self.specs = task.env_class.tool_specs
         self.step = 0
+
+    def check_tools(self, tools: list[dict]) -> None:
+        """Refuse to play a harness other than ours (its first call would be refused, silently wasting the episode)."""
+        offered = {t["function"]["name"] for t in tools}
+        needs = ({PROGRAMMATIC_TOOL_CALL} if get_harness(self.harness).programmatic else set()) | \
+            (set(self.specs) if get_harness(self.harness).direct_task_tools else set())
+        if not needs <= offered:
+            raise PolicyError(f"OracleTeacher({self.harness!r}) cannot play this harness: it does not offer "
+                              f"{sorted(needs - offered)}; use OracleTeacher(<the episode's harness>)")
 
     def _call(self, name: str, arguments: dict, thinking: str) -> PolicyTurn:
         self.step += 1
@@ -117,8 +127,8 @@ class _Stopped(BaseException):
 class DirectOracleEpisode(_OracleEpisode):
     """DTC: one oracle tool call per turn."""
 
-    def __init__(self, task):
-        super().__init__(task)
+    def __init__(self, task, harness: str):
+        super().__init__(task, harness)
         self.requests: queue.Queue = queue.Queue()    # oracle thread -> teacher: ("call", name, args) | ("done", answer) | ("failed", exc)
         self.replies: queue.Queue = queue.Queue()     # teacher -> oracle thread: (is_error, text) | None to stop
         self.thread: threading.Thread | None = None
@@ -145,6 +155,7 @@ class DirectOracleEpisode(_OracleEpisode):
 
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
         if self.thread is None:
+            self.check_tools(tools)
             self.thread = threading.Thread(target=self._run_oracle, name=f"oracle-{self.task.id}", daemon=True)
             self.thread.start()
         else:
@@ -170,8 +181,8 @@ class DirectOracleEpisode(_OracleEpisode):
 class ProgramOracleEpisode(_OracleEpisode):
     """PTC: inspect, define, run, claim_done."""
 
-    def __init__(self, task):
-        super().__init__(task)
+    def __init__(self, task, harness: str):
+        super().__init__(task, harness)
         self.plan = self._plan()
 
     def _plan(self) -> list[tuple[str, Any]]:
@@ -189,7 +200,9 @@ class ProgramOracleEpisode(_OracleEpisode):
         ]
 
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
-        if self.step > 0:
+        if self.step == 0:
+            self.check_tools(tools)
+        else:
             observation = self._observation(messages)
             last_kind = self.plan[self.step - 1][0]
             if last_kind == "program" and self.step > 1 and _looks_failed(observation):
