@@ -58,8 +58,8 @@ class PathBeneathAttr(ctypes.Structure):
     _fields_ = [("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
 
 
-def join_cgroup(procs_file):
-    if procs_file:
+def join_cgroups(procs_files):
+    for procs_file in procs_files:
         with open(procs_file, "w") as fh:
             fh.write(str(os.getpid()))
 
@@ -111,7 +111,7 @@ def landlock(read_paths, write_paths):
 
 def main():
     config = json.loads(sys.argv[1])
-    join_cgroup(config.get("cgroup_procs"))
+    join_cgroups(config.get("cgroup_procs", []))
     if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0:
         fail("unshare(CLONE_NEWNET | CLONE_NEWIPC)")
     set_limits(config["rlimits"])

@@ -8,9 +8,11 @@ A confined process (see `_launcher.py`, which runs inside it before the real pro
   no process outside its own sandbox and reach no abstract unix socket outside it. Everything else —
   the task folder, the project tree, other episodes, the environment cache — is unreadable;
 - lives in its own network namespace (no interface but a down loopback) and IPC namespace;
-- is bounded by rlimits (address space, CPU time, file size, open files, no core dumps) and by a pids
-  cgroup (the process count; rlimit NPROC does not bind uid 0). The cgroup also lets the host kill
-  every process the sandbox ever forked.
+- is bounded by rlimits (address space, CPU time, file size, open files, no core dumps), by a pids
+  cgroup (the process count; rlimit NPROC does not bind uid 0) and, where the machine allows, by a
+  memory cgroup (all its processes together). The pids cgroup also lets the host kill every process
+  the sandbox ever forked;
+- cannot create unix-domain sockets (seccomp, see `_seccomp.py`).
 
 Why uid 0 without capabilities and not a dedicated uid: the Python installation lives under /root
 (mode 0700) here, so an unprivileged uid could not even start the interpreter.
@@ -35,6 +37,7 @@ MiB = 1 << 20
 SECCOMP_SOURCE = (Path(__file__).parent / "_seccomp.py").read_text()
 LAUNCHER_SOURCE = SECCOMP_SOURCE + "\n" + (Path(__file__).parent / "_launcher.py").read_text()
 CGROUP_PIDS_ROOT = Path("/sys/fs/cgroup/pids")
+CGROUP_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettempdir()) / "progagent-runtime"))
 
 # Readable by every sandbox: the interpreter, its libraries and a few harmless system files.
@@ -105,10 +108,54 @@ def check_available() -> None:
                                  "mount the cgroup v1 pids controller or pass unsafe_no_sandbox=True")
 
 
+def _own_memory_cgroup() -> Path | None:
+    """This process's cgroup v1 memory folder, if there is one we may create children in."""
+    try:
+        for line in Path("/proc/self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            if "memory" in controllers.split(","):
+                folder = CGROUP_MEMORY_ROOT / path.lstrip("/")
+                return folder if os.access(folder, os.W_OK) else None
+    except OSError:
+        return None
+    return None
+
+
+def _memory_cgroup(name: str, memory_bytes: int) -> Path | None:
+    """A child memory cgroup bounding the whole sandbox's memory (all its processes together).
+
+    Made under this process's own memory cgroup, so the container's accounting still covers it.
+    Optional: rlimits bound each process anyway; this adds a bound on their sum when the machine
+    offers a writable cgroup v1 memory controller.
+    """
+    parent = _own_memory_cgroup()
+    if parent is None:
+        return None
+    path = parent / f"progagent-{name}"
+    try:
+        path.mkdir()
+        (path / "memory.limit_in_bytes").write_text(str(memory_bytes))
+    except OSError:
+        _rmdir_cgroup(path)
+        return None
+    return path
+
+
+def _rmdir_cgroup(path: Path) -> None:
+    for _ in range(200):
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # processes not reaped yet
+            time.sleep(0.01)
+
+
 class ProcessGroup:
     """A pids cgroup holding one sandbox: bounds its process count and can kill all of it."""
 
-    def __init__(self, max_processes: int):
+    def __init__(self, max_processes: int, memory_bytes: int | None = None):
         # The host's pid in the name lets a later host clean up after one that died (`sweep_orphans`).
         self.path = CGROUP_PIDS_ROOT / "progagent" / f"{os.getpid()}-{uuid.uuid4().hex[:12]}"
         try:
@@ -117,10 +164,13 @@ class ProcessGroup:
         except OSError as exc:
             raise SandboxUnavailable(f"cannot create the pids cgroup {self.path} ({exc}); the sandbox needs a writable "
                                      "cgroup v1 pids hierarchy, or pass unsafe_no_sandbox=True") from exc
+        self.memory_path = _memory_cgroup(self.path.name, memory_bytes) if memory_bytes else None
 
-    @property
-    def procs_file(self) -> str:
-        return str(self.path / "cgroup.procs")
+    def procs_files(self) -> list[str]:
+        files = [str(self.path / "cgroup.procs")]
+        if self.memory_path is not None:
+            files.append(str(self.memory_path / "cgroup.procs"))
+        return files
 
     def count(self) -> int:
         try:
@@ -150,14 +200,9 @@ class ProcessGroup:
 
     def remove(self) -> None:
         self.kill_all()
-        for _ in range(200):
-            try:
-                self.path.rmdir()
-                return
-            except FileNotFoundError:
-                return
-            except OSError:  # the killed processes are not reaped yet
-                time.sleep(0.01)
+        if getattr(self, "memory_path", None) is not None:
+            _rmdir_cgroup(self.memory_path)
+        _rmdir_cgroup(self.path)
 
 
 def _host_alive(pid: int) -> bool:
@@ -191,6 +236,11 @@ def sweep_orphans() -> None:
             group = ProcessGroup.__new__(ProcessGroup)
             group.path = path
             group.remove()
+    memory_parent = _own_memory_cgroup()
+    for path in (memory_parent.glob("progagent-*") if memory_parent is not None else []):
+        owner = path.name.split("-")[1]
+        if owner.isdigit() and not _host_alive(int(owner)):
+            _rmdir_cgroup(path)
     for path in (RUNTIME_ROOT.iterdir() if RUNTIME_ROOT.is_dir() else []):
         parts = path.name.split("-")
         if len(parts) >= 3 and parts[1].isdigit() and not _host_alive(int(parts[1])):
@@ -237,7 +287,7 @@ class Sandbox:
         # must cover a workspace mounted on the slot sits on the slot's parent, `bind/`.
         self.bind_root = self.root / "bind"
         self.slot = self.bind_root / "workspace"
-        self.group = ProcessGroup(self.limits.max_processes) if self.confined else None
+        self.group = ProcessGroup(self.limits.max_processes, self.limits.memory_bytes) if self.confined else None
         self.mounted = False
 
     @property
@@ -266,7 +316,7 @@ class Sandbox:
         if self.workspace is not None:
             write_paths.append(str(self.workspace))
         return {
-            "cgroup_procs": self.group.procs_file if self.group else None,
+            "cgroup_procs": self.group.procs_files() if self.group else [],
             "rlimits": self.limits.rlimits(),
             "read_paths": [*python_read_paths(), *SYSTEM_READ_PATHS, *self.extra_read_paths],
             "write_paths": write_paths,
