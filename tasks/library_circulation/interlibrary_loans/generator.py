@@ -44,7 +44,7 @@ def generate(ctx):
     partners[t_idx] = (tight[0], tight[1], tight[2], agreements[tight[1]]["limit"] - 1)  # one slot left
     db.executemany("INSERT INTO partners VALUES (?,?,?,?)", partners)
 
-    n_titles = max(20, ctx.size("copies") // 3)
+    n_titles = max(20, ctx.size("copies") // 4)
     titles = []
     for t in range(n_titles):
         fmt = rng.choice(FORMATS)
@@ -57,7 +57,7 @@ def generate(ctx):
     for cid in range(1, ctx.size("copies") + 1):
         isbn = titles[cid % n_titles][0] if cid <= n_titles * 2 else rng.choice(titles)[0]
         collection = rng.choices(["general", "reference", "special"], [0.8, 0.12, 0.08])[0]
-        status = rng.choices(["available", "on loan", "missing"], [0.65, 0.3, 0.05])[0]
+        status = rng.choices(["available", "on loan", "missing"], [0.75, 0.2, 0.05])[0]
         copies.append([cid, isbn, f"3{rng.randint(10**8, 10**9 - 1)}", rng.choice(["Central", "East", "Harbour"]),
                        collection, status])
     # Title 1 has exactly one lendable copy: the keep-one-on-the-shelf rule must refuse it.
