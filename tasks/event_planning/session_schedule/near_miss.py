@@ -1,0 +1,28 @@
+"""A plausible wrong solution: schedules everything without reading the speakers' mail, so withdrawn
+sessions stay on the programme and availability requests are ignored; clashes and rooms are handled."""
+from progagent_lib.task.oracle_kit import read_all
+
+
+def solve(tools) -> str:
+    sessions = read_all(tools.list_sessions)
+    rooms = sorted(read_all(tools.list_rooms), key=lambda r: r["capacity"])
+    slots = tools.list_slots()
+    used = {}
+    keynote = next(s for s in sessions if s["code"] == "KN-1")
+    hall = next(r for r in rooms if r["name"] == "Main Hall")
+    tools.schedule_session(session_id=keynote["id"], room_id=hall["id"], slot_id=slots[0]["id"])
+    lines = [f"KN-1,{slots[0]['day']},{slots[0]['start']},Main Hall"]
+    for s in sorted((s for s in sessions if s is not keynote), key=lambda s: -s["expected_attendance"]):
+        for slot in slots[1:]:
+            here = used.setdefault(slot["id"], [])
+            if any(o["track"] == s["track"] or set(o["speaker_ids"]) & set(s["speaker_ids"]) for o, _ in here):
+                continue
+            free = [r for r in rooms if all(r["id"] != rr for _, rr in here) and r["capacity"] >= s["expected_attendance"]
+                    and (s["format"] != "workshop" or r["lab_equipped"])]
+            if free:
+                tools.schedule_session(session_id=s["id"], room_id=free[0]["id"], slot_id=slot["id"])
+                here.append((s, free[0]["id"]))
+                lines.append(f"{s['code']},{slot['day']},{slot['start']},{free[0]['name']}")
+                break
+    tools.write_file(path="timetable.csv", content="session_code,day,start,room\n" + "\n".join(lines))
+    return f"{len(lines)} sessions scheduled."
