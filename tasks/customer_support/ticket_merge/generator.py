@@ -82,8 +82,8 @@ def generate(ctx):
     db.executemany("INSERT INTO _status_at_start VALUES (?, ?)", [(t[0], t[4]) for t in tickets])
 
     docs, inbox = ctx.workspace / "playbook", ctx.workspace / "desk_inbox"
-    docs.mkdir()
-    inbox.mkdir()
+    for folder in (docs, inbox):
+        folder.mkdir()
     (docs / "duplicate_tickets.md").write_text(
         "# Playbook: duplicate tickets\n\n"
         "Two tickets are duplicates when they come from the same requester and have the same subject once you "

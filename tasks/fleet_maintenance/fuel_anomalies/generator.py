@@ -116,13 +116,11 @@ def generate(ctx):
         f"{stolen_at.strftime('%H:%M')} on {stolen_at.day} November and reported it straight away. Sorry!\n"
     )
     chatter = ["car wash tokens", "depot gate codes", "tyre supplier change", "mileage logs", "winter kit", "parking fines"]
-    for i in range(ctx.size("ops_mail")):
-        v = rng.choice(vehicles)
-        (inbox / f"ops_{i:02d}_{chatter[i % len(chatter)].replace(' ', '_')}.eml").write_text(
-            f"From: ops@fleet.example\nSubject: {chatter[i % len(chatter)].capitalize()}\n\nA note on the "
-            f"{chatter[i % len(chatter)]}. {v[1]} at {v[5]} depot is mentioned in the log but nothing about fuel "
-            f"changes. Reference {rng.randint(100, 999)}.\n"
-        )
+    picks = [(chatter[i % len(chatter)], rng.choice(vehicles), rng.randint(100, 999)) for i in range(ctx.size("ops_mail"))]
+    for i, (topic, v, ref) in enumerate(picks):
+        body = f"A note on the {topic}. {v[1]} at {v[5]} depot is mentioned in the log but nothing about fuel changes."
+        (inbox / f"ops_{i:02d}_{topic.replace(' ', '_')}.eml").write_text(
+            f"From: ops@fleet.example\nSubject: {topic.capitalize()}\n\n{body} Reference {ref}.\n")
     facts = {"stolen_card": stolen_card, "stolen_at": stolen_at.strftime("%Y-%m-%d %H:%M"), "window_hours": window_hours,
              "aux": {aux_v[1]: aux_v[3] + aux_litres}, "night_cards": [drivers[night_v[4] - 1][2], drivers[spare[4] - 1][2]]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

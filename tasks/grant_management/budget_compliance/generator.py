@@ -113,16 +113,14 @@ def generate(ctx):
         "This sponsor funds people and consumables only. Equipment is not an allowable cost on our awards under "
         "any circumstances, and we do not grant exceptions.\n"
     )
-    (mail / "approval_equipment.eml").write_text(
-        f"From: grants@{PREFIX[equip_limited].lower()}.example\nSubject: Prior approval - award {award_no[approved_equipment[1]]}\n\n"
-        f"Dear colleagues, the {equip_limited} approves the equipment purchase on {approved_equipment[6]} "
-        f"({approved_equipment[5]}) under award {award_no[approved_equipment[1]]}.\n\nKind regards, Program Office\n"
-    )
-    (mail / "approval_travel.eml").write_text(
-        f"From: grants@{PREFIX[travel_limited].lower()}.example\nSubject: Prior approval - award {award_no[approved_trip[1]]}\n\n"
-        f"Dear colleagues, the {travel_limited} approves the international travel charged on {approved_trip[6]} "
-        f"({approved_trip[5]}) under award {award_no[approved_trip[1]]}.\n\nKind regards, Program Office\n"
-    )
+    letters = [("approval_equipment.eml", equip_limited, "equipment purchase", approved_equipment),
+               ("approval_travel.eml", travel_limited, "international travel charged", approved_trip)]
+    for filename, sponsor, what, expense in letters:
+        award = award_no[expense[1]]
+        (mail / filename).write_text(
+            f"From: grants@{PREFIX[sponsor].lower()}.example\nSubject: Prior approval - award {award}\n\n"
+            f"Dear colleagues, the {sponsor} approves the {what} on {expense[6]} ({expense[5]}) under award {award}."
+            "\n\nKind regards, Program Office\n")
     topics = ["effort certification", "F&A rate agreement", "subaward invoices", "closeout checklist",
               "timesheet reminders", "new sponsor portal"]
     for i in range(ctx.size("office_mail")):

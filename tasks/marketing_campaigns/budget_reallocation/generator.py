@@ -97,13 +97,16 @@ def generate(ctx):
     )
     chatter = ["creative refresh", "attribution model", "agency invoice", "landing page tests", "Q1 planning",
                "tracking audit", "holiday calendar", "reporting dashboard"]
-    for i in range(ctx.size("team_updates")):
-        c = rng.choice(campaigns)
-        (notes / f"update_{i:02d}_{chatter[i % len(chatter)].replace(' ', '_')}.eml").write_text(
-            f"From: {rng.choice(CHANNELS)}-team@outdoorco.example\nSubject: {chatter[i % len(chatter)].capitalize()}\n\n"
-            f"Quick note on the {chatter[i % len(chatter)]}: {c[1]} had a good week. No budget action needed from this. "
-            f"Numbers in the dashboard, ref {rng.randint(100, 999)}.\n"
-        )
+
+    def team_update(topic: str) -> str:
+        sender, mentioned = rng.choice(CHANNELS), rng.choice(campaigns)[1]
+        return (f"From: {sender}-team@outdoorco.example\nSubject: {topic.capitalize()}\n\nQuick note on the {topic}: "
+                f"{mentioned} had a good week. No budget action needed from this. Numbers in the dashboard, "
+                f"ref {rng.randint(100, 999)}.\n")
+
+    updates = [chatter[i % len(chatter)] for i in range(ctx.size("team_updates"))]
+    for i, topic in enumerate(updates):
+        (notes / f"update_{i:02d}_{topic.replace(' ', '_')}.eml").write_text(team_update(topic))
     facts = {"window_start": first_in_window.isoformat(), "cut_count": cut_count, "top_count": top_count,
              "cut_pct": cut_pct, "paused": paused[0]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
