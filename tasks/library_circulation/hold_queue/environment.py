@@ -34,13 +34,19 @@ class HoldQueueEnv(WorkspaceEnvironment):
         return paginate(self.query(f"SELECT id, title_id, barcode, branch, status FROM copies {where} ORDER BY id", args), page)
 
     @tool
-    def list_patrons(self, page: int = 1) -> dict:
+    def list_patrons(self, card_type: str = "", page: int = 1) -> dict:
         """List patrons with card type, expiry date and block flag, 20 per page.
 
         Args:
+            card_type: Only patrons holding this kind of card ("adult" or "staff") when non-empty.
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, card_number, name, card_type, expires_on, blocked FROM patrons ORDER BY id"), page)
+        if card_type not in ("", "adult", "staff"):
+            raise ToolError("card_type must be 'adult', 'staff' or empty")
+        columns = "id, card_number, name, card_type, expires_on, blocked"
+        if card_type:
+            return paginate(self.query(f"SELECT {columns} FROM patrons WHERE card_type = ? ORDER BY id", (card_type,)), page)
+        return paginate(self.query(f"SELECT {columns} FROM patrons ORDER BY id"), page)
 
     @tool
     def create_transfer(self, copy_id: int, to_branch: str) -> dict:
