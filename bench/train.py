@@ -2,11 +2,16 @@
 
     .venv/bin/python bench/train.py [--model runs/cpu-smoke/sft/final] [--steps 3] [--harnesses dtc,ptc]
 
-Runs a short GSPO run per harness (the cpu-smoke settings, fresh output folder) and reads the per-step timings
-of its dynamics log. Shares are of the step's wall time, so they are comparable across machines; absolute
-seconds are printed too. Without --model a tiny model is built (it rarely calls tools, so the environment
-share is then a lower bound); the SFT model of `progagent train pipeline --config configs/cpu-smoke.yaml` is
-the representative one.
+Two kinds of GSPO steps per harness, each through the real GRPOTrainer with the cpu-smoke settings:
+
+- model: the checkpoint generates its own turns. A cpu-smoke model rarely writes a valid tool call, so its
+  environment share is a lower bound.
+- teacher-replay: the OracleTeacher's turns for the same episodes are fed in as tokens in place of generation
+  (no model sampling), so the environment does the work of an episode that solves the task: real kernel, tools
+  and verifier, and the update sees full-length sequences. Its generation share is ~0 by construction.
+
+Shares are of the step's wall time (comparable across machines); seconds per step are printed too. The first
+step of each run pays one-off costs and is left out when there are more.
 """
 from __future__ import annotations
 
@@ -22,9 +27,37 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from progagent_lib.train.config import load_config  # noqa: E402
-from progagent_lib.train.gspo import run_gspo  # noqa: E402
+from progagent_lib.train.gspo import run_gspo, select_tasks  # noqa: E402
 from progagent_lib.train.models import build_tiny_model  # noqa: E402
 from progagent_lib.train.pipeline import PipelineConfig  # noqa: E402
+from progagent_lib.train.rollout import ReplayTurns, assistant_turn_text  # noqa: E402
+
+REPLAY_TASKS = ["retail/restock_orders", "clinic_scheduling/rebook_clinician_leave"]  # the shortest DTC episodes
+
+
+def teacher_scripts(config, harness: str) -> dict[tuple, list[str]]:
+    from progagent_lib.harness.episode import run_episode
+    from progagent_lib.policy import OracleTeacher
+
+    scripts = {}
+    for task in select_tasks(config.tasks_root, config.task_ids):
+        for scale in config.scales:
+            for seed in config.train_seeds:
+                trajectory = run_episode(task, scale, seed, harness, OracleTeacher(harness))
+                scripts[(task.id, scale, seed)] = [assistant_turn_text(m) for m in trajectory.messages if m["role"] == "assistant"]
+    return scripts
+
+
+def shares(kind: str, harness: str, steps: list[dict]) -> dict:
+    measured = steps[1:] or steps
+    total = sum(s["seconds_step"] for s in measured)
+    env, gen, update = (sum(s[k] for s in measured) for k in ("seconds_environment", "seconds_generate", "seconds_update"))
+    return {"kind": kind, "harness": harness, "steps": len(measured), "seconds_per_step": total / len(measured),
+            "environment_share": env / total, "generation_share": gen / total, "update_share": update / total,
+            "other_share": max(total - env - gen - update, 0.0) / total,
+            "tool_calls_per_episode": sum(s["tool_calls_per_episode"] for s in measured) / len(measured),
+            "episode_tokens": sum(s["episode_length_tokens"] for s in measured) / len(measured),
+            "mean_reward": sum(s["mean_reward"] for s in measured) / len(measured)}
 
 
 def main() -> int:
@@ -33,6 +66,7 @@ def main() -> int:
     parser.add_argument("--config", default=str(REPO / "configs/cpu-smoke.yaml"))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--harnesses", default="dtc,ptc")
+    parser.add_argument("--kinds", default="model,teacher-replay")
     args = parser.parse_args()
 
     smoke = load_config(PipelineConfig, args.config)
@@ -45,26 +79,28 @@ def main() -> int:
     rows = []
     try:
         for harness in args.harnesses.split(","):
-            config = replace(smoke.gspo, model=model, harness=harness, output_dir=str(work / f"gspo-{harness}"),
-                             max_steps=args.steps, save_steps=args.steps)
-            steps = run_gspo(config, resume=False)["dynamics"]
-            # The first step pays one-off costs (kernel pool, first compilation): report the later ones when any.
-            measured = steps[1:] or steps
-            total = sum(s["seconds_step"] for s in measured)
-            env = sum(s["seconds_environment"] for s in measured)
-            gen = sum(s["seconds_generate"] for s in measured)
-            update = sum(s["seconds_update"] for s in measured)
-            rows.append({"harness": harness, "steps": len(measured), "seconds_per_step": total / len(measured),
-                         "environment_share": env / total, "generation_share": gen / total, "update_share": update / total,
-                         "other_share": max(total - env - gen - update, 0.0) / total,
-                         "tool_calls_per_episode": sum(s["model_tool_calls_per_episode"] for s in measured) / len(measured)})
+            base = replace(smoke.gspo, model=model, harness=harness, max_steps=args.steps, save_steps=args.steps)
+            if "model" in args.kinds:
+                config = replace(base, output_dir=str(work / f"model-{harness}"))
+                rows.append(shares("model", harness, run_gspo(config, resume=False)["dynamics"]))
+            if "teacher-replay" in args.kinds:
+                config = replace(base, output_dir=str(work / f"replay-{harness}"), task_ids=REPLAY_TASKS,
+                                 train_seeds=[0, 1], num_generations=2, max_turns=10_000, max_new_tokens=100_000,
+                                 max_completion_tokens=1_000_000)
+                scripts = teacher_scripts(config, harness)
+
+                def replay(trainer, specs, scripts=scripts):
+                    return ReplayTurns(trainer.processing_class, [scripts[(s.task.id, s.scale, s.seed)] for s in specs])
+
+                rows.append(shares("teacher-replay", harness, run_gspo(config, resume=False, turn_generator=replay)["dynamics"]))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print("| harness | steps | s/step | environment | generation | update | other | model tool calls/episode |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| rollouts | harness | steps | s/step | environment | generation | update | other | task-tool calls/episode | tokens/episode | mean reward |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['harness']} | {r['steps']} | {r['seconds_per_step']:.1f} | {r['environment_share']:.1%} | "
-              f"{r['generation_share']:.1%} | {r['update_share']:.1%} | {r['other_share']:.1%} | {r['tool_calls_per_episode']:.1f} |")
+        print(f"| {r['kind']} | {r['harness']} | {r['steps']} | {r['seconds_per_step']:.1f} | {r['environment_share']:.1%} | "
+              f"{r['generation_share']:.1%} | {r['update_share']:.1%} | {r['other_share']:.1%} | "
+              f"{r['tool_calls_per_episode']:.1f} | {r['episode_tokens']:.0f} | {r['mean_reward']:.2f} |")
     print(json.dumps(rows))
     return 0
 

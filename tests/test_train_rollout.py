@@ -8,7 +8,8 @@ import json
 import pytest
 
 from progagent_lib.train.models import TinyModelConfig, build_tiny_model
-from progagent_lib.train.rollout import HFTurnGenerator, RolloutLimits, TurnOutput, observation_block, run_token_episode
+from progagent_lib.train.rollout import (EpisodeSpec, HFTurnGenerator, ReplayTurns, RolloutLimits, TurnOutput,
+                                         assistant_turn_text, observation_block, run_token_episode, run_token_episodes)
 
 
 @pytest.fixture(scope="module")
@@ -146,3 +147,23 @@ def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, rest
     env_texts = [tokenizer.decode(episode.completion_ids[a:b]) for a, b in spans(episode.env_mask, 0)]
     assert "rows 40" in env_texts[1] and "ZeroDivisionError" in env_texts[2]
     assert "programmatic_tool_call" in env_texts[3]  # the refusal tells the model how to call the tool
+
+
+@pytest.mark.parametrize("harness", ["dtc", "ptc"])
+def test_teacher_turns_replayed_as_tokens_solve_the_task(tiny, restock_task, harness):
+    """The token-level loop (parsing, dispatch, observation blocks, verdict) agrees with the harness's episode
+    loop: the OracleTeacher's turns, fed in as tokens, earn the full reward for two episodes played in lockstep."""
+    from progagent_lib.harness.episode import run_episode
+    from progagent_lib.policy import OracleTeacher
+
+    _, tokenizer = tiny
+    scripts = []
+    for seed in (0, 1):
+        trajectory = run_episode(restock_task, "v0", seed, harness, OracleTeacher(harness))
+        scripts.append([assistant_turn_text(m) for m in trajectory.messages if m["role"] == "assistant"])
+    limits = RolloutLimits(max_turns=1000, max_new_tokens=100_000, max_completion_tokens=10_000_000)
+    episodes = run_token_episodes([EpisodeSpec(restock_task, "v0", 0), EpisodeSpec(restock_task, "v0", 1)], harness,
+                                  tokenizer, ReplayTurns(tokenizer, scripts), limits)
+    for episode, script in zip(episodes, scripts):
+        assert (episode.reward, episode.end_reason, episode.turns) == (1.0, "claim_done", len(script))
+        assert episode.tool_calls >= 3 and 0 in episode.env_mask

@@ -12,7 +12,7 @@ import os
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from .rollout import (EpisodeSpec, EpisodeTokens, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator,
                       episode_summary, run_token_episodes)
@@ -131,8 +131,12 @@ class DynamicsLog:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None):
-    """The function TRL calls instead of its own generation: one full episode per prompt it is given."""
+def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
+                      turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None):
+    """The function TRL calls instead of its own generation: one full episode per prompt it is given.
+
+    `turn_generator(trainer, specs)` replaces the trainer's model as the source of assistant turns (bench/train.py
+    replays teacher turns through it to time the environment on episodes that really use tools)."""
     tasks_by_id = {t.id: t for t in tasks}
     limits = config.limits()
     http_clients: dict[str, Any] = {}
@@ -152,16 +156,18 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
     def rollout_func(prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
         started = time.perf_counter()
         tokenizer = trainer.processing_class
-        if config.use_vllm:
-            generate_turn = VLLMServerTurnGenerator(vllm_client(trainer), temperature=config.temperature)
-        else:
-            model = trainer.accelerator.unwrap_model(trainer.model)
-            generate_turn = HFTurnGenerator(model, tokenizer, temperature=config.temperature)
-        # Episodes of the same harness run in lockstep so each turn is one batched generate call.
         specs = []
         for prompt in prompts:
             task_id, scale, seed = prompt[-1]["episode"].split("|")
             specs.append(EpisodeSpec(tasks_by_id[task_id], scale, int(seed)))
+        if turn_generator is not None:
+            generate_turn = turn_generator(trainer, specs)
+        elif config.use_vllm:
+            generate_turn = VLLMServerTurnGenerator(vllm_client(trainer), temperature=config.temperature)
+        else:
+            generate_turn = HFTurnGenerator(trainer.accelerator.unwrap_model(trainer.model), tokenizer,
+                                            temperature=config.temperature)
+        # Episodes of one step run in lockstep, so each turn is one batched generate call.
         episodes = run_token_episodes(specs, config.harness, tokenizer, generate_turn, limits, error_mode=config.error_mode)
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
@@ -226,7 +232,8 @@ def grpo_args(config: GSPORunConfig):
     )
 
 
-def run_gspo(config: GSPORunConfig, *, resume: bool = True) -> dict:
+def run_gspo(config: GSPORunConfig, *, resume: bool = True,
+             turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None) -> dict:
     """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from trl import GRPOTrainer
@@ -256,7 +263,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True) -> dict:
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = GRPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=grpo_args(config),
-        train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics), peft_config=peft_config,
+        train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator), peft_config=peft_config,
         callbacks=[_dynamics_callback(dynamics)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)

@@ -10,13 +10,14 @@ turn with no tool call, or when the turn / token budget runs out (truncated).
 """
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..harness.metrics import analyze_program
-from ..harness.parsing import parse_tool_calls
-from ..harness.session import Observation, Session
+from ..harness.parsing import format_tool_call_json, parse_tool_calls
+from ..harness.session import Observation, Session, ToolCall
 from ..harness.spec import PROGRAMMATIC_TOOL_CALL
 
 
@@ -293,6 +294,39 @@ class VLLMServerTurnGenerator:
                                    max_tokens=max_new_tokens, logprobs=0)
         return [TurnOutput(ids, [position[0] for position in logprobs])
                 for ids, logprobs in zip(out["completion_ids"], out["logprobs"])]
+
+
+class ReplayTurns:
+    """A turn source that plays fixed assistant turns (e.g. a teacher's) instead of sampling a model.
+
+    `scripts[i]` holds the raw turn texts of episode i of the batch. An episode whose script is played out has
+    finished (its last turn calls claim_done), which is how calls are matched to the live episodes.
+    """
+
+    def __init__(self, tokenizer: Any, scripts: list[list[str]]):
+        self.tokenizer, self.queues = tokenizer, [list(s) for s in scripts]
+
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
+        live = [q for q in self.queues if q]
+        if len(live) != len(contexts):
+            raise RuntimeError("a replayed episode ended before its script did: it diverged from the recorded one")
+        turns = []
+        for queue in live:
+            ids = self.tokenizer(queue.pop(0) + "<|im_end|>", add_special_tokens=False)["input_ids"]
+            turns.append(TurnOutput(ids, [0.0] * len(ids)))
+        return turns
+
+
+def assistant_turn_text(message: dict) -> str:
+    """An assistant message of a trajectory as the raw text a Qwen3 model would have generated for it."""
+    text = f"<think>\n{message['reasoning_content']}\n</think>\n\n" if message.get("reasoning_content") else ""
+    text += message.get("content") or ""
+    calls = []
+    for call in message.get("tool_calls") or []:
+        arguments = call["function"]["arguments"]
+        arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
+        calls.append(format_tool_call_json(ToolCall(call["function"]["name"], arguments)))
+    return text + ("\n" if text and calls else "") + "\n".join(calls)
 
 
 def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, float]:
