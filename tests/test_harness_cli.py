@@ -81,3 +81,17 @@ def test_cost_by_harness_pivots_scales_against_harnesses():
     table = cost_by_harness(runs)
     assert table.columns == ["scale", "dtc", "ptc", "dtc/ptc"]
     assert table["dtc/ptc"].to_list() == [10.0, 40.0]
+
+
+def test_a_half_written_task_is_skipped_not_fatal(tmp_path, capsys, restock_task):
+    import shutil
+
+    pool = tmp_path / "tasks"
+    shutil.copytree(restock_task.root, pool / "retail" / "restock_orders", ignore=shutil.ignore_patterns("__pycache__"))
+    (pool / "retail" / "draft").mkdir()
+    (pool / "retail" / "draft" / "task.toml").write_text('id = "retail/draft"\ndomain = "retail"\ntitle = "draft"\n')
+    out = tmp_path / "o.jsonl"
+    code = main(["run", "--tasks", str(pool), "--harness", "ptc", "--out", str(out), "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 1 and "skipped: task" in captured.err and "draft" in captured.err
+    assert [t.task_id for t in read_jsonl(out)] == ["retail/restock_orders"]

@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 
-from ..task import find_task_dirs, load_task, parse_scales
+from ..task import load_pool_report, parse_scales
 from .spec import HARNESSES
 from .summary import cost_by_harness, print_table
 
@@ -54,9 +54,16 @@ def run_command(args) -> int:
     if unknown:
         print(f"error: unknown harness(es) {unknown}; expected {', '.join(HARNESSES)}", file=sys.stderr)
         return 2
-    task_dirs = [d for path in args.tasks for d in find_task_dirs(path)]
-    if not task_dirs:
-        print(f"error: no task folders under {args.tasks}", file=sys.stderr)
+    # A task folder still being written must not stop the others: report it and go on.
+    tasks, load_errors = [], []
+    for path in args.tasks:
+        found, errors = load_pool_report(path)
+        tasks += found
+        load_errors += errors
+    for error in load_errors:
+        print(f"skipped: {error}", file=sys.stderr)
+    if not tasks:
+        print(f"error: no task could be loaded from {args.tasks}", file=sys.stderr)
         return 2
     policy_kwargs = {}
     for item in args.policy_arg:
@@ -73,7 +80,7 @@ def run_command(args) -> int:
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
     result = run_batch(
-        [load_task(d) for d in task_dirs], parse_scales(args.scales), harnesses, args.policy, args.out,
+        tasks, parse_scales(args.scales), harnesses, args.policy, args.out,
         seeds=[int(s) for s in args.seeds.split(",") if s.strip()], samples=args.samples, workers=args.workers,
         progress=not args.no_progress, error_mode=args.error_mode, system_prompt=args.system_prompt, tokenizer=tokenizer,
         policy_kwargs=policy_kwargs,
@@ -91,4 +98,4 @@ def run_command(args) -> int:
         print(f"{len(result.failures)} episode(s) failed and were not written; run the command again to retry them.",
               file=sys.stderr)
         return 1
-    return 0
+    return 1 if load_errors else 0
