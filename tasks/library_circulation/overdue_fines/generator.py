@@ -100,7 +100,8 @@ def generate(ctx):
         f"Blocking: once a patron's unpaid fines add up to {block_at:.2f} dollars or more, their card is blocked "
         "until they settle. Paid and waived fines do not count towards the limit.\n"
     )
-    closure_text = " and ".join(d.strftime("%A %d %B").replace(" 0", " ") for d in closures)
+    spoken = [d.strftime("%A %d %B").replace(" 0", " ") for d in closures]
+    closure_text = ", ".join(spoken[:-1]) + " and " + spoken[-1]
     (staff / "2026-11-01_closures_autumn.txt").write_text(
         f"Staff notice - autumn closures\n\nThe branch is closed to the public on {closure_text}. Book drops will be "
         "emptied the next morning. Please update the hold shelf signs.\n"
