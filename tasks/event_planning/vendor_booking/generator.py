@@ -97,7 +97,7 @@ def generate(ctx):
     cap_lines = "\n".join(f"- {c}: no more than {caps[c]:,} euros" for c in needed)
     (docs / "planning_memo_client_summit.md").write_text(
         f"# Planning memo: {target_name}\n\n"
-        f"{client} has asked us to run their client summit on {event_day.strftime('%d %B %Y')} in Lisbon. We need "
+        f"{client} has asked us to run their client summit on {event_day.strftime('%d %B %Y').lstrip('0')} in Lisbon. We need "
         "one supplier for each of the services below, and the client has agreed these caps per service:\n\n"
         f"{cap_lines}\n\n"
         "How to choose: only consider the quotes a vendor sent us for this event. Among the quotes that fit "
