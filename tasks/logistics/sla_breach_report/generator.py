@@ -1,0 +1,120 @@
+"""State for logistics/sla_breach_report: customers with tiers, timestamped deliveries, service terms and notices."""
+import datetime as dt
+import json
+
+COMPANIES = ["Arbor", "Brisk", "Corvid", "Dapple", "Evenfall", "Flint", "Gossamer", "Hollow", "Inkwell", "Juno",
+             "Kestrel", "Lumen", "Marlow", "Nettle", "Osprey", "Pike", "Quince", "Rook", "Sorrel", "Thistle"]
+REGIONS = ["Highlands", "Lowlands", "Riverside", "Harbour", "Uplands", "Metro"]
+DAYS = {"standard": 3, "economy": 5}
+
+
+def add_business_days(day: dt.date, n: int, holidays: set) -> dt.date:
+    while n:
+        day += dt.timedelta(days=1)
+        if day.weekday() < 5 and day not in holidays:
+            n -= 1
+    return day
+
+
+def generate(ctx):
+    rng, db = ctx.rng, ctx.db
+    db.executescript(
+        """
+        CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT UNIQUE, tier TEXT);
+        CREATE TABLE deliveries (id INTEGER PRIMARY KEY, tracking_no TEXT UNIQUE, customer_id INTEGER, service TEXT,
+            region TEXT, picked_up_at TEXT, delivered_at TEXT, fee REAL);
+        CREATE TABLE breaches (id INTEGER PRIMARY KEY, delivery_id INTEGER UNIQUE, note TEXT);
+        CREATE TABLE credits (id INTEGER PRIMARY KEY, breach_id INTEGER UNIQUE, amount REAL);
+        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+    month = rng.choice([9, 10])
+    first = dt.date(2026, month, 1)
+    mondays = [first + dt.timedelta(days=d) for d in range(28) if (first + dt.timedelta(days=d)).weekday() == 0]
+    holidays = {mondays[1], mondays[3]}
+    cutoff = dt.datetime(2026, month, 28, 18, 0)
+    storm_region = rng.choice(REGIONS)
+    storm_start = dt.date(2026, month, rng.randint(8, 12))
+    storm = (storm_start, storm_start + dt.timedelta(days=2))
+    credit_pct = rng.choice([10, 15, 20, 25])
+
+    n_customers = ctx.size("customers")
+    kinds = ["Ltd", "Group", "Co", "Works", "Labs", "Goods"]
+    customers = [(cid, f"{COMPANIES[cid % len(COMPANIES)]} {kinds[(cid // len(COMPANIES)) % len(kinds)]}"
+                  + (f" {cid}" if cid >= len(COMPANIES) * len(kinds) else ""),
+                  rng.choice(["Gold", "Silver", "Bronze", "Bronze"])) for cid in range(1, n_customers + 1)]
+    premium = customers[2][0]
+    customers[0] = (1, customers[0][1], "Gold")
+    db.executemany("INSERT INTO customers VALUES (?,?,?)", customers)
+
+    rows = []
+    for did in range(1, ctx.size("deliveries") + 1):
+        service = rng.choice(["express", "standard", "standard", "economy"])
+        picked = dt.datetime.combine(first + dt.timedelta(days=rng.randint(0, 25)), dt.time(rng.randint(7, 18), rng.choice([0, 15, 30, 45])))
+        customer = rng.randint(1, n_customers)
+        if service == "express":
+            delivered = picked + dt.timedelta(hours=rng.choice([6, 12, 20, 23, 25, 30, 40]))
+        else:
+            due = add_business_days(picked.date(), DAYS[service], holidays)
+            delivered = dt.datetime.combine(due + dt.timedelta(days=rng.choice([-2, -1, 0, 0, 0, 1, 2])), dt.time(rng.randint(8, 20), 0))
+        rows.append([did, service, customer, rng.choice(REGIONS), picked, delivered, round(rng.uniform(8, 95), 2)])
+    # Guaranteed cases at every scale.
+    holiday_pick = mondays[1] - dt.timedelta(days=4)  # the Thursday before the first holiday
+    rows[0][1:6] = ["standard", 1, REGIONS[0] if REGIONS[0] != storm_region else REGIONS[1],
+                    dt.datetime.combine(holiday_pick, dt.time(10, 0)),
+                    dt.datetime.combine(add_business_days(holiday_pick, 3, set(holidays)), dt.time(16, 0))]
+    rows[1][1:6] = ["express", 1, REGIONS[2] if REGIONS[2] != storm_region else REGIONS[3],
+                    dt.datetime.combine(first + dt.timedelta(days=3), dt.time(9, 0)),
+                    dt.datetime.combine(first + dt.timedelta(days=4), dt.time(11, 0))]  # 26 hours: a breach
+    rows[2][1:6] = ["economy", 1, storm_region, dt.datetime.combine(storm[0], dt.time(8, 0)),
+                    dt.datetime.combine(storm[0] + dt.timedelta(days=12), dt.time(9, 0))]  # late, but force majeure
+    std_pick = first + dt.timedelta(days=14)
+    rows[3][1:6] = ["standard", premium, REGIONS[4] if REGIONS[4] != storm_region else REGIONS[5],
+                    dt.datetime.combine(std_pick, dt.time(9, 0)),
+                    dt.datetime.combine(add_business_days(std_pick, 3, holidays), dt.time(12, 0))]  # fine by default terms, late for this contract
+    rows[4][1:6] = ["economy", 1, REGIONS[0] if REGIONS[0] != storm_region else REGIONS[1],
+                    dt.datetime.combine(dt.date(2026, month, 12), dt.time(9, 0)), None]  # still on the road, overdue
+    for r in rows:
+        if r[5] is not None and r[5] > cutoff:
+            r[5] = None  # not delivered by the reporting cut-off
+    db.executemany("INSERT INTO deliveries VALUES (?,?,?,?,?,?,?,?)",
+                   [(r[0], f"TRK{rng.randint(1000, 9999)}{r[0]:05d}", r[2], r[1], r[3], r[4].isoformat(timespec="minutes"),
+                     r[5].isoformat(timespec="minutes") if r[5] else None, r[6]) for r in rows])
+
+    names = {c[0]: c[1] for c in customers}
+
+    def pretty(day: dt.date) -> str:
+        return f"{day:%A} {day.day} {day:%B %Y}"
+
+    docs = {
+        "contracts/service_level_terms.md":
+            "# Service-level terms\n\n"
+            "- **Express**: delivered within 24 hours of pickup.\n"
+            "- **Standard**: delivered by the end of the third business day after the day of pickup.\n"
+            "- **Economy**: delivered by the end of the fifth business day after the day of pickup.\n\n"
+            "Business days are Monday to Friday, except public holidays. A delivery that has not arrived by the\n"
+            f"reporting cut-off ({cutoff:%d %B %Y %H:%M}) counts as a breach once its promise has passed.\n\n"
+            f"Gold customers receive a service credit of {credit_pct}% of the delivery fee for every breach, rounded to\n"
+            "the cent. Other tiers receive no credit.\n",
+        "operations/public_holidays.md":
+            "# Public holidays this month\n\n"
+            + "".join(f"- {pretty(h)}\n" for h in sorted(holidays)) + "\nThe depots are closed and no deliveries run.\n",
+        "operations/force_majeure.md":
+            "# Force majeure notice\n\n"
+            f"Severe storms closed the roads in the {storm_region} region. Deliveries to {storm_region} picked up between\n"
+            f"{pretty(storm[0])} and {pretty(storm[1])} (inclusive) are exempt from the service-level promise.\n",
+        "contracts/premium_contract.md":
+            "# Contract addendum\n\n"
+            f"{names[premium]} has bought our premium standard service: their standard deliveries are promised by the\n"
+            "end of the second business day after pickup instead of the third. Express and economy are unchanged.\n",
+    }
+    for i in range(ctx.size("bulletins")):
+        docs[f"operations/bulletin_{i:03d}.md"] = (
+            f"# Bulletin {i + 1}\n\nVan {rng.randint(10, 99)} is back from servicing. {rng.choice(REGIONS)} drivers: new fuel cards\n"
+            "arrive next week. Service levels are unaffected.\n")
+    for rel, text in docs.items():
+        (ctx.workspace / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ctx.workspace / rel).write_text(text)
+    facts = {"holidays": sorted(h.isoformat() for h in holidays), "cutoff": cutoff.isoformat(timespec="minutes"),
+             "storm": [storm_region, storm[0].isoformat(), storm[1].isoformat()], "premium": premium, "credit_pct": credit_pct}
+    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
