@@ -93,6 +93,8 @@ class Environment:
         self.task = task
         self.episode_dir = Path(episode_dir) if episode_dir else None
         self.db = sqlite3.connect(self.db_path, check_same_thread=False)
+        # An episode's database is a throwaway copy: no fsync per commit (writes get ~100x cheaper).
+        self.db.execute("PRAGMA synchronous = OFF")
         self.db.row_factory = sqlite3.Row
         self.call_log: list[ToolCallRecord] = []
         self.closed = False
