@@ -27,16 +27,21 @@ def test_selection_refuses_an_uncovered_task():
         select_sft_trajectories(pool, min_score=0.7)
 
 
-@pytest.mark.slow
-def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, tmp_path):
-    from trl import SFTTrainer
-
+@pytest.fixture(scope="module")
+def teacher(restock_task):
     from progagent_lib.harness.episode import run_episode
     from progagent_lib.policy import OracleTeacher
-    from progagent_lib.train.models import TinyModelConfig, build_tiny_model
-    from progagent_lib.train.sft import SFTRunConfig, sft_args
 
-    teacher = [run_episode(restock_task, "v0", 0, h, OracleTeacher(h)) for h in ("dtc", "ptc")]
+    return [run_episode(restock_task, "v0", 0, h, OracleTeacher(h)) for h in ("dtc", "ptc")]
+
+
+@pytest.mark.slow
+def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, teacher, tmp_path):
+    from trl import SFTTrainer
+
+    from progagent_lib.train.models import TinyModelConfig, build_tiny_model
+    from progagent_lib.train.sft import sft_args
+
     assert all(t.reward == 1.0 for t in teacher)
     dataset, report = build_sft_dataset(teacher, min_score=0.7)
     assert report.kept == {"dtc": 1, "ptc": 1}
@@ -51,6 +56,28 @@ def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, 
     assert "<tool_response>" not in trained and restock_task.prompt[:60] not in trained
     assert "<tool_response>" in untrained and restock_task.prompt[:60] in untrained
     assert trainer.train().training_loss > 0
+
+
+@pytest.mark.slow
+def test_run_sft_with_lora_from_trajectory_files(teacher, tmp_path, repo, monkeypatch):
+    from progagent_lib.harness.trajectory import write_jsonl
+    from progagent_lib.train.gspo import LoraSettings
+    from progagent_lib.train.models import TinyModelConfig, load_model
+    from progagent_lib.train.sft import run_sft
+
+    monkeypatch.chdir(repo)
+    write_jsonl(teacher, tmp_path / "teacher.jsonl")
+    config = SFTRunConfig(output_dir=str(tmp_path / "sft"), tiny=TinyModelConfig(vocab_size=1024, hidden_size=64,
+                          intermediate_size=128, head_dim=16), task_ids=["retail/restock_orders"],
+                          trajectories=[str(tmp_path / "teacher.jsonl")], max_length=3072, max_steps=2,
+                          learning_rate=1e-2, lora=LoraSettings(r=4, alpha=8))
+    summary = run_sft(config)
+    assert summary["dataset"]["kept"] == {"dtc": 1, "ptc": 1} and summary["steps"] == 2
+    initial, _ = load_model(tmp_path / "sft" / "initial")
+    final, _ = load_model(summary["final_model"])  # LoRA merged back: a plain Qwen3 checkpoint
+    assert final.config.model_type == "qwen3"
+    changed = [name for name, p in final.state_dict().items() if not p.equal(initial.state_dict()[name])]
+    assert changed and all("proj" in name for name in changed)  # only the adapted linear layers moved
 
 
 def test_every_shipped_config_loads(repo):

@@ -193,6 +193,9 @@ def run_sft(config: SFTRunConfig) -> dict:
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = SFTTrainer(model=model, args=sft_args(config), train_dataset=dataset, processing_class=tokenizer,
                          peft_config=peft_config)
+    if len(trainer.train_dataset) == 0:
+        raise ValueError(f"max_length={config.max_length} cuts every trajectory before its first assistant token "
+                         "(the system prompt and tool schemas come first): raise max_length")
     result = trainer.train()
     final = output_dir / "final"
     trained = trainer.model.merge_and_unload() if config.lora is not None else trainer.model
