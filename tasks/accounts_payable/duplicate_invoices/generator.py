@@ -72,10 +72,10 @@ def generate(ctx):
     db.executemany("INSERT INTO invoices (vendor_id, invoice_no, invoice_date, amount, status, description) VALUES (?,?,?,?,?,?)",
                    [(v, n, d.isoformat(), a, s, desc) for v, n, d, a, s, desc in rows])
 
-    ws = ctx.workspace
-    (ws / "ap_procedures").mkdir()
-    (ws / "ap_inbox").mkdir()
-    (ws / "ap_procedures" / "duplicate_check.md").write_text(
+    procedures, inbox = ctx.workspace / "ap_procedures", ctx.workspace / "ap_inbox"
+    for folder in (procedures, inbox):
+        folder.mkdir()
+    (procedures / "duplicate_check.md").write_text(
         "# Duplicate invoice check\n\n"
         "Compare invoices from the same supplier only.\n\n"
         "1. **Same number.** Two invoices whose numbers match once you ignore letter case, spaces, hyphens and\n"
@@ -85,7 +85,7 @@ def generate(ctx):
         "Of each pair, the invoice entered first (the lower invoice id) is the original and the other is the\n"
         "duplicate. A duplicate not yet paid is voided; a paid duplicate goes on a recovery case for its supplier.\n"
     )
-    (ws / "ap_inbox" / "weekly_supplier.eml").write_text(
+    (inbox / "weekly_supplier.eml").write_text(
         f"From: controller@company.example\nSubject: {names[weekly - 1]}\n\n"
         f"Reminder: {names[weekly - 1]} bills us the same fixed charge every single week, so their invoices share\n"
         "amounts and sit a few days apart by design. Do not treat their invoices as duplicates because of the\n"
@@ -94,7 +94,7 @@ def generate(ctx):
     for i in range(ctx.size("team_mail")):
         subject = ["coffee rota", "new starter", "system downtime", "training day", "month-end", "desk moves",
                    "expense policy", "IT survey"][i % 8]
-        (ws / "ap_inbox" / f"team_{i:03d}.eml").write_text(
+        (inbox / f"team_{i:03d}.eml").write_text(
             f"Subject: {subject}\n\nHi team - {subject}: details to follow. {rng.choice(names)} called about a statement.\n"
             "Nothing here changes the duplicate check.\n")
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [("window", json.dumps(window)), ("weekly", json.dumps(weekly))])

@@ -127,11 +127,12 @@ def generate(ctx):
     )
     subjects = ["month-end close timetable", "expense card renewals", "audit walkthrough", "new cost centres",
                 "VAT return reminder", "office move", "budget templates", "travel policy update"]
-    for i in range(ctx.size("finance_mail")):
-        subject = subjects[i % len(subjects)]
-        (ws / "inbox" / f"fin_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
-            f"Subject: {subject}\n\nHello all, a short note on the {subject}. {names[rng.randint(1, n_vendors)]} is not\n"
-            f"affected. No change to invoice matching. Ref {rng.randint(100, 999)}.\n"
-        )
+    chatter = [(subjects[i % len(subjects)], names[rng.randint(1, n_vendors)], rng.randint(100, 999))
+               for i in range(ctx.size("finance_mail"))]
+    for i, (subject, vendor_name, ref) in enumerate(chatter):
+        slug = subject.replace(" ", "_")
+        (ws / "inbox" / f"fin_{i:03d}_{slug}.eml").write_text(
+            f"Subject: {subject}\n\nHello all, a short note on the {subject}. {vendor_name} is not\n"
+            f"affected. No change to invoice matching. Ref {ref}.\n")
     facts = {"general_pct": general, "special_pct": special, "special_vendor": special_vendor, "held_vendor": held_vendor}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -33,11 +33,11 @@ def solve(tools) -> str:
                         break
                     if line["unit_price"] > ordered[line["line_no"]]["unit_price"] * (1 + tolerance) + 1e-9:
                         reason = reason or "price_variance"
-        if reason:
-            tools.hold_invoice(invoice_id=full["invoice_id"], reason=reason)
-            exceptions.append(f"{full['invoice_no']},{reason}")
-        else:
+        if reason is None:
             tools.approve_invoice(invoice_id=full["invoice_id"])
             total += full["amount"]
+            continue
+        tools.hold_invoice(invoice_id=full["invoice_id"], reason=reason)
+        exceptions.append(f"{full['invoice_no']},{reason}")
     tools.write_file(path="match_exceptions.csv", content="\n".join(exceptions) + "\n")
     return f"Approved total: {total:,.2f}"

@@ -110,10 +110,10 @@ def generate(ctx):
     db.executemany("INSERT INTO requests VALUES (?,?,?,?, 'pending', NULL)",
                    [(r[0], r[1], r[2], r[3].strftime("%Y-%m-%d %H:%M")) for r in requests])
 
-    ws = ctx.workspace
-    for folder in ("registrar", "mail"):
-        (ws / folder).mkdir()
-    (ws / "registrar" / "registration_rules.md").write_text(
+    registrar, mail = ctx.workspace / "registrar", ctx.workspace / "mail"
+    registrar.mkdir()
+    mail.mkdir()
+    (registrar / "registration_rules.md").write_text(
         "# Registration rules\n\n"
         "1. Requests are handled strictly in the order they were submitted. When two requests carry the same\n"
         "   submission time, the student with the lower student number goes first.\n"
@@ -124,7 +124,7 @@ def generate(ctx):
         "4. Students with a registration hold are declined outright; they are not waitlisted either.\n"
     )
     hold_students = [students[s - 1] for s in holds]
-    (ws / "mail" / "bursar_holds.eml").write_text(
+    (mail / "bursar_holds.eml").write_text(
         "From: bursar@university.example\nSubject: Registration holds\n\nDear registrar,\n\n"
         "The following students have unpaid balances and carry a registration hold for the coming term: "
         + " and ".join(f"{s[2]} (student number {s[1]})" for s in hold_students)
@@ -132,25 +132,26 @@ def generate(ctx):
     )
     who = students[waived[1] - 1]
     course_code = courses[waived[2] - 1][1]
-    (ws / "mail" / "prerequisite_waiver.eml").write_text(
+    (mail / "prerequisite_waiver.eml").write_text(
         f"From: chair.{course_code.split()[0].lower()}@university.example\nSubject: Waiver\n\n"
         f"Hello, after reviewing her portfolio I am waiving the prerequisites of {course_code} for {who[2]},\n"
         f"student number {who[1]}. Please treat her request as eligible.\n\nBest, the department chair\n"
     )
-    (ws / "registrar" / "room_changes.md").write_text(
+    (registrar / "room_changes.md").write_text(
         "# Room changes for the coming term\n\n"
         f"{small_course[1]} has been moved to a smaller seminar room. Its class limit is now {room_seats} students;\n"
         "the course record in the system has not been updated yet, so go by this note.\n"
     )
     subjects = ["graduation ceremony", "transcript requests", "exam hall booking", "library hours",
                 "advising week", "lost property", "orientation volunteers", "course evaluation survey"]
-    for i in range(ctx.size("office_mail")):
-        subject = subjects[i % len(subjects)]
-        c = rng.choice(courses)
-        (ws / "mail" / f"office_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
-            f"Subject: {subject}\n\nA note about {subject}. {c[1]} ({c[2]}) will hold its first class as planned.\n"
-            f"Nothing here changes registration. Ticket {rng.randint(10000, 99999)}.\n"
-        )
+    office = {
+        f"office_{i:03d}_{subjects[i % len(subjects)].replace(' ', '_')}.eml": (subjects[i % len(subjects)], rng.choice(courses))
+        for i in range(ctx.size("office_mail"))
+    }
+    for filename, (subject, c) in office.items():
+        body = f"A note about {subject}. {c[1]} ({c[2]}) will hold its first class as planned."
+        (mail / filename).write_text(f"Subject: {subject}\n\n{body}\nNothing here changes registration. "
+                                     f"Ticket {rng.randint(10000, 99999)}.\n")
     facts = {"min_grade": min_grade, "holds": [s[1] for s in hold_students], "waiver": [who[1], course_code],
              "room_limit": [small_course[1], room_seats], "tie_course": tie_course[1]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -112,11 +112,13 @@ def generate(ctx):
     )
     subjects = ["room bookings", "marking moderation", "open day", "printer credits", "library fines",
                 "staff photos", "timetable clash", "exam invigilation"]
+    faculty = {}
     for i in range(ctx.size("faculty_mail")):
-        subject = subjects[i % len(subjects)]
-        (ws / "office_mail" / f"faculty_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
-            f"Subject: {subject}\n\nColleagues, about the {subject}: see the faculty page for details.\n"
-            f"Nothing here alters marks or deadlines. Ref {rng.randint(1000, 9999)}.\n")
+        faculty[f"faculty_{i:03d}_{subjects[i % len(subjects)].replace(' ', '_')}.eml"] = (
+            f"Subject: {subjects[i % len(subjects)]}\n\nColleagues, about the {subjects[i % len(subjects)]}: see the faculty "
+            f"page for details.\nNothing here alters marks or deadlines. Ref {rng.randint(1000, 9999)}.\n")
+    for filename in sorted(faculty):
+        (ws / "office_mail" / filename).write_text(faculty[filename])
     facts = {"penalty": penalty, "cutoff_days": cutoff_days, "bounds": list(bounds),
              "extension": [extended_student, late_aid, new_deadline.isoformat(timespec="minutes")],
              "excused": [excused_student, excused_aid], "late_student": late_student}

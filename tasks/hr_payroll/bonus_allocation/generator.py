@@ -56,17 +56,20 @@ def generate(ctx):
     heads = {d: sum(1 for s in staff if s[3] == d) for d in DEPARTMENTS}
     pools = {d: heads[d] * rng.choice([1500, 2000, 2500]) + rng.choice([0, 250, 750]) for d in DEPARTMENTS}
     pool_text = "; ".join(f"{d} {pools[d]:,}" for d in DEPARTMENTS)
+    minutes = [
+        "# Compensation committee - minutes",
+        "",
+        "Present: the CFO, the HR director, two non-executive members.",
+        "",
+        f"1. Bonus pools for the 2026 cycle were approved as follows: {pool_text}.",
+        "2. Rankings use the scores from the 2026 review cycle only; earlier cycles are for reference.",
+        f"3. People who joined after {cutoff:%d %B %Y} are not eligible this year.",
+        "4. Any amount left over after rounding stays in the pool and is not paid out.",
+    ]
     docs = ctx.workspace
-    (docs / "committee").mkdir()
     (docs / "hr").mkdir()
-    (docs / "committee" / "minutes_bonus_pools.md").write_text(
-        "# Compensation committee - minutes\n\n"
-        "Present: the CFO, the HR director, two non-executive members.\n\n"
-        f"1. Bonus pools for the 2026 cycle were approved as follows: {pool_text}.\n"
-        "2. Rankings use the scores from the 2026 review cycle only; earlier cycles are for reference.\n"
-        f"3. People who joined after {cutoff:%d %B %Y} are not eligible this year.\n"
-        "4. Any amount left over after rounding stays in the pool and is not paid out.\n"
-    )
+    (docs / "committee").mkdir()
+    (docs / "committee" / "minutes_bonus_pools.md").write_text("\n".join(minutes) + "\n")
     (docs / "hr" / "bonus_scheme_rules.md").write_text(
         "# Bonus scheme rules\n\n"
         "Within a department, eligible people are ranked by review score, highest first. People with equal\n"

@@ -129,13 +129,14 @@ def generate(ctx):
     )
     topics = ["parking permits", "canteen menu", "first aid training", "pension webinar", "team offsite",
               "IT password reset", "charity bake sale", "new badge readers"]
+    circulars = []
     for i in range(ctx.size("circulars")):
-        topic = topics[i % len(topics)]
-        other = rng.choice(staff)
-        (ws / "hr_inbox" / f"circular_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(
-            f"Subject: {topic}\n\nA reminder about the {topic}: details are on the intranet. Contact {other[2]}\n"
-            f"({other[3]}) with questions. This does not affect pay or hours. Ref {rng.randint(1000, 9999)}.\n"
-        )
+        contact = rng.choice(staff)
+        circulars.append((topics[i % len(topics)], contact[2], contact[3], rng.randint(1000, 9999)))
+    for i, (topic, person, team, ref) in enumerate(circulars):
+        text = (f"Subject: {topic}\n\nA reminder about the {topic}: details are on the intranet. Contact {person}\n"
+                f"({team}) with questions. This does not affect pay or hours. Ref {ref}.\n")
+        (ws / "hr_inbox" / f"circular_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(text)
 
     facts = {"period_start": start.isoformat(), "period_end": end.isoformat(), "holiday": holiday.isoformat(),
              "daily_union": daily_union, "daily_threshold": threshold, "corrected_rates": corrected}

@@ -78,10 +78,10 @@ def generate(ctx):
                    [(k + 1, *s[1:]) for k, s in enumerate(order)])
     hazmat_fee = rng.choice([35.0, 45.0, 60.0])
 
-    ws = ctx.workspace
-    for folder in ("shipping_office", "notices"):
-        (ws / folder).mkdir()
-    (ws / "shipping_office" / "routing_guide.md").write_text(
+    office, notices = (ctx.workspace / sub for sub in ("shipping_office", "notices"))
+    office.mkdir()
+    notices.mkdir()
+    (office / "routing_guide.md").write_text(
         "# Routing guide\n\n"
         "A carrier can take a shipment when it has a rate for the destination country, the shipment's weight\n"
         "does not exceed the carrier's limit, and - for hazardous goods - the carrier holds a dangerous-goods\n"
@@ -91,14 +91,14 @@ def generate(ctx):
         f"handling surcharge of {hazmat_fee:.2f} on top, whoever carries them. If two carriers quote the same\n"
         "freight to the cent, choose the one with the better on-time percentage.\n"
     )
-    (ws / "notices" / "compliance_embargo.md").write_text(
+    (notices / "compliance_embargo.md").write_text(
         "# Compliance notice\n\n"
         f"Effective immediately, no shipment of ours may leave for {closed_land}: the export licence is under review.\n"
         "Shipments for that destination must be held, not booked.\n\n"
         f"Separately, {carriers[banned][0]} has lost its transit permit for {ban_land}. Do not book them on that lane;\n"
         "their other lanes are unaffected.\n"
     )
-    (ws / "notices" / "carrier_certificates.eml").write_text(
+    (notices / "carrier_certificates.eml").write_text(
         "From: safety@company.example\nSubject: Dangerous goods certificates\n\n"
         f"Heads-up: the dangerous-goods certificate of {carriers[lapsed][0]} expires on {cutoff:%d %B %Y} and will not\n"
         "be renewed in time. Their system record still shows them as certified. They may take hazardous shipments\n"
@@ -106,13 +106,13 @@ def generate(ctx):
     )
     topics = ["forklift training", "dock door repairs", "pallet returns", "yard lighting", "driver check-in",
               "winter tyres", "label printer", "canteen hours"]
-    for i in range(ctx.size("ops_notes")):
-        topic = topics[i % len(topics)]
-        cid = rng.randint(1, n)
-        (ws / "notices" / f"ops_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(
-            f"Ops note: {topic}. {carriers[cid][0]} drivers should use gate {rng.randint(1, 9)} next week.\n"
-            f"This has no effect on which carrier we book. Ticket {rng.randint(1000, 9999)}.\n"
-        )
+    count = ctx.size("ops_notes")
+    picks = [(topics[i % len(topics)], carriers[rng.randint(1, n)][0], rng.randint(1, 9), rng.randint(1000, 9999))
+             for i in range(count)]
+    for number, (topic, carrier_name, gate, ticket) in enumerate(picks):
+        (notices / f"ops_{number:03d}_{topic.replace(' ', '_')}.txt").write_text(
+            f"Ops note: {topic}. {carrier_name} drivers should use gate {gate} next week.\n"
+            f"This has no effect on which carrier we book. Ticket {ticket}.\n")
     facts = {"closed": closed_land, "ban": [banned, ban_land], "lapsed": [lapsed, cutoff.isoformat()],
              "hazmat_fee": hazmat_fee, "tie": [tie_land, tied_b]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -1,5 +1,6 @@
 """State for retail/aged_stock_markdown: a catalogue with sales history, the markdown policy and buyers' notes."""
 import datetime as dt
+import itertools
 import json
 
 CATEGORIES = ["kitchenware", "bedding", "toys", "garden", "stationery", "lighting", "bathroom", "christmas decor"]
@@ -84,14 +85,13 @@ def generate(ctx):
         f"supplier takes back what we do not sell: never mark it down. And {seasonal} stock goes back into the\n"
         "warehouse for next season at full price, so leave that whole category out too.\n"
     )
-    topics = ["window display", "staff discount", "till rolls", "loading bay", "gift cards", "store radio",
-              "customer survey", "heating repair"]
-    for i in range(ctx.size("store_mail")):
-        topic = topics[i % len(topics)]
-        (ws / "mail" / f"store_{i:03d}_{topic.replace(' ', '_')}.eml").write_text(
-            f"Subject: {topic}\n\nQuick update on the {topic}. The {rng.choice(BRANDS)} display stays where it is.\n"
-            f"No impact on pricing. Ref {rng.randint(100, 999)}.\n"
-        )
+    topics = itertools.cycle(["window display", "staff discount", "till rolls", "loading bay", "gift cards",
+                              "store radio", "customer survey", "heating repair"])
+    for i, topic in zip(range(ctx.size("store_mail")), topics):
+        brand, ref = rng.choice(BRANDS), rng.randint(100, 999)
+        note = ws / "mail" / f"store_{i:03d}_{topic.replace(' ', '_')}.eml"
+        note.write_text(f"Subject: {topic}\n\nQuick update on the {topic}. The {brand} display stays where it is.\n"
+                        f"No impact on pricing. Ref {ref}.\n")
     facts = {"stocktake": stocktake.isoformat(), "bands": [first_band, second_band], "pcts": [first_pct, second_pct],
              "excluded_brand": excluded_brand, "seasonal": seasonal}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -10,6 +10,13 @@ ITEMS = {"electronics": ["Headphones", "Speaker", "Charger", "Smart Plug"], "hom
 REASONS = ["changed mind", "wrong size", "not as described", "defective", "arrived late"]
 
 
+def save(root, relative: str, text: str) -> None:
+    """Write one workspace document, creating its folder."""
+    target = root.joinpath(*relative.split("/"))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(text)
+
+
 def line_value(qty: int, unit_price: float, discount_pct: int) -> float:
     return qty * unit_price * (100 - discount_pct) / 100
 
@@ -101,8 +108,7 @@ def generate(ctx):
         docs[f"cs_notes/{i:03d}_{topic.replace(' ', '_')}.md"] = (
             f"# {topic.title()}\n\nCustomer-service note on {topic}. Ticket volume is {rng.randint(5, 90)} this week.\n"
             "This does not change refund rules.\n")
-    for rel, text in docs.items():
-        (ctx.workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ctx.workspace / rel).write_text(text)
+    for rel in sorted(docs):
+        save(ctx.workspace, rel, docs[rel])
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)",
                    [("window", json.dumps(window)), ("fee", json.dumps(fee)), ("holiday_year", json.dumps(holiday_day.year))])
