@@ -1,0 +1,143 @@
+"""State for manufacturing_quality/spc_signals: measured subgroups of machined characteristics and the SPC procedure."""
+import datetime as dt
+import json
+
+FEATURES = [("bore diameter", "mm", 12.000, 0.004), ("flange thickness", "mm", 6.500, 0.006), ("shaft runout", "mm", 0.020, 0.002),
+            ("thread pitch diameter", "mm", 9.026, 0.003), ("surface roughness", "um", 0.80, 0.05), ("hole position", "mm", 25.000, 0.008),
+            ("groove depth", "mm", 1.750, 0.004), ("seal face flatness", "mm", 0.010, 0.001)]
+PARTS = ["PX-2 housing", "VB-7 body", "CT-1 shaft", "SH-4 cap"]
+A2, D4 = 0.577, 2.114
+N = 5
+
+
+def signals(values_by_seq, baseline, run_len, skip):
+    """Out-of-control subgroups of one characteristic: {seq: rule} (first matching of beyond_limits, range, run)."""
+    base = [values_by_seq[s] for s in sorted(values_by_seq)[:baseline]]
+    xbars = [sum(v) / len(v) for v in base]
+    ranges = [max(v) - min(v) for v in base]
+    center, rbar = sum(xbars) / len(xbars), sum(ranges) / len(ranges)
+    ucl, lcl, ucl_r = center + A2 * rbar, center - A2 * rbar, D4 * rbar
+    found, side, run = {}, 0, 0
+    for seq in sorted(values_by_seq)[baseline:]:
+        if seq in skip:
+            continue
+        v = values_by_seq[seq]
+        xbar, rng_ = sum(v) / len(v), max(v) - min(v)
+        s = 1 if xbar > center else -1 if xbar < center else 0
+        run = run + 1 if s == side and s != 0 else (1 if s != 0 else 0)
+        side = s
+        if xbar > ucl or xbar < lcl:
+            found[seq] = "beyond_limits"
+        elif rng_ > ucl_r:
+            found[seq] = "range"
+        elif run >= run_len:
+            found[seq] = "run"
+    return found
+
+
+def generate(ctx):
+    rng, db = ctx.rng, ctx.db
+    db.executescript(
+        """
+        CREATE TABLE characteristics (id INTEGER PRIMARY KEY, code TEXT UNIQUE, part TEXT, name TEXT, unit TEXT, nominal REAL);
+        CREATE TABLE subgroups (id INTEGER PRIMARY KEY, characteristic_id INTEGER, seq INTEGER, measured_at TEXT, gauge TEXT,
+            batch_no TEXT, readings TEXT);
+        CREATE TABLE ncrs (id INTEGER PRIMARY KEY, characteristic_id INTEGER, seq INTEGER, rule TEXT);
+        CREATE TABLE batch_holds (batch_no TEXT PRIMARY KEY, ncr_id INTEGER);
+        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
+        """
+    )
+    baseline = rng.choice([15, 20])
+    run_len = rng.choice([7, 8])
+    per_char = baseline + 25
+    n_chars = ctx.size("characteristics")
+    gauges = [f"G-{k:02d}" for k in range(10, 18)]
+    bad_gauge = rng.choice(gauges)
+    bad_day = dt.date(2026, 11, rng.randint(10, 20))
+    bad_from, bad_to = rng.choice([8, 9, 10]), rng.choice([13, 14, 15])
+
+    chars, subgroups = [], []
+    for cid in range(1, n_chars + 1):
+        name, unit, nominal, sigma = FEATURES[(cid - 1) % len(FEATURES)]
+        part = PARTS[(cid - 1) % len(PARTS)]
+        chars.append((cid, f"CH-{100 + cid}", part, name, unit, nominal))
+        # Pinned disturbances by characteristic number: a sustained shift, a spike, a widened range.
+        kind = ["shift", "spike", "spread", "calm"][(cid - 1) % 4]
+        start = dt.datetime(2026, 11, 2, 6, 0)
+        shift_at = baseline + rng.randint(3, 10)
+        for seq in range(1, per_char + 1):
+            when = start + dt.timedelta(hours=7 * seq + rng.randint(0, 3))
+            mean, spread = nominal, sigma
+            if kind == "shift" and seq >= shift_at:
+                mean += sigma * 0.9
+            if kind == "spike" and seq == shift_at:
+                mean += sigma * 3.5
+            if kind == "spread" and seq == shift_at:
+                spread *= 4.5
+            vals = [round(rng.gauss(mean, spread), 4) for _ in range(N)]
+            subgroups.append([cid, seq, when.strftime("%Y-%m-%d %H:%M"), rng.choice(gauges), f"B{when.strftime('%m%d')}-{cid % 7 + 1}", vals])
+    # The bad gauge's window: force a few monitoring subgroups into it, one with a wild reading.
+    trial = chars[rng.randint(0, n_chars - 1)]
+    monitoring = [s for s in subgroups if s[1] > baseline and s[0] != trial[0]]
+    forced = rng.sample(monitoring, 3)
+    for s in forced:
+        s[2] = f"{bad_day.isoformat()} {rng.randint(bad_from, bad_to - 1):02d}:{rng.choice(['05', '20', '40'])}"
+        s[3] = bad_gauge
+    wild = forced[0]
+    name_sigma = FEATURES[(wild[0] - 1) % len(FEATURES)][3]
+    wild[5] = [round(v + 6 * name_sigma, 4) for v in wild[5]]
+    # A measurement by the same gauge just after the window is valid.
+    rows = [(i + 1, *s[:5], json.dumps(s[5])) for i, s in enumerate(subgroups)]
+    db.executemany("INSERT INTO characteristics VALUES (?,?,?,?,?,?)", chars)
+    db.executemany("INSERT INTO subgroups VALUES (?,?,?,?,?,?,?)", rows)
+
+    expected = {}
+    for c in chars:
+        if c[0] == trial[0]:
+            continue
+        mine = [s for s in subgroups if s[0] == c[0]]
+        values = {s[1]: s[5] for s in mine}
+        skip = {s[1] for s in mine if s[3] == bad_gauge and s[2][:10] == bad_day.isoformat() and bad_from <= int(s[2][11:13]) < bad_to}
+        for seq, rule in signals(values, baseline, run_len, skip).items():
+            expected[f"{c[1]}#{seq}"] = rule
+    batches = sorted({s[4] for s in subgroups if f"{chars[s[0] - 1][1]}#{s[1]}" in expected})
+
+    # --- workspace ---------------------------------------------------------------------------------
+    ws = ctx.workspace
+    for folder in ("quality", "logs", "news"):
+        (ws / folder).mkdir()
+    (ws / "quality" / "spc_procedure.md").write_text(
+        "# SPC procedure QP-21: X-bar and R charts\n\n"
+        f"Each subgroup holds {N} consecutive parts. Control limits come from the baseline: the first {baseline} subgroups of "
+        "the month for each characteristic (in sequence order). Centre line = mean of the baseline subgroup averages; R-bar = "
+        "mean of the baseline subgroup ranges (largest minus smallest reading).\n\n"
+        "| constant | value for n = 5 |\n|---|---|\n"
+        f"| A2 | {A2} |\n| D3 | 0 |\n| D4 | {D4} |\n\n"
+        "X-bar limits are centre line plus or minus A2 x R-bar; the upper range limit is D4 x R-bar.\n\n"
+        "## Out-of-control rules (monitoring subgroups only, i.e. after the baseline)\n\n"
+        "1. `beyond_limits`: the subgroup average is above the upper or below the lower X-bar limit.\n"
+        "2. `range`: the subgroup range is above the upper range limit.\n"
+        f"3. `run`: the subgroup is the {run_len}th or later in an unbroken run of subgroup averages on the same side of the "
+        "centre line.\n\nWhen a subgroup breaks several rules, report the first one in this list. Raise one NCR per "
+        "out-of-control subgroup and hold every batch involved (once) under one of those NCRs.\n")
+    (ws / "logs" / "calibration_notice.txt").write_text(
+        f"Metrology notice\n\nGauge {bad_gauge} was found out of calibration. Every reading it took on {bad_day.strftime('%d %B %Y')} from "
+        f"{bad_from:02d}:00 until {bad_to:02d}:00 is invalid. Leave those subgroups out of the SPC review entirely - they do not "
+        "count as signals and they neither extend nor break a run.\n")
+    (ws / "logs" / "engineering_trial.txt").write_text(
+        f"Engineering change note\n\n{trial[1]} ({trial[3]} on the {trial[2]}) is running an approved process trial all month. Do "
+        "not chart it or raise anything against it this month.\n")
+    for i in range(ctx.size("operator_logs")):
+        c = rng.choice(chars)
+        (ws / "logs" / f"operator_log_{i:03d}.txt").write_text(
+            f"Operator log\n\nShift {rng.choice(['A', 'B', 'C'])}: measured {c[1]} ({c[3]}). {rng.choice(['Tool change at mid-shift.', 'Coolant topped up.', 'No issues.'])}\n")
+    for i in range(ctx.size("quality_news")):
+        (ws / "news" / f"quality_news_{i:03d}.md").write_text(f"# Quality news {i + 1}\n\nAudit season is coming; nothing changes in SPC.\n")
+
+    counts = {}
+    for key in expected:
+        counts[key.split("#")[0]] = counts.get(key.split("#")[0], 0) + 1
+    top = max(counts.values()) if counts else 0
+    facts = {"expected": expected, "batches": batches, "top": sorted(k for k, v in counts.items() if v == top),
+             "trial": trial[1], "skipped_wild": f"{chars[wild[0] - 1][1]}#{wild[1]}"}
+    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
