@@ -1,0 +1,65 @@
+"""Reference solution for nonprofit_donors/matching_gift_claims, using only the task's tools."""
+import datetime as dt
+import re
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+TODAY = dt.date(2026, 12, 1)
+RATIOS = {"dollar for dollar": 1.0, "two dollars for every dollar": 2.0, "fifty cents for every dollar": 0.5}
+
+
+def _programme(text: str) -> dict:
+    flat = " ".join(text.split())
+    days = re.search(r"within (\d+) days of the date of the gift", flat)
+    excluded = re.search(r"do not match gifts to (.+?) funds", flat)
+    return {
+        "ratio": next(v for k, v in RATIOS.items() if k in flat),
+        "minimum": float(re.search(r"Gifts of less than \$(\d+)", flat).group(1)),
+        "cap": float(re.search(r"up to \$([\d,]+) in matching", flat).group(1).replace(",", "")),
+        "days": int(days.group(1)) if days else None,
+        "retirees": "retirees are not eligible" not in flat,
+        "excluded": excluded.group(1) if excluded else None,
+    }
+
+
+def solve(tools) -> str:
+    programmes, paused, paused_from = {}, None, None
+    for path, text in read_files(tools).items():
+        title = re.match(r"# (.+?) - employee matching gift programme", text)
+        if title:
+            programmes[title.group(1)] = _programme(text)
+        flat = " ".join(text.split())
+        stop = re.search(r"restructuring, (.+?) has paused .*? made on or after (\d{1,2} \w+ \d{4}) will not", flat)
+        if stop:
+            paused, paused_from = stop.group(1), dt.datetime.strptime(stop.group(2), "%d %B %Y").date()
+    employers = {e["id"]: e for e in read_all(tools.list_employers)}
+    donors = {d["id"]: d for d in read_all(tools.list_donors)}
+    used, claim_of, total = {}, {}, 0.0
+    for gift in read_all(tools.list_gifts):  # date order, so caps are used up in date order
+        donor = donors[gift["donor_id"]]
+        if not donor["employer_id"]:
+            continue
+        company = employers[donor["employer_id"]]["name"]
+        rules = programmes[company]
+        day = dt.date.fromisoformat(gift["gift_date"])
+        if gift["fund"] in ("gala tickets", rules["excluded"]) or gift["amount"] < rules["minimum"]:
+            continue
+        if donor["employment_status"] == "retiree" and not rules["retirees"]:
+            continue
+        if company == paused and day >= paused_from:
+            continue
+        deadline = day + dt.timedelta(days=rules["days"]) if rules["days"] else dt.date(day.year + 1, 6, 30)
+        if TODAY > deadline:
+            continue
+        key = (donor["id"], day.year)
+        if key not in used:
+            used[key] = tools.get_donor_matching_total(donor_id=donor["id"])["matched_amount"] if day.year == 2026 else 0.0
+        match = round(min(gift["amount"] * rules["ratio"], rules["cap"] - used[key]), 2)
+        if match <= 0:
+            continue
+        used[key] += match
+        if donor["employer_id"] not in claim_of:
+            claim_of[donor["employer_id"]] = tools.create_claim(employer_id=donor["employer_id"])["claim_id"]
+        tools.add_claim_line(claim_id=claim_of[donor["employer_id"]], gift_id=gift["id"], match_amount=match)
+        total += match
+    return f"Submitted {len(claim_of)} matching-gift claims. Total matching amount claimed: ${total:,.2f}."
