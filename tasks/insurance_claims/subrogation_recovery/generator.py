@@ -68,7 +68,7 @@ def generate(ctx):
         status = rng.choices(["paid", "open", "denied"], [0.7, 0.2, 0.1])[0]
         has_party = rng.random() < 0.7
         party = rng.choice(parties) if has_party else None
-        paid = float(rng.randrange(800, 60000, 25)) if status == "paid" else 0.0
+        paid = float(rng.randrange(800, 60000, 100)) if status == "paid" else 0.0
         claims.append([cid, f"CLM-{26000 + cid * 7}", rng.choice(["motor", "property", "liability"]), loss.isoformat(),
                        status, paid, party[0] if party else None, rng.choice([0, 25, 40, 50, 60, 70, 75, 80, 100]) if party else 0,
                        rng.choice(LOSSES)])
@@ -91,7 +91,7 @@ def generate(ctx):
     claims[2][3:8] = [(REVIEW - dt.timedelta(days=210)).isoformat(), "paid", 50000.0, 3, 100]
     for c in claims[3:3 + capacity + 4]:
         c[3:8] = [(REVIEW - dt.timedelta(days=rng.randint(40, 300))).isoformat(), "paid",
-                  float(rng.randrange(5000, 40000, 25)), good[0], rng.choice([75, 80, 100])]
+                  float(rng.randrange(5000, 40000, 100)), good[0], rng.choice([75, 80, 100])]
     # A tie at the capacity boundary, where breaking it by earlier loss date and by claim number disagree.
     ranked = sorted((c for c in claims if eligible(c)), key=lambda c: (-expected(c), c[3], c[0]))
     last = ranked[capacity - 1]
