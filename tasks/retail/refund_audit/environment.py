@@ -119,6 +119,9 @@ class RefundAuditEnv(WorkspaceEnvironment):
         return [
             Criterion("exactly_the_wrong_refunds_flagged", set(flags) == set(wrong), 2.0, f"{len(flags)} flagged, {len(wrong)} wrong"),
             Criterion("correct_amounts_recorded", amounts_ok, 2.0, "coupon, restocking fee, window and final-sale rules"),
+            Criterion("restocking_fee_and_window_cases_flagged",
+                      abs(flags.get(2, -1) - truth[2][1]) < 0.011 and abs(flags.get(4, -1)) < 0.011, 1.0,
+                      "opened electronics refunded without the fee; a refund paid outside the window"),
             Criterion("holiday_and_defective_exceptions_not_flagged", not ({1, 3} & set(flags)), 1.0,
                       "holiday-season return in January and a late defective final-sale item were refunded rightly"),
             Criterion("audit_file_written", report_ok, 1.0, detail),

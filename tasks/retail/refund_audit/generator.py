@@ -55,6 +55,7 @@ def generate(ctx):
     # The first orders are shaped for the cases that must appear: a holiday-season order, an electronics order.
     orders[0] = orders[0][:3] + (dt.date(2026, 12, rng.randint(2, 20)).isoformat(), 0)
     orders[1] = orders[1][:3] + (dt.date(2026, 10, rng.randint(1, 20)).isoformat(), 10)
+    orders[2] = orders[2][:3] + (dt.date(2026, 10, rng.randint(1, 31)).isoformat(), orders[2][4])  # outside the season
     lines = [l for l in lines if l[0] not in (1, 2, 3)]
     lines += [(1, by_category["homeware"][0][0], 1, 49.0), (2, by_category["electronics"][0][0], 2, 60.0),
               (2, by_category["clearance"][0][0], 1, 20.0), (3, by_category["toys"][0][0], 1, 30.0)]
