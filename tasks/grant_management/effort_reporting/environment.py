@@ -32,9 +32,14 @@ class EffortReportingEnv(WorkspaceEnvironment):
             page: 1-based page number.
             person_id: Only this person's lines when non-zero.
         """
-        sql = "SELECT id, person_id, grant_id, charged_pct, cost_shared_pct FROM effort_lines"
-        rows = self.query(sql + (" WHERE person_id = ?" if person_id else "") + " ORDER BY id", (person_id,) if person_id else ())
-        return paginate(rows, page, page_size=50)
+        # Paginate the row positions (a range), then load only that page's rows from SQLite.
+        where, args = (" WHERE person_id = ?", (person_id,)) if person_id else ("", ())
+        count = self.db.execute("SELECT COUNT(*) FROM effort_lines" + where, args).fetchone()[0]
+        result = paginate(range(count), page, page_size=50)
+        offset = result["items"][0] if result["items"] else 0
+        result["items"] = self.query("SELECT id, person_id, grant_id, charged_pct, cost_shared_pct FROM effort_lines"
+                                     + where + " ORDER BY id LIMIT ? OFFSET ?", args + (len(result["items"]), offset))
+        return result
 
     @tool
     def certify_effort(self, person_id: int, total_effort_pct: float) -> dict:

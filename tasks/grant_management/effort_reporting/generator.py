@@ -23,6 +23,8 @@ def generate(ctx):
         CREATE TABLE effort_lines (id INTEGER PRIMARY KEY, person_id INTEGER, grant_id INTEGER, charged_pct REAL,
             cost_shared_pct REAL);
         CREATE TABLE certifications (id INTEGER PRIMARY KEY, person_id INTEGER, total_effort_pct REAL);
+        CREATE INDEX certifications_person ON certifications (person_id);
+        CREATE INDEX effort_lines_person ON effort_lines (person_id);
         CREATE TABLE overcommitment_flags (id INTEGER PRIMARY KEY, certification_id INTEGER, excess_pct REAL);
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
