@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .gspo import select_tasks
-from .rollout import EpisodeSpec, HFTurnGenerator, RolloutLimits, run_token_episodes
+from .rollout import EpisodeSpec, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator, run_token_episodes
 
 
 @dataclass
@@ -29,6 +29,7 @@ class EvalConfig:
     max_observation_chars: int = 4000
     max_tool_calls: int = 100
     error_mode: str = "is_error"
+    vllm_server_base_url: str | None = None   # gpu-paper: a `trl vllm-serve` server holding `model` generates
     seed: int = 0
 
 
@@ -77,11 +78,19 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
 
     from .models import load_model
 
-    if model is None:
-        model, tokenizer = load_model(config.model)
     torch.manual_seed(config.seed)
     greedy = config.temperature <= 0
-    generate = HFTurnGenerator(model, tokenizer, temperature=config.temperature if not greedy else 1.0, do_sample=not greedy)
+    if config.vllm_server_base_url:
+        from transformers import AutoTokenizer
+        from trl.generation.vllm_client import VLLMClient
+
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(config.model)
+        generate = VLLMServerTurnGenerator(VLLMClient(base_url=config.vllm_server_base_url), temperature=config.temperature)
+    else:
+        if model is None:
+            model, tokenizer = load_model(config.model)
+        generate = HFTurnGenerator(model, tokenizer, temperature=config.temperature if not greedy else 1.0,
+                                   do_sample=not greedy)
     limits = RolloutLimits(max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
                            max_completion_tokens=config.max_completion_tokens,
                            max_observation_chars=config.max_observation_chars, max_tool_calls=config.max_tool_calls,
