@@ -54,6 +54,7 @@ def generate(ctx):
     donors[0][2:4] = [1, "retiree"]
     donors[1][2:4] = [1, "employee"]
     donors[2][2:4] = [2, "employee"]
+    donors[3][2:4] = [COMPANIES.index(suspended) + 1, "employee"]
     db.executemany("INSERT INTO donors VALUES (?,?,?,?,?)", [tuple(d) for d in donors])
 
     gifts = []
@@ -67,10 +68,11 @@ def generate(ctx):
               [2, "2026-09-14", 3000.0, "general", "bank transfer"],                       # hits the annual cap
               [2, "2026-10-20", 800.0, "general", "card"],                                 # nothing left under the cap
               [3, (TODAY - dt.timedelta(days=95)).isoformat(), 400.0, "general", "card"],  # past a 90-day deadline
-              [3, (TODAY - dt.timedelta(days=30)).isoformat(), 60.0, "gala tickets", "card"]]
+              [3, (TODAY - dt.timedelta(days=30)).isoformat(), 60.0, "gala tickets", "card"],
+              [4, (suspended_from + dt.timedelta(days=5)).isoformat(), 500.0, "general", "card"]]  # after the pause
     gifts.sort(key=lambda g: (g[1], g[0]))
     db.executemany("INSERT INTO gifts (donor_id, gift_date, amount, fund, method) VALUES (?,?,?,?,?)", [tuple(g) for g in gifts])
-    prior = [(d[0], float(rng.choice([0, 100, 250, 500]))) for d in donors if d[2] and rng.random() < 0.3 and d[0] > 3]
+    prior = [(d[0], float(rng.choice([0, 100, 250, 500]))) for d in donors if d[2] and rng.random() < 0.3 and d[0] > 4]
     prior.append((2, float(programmes[first]["cap"] - 200)))
     db.executemany("INSERT INTO matched_this_year VALUES (?,?)", prior)
 
