@@ -105,11 +105,13 @@ def generate(ctx):
             plan[str(s["id"])] = None
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("guides", "estates", "session_notes"):
-        (ws / folder).mkdir()
-    long = lambda d: f"{d.strftime('%A')} {d.day} {d.strftime('%B')}"
-    (ws / "guides" / "room_allocation_guide.md").write_text(
+    guides, estates, organisers = (ctx.workspace / name for name in ("guides", "estates", "session_notes"))
+    for folder in (guides, estates, organisers):
+        folder.mkdir()
+
+    def long(d):
+        return f"{d.strftime('%A')} {d.day} {d.strftime('%B')}"
+    (guides / "room_allocation_guide.md").write_text(
         "# Room allocation guide\n\nAllocate sessions in time order (day, then start time; earlier session number first when they "
         "start together). A session must get a room at its own site that is free for the whole session and has the kit the "
         "clinic needs:\n\n- antenatal clinics need an ultrasound;\n- minor surgery needs a sterile trolley;\n- cardiac reviews need "
@@ -117,10 +119,10 @@ def generate(ctx):
         f"The room must also seat everyone: the expected attendees plus {staff_extra} staff. Among the rooms that qualify take "
         "the smallest (by capacity), then the lowest room number. If no room qualifies, flag the session for manual handling "
         "rather than squeezing it in.\n")
-    (ws / "estates" / "room_outage.eml").write_text(
+    (estates / "room_outage.eml").write_text(
         f"From: estates@clinic.example\nSubject: {outage_room['name']} out of service\n\n{outage_room['name']} will be closed for "
         f"flooring repairs on {long(outage_days[0])} and {long(outage_days[1])}. It is available as normal on the other days.\n")
-    (ws / "estates" / "ultrasound_move.eml").write_text(
+    (estates / "ultrasound_move.eml").write_text(
         f"From: medical.physics@clinic.example\nSubject: Portable ultrasound relocated\n\nFor the whole of next week the portable "
         f"ultrasound normally kept in {moved_from['name']} will be in {moved_to['name']} (the room list has not been updated). "
         f"{moved_from['name']} has no ultrasound until it comes back.\n")
@@ -134,10 +136,10 @@ def generate(ctx):
         notes.append(f"Session {s['id']} ({s['clinic_type']}, {s['clinician']}): {rng.choice(['please put water jugs out', 'interpreter booked', 'start may slip by ten minutes', 'students observing'])}.")
     rng.shuffle(notes)
     for i in range(0, len(notes), 3):
-        (ws / "session_notes" / f"organiser_notes_{i // 3 + 1:03d}.txt").write_text("Notes from session organisers\n\n" + "\n".join(notes[i:i + 3]) + "\n")
+        (organisers / f"organiser_notes_{i // 3 + 1:03d}.txt").write_text("Notes from session organisers\n\n" + "\n".join(notes[i:i + 3]) + "\n")
     for i in range(ctx.size("estates_mail")):
         r = rng.choice(rooms)
-        (ws / "estates" / f"estates_info_{i:03d}.eml").write_text(
+        (estates / f"estates_info_{i:03d}.eml").write_text(
             f"From: estates@clinic.example\nSubject: {rng.choice(['Cleaning rota', 'Window blinds', 'Heating check', 'Signage'])} in {r['name']}\n\n"
             "Routine works outside clinic hours; no effect on bookings.\n")
 

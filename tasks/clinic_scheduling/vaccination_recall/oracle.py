@@ -50,15 +50,16 @@ def solve(tools) -> str:
         if p["status"] != "active":
             continue
         birth, mine = dt.date.fromisoformat(p["birth_date"]), doses.get(p["id"], [])
-        due = {"Td": plus_years(max(d for v, d in mine if v == "Td"), 10)}
-        if age(birth, run) >= 65:
-            if not any(v == "FLU" and d >= season for v, d in mine):
-                due["FLU"] = season
-            if not any(v == "PPV" for v, _ in mine):
-                due["PPV"] = plus_years(birth, 65)
-        shingles = sorted(d for v, d in mine if v == "RZV")
-        if age(birth, run) >= 50 and len(shingles) < 2:
-            due["RZV"] = plus_months(shingles[0], 2) if shingles else plus_years(birth, 50)
+        years = age(birth, run)
+        given = lambda code, since=dt.date.min: [d for v, d in mine if v == code and d >= since]
+        shingles = sorted(given("RZV"))
+        candidates = [
+            ("Td", True, plus_years(max(given("Td")), 10)),
+            ("FLU", years >= 65 and not given("FLU", season), season),
+            ("PPV", years >= 65 and not given("PPV"), plus_years(birth, 65)),
+            ("RZV", years >= 50 and len(shingles) < 2, plus_months(shingles[0], 2) if shingles else plus_years(birth, 50)),
+        ]
+        due = {code: day for code, applies, day in candidates if applies}
         for vaccine, day in sorted(due.items()):
             if day > horizon or (p["mrn"], vaccine) in skip:
                 continue

@@ -15,14 +15,9 @@ def solve(tools) -> str:
     late = int(re.search(r"more than (\d+) days after", card).group(1))
     factor = 2 if "more than twice" in card else 3
     limit = int(re.search(r"scoring (\d+) points", card).group(1))
-    watch, cap = set(), 0
-    for t in mail.values():
-        m = re.search(r"watch list is: (.+?)\. Treat", t)
-        if m:
-            watch = {x.strip() for x in m.group(1).split(",")}
-        m = re.search(r"no more than (\d+) claims", t)
-        if m:
-            cap = int(m.group(1))
+    joined = "\n".join(mail.values())
+    watch = {x.strip() for x in re.search(r"watch list is: (.+?)\. Treat", joined).group(1).split(",")}
+    cap = int(re.search(r"no more than (\d+) claims", joined).group(1))
     every = read_all(tools.list_claims, status="all")
     open_ = [c for c in every if c["status"] == "open"]
     med = {p: statistics.median([c["amount"] for c in every if c["peril"] == p]) for p in {c["peril"] for c in every}}

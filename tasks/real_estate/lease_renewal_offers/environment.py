@@ -63,10 +63,10 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
             lease_id: The lease's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM leases WHERE id = ?", (lease_id,)):
-            raise ToolError(f"no lease with id {lease_id}")
-        return paginate(self.query("SELECT due_date, amount, paid_on FROM payments WHERE lease_id = ? ORDER BY due_date, id",
-                                   (lease_id,)), page)
+        history = self.query("SELECT due_date, amount, paid_on FROM payments WHERE lease_id = ? ORDER BY due_date, id", (lease_id,))
+        if history or self.query("SELECT id FROM leases WHERE id = ?", (lease_id,)):
+            return paginate(history, page)
+        raise ToolError(f"no lease with id {lease_id}; list_leases shows the lease ids")
 
     def _active_lease(self, lease_id: int) -> None:
         if not self.query("SELECT id FROM leases WHERE id = ? AND status = 'active'", (lease_id,)):

@@ -25,7 +25,8 @@ def solve(tools) -> str:
             continue
         unit = units[lease["unit_id"]]
         prop = props[unit["property_id"]]
-        if prop["name"] == sold:
+        being_sold = prop["name"] == sold
+        if being_sold:
             tools.issue_non_renewal(lease_id=lease["id"], reason="property_sale")
             continue
         pays = [p for p in read_all(tools.list_payments, lease_id=lease["id"]) if p["due_date"] >= "2025-12-01"]

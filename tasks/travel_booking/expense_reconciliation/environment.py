@@ -41,10 +41,11 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
             claim_id: The claim's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM claims WHERE id = ?", (claim_id,)):
-            raise ToolError(f"no claim with id {claim_id}")
-        return paginate(self.query("SELECT id, claim_id, spent_on, category, merchant, amount, currency, has_receipt FROM expense_lines "
-                                   "WHERE claim_id = ? ORDER BY id", (claim_id,)), page)
+        lines = self.query("SELECT id, claim_id, spent_on, category, merchant, amount, currency, has_receipt FROM expense_lines "
+                           "WHERE claim_id = ? ORDER BY id", (claim_id,))
+        if not lines:  # every claim has lines, so an empty result means the claim id is wrong
+            raise ToolError(f"no claim with id {claim_id}; list_claims shows the claim ids")
+        return paginate(lines, page)
 
     @tool
     def list_fx_rates(self, currency: str, page: int = 1) -> dict:

@@ -33,8 +33,10 @@ def solve(tools) -> str:
                 d = ("approved", eur, "") if pay == eur else (("partial" if pay else "rejected"), pay, "meal_allowance")
             else:
                 d = ("approved", eur, "")
-            tools.decide_line(line_id=ln["id"], decision=d[0], approved_eur=d[1], reason=d[2])
-            out.append(f"{ln['id']},{d[0]},{d[1]:.2f},{d[2]}")
+            decision, amount, why = d
+            tools.decide_line(line_id=ln["id"], decision=decision, approved_eur=amount, reason=why)
+            out.append([ln["id"], decision, f"{amount:.2f}", why])
         grand += tools.release_claim(claim_id=c["id"])["amount_eur"]
-    tools.write_file(path="reconciliation.csv", content="line_id,decision,approved_eur,reason\n" + "\n".join(out) + "\n")
-    return f"Total reimbursement: {grand:.2f} EUR."
+    body = "\n".join(",".join(map(str, row)) for row in out)
+    tools.write_file(path="reconciliation.csv", content=f"line_id,decision,approved_eur,reason\n{body}\n")
+    return "Total reimbursement: %.2f EUR." % grand
