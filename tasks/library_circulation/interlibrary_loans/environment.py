@@ -34,7 +34,7 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
 
     @tool
     def get_title(self, isbn: str) -> dict:
-        """Get a title's name and format (book, audiobook or dvd) with every copy we own of it.
+        """Get a title's name and format (book, audiobook or dvd).
 
         Args:
             isbn: The 13-digit ISBN.
@@ -42,8 +42,20 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         rows = self.query("SELECT isbn, title, format FROM titles WHERE isbn = ?", (isbn,))
         if not rows:
             raise ToolError(f"no title with ISBN {isbn!r}")
-        copies = self.query("SELECT id, barcode, branch, collection, status FROM copies WHERE isbn = ? ORDER BY id", (isbn,))
-        return {**rows[0], "copies": copies}
+        return rows[0]
+
+    @tool
+    def list_copies(self, isbn: str, page: int = 1) -> dict:
+        """List the copies we own of a title: barcode, branch, collection and status, 20 per page.
+
+        Args:
+            isbn: The 13-digit ISBN.
+            page: 1-based page number.
+        """
+        if not self.query("SELECT isbn FROM titles WHERE isbn = ?", (isbn,)):
+            raise ToolError(f"no title with ISBN {isbn!r}")
+        return paginate(self.query("SELECT id, barcode, branch, collection, status FROM copies WHERE isbn = ? ORDER BY id",
+                                   (isbn,)), page)
 
     @tool
     def place_hold(self, copy_id: int, request_id: int) -> dict:

@@ -23,7 +23,7 @@ def solve(tools) -> str:
         p = partners[r["partner_id"]]
         days, kinds, limit = deals[p["code"]]
         t = tools.get_title(isbn=r["isbn"])
-        copies = [c for c in t["copies"] if c["collection"] == "general" and c["status"] == "available" and c["id"] not in taken]
+        copies = [c for c in read_all(tools.list_copies, isbn=r["isbn"]) if c["collection"] == "general" and c["status"] == "available" and c["id"] not in taken]
         reason = ("suspended" if p["name"] == stopped else "format" if t["format"] not in kinds
                   else "no_copy" if not copies else "limit" if out[p["id"]] >= limit else None)
         if reason:

@@ -38,7 +38,7 @@ def solve(tools) -> str:
         partner = partners[req["partner_id"]]
         deal = deals[partner["code"]]
         if req["isbn"] not in titles:
-            titles[req["isbn"]] = tools.get_title(isbn=req["isbn"])
+            titles[req["isbn"]] = dict(tools.get_title(isbn=req["isbn"]), copies=read_all(tools.list_copies, isbn=req["isbn"]))
         title = titles[req["isbn"]]
         free = [c for c in title["copies"] if c["collection"] == "general" and c["status"] == "available"]
         if partner["name"] == suspended_name:
