@@ -45,3 +45,19 @@ def test_killed_run_resumes_step_count_and_dynamics(tiny_path, tmp_path, repo, m
     for key in ("mean_reward", "tool_output_tokens_per_episode", "tool_calls_per_episode", "runtime_errors_per_episode",
                 "dtc_like_program_share", "episode_length_tokens", "truncation_rate"):
         assert key in log[0]
+
+
+@pytest.mark.slow
+def test_gspo_with_lora_saves_a_plain_merged_checkpoint(tiny_path, tmp_path, repo, monkeypatch):
+    from dataclasses import replace
+
+    from progagent_lib.train.gspo import LoraSettings
+    from progagent_lib.train.models import load_model
+
+    monkeypatch.chdir(repo)
+    config = replace(small_config(tiny_path, tmp_path / "lora", max_steps=1), lora=LoraSettings(r=4, alpha=8))
+    result = run_gspo(config)
+    assert result["global_step"] == 1
+    assert not (tmp_path / "lora" / "final" / "adapter_config.json").exists()
+    model, _ = load_model(result["final_model"])
+    assert model.config.model_type == "qwen3" and not any("lora" in name for name in model.state_dict())

@@ -109,14 +109,18 @@ class DynamicsLog:
         self.pending.extend(episodes)
         self.rollout_seconds += seconds
 
-    def write(self, step: int, step_seconds: float) -> dict:
-        record = {"step": step, **episode_summary(self.pending), "seconds_rollout": self.rollout_seconds,
-                  "seconds_step": step_seconds}
+    def write(self, step: int, step_seconds: float, episodes: list[EpisodeTokens] | None = None) -> dict:
+        """Append the step's line; `episodes` (every process's, when distributed) default to this process's."""
+        record = {"step": step, **episode_summary(self.pending if episodes is None else episodes),
+                  "seconds_rollout": self.rollout_seconds, "seconds_step": step_seconds}
         record["seconds_update"] = max(step_seconds - self.rollout_seconds, 0.0)
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
-        self.pending, self.rollout_seconds = [], 0.0
+        self.reset()
         return record
+
+    def reset(self) -> None:
+        self.pending, self.rollout_seconds = [], 0.0
 
     def truncate_after(self, step: int) -> None:
         """Drop lines of steps past `step` (written by a killed run after its last checkpoint)."""
@@ -195,8 +199,13 @@ def _dynamics_callback(dynamics: DynamicsLog):
             self.step_started = time.perf_counter()
 
         def on_step_end(self, args, state, control, **kwargs):
+            from accelerate.utils import gather_object
+
+            # Every process played part of the step's episodes; all of them must join this collective.
+            episodes = gather_object(dynamics.pending)
             if state.is_world_process_zero:
-                dynamics.write(state.global_step, time.perf_counter() - self.step_started)
+                dynamics.write(state.global_step, time.perf_counter() - self.step_started, episodes)
+            dynamics.reset()
 
     return DynamicsCallback()
 
@@ -267,7 +276,13 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
         callbacks=[_dynamics_callback(dynamics)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
-    trainer.save_model(str(output_dir / "final"))
-    tokenizer.save_pretrained(str(output_dir / "final"))
+    if config.lora is not None:  # a plain checkpoint, so evaluation and the next stage need no adapter logic
+        from .models import save_model
+
+        if trainer.accelerator.is_main_process:
+            save_model(trainer.accelerator.unwrap_model(trainer.model).merge_and_unload(), tokenizer, output_dir / "final")
+    else:
+        trainer.save_model(str(output_dir / "final"))
+        tokenizer.save_pretrained(str(output_dir / "final"))
     return {"global_step": trainer.state.global_step, "dynamics": DynamicsLog.read(dynamics.path),
             "final_model": str(output_dir / "final")}
