@@ -119,8 +119,13 @@ class Task:
         label = str(root)
         if missing:
             raise TaskLoadError(f"task {label!r}: missing file(s) {', '.join(missing)}")
+        toml_bytes = (self.root / "task.toml").read_bytes()
+        digest = hashlib.sha256(f"state-format:{STATE_FORMAT}:page-size:{DB_PAGE_SIZE}".encode())
+        digest.update(toml_bytes)
+        digest.update((self.root / "generator.py").read_bytes())
+        self._fingerprint = digest.hexdigest()[:16]
         try:
-            self.config = tomllib.loads((self.root / "task.toml").read_text())
+            self.config = tomllib.loads(toml_bytes.decode())
         except tomllib.TOMLDecodeError as exc:
             raise TaskLoadError(f"task {label!r} (task.toml): not valid TOML: {exc}") from None
         for key in ("id", "domain", "title"):
@@ -190,11 +195,12 @@ class Task:
 
     # --- environment state -----------------------------------------------------------------------
     def code_fingerprint(self) -> str:
-        """Identifies a built state: the task's generator and config, and how the library builds states."""
-        digest = hashlib.sha256(f"state-format:{STATE_FORMAT}:page-size:{DB_PAGE_SIZE}".encode())
-        for name in ("task.toml", "generator.py"):
-            digest.update((self.root / name).read_bytes())
-        return digest.hexdigest()[:16]
+        """Identifies a built state: the task's generator and config as loaded, and how the library builds states.
+
+        Computed from the bytes read at load time, so an edit made after loading cannot file a state built
+        from the old code under the new code's key.
+        """
+        return self._fingerprint
 
     def generate_into(self, target: Path, scale: str, seed: int) -> None:
         """Run the generator into an empty folder `target` (data.db + workspace/)."""
