@@ -7,6 +7,19 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, 
 STATUSES = ("open", "closed", "with SIU", "all")
 
 
+class _QueryRows:
+    """A read-only sequence over a SELECT that fetches only the slice a page needs (the claims table is long)."""
+
+    def __init__(self, env, sql: str, params: tuple):
+        self.env, self.sql, self.params = env, sql, params
+
+    def __len__(self) -> int:
+        return self.env.query(f"SELECT COUNT(*) AS n FROM ({self.sql})", self.params)[0]["n"]
+
+    def __getitem__(self, window: slice) -> list:
+        return self.env.query(f"{self.sql} LIMIT ? OFFSET ?", self.params + (window.stop - window.start, window.start))
+
+
 class FraudReviewEnv(WorkspaceEnvironment):
     @tool
     def list_claims(self, status: str = "open", page: int = 1) -> dict:
@@ -19,7 +32,7 @@ class FraudReviewEnv(WorkspaceEnvironment):
         if status not in STATUSES:
             raise ToolError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         sql = "SELECT id, claim_no, policy_id, claimant_id, peril, loss_date, reported_date, amount, shop_id, status FROM claims"
-        rows = self.query(sql + ("" if status == "all" else " WHERE status = ?") + " ORDER BY id", () if status == "all" else (status,))
+        rows = _QueryRows(self, sql + ("" if status == "all" else " WHERE status = ?") + " ORDER BY id", () if status == "all" else (status,))
         return paginate(rows, page)
 
     @tool
