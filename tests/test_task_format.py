@@ -230,3 +230,19 @@ def test_nondeterministic_generator_is_caught(tmp_path, monkeypatch):
         "    ctx.db.execute('INSERT INTO t VALUES (?)', (time.time_ns(),))\n")})
     report = certify_paths([tmp_path / "clock"], scales=["v0"], seeds=[0], progress=False)
     assert [c.passed for c in report.checks if c.name == "deterministic"] == [False]
+
+
+def test_query_page_matches_paginate_and_require_row_names_the_missing_record(restock_task):
+    env = restock_task.instantiate("v1", 0)
+    try:
+        sql = "SELECT id, sku FROM products ORDER BY id"
+        for page in (1, 2, 6):
+            assert env.query_page(sql, (), page) == paginate(env.query(sql), page)
+        with pytest.raises(ToolError, match="past the last page"):
+            env.query_page(sql, (), 7)
+        assert env.query_page("SELECT id FROM products WHERE category = :c ORDER BY id", {"c": "snacks"}, 1)["total"] > 0
+        assert env.require_row("suppliers", 1)["id"] == 1
+        with pytest.raises(ToolError, match="no supplier with id 999; use get_supplier"):
+            env.require_row("suppliers", 999, "use get_supplier")
+    finally:
+        env.close()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
+from .pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .tools import ToolDefinitionError, ToolError, ToolSpec, build_spec, is_tool, validate_arguments
 from .verifier import Criterion, VerifyResult
 
@@ -180,6 +181,33 @@ class Environment:
     def query(self, sql: str, params: tuple | dict = ()) -> list[dict]:
         """Run a SELECT and return rows as dicts."""
         return [dict(row) for row in self.db.execute(sql, params).fetchall()]
+
+    def query_page(self, sql: str, params: tuple | dict = (), page: int = 1, page_size: int = DEFAULT_PAGE_SIZE) -> dict:
+        """One page of a SELECT, in `paginate`'s shape, fetched with LIMIT/OFFSET (large tables stay cheap).
+
+        `sql` should end with an ORDER BY so that pages are stable.
+        """
+        if not isinstance(page, int) or page < 1:
+            raise ToolError(f"page must be an integer >= 1, got {page!r}")
+        page_size = min(page_size, MAX_PAGE_SIZE)
+        total = self.db.execute(f"SELECT count(*) FROM ({sql})", params).fetchone()[0]
+        total_pages = max(1, -(-total // page_size))
+        if page > total_pages:
+            raise ToolError(f"page {page} is past the last page ({total_pages}; {total} items)")
+        named = isinstance(params, dict)
+        limit_sql = f"{sql} LIMIT {':_limit' if named else '?'} OFFSET {':_offset' if named else '?'}"
+        limit_params = {**params, "_limit": page_size, "_offset": (page - 1) * page_size} if named else \
+            (*params, page_size, (page - 1) * page_size)
+        return {"items": self.query(limit_sql, limit_params), "page": page, "page_size": page_size, "total": total,
+                "total_pages": total_pages, "has_more": page < total_pages}
+
+    def require_row(self, table: str, row_id: Any, hint: str = "", what: str | None = None) -> dict:
+        """The row of `table` with this id, or a ToolError naming what is missing (and how to find it)."""
+        rows = self.query(f'SELECT * FROM "{table}" WHERE id = ?', (row_id,))
+        if not rows:
+            noun = what or (table[:-1] if table.endswith("s") else table).replace("_", " ")
+            raise ToolError(f"no {noun} with id {row_id!r}" + (f"; {hint}" if hint else ""))
+        return rows[0]
 
     def read_workspace(self, relative: str) -> str:
         """Read a text file from the workspace, refusing paths that leave it."""
