@@ -30,12 +30,9 @@ class DemandResponseEnv(WorkspaceEnvironment):
             date_from: First date to include (YYYY-MM-DD) when non-empty.
             date_to: Last date to include (YYYY-MM-DD) when non-empty.
         """
-        for value in (date_from, date_to):
-            if value:
-                try:
-                    date.fromisoformat(value)
-                except ValueError:
-                    raise ToolError(f"dates must be YYYY-MM-DD, got {value!r}") from None
+        bad = [v for v in (date_from, date_to) if v and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", v)]
+        if bad:
+            raise ToolError(f"dates must be YYYY-MM-DD, got {bad[0]!r}")
         where = "(? = 0 OR customer_id = ?) AND reading_date >= ? AND reading_date <= ?"
         args = (customer_id, customer_id, date_from or "0000", date_to or "9999")
         total = self.db.execute(f"SELECT COUNT(*) FROM peak_readings WHERE {where}", args).fetchone()[0]

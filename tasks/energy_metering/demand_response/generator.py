@@ -80,13 +80,17 @@ def generate(ctx):
     (mail / "bank_holiday.eml").write_text(
         f"From: ops@grid.example\nSubject: Public holiday\n\nReminder: {holiday:%A} {holiday.day} {holiday:%B %Y} was a public holiday.\n"
     )
-    topics = ["tariff leaflet", "heat pump trial", "EV charger survey", "call scripts", "smart app release",
-              "winter fuel payments", "billing calendar", "press enquiry"]
-    for i in range(ctx.size("distractors")):
-        c = rng.choice(customers)
-        (prog if i % 2 else mail).joinpath(f"{topics[i % len(topics)].replace(' ', '_')}_{i:03d}.txt").write_text(
-            f"{topics[i % len(topics)].title()}\n\nUpdate on the {topics[i % len(topics)]}; {c[2]} ({c[1]}) took part in "
-            "the survey. This does not affect programme eligibility.\n")
+    # Unrelated programme chatter, alternating between the two folders.
+    subjects = iter(["tariff leaflet", "heat pump trial", "EV charger survey", "call scripts", "smart app release",
+                     "winter fuel payments", "billing calendar", "press enquiry"] * ctx.files(8))
+    written = 0
+    while written < ctx.size("distractors"):
+        about, who = next(subjects), rng.choice(customers)
+        place = prog if written % 2 else mail
+        place.joinpath(f"{about.replace(' ', '_')}_{written:03d}.txt").write_text(
+            f"{about.title()}\n\nUpdate on the {about}; {who[2]} ({who[1]}) took part in the survey. "
+            "This does not affect programme eligibility.\n")
+        written += 1
     facts = {"start": start.isoformat(), "end": end.isoformat(), "holiday": holiday.isoformat(), "min_peak": min_peak,
              "share": share, "gold_from": gold_from, "capacity": capacity, "excluded": [1, 2], "now_smart": [4]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -105,13 +105,12 @@ def generate(ctx):
         "rooftop panels and an old bidirectional meter, so it legitimately runs backwards on sunny days. Do not treat\n"
         "reverse running on it as a fault.\n"
     )
-    topics = ["van maintenance", "PPE order", "smart meter firmware", "call routing", "safety briefing", "team social",
-              "parking permits", "tablet upgrade"]
-    for i in range(ctx.size("distractors")):
-        m = rng.choice(meters)
-        topic = topics[i % len(topics)]
-        target = mail if i % 2 else eng
-        target.joinpath(f"{i:03d}-{topic.replace(' ', '-')}.md").write_text(
+    field_topics = ["van maintenance", "PPE order", "smart meter firmware", "call routing", "safety briefing", "team social",
+                    "parking permits", "tablet upgrade"]
+    count = ctx.size("distractors")
+    visited = [rng.choice(meters) for _ in range(count)]
+    for i, (m, topic) in enumerate(zip(visited, (field_topics * count)[:count])):
+        (mail if i % 2 else eng).joinpath(f"{i:03d}-{topic.replace(' ', '-')}.md").write_text(
             f"# {topic}\n\nField note about the {topic}. Engineer visited {m[3]} last quarter; meter {m[1]} was read normally.\n")
     facts = {"today": today.isoformat(), "holiday": holiday.isoformat(), "stuck_run": stuck_run, "spike_factor": spike_factor,
              "vacant_meter": meters[0][1], "solar_meter": meters[1][1], "pre_tickets": len(tickets)}

@@ -102,14 +102,13 @@ def generate(ctx):
         "  on the same date. The account now points at the new meter only, so bill both registers.\n"
         f"{(start - timedelta(days=20)).isoformat()}  Routine inspection at {rng.choice(customers)[1]}; no fault found.\n"
     )
-    topics = ["smart meter rollout", "call centre hours", "direct debit dates", "meter reader training", "van fleet",
-              "complaints summary", "tree cutting", "substation visit"]
-    for i in range(ctx.size("distractors")):
-        c = rng.choice(customers)
-        (ops if i % 2 else inbox).joinpath(f"note_{i:03d}_{topics[i % len(topics)].replace(' ', '_')}.txt").write_text(
-            f"{topics[i % len(topics)].capitalize()}\n\nUpdate for the team: customer {c[1]} called about the "
-            f"{topics[i % len(topics)]}. Nothing changes for billing. Case {rng.randint(10000, 99999)}.\n"
-        )
+    themes = ("smart meter rollout", "call centre hours", "direct debit dates", "meter reader training", "van fleet",
+              "complaints summary", "tree cutting", "substation visit")
+    bodies = [(k, themes[k % len(themes)], rng.choice(customers)[1], rng.randint(10000, 99999)) for k in range(ctx.size("distractors"))]
+    for k, theme, account, case in bodies:
+        text = f"{theme.capitalize()}\n\nUpdate for the team: customer {account} called about the {theme}. "
+        text += f"Nothing changes for billing. Case {case}.\n"
+        ((ops, inbox)[k % 2 == 0] / f"note_{k:03d}_{theme.replace(' ', '_')}.txt").write_text(text)
     facts = {"start": start.isoformat(), "end": end.isoformat(), "change_day": change_day.isoformat(),
              "changed": changed[0], "new_rate": new_rate, "hardship": hardship,
              "swapped": swapped[0], "old_meter": old_meter}

@@ -108,15 +108,13 @@ def generate(ctx):
         f"From: general.counsel@ourco.example\nSubject: {contracts[5][1]} liability\n\nThe business asked me to\n"
         f"approve the unlimited liability in {contracts[5][1]}. I have declined; it stays on the issues list.\n"
     )
-    topics = ["e-signature rollout", "matter numbering", "outside counsel panel", "template library", "training day",
-              "document retention", "board pack", "filing deadlines"]
+    housekeeping = ["e-signature rollout", "matter numbering", "outside counsel panel", "template library", "training day",
+                    "document retention", "board pack", "filing deadlines"]
     for i in range(ctx.size("distractors")):
-        c = rng.choice(contracts)
-        topic = topics[i % len(topics)]
-        folder = legal if i % 2 else mail
-        body = (f"Quick note on the {topic}. {c[2]} asked for a copy of {c[1]}; please send the signed PDF.\n"
-                "This does not change any clause or playbook position.\n")
-        folder.joinpath(f"{i:03d}_{topic.replace(' ', '_')}.txt").write_text(f"Re: {topic}\n\n{body}")
+        c, topic = rng.choice(contracts), housekeeping[i % len(housekeeping)]
+        lines = [f"Re: {topic}", "", f"Quick note on the {topic}. {c[2]} asked for a copy of {c[1]}; please send the signed PDF.",
+                 "This does not change any clause or playbook position.", ""]
+        ((legal if i % 2 else mail) / f"{i:03d}_{topic.replace(' ', '_')}.txt").write_text("\n".join(lines))
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)",
                    [("rules", json.dumps(rules)), ("waived", json.dumps([waived[0], "Limitation of liability"])),
                     ("reviewers", json.dumps(REVIEWERS))])

@@ -88,12 +88,13 @@ def generate(ctx):
         + "".join(f"- {name[sub]} is a wholly owned subsidiary of {name[parent]}.\n" for sub, parent in sorted(owner.items()))
         + f"- {name[n]} was sold by its former parent last year and is now independent.\n"
     )
-    topics = ["KYC refresh", "insurance renewal", "sanctions screening", "audit request", "board training", "DPA update",
-              "e-invoicing", "late payment interest"]
-    for i in range(ctx.size("distractors")):
-        p = rng.choice(parties)
-        (credit if i % 2 else mail).joinpath(f"{topics[i % len(topics)].replace(' ', '_').lower()}_{i:03d}.txt").write_text(
-            f"{topics[i % len(topics)]}\n\nFollow-up with {p[1]} on the {topics[i % len(topics)].lower()}. No change to any balance or group.\n")
+    admin = ["KYC refresh", "insurance renewal", "sanctions screening", "audit request", "board training", "DPA update",
+             "e-invoicing", "late payment interest"]
+    n_notes = ctx.size("distractors")
+    for i, firm in enumerate(rng.choice(parties)[1] for _ in range(n_notes)):
+        subject = admin[i % len(admin)]
+        path = (credit if i % 2 else mail) / f"{subject.replace(' ', '_').lower()}_{i:03d}.txt"
+        path.write_text(f"{subject}\n\nFollow-up with {firm} on the {subject.lower()}. No change to any balance or group.\n")
     facts = {"review": review.isoformat(), "rates": rates, "amber": amber, "red": red,
              "owner": {str(k): v for k, v in owner.items()}}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

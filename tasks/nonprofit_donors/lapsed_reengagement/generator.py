@@ -92,13 +92,13 @@ def generate(ctx):
     (care / "address_change.eml").write_text(
         f"From: {names[6][3]}\nSubject: New address\n\nI have moved house; happy to keep hearing from you. {names[6][1]}.\n"
     )
-    topics = ["gala dinner", "volunteer newsletter", "shop donations", "marathon places", "legacy leaflet", "board minutes",
-              "impact report", "payroll giving"]
-    for i in range(ctx.size("distractors")):
-        d = rng.choice(donors)
-        topic = topics[i % len(topics)]
-        content = f"Note on the {topic}: {d[2]} asked a question; answered by phone. No change to their record.\n"
-        (brief if i % 3 == 0 else care).joinpath(f"log_{topic.replace(' ', '_')}_{i:03d}.txt").write_text(content)
+    log_topics = ["gala dinner", "volunteer newsletter", "shop donations", "marathon places", "legacy leaflet",
+                  "board minutes", "impact report", "payroll giving"]
+    entries = [{"n": n, "topic": log_topics[n % len(log_topics)], "who": rng.choice(donors)[2]} for n in range(ctx.size("distractors"))]
+    for e in entries:
+        folder = brief if e["n"] % 3 == 0 else care
+        folder.joinpath(f"log_{e['topic'].replace(' ', '_')}_{e['n']:03d}.txt").write_text(
+            f"Note on the {e['topic']}: {e['who']} asked a question; answered by phone. No change to their record.\n")
     facts = {"today": today.isoformat(), "lapse_months": lapse_months, "window_years": window_years, "top_n": top_n,
              "major": major, "mid": mid, "excluded": [3, 4], "recent_gift": [5, (today - timedelta(days=2)).isoformat()],
              "channels": CHANNELS}

@@ -1,4 +1,5 @@
 """State for nonprofit_donors/tax_receipts: supporters, gifts, Gift Aid declarations and supporter mail."""
+import itertools
 import json
 from datetime import date, timedelta
 
@@ -114,14 +115,13 @@ def generate(ctx):
         f"From: {other[4]}\nSubject: Newsletter\n\nPlease stop the printed newsletter; e-mail is fine. Being named in\n"
         f"the annual review is no problem at all. Supporter number {other[1]}.\n"
     )
-    topics = ["volunteer rota", "charity shop rota", "fun run route", "trustee meeting", "printer contract",
-              "legacy event", "website update", "data protection training"]
-    for i in range(ctx.size("distractors")):
-        d = rng.choice(donors)
-        (finance if i % 2 else inbox).joinpath(f"misc_{i:03d}_{topics[i % len(topics)].replace(' ', '_')}.txt").write_text(
-            f"{topics[i % len(topics)].capitalize()}\n\nNotes on the {topics[i % len(topics)]}. {d[2]} {d[3]} offered to help.\n"
-            "Nothing here changes receipting or Gift Aid.\n"
-        )
+    subjects = itertools.cycle(["volunteer rota", "charity shop rota", "fun run route", "trustee meeting", "printer contract",
+                                "legacy event", "website update", "data protection training"])
+    for number, subject in enumerate(itertools.islice(subjects, ctx.size("distractors"))):
+        helper = rng.choice(donors)
+        where = finance if number % 2 else inbox
+        note = f"{subject.capitalize()}\n\nNotes on the {subject}. {helper[2]} {helper[3]} offered to help.\n"
+        where.joinpath(f"misc_{number:03d}_{subject.replace(' ', '_')}.txt").write_text(note + "Nothing here changes receipting or Gift Aid.\n")
     facts = {"start": ystart.isoformat(), "end": yend.isoformat(), "threshold": threshold,
              "cancelled": {str(donors[3][0]): cancel_day.isoformat()}, "anonymous": [d[0] for d in anonymous]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

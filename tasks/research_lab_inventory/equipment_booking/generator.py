@@ -100,12 +100,12 @@ def generate(ctx):
         f"the {groups[boosted - 1][1]} may hold up to {cap + 6} instrument-hours in the week starting {monday:%A} "
         f"{monday.day} {monday:%B}.\nAll other groups keep the normal quota.\n"
     )
-    topics = ["sample labelling", "training slots", "liquid waste", "glove sizes", "data storage", "software licences",
-              "visitor access", "freezer inventory"]
-    for i in range(ctx.size("distractors")):
-        g = rng.choice(groups)
-        topic = topics[i % len(topics)]
-        text = f"About {topic}\n\n{g[1]} raised a question about {topic} at the user meeting. No change to bookings.\n"
-        (core / f"faq_{i:03d}.txt" if i % 2 else mail / f"user_meeting_{i:03d}.txt").write_text(text)
+    faq = ["sample labelling", "training slots", "liquid waste", "glove sizes", "data storage", "software licences",
+           "visitor access", "freezer inventory"]
+    askers = [rng.choice(groups)[1] for _ in range(ctx.size("distractors"))]
+    for i, asker in enumerate(askers):
+        topic = faq[i % len(faq)]
+        target = core / f"faq_{i:03d}.txt" if i % 2 else mail / f"user_meeting_{i:03d}.txt"
+        target.write_text(f"About {topic}\n\n{asker} raised a question about {topic} at the user meeting. No change to bookings.\n")
     facts = {"cap": cap, "boosted": boosted, "boost_cap": cap + 6, "maintenance": [down[0], days[1].isoformat(), 8, 13]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -97,11 +97,15 @@ def generate(ctx):
         f"From: food.safety@bistro-group.example\nSubject: Audit result - {suppliers[0][1]}\n\n"
         f"{suppliers[0][1]} passed its hygiene audit with a top score. No restrictions.\n"
     )
-    topics = ["menu costing", "energy bills", "uniform supplier", "glassware breakages", "POS upgrade", "bank holiday rota",
-              "recycling", "knife rolls"]
-    for i in range(ctx.size("distractors")):
-        s = rng.choice(suppliers)
-        (docs if i % 2 else mail).joinpath(f"{i:03d}_{topics[i % len(topics)].replace(' ', '_')}.md").write_text(
-            f"## {topics[i % len(topics)]}\n\nA note about the {topics[i % len(topics)]}. {s[1]} delivers {s[2]}; no pricing news here.\n")
+    chatter = ["menu costing", "energy bills", "uniform supplier", "glassware breakages", "POS upgrade", "bank holiday rota",
+               "recycling", "knife rolls"]
+    pages = {}
+    for idx in range(ctx.size("distractors")):
+        firm = rng.choice(suppliers)
+        heading = chatter[idx % len(chatter)]
+        pages[(docs, mail)[idx % 2 == 0] / f"{idx:03d}_{heading.replace(' ', '_')}.md"] = (
+            f"## {heading}\n\nA note about the {heading}. {firm[1]} delivers {firm[2]}; no pricing news here.\n")
+    for target, markdown in pages.items():
+        target.write_text(markdown)
     facts = {"review": review.isoformat(), "min_saving": min_saving, "failed": failed}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -128,14 +128,18 @@ def generate(ctx):
         f"Appeals panel\n\n{name[teams[8 % len(teams)][0]]} asked for a points deduction against a rival to be reviewed.\n"
         "The request was out of time and has been rejected; no change to any result or points total.\n"
     )
-    topics = ["referee expenses", "ground grading", "youth cup draw", "kit clash policy", "floodlight inspection",
+    agenda = ["referee expenses", "ground grading", "youth cup draw", "kit clash policy", "floodlight inspection",
               "annual dinner", "media rights", "volunteer awards"]
-    for i in range(ctx.size("distractors")):
-        t = rng.choice(teams)
-        (docs if i % 2 else mail).joinpath(f"item_{i:03d}_{topics[i % len(topics)].replace(' ', '_')}.txt").write_text(
-            f"{topics[i % len(topics)].title()}\n\nThe secretary of {t[1]} wrote about the {topics[i % len(topics)]}.\n"
-            f"Noted by the committee; it has no bearing on results or the tables. Ref {rng.randint(100, 999)}.\n"
-        )
+
+    def file_item(index: int) -> None:
+        club, item = rng.choice(teams)[1], agenda[index % len(agenda)]
+        folder = docs if index % 2 else mail
+        (folder / f"item_{index:03d}_{item.replace(' ', '_')}.txt").write_text(
+            f"{item.title()}\n\nThe secretary of {club} wrote about the {item}.\n"
+            f"Noted by the committee; it has no bearing on results or the tables. Ref {rng.randint(100, 999)}.\n")
+
+    for index in range(ctx.size("distractors")):
+        file_item(index)
     facts = {"win_points": win_points, "h2h_first": h2h_first, "movers": movers, "deducted": deducted[0],
              "deduction": deduction, "overturned_match": mid}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
