@@ -35,12 +35,7 @@ class DemandResponseEnv(WorkspaceEnvironment):
             raise ToolError(f"dates must be YYYY-MM-DD, got {bad[0]!r}")
         where = "(? = 0 OR customer_id = ?) AND reading_date >= ? AND reading_date <= ?"
         args = (customer_id, customer_id, date_from or "0000", date_to or "9999")
-        total = self.db.execute(f"SELECT COUNT(*) FROM peak_readings WHERE {where}", args).fetchone()[0]
-        window = paginate(range(total), page)  # page arithmetic only; the rows themselves come from SQL
-        first = window["items"][0] if window["items"] else 0
-        window["items"] = self.query(f"SELECT customer_id, reading_date, hour, kwh FROM peak_readings WHERE {where} "
-                                     "ORDER BY id LIMIT ? OFFSET ?", args + (len(window["items"]), first))
-        return window
+        return self.query_page(f"SELECT customer_id, reading_date, hour, kwh FROM peak_readings WHERE {where} ORDER BY id", args, page)
 
     @tool
     def enrol_customer(self, customer_id: int, tier: str, flexible_kwh: float) -> dict:

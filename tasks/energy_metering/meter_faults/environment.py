@@ -42,19 +42,6 @@ def working_day_after(today: date, n: int, holidays: set) -> date:
     return day
 
 
-class _PagedQuery:
-    """A SELECT that `paginate` can slice: it counts and fetches one page in SQL instead of loading every row."""
-
-    def __init__(self, env: "MeterFaultsEnv", sql: str, params: tuple):
-        self.env, self.sql, self.params = env, sql, params
-
-    def __len__(self) -> int:
-        return self.env.query(f"SELECT COUNT(*) AS n FROM ({self.sql})", self.params)[0]["n"]
-
-    def __getitem__(self, part: slice) -> list[dict]:
-        return self.env.query(f"{self.sql} LIMIT ? OFFSET ?", self.params + (part.stop - part.start, part.start))
-
-
 class MeterFaultsEnv(WorkspaceEnvironment):
     @tool
     def list_meters(self, page: int = 1) -> dict:
@@ -73,11 +60,10 @@ class MeterFaultsEnv(WorkspaceEnvironment):
             page: 1-based page number.
             meter_id: Only this meter's readings when non-empty.
         """
-        rows = _PagedQuery(self, "SELECT meter_id, read_date, register_kwh FROM readings WHERE ? = '' OR meter_id = ? "
-                           "ORDER BY id", (meter_id, meter_id))  # stored by meter, then date
-        if meter_id and not len(rows):
-            raise ToolError(f"no readings for meter {meter_id!r}; meter ids look like those from list_meters")
-        return paginate(rows, page)
+        if meter_id and not self.query("SELECT 1 FROM meters WHERE meter_id = ?", (meter_id,)):
+            raise ToolError(f"no meter {meter_id!r}; meter ids look like those from list_meters")
+        return self.query_page("SELECT meter_id, read_date, register_kwh FROM readings WHERE ? = '' OR meter_id = ? "
+                               "ORDER BY id", (meter_id, meter_id), page)  # stored by meter, then date
 
     @tool
     def list_tickets(self, page: int = 1, status: str = "") -> dict:

@@ -40,13 +40,8 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
             page: 1-based page number.
             donor_id: Only this supporter's gifts when non-zero.
         """
-        # Paginate the ids, then load only that page's rows: the gift table is the big one.
-        ids = [row[0] for row in self.db.execute("SELECT id FROM gifts WHERE ? = 0 OR donor_id = ? ORDER BY id", (donor_id, donor_id))]
-        result = paginate(ids, page)
-        marks = ",".join("?" * len(result["items"]))
-        result["items"] = self.query(f"SELECT donor_id, gift_date, amount, fund FROM gifts WHERE id IN ({marks}) ORDER BY id",
-                                     tuple(result["items"]))
-        return result
+        return self.query_page("SELECT donor_id, gift_date, amount, fund FROM gifts WHERE ? = 0 OR donor_id = ? ORDER BY id",
+                               (donor_id, donor_id), page)  # the gift table is the big one: fetch one page in SQL
 
     @tool
     def create_campaign(self, name: str, channel: str) -> dict:

@@ -39,11 +39,6 @@ def allocate(requests: list[dict], groups: dict, instruments: list[dict], facts:
 
 
 class EquipmentBookingEnv(WorkspaceEnvironment):
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        # Every request gets its own write; the episode's database is a throwaway copy, so skip the fsyncs.
-        self.db.execute("PRAGMA synchronous = OFF")
-
     @tool
     def list_instruments(self, page: int = 1, kind: str = "") -> dict:
         """Instruments in the core, with asset tag, kind and room; 20 per page.

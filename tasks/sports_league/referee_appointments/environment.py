@@ -113,10 +113,6 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         made = self.db.execute("INSERT INTO flags (fixture_id, note) VALUES (?, ?)", (fixture_id, note))
         return {"flag_id": made.lastrowid, "fixture_id": fixture_id}
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.db.execute("PRAGMA synchronous = OFF")  # one write per fixture on a throwaway copy: no need to fsync each
-
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
