@@ -1,6 +1,6 @@
 """Where an RL step's time goes: environment (kernel, tools, verifier) vs generation vs the update.
 
-    .venv/bin/python bench/train.py [--model runs/cpu-smoke/sft/final] [--steps 3] [--harnesses dtc,ptc]
+    .venv/bin/python bench/train.py [--model runs/cpu-smoke-pipeline/sft/final] [--steps 3] [--harnesses dtc,ptc]
 
 Two kinds of GSPO steps per harness, each through the real GRPOTrainer with the cpu-smoke settings:
 
@@ -62,7 +62,7 @@ def shares(kind: str, harness: str, steps: list[dict]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=str(REPO / "runs/cpu-smoke/sft/final"))
+    parser.add_argument("--model", default=str(REPO / "runs/cpu-smoke-pipeline/sft/final"))
     parser.add_argument("--config", default=str(REPO / "configs/cpu-smoke.yaml"))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--harnesses", default="dtc,ptc")
