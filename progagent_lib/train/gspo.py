@@ -32,7 +32,7 @@ class LoraSettings:
 class GSPORunConfig:
     """Everything a GSPO run needs. Same task pool and hyper-parameters for every harness."""
 
-    model: str = "runs/cpu-smoke/sft"       # a local folder (e.g. the SFT output) or a hub id
+    model: str = "runs/cpu-smoke-pipeline/sft/final"   # a local folder (e.g. the SFT output) or a hub id
     output_dir: str = "runs/gspo"
     tasks_root: str = "tasks"
     task_ids: list[str] = field(default_factory=list)   # empty: every task under tasks_root
