@@ -31,8 +31,8 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT 1 FROM teams WHERE division = ?", (division,)):
             raise ToolError(f"there is no division {division}; list_teams shows the divisions")
-        return paginate(self.query("SELECT id, round, home_id, away_id, home_goals, away_goals, status FROM matches "
-                                   "WHERE division = ? ORDER BY id", (division,)), page)
+        fields = "id, round, played_on, home_id, away_id, home_goals, away_goals, status, attendance, referee"
+        return paginate(self.query(f"SELECT {fields} FROM matches WHERE division = ? ORDER BY id", (division,)), page)
 
     @tool
     def record_season_outcome(self, team_id: int, outcome: str) -> dict:

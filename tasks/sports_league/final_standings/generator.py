@@ -5,7 +5,7 @@ import json
 TOWNS = ["Ashby", "Brackley", "Colne", "Dorking", "Egham", "Frome", "Garstang", "Hexham", "Ilkley", "Jarrow",
          "Keswick", "Ledbury", "Malton", "Nelson", "Otley", "Penrith", "Ripon", "Selby", "Thame", "Ulverston",
          "Wantage", "Yeovil", "Alston", "Bude"]
-SUFFIXES = ["United", "Rovers", "Athletic", "Town", "Wanderers", "Albion"]
+SUFFIXES = ["United", "Rovers", "Athletic", "Town", "Wanderers", "Albion", "City", "Rangers", "Borough"]
 
 
 def season(rng, teams):
@@ -50,7 +50,8 @@ def generate(ctx):
         """
         CREATE TABLE teams (id INTEGER PRIMARY KEY, name TEXT UNIQUE, division INTEGER);
         CREATE TABLE matches (id INTEGER PRIMARY KEY, division INTEGER, round INTEGER, home_id INTEGER,
-            away_id INTEGER, home_goals INTEGER, away_goals INTEGER, status TEXT);
+            away_id INTEGER, home_goals INTEGER, away_goals INTEGER, status TEXT, played_on TEXT, attendance INTEGER,
+            referee TEXT);
         CREATE TABLE season_outcomes (id INTEGER PRIMARY KEY, team_id INTEGER, outcome TEXT);
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
@@ -87,10 +88,12 @@ def generate(ctx):
         if div == 1:
             facts_overturned = overturned
         for i, (h, a, hg, ag, status) in enumerate(games):
-            matches.append((len(matches) + 1, div, i // 4 + 1, h, a, hg, ag, status))
+            kickoff = f"2026-{8 + (i // 4) // 6:02d}-{1 + (i // 4) % 6 * 5:02d}"  # a round every five days from August
+            matches.append((len(matches) + 1, div, i // 4 + 1, h, a, hg, ag, status, kickoff, rng.randint(300, 9000),
+                            f"{rng.choice(['A.', 'B.', 'C.', 'D.', 'J.', 'M.', 'R.', 'S.'])} {rng.choice(['Hale', 'Moss', 'Tate', 'Webb', 'Kerr', 'Lowe'])}"))
             if div == 1 and i == overturned:
                 facts_overturned = (len(matches), h, a)
-    db.executemany("INSERT INTO matches VALUES (?,?,?,?,?,?,?,?)", matches)
+    db.executemany("INSERT INTO matches VALUES (?,?,?,?,?,?,?,?,?,?,?)", matches)
 
     name = {t[0]: t[1] for t in teams}
     mid, home, away = facts_overturned
