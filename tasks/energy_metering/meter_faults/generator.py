@@ -73,9 +73,9 @@ def generate(ctx):
                         status, (first_day - timedelta(days=rng.randint(1, 30))).isoformat()))
     db.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?)", tickets)
 
-    eng, mail = ctx.workspace / "engineering", ctx.workspace / "mail"
-    eng.mkdir()
-    mail.mkdir()
+    eng, mail = (ctx.workspace / sub for sub in ("engineering", "mail"))
+    for folder in (eng, mail):
+        folder.mkdir()
     (eng / "meter_health_guidance.md").write_text(
         "# Meter health check - guidance for analysts\n\n"
         "Daily consumption on a date is that date's register minus the previous day's register.\n\n"

@@ -65,8 +65,8 @@ def generate(ctx):
     hardship.append(customers[0][1])
 
     ops, inbox = ctx.workspace / "operations", ctx.workspace / "inbox"
-    ops.mkdir()
-    inbox.mkdir()
+    for folder in (ops, inbox):
+        folder.mkdir()
     (ops / "billing_procedure.md").write_text(
         f"# Monthly billing procedure - {start:%B %Y}\n\n"
         f"This run covers consumption from {start.day} {start:%B} to {(end - timedelta(days=1)).day} {start:%B %Y} inclusive.\n"

@@ -63,9 +63,10 @@ def generate(ctx):
     db.executemany("INSERT INTO gifts (donor_id, gift_date, amount, fund) VALUES (?,?,?,?)",
                    [(g[0], g[1].isoformat(), g[2], rng.choice(["general", "appeal", "emergency", "education"])) for g in gifts])
 
-    brief, care = ctx.workspace / "fundraising", ctx.workspace / "supporter_care"
-    brief.mkdir()
-    care.mkdir()
+    brief = ctx.workspace / "fundraising"
+    care = ctx.workspace / "supporter_care"
+    for folder in (brief, care):
+        folder.mkdir()
     (brief / "reengagement_brief.md").write_text(
         f"# Lapsed supporter re-engagement - brief\n\nWe are running the selection on {today.day} {today:%B %Y}.\n\n"
         f"A supporter counts as lapsed when their most recent gift is more than {lapse_months} months old on that date, but\n"
