@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def roll_weekend(day: dt.date) -> dt.date:
@@ -21,7 +21,7 @@ class PaymentRunEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, terms FROM vendors ORDER BY id"), page)
+        return self.query_page("SELECT id, name, terms FROM vendors ORDER BY id", page=page)
 
     @tool
     def list_invoices(self, page: int = 1, status: str = "approved") -> dict:
@@ -33,8 +33,8 @@ class PaymentRunEnv(WorkspaceEnvironment):
         """
         if status not in ("approved", "scheduled", "paid"):
             raise ToolError(f"status must be approved, scheduled or paid, got {status!r}")
-        return paginate(self.query("SELECT id, invoice_no, vendor_id, invoice_date, amount FROM invoices WHERE status = ? "
-                                   "ORDER BY id", (status,)), page)
+        return self.query_page("SELECT id, invoice_no, vendor_id, invoice_date, amount FROM invoices WHERE status = ? "
+                               "ORDER BY id", (status,), page)
 
     @tool
     def create_payment_batch(self, payment_date: str) -> dict:

@@ -19,7 +19,7 @@ class DuplicateEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name FROM vendors ORDER BY id"), page)
+        return self.query_page("SELECT id, name FROM vendors ORDER BY id", page=page)
 
     @tool
     def list_invoices(self, page: int = 1, vendor_id: int = 0) -> dict:
