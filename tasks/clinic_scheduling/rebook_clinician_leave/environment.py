@@ -25,7 +25,7 @@ class RebookEnv(WorkspaceEnvironment):
             specialty: Only clinicians of this specialty when non-empty, e.g. "Physiotherapy".
         """
         where, args = (" WHERE specialty = ?", (specialty,)) if specialty else ("", ())
-        return paginate(self.query("SELECT id, name, specialty, site FROM clinicians" + where + " ORDER BY id", args), page)
+        return self.query_page("SELECT id, name, specialty, site FROM clinicians" + where + " ORDER BY id", args, page)
 
     @tool
     def list_appointments(self, clinician_id: int, date_from: str, date_to: str, page: int = 1) -> dict:

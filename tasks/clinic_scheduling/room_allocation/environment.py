@@ -27,8 +27,8 @@ class RoomAllocationEnv(WorkspaceEnvironment):
             page: 1-based page number.
             status: "unallocated", "allocated" or "flagged".
         """
-        return paginate(self.query("SELECT id, clinic_type, clinician, site, day, start, end, expected_attendees, status FROM sessions "
-                                   "WHERE status = ? ORDER BY id", (status,)), page)
+        return self.query_page("SELECT id, clinic_type, clinician, site, day, start, end, expected_attendees, status FROM sessions "
+                               "WHERE status = ? ORDER BY id", (status,), page)
 
     @tool
     def list_bookings(self, day: str, page: int = 1) -> dict:
@@ -38,8 +38,8 @@ class RoomAllocationEnv(WorkspaceEnvironment):
             day: The day, YYYY-MM-DD.
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, room_id, session_id, day, start, end, purpose FROM bookings WHERE day = ? ORDER BY room_id, start",
-                                   (day.strip(),)), page)
+        return self.query_page("SELECT id, room_id, session_id, day, start, end, purpose FROM bookings WHERE day = ? ORDER BY room_id, start",
+                               (day.strip(),), page)
 
     @tool
     def book_room(self, session_id: int, room_id: int) -> dict:

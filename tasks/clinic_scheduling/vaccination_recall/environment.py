@@ -25,7 +25,7 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, mrn, name, birth_date, status FROM patients ORDER BY id"), page)
+        return self.query_page("SELECT id, mrn, name, birth_date, status FROM patients ORDER BY id", page=page)
 
     @tool
     def list_immunizations(self, page: int = 1, vaccine: str = "", patient_id: int = 0) -> dict:
