@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 GRADES = ["A", "A-", "B+", "B", "B-", "C+", "C", "C-", "D", "F"]
 DECISIONS = ("enrol", "waitlist", "decline")
@@ -16,7 +16,7 @@ class RegistrationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT code, title, department, capacity FROM courses ORDER BY code"), page)
+        return self.query_page("SELECT code, title, department, capacity FROM courses ORDER BY code", page=page)
 
     @tool
     def get_course(self, course_code: str) -> dict:
@@ -47,8 +47,8 @@ class RegistrationEnv(WorkspaceEnvironment):
         sql = ("SELECT r.id AS request_id, r.student_id, c.code AS course_code, r.submitted_at, r.status, "
                "r.waitlist_position FROM requests r JOIN courses c ON c.id = r.course_id")
         if course_code:
-            return paginate(self.query(sql + " WHERE c.code = ? ORDER BY r.id", (course_code.strip(),)), page)
-        return paginate(self.query(sql + " ORDER BY r.id"), page)
+            return self.query_page(sql + " WHERE c.code = ? ORDER BY r.id", (course_code.strip(),), page)
+        return self.query_page(sql + " ORDER BY r.id", page=page)
 
     @tool
     def get_student(self, student_id: int) -> dict:

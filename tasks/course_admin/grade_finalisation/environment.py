@@ -23,7 +23,7 @@ class GradesEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT code, title, lecturer FROM courses ORDER BY code"), page)
+        return self.query_page("SELECT code, title, lecturer FROM courses ORDER BY code", page=page)
 
     @tool
     def get_assessment_scheme(self, course_code: str) -> list:

@@ -38,7 +38,7 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT * FROM rooms ORDER BY code"), page)
+        return self.query_page("SELECT * FROM rooms ORDER BY code", page=page)
 
     @tool
     def assign_room(self, section_code: str, room_code: str) -> dict:
