@@ -51,7 +51,7 @@ class RefundApprovalEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, email, loyalty_tier FROM customers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, email, loyalty_tier FROM customers ORDER BY id", page=page)
 
     @tool
     def decide_refund(self, request_id: int, decision: str, amount: float = 0.0, note: str = "") -> dict:

@@ -19,7 +19,7 @@ class SlaEscalationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, plan, region, seats FROM customers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, plan, region, seats FROM customers ORDER BY id", page=page)
 
     @tool
     def list_tickets(self, status: str = "", page: int = 1) -> dict:
@@ -42,7 +42,7 @@ class SlaEscalationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, ticket_id, team, reason, created_at FROM escalations ORDER BY id"), page)
+        return self.query_page("SELECT id, ticket_id, team, reason, created_at FROM escalations ORDER BY id", page=page)
 
     @tool
     def escalate_ticket(self, ticket_id: int, team: str, reason: str) -> dict:

@@ -3,7 +3,7 @@ import json
 import re
 from datetime import datetime, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def subject_key(subject: str) -> str:
@@ -27,7 +27,7 @@ class TicketMergeEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, requester_email, subject, created_at, status, tags, merged_into, first_message FROM tickets"
         where, args = (" WHERE status = ?", (status,)) if status else ("", ())
-        return paginate(self.query(sql + where + " ORDER BY created_at, id", args), page)
+        return self.query_page(sql + where + " ORDER BY created_at, id", args, page)
 
     @tool
     def merge_ticket(self, source_id: int, target_id: int) -> dict:
