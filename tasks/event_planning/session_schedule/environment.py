@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class SessionScheduleEnv(WorkspaceEnvironment):
@@ -15,8 +15,8 @@ class SessionScheduleEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        result = paginate(self.query("SELECT id, code, title, track, format, expected_attendance, abstract "
-                                        "FROM sessions ORDER BY id"), page)
+        result = self.query_page("SELECT id, code, title, track, format, expected_attendance, abstract "
+                                 "FROM sessions ORDER BY id", page=page)
         for s in result["items"]:
             s["speaker_ids"] = [r["speaker_id"] for r in self.query(
                 "SELECT speaker_id FROM session_speakers WHERE session_id = ? ORDER BY speaker_id", (s["id"],))]
@@ -29,7 +29,7 @@ class SessionScheduleEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, affiliation, bio FROM speakers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, affiliation, bio FROM speakers ORDER BY id", page=page)
 
     @tool
     def list_rooms(self, page: int = 1) -> dict:
@@ -38,7 +38,7 @@ class SessionScheduleEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, capacity, lab_equipped FROM rooms ORDER BY id"), page)
+        return self.query_page("SELECT id, name, capacity, lab_equipped FROM rooms ORDER BY id", page=page)
 
     @tool
     def list_slots(self) -> list:

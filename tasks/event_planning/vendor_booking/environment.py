@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class VendorBookingEnv(WorkspaceEnvironment):
@@ -13,7 +13,7 @@ class VendorBookingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, event_date, city, guests FROM events ORDER BY id"), page)
+        return self.query_page("SELECT id, name, event_date, city, guests FROM events ORDER BY id", page=page)
 
     @tool
     def list_vendors(self, category: str = "", page: int = 1) -> dict:
@@ -25,8 +25,8 @@ class VendorBookingEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, name, category, city, rating, insurance_expiry, contact_email FROM vendors"
         if category:
-            return paginate(self.query(sql + " WHERE category = ? ORDER BY id", (category,)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+            return self.query_page(sql + " WHERE category = ? ORDER BY id", (category,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_quotes(self, event_id: int, page: int = 1) -> dict:
@@ -38,8 +38,8 @@ class VendorBookingEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM events WHERE id = ?", (event_id,)):
             raise ToolError(f"no event with id {event_id}; list_events shows the ids")
-        return paginate(self.query("SELECT id, vendor_id, amount, valid_until FROM quotes WHERE event_id = ? ORDER BY id",
-                                   (event_id,)), page)
+        return self.query_page("SELECT id, vendor_id, amount, valid_until FROM quotes WHERE event_id = ? ORDER BY id",
+                               (event_id,), page)
 
     @tool
     def create_booking(self, quote_id: int) -> dict:
