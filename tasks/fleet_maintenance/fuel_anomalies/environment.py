@@ -5,7 +5,7 @@ import json
 import re
 from datetime import datetime, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 RULES = ("stolen_card", "wrong_fuel", "over_capacity", "odometer_rollback", "rapid_refill", "off_hours")
 
@@ -18,7 +18,7 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, unit_number, fuel_type, tank_litres, driver_id, depot FROM vehicles ORDER BY id"), page)
+        return self.query_page("SELECT id, unit_number, fuel_type, tank_litres, driver_id, depot FROM vehicles ORDER BY id", page=page)
 
     @tool
     def list_drivers(self, page: int = 1) -> dict:
@@ -27,7 +27,7 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, card_number, card_status FROM drivers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, card_number, card_status FROM drivers ORDER BY id", page=page)
 
     @tool
     def list_transactions(self, card_number: str = "", page: int = 1) -> dict:
@@ -39,7 +39,7 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, card_number, unit_number, txn_time, station, fuel_type, litres, amount, odometer_km FROM fuel_transactions"
         where = " WHERE card_number = ?" if card_number else ""
-        return paginate(self.query(sql + where + " ORDER BY txn_time, id", (card_number,) if card_number else ()), page)
+        return self.query_page(sql + where + " ORDER BY txn_time, id", (card_number,) if card_number else (), page)
 
     @tool
     def flag_transaction(self, transaction_id: int, rule: str) -> dict:

@@ -24,8 +24,8 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, unit_number, make, model, model_year, depot, odometer_km, status FROM vehicles"
         if depot:
-            return paginate(self.query(sql + " WHERE depot = ? ORDER BY id", (depot,)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+            return self.query_page(sql + " WHERE depot = ? ORDER BY id", (depot,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_service_history(self, vehicle_id: int = 0, page: int = 1) -> dict:

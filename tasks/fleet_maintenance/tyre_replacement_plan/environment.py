@@ -36,7 +36,7 @@ class TyrePlanEnv(WorkspaceEnvironment):
             depot: Only vehicles of this depot when non-empty.
         """
         sql = "SELECT id, reg, type, depot, odometer_km FROM vehicles"
-        return paginate(self.query(sql + (" WHERE depot = ?" if depot else "") + " ORDER BY id", (depot,) if depot else ()), page)
+        return self.query_page(sql + (" WHERE depot = ?" if depot else "") + " ORDER BY id", (depot,) if depot else (), page)
 
     @tool
     def list_inspections(self, page: int = 1, vehicle_id: int = 0) -> dict:
