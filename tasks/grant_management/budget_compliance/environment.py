@@ -28,7 +28,7 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, award_number, sponsor, pi, start_date, end_date, total_budget FROM awards ORDER BY id"), page)
+        return self.query_page("SELECT id, award_number, sponsor, pi, start_date, end_date, total_budget FROM awards ORDER BY id", page=page)
 
     @tool
     def list_expenses(self, award_id: int = 0, page: int = 1) -> dict:

@@ -13,7 +13,7 @@ class EffortReportingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, department, role, annual_salary FROM people ORDER BY id"), page)
+        return self.query_page("SELECT id, name, department, role, annual_salary FROM people ORDER BY id", page=page)
 
     @tool
     def list_grants(self, page: int = 1) -> dict:
@@ -22,7 +22,7 @@ class EffortReportingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, code, sponsor, title, start_date, end_date FROM grants ORDER BY id"), page)
+        return self.query_page("SELECT id, code, sponsor, title, start_date, end_date FROM grants ORDER BY id", page=page)
 
     @tool
     def list_effort_lines(self, page: int = 1, person_id: int = 0) -> dict:

@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class ReviewerAssignmentEnv(WorkspaceEnvironment):
@@ -15,8 +15,8 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, ref, title, topic, pi_name, institution, co_investigators, requested_amount, summary "
-                                   "FROM proposals ORDER BY id"), page)
+        return self.query_page("SELECT id, ref, title, topic, pi_name, institution, co_investigators, requested_amount, summary "
+                               "FROM proposals ORDER BY id", page=page)
 
     @tool
     def list_reviewers(self, page: int = 1) -> dict:
@@ -25,7 +25,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, institution, expertise, max_load FROM reviewers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, institution, expertise, max_load FROM reviewers ORDER BY id", page=page)
 
     @tool
     def list_collaborations(self, reviewer_id: int = 0, page: int = 1) -> dict:
@@ -36,7 +36,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         where, args = (" WHERE reviewer_id = ?", (reviewer_id,)) if reviewer_id else ("", ())
-        return paginate(self.query("SELECT reviewer_id, coauthor, year, venue FROM collaborations" + where + " ORDER BY id", args), page)
+        return self.query_page("SELECT reviewer_id, coauthor, year, venue FROM collaborations" + where + " ORDER BY id", args, page)
 
     @tool
     def assign_reviewer(self, proposal_id: int, reviewer_id: int) -> dict:
