@@ -4,7 +4,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 YEAR = 2026
 
@@ -26,7 +26,7 @@ class LeaveEnv(WorkspaceEnvironment):
         if status and status not in ("active", "left"):
             raise ToolError(f"status must be 'active', 'left' or empty, got {status!r}")
         where = " WHERE status = ?" if status else ""
-        return paginate(self.query(f"SELECT * FROM employees{where} ORDER BY id", (status,) if status else ()), page)
+        return self.query_page(f"SELECT * FROM employees{where} ORDER BY id", (status,) if status else (), page)
 
     @tool
     def list_leave_records(self, employee_id: int, page: int = 1) -> dict:
@@ -38,8 +38,8 @@ class LeaveEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT 1 FROM employees WHERE id = ?", (employee_id,)):
             raise ToolError(f"no employee with id {employee_id}")
-        return paginate(self.query("SELECT start_date, days, kind FROM leave_records WHERE employee_id = ? ORDER BY start_date",
-                                   (employee_id,)), page)
+        return self.query_page("SELECT start_date, days, kind FROM leave_records WHERE employee_id = ? ORDER BY start_date",
+                               (employee_id,), page)
 
     @tool
     def post_year_end_balance(self, employee_id: int, accrued: float, taken: float, carried_forward: float,

@@ -23,7 +23,7 @@ class PayrollEnv(WorkspaceEnvironment):
             department: Only staff of this department when non-empty.
         """
         where, params = (" WHERE department = ?", (department,)) if department else ("", ())
-        return paginate(self.query("SELECT * FROM employees" + where + " ORDER BY id", params), page)
+        return self.query_page("SELECT * FROM employees" + where + " ORDER BY id", params, page)
 
     @tool
     def list_timesheet_entries(self, employee_id: int, page: int = 1) -> dict:
