@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASON_CODES = ("not_in_force", "late_notification", "excluded_peril")
 
@@ -18,8 +18,8 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         """
         if status not in ("open", "decided", "closed"):
             raise ToolError(f"status must be open, decided or closed, got {status!r}")
-        return paginate(self.query("SELECT id, claim_no, policy_id, loss_date, reported_date, peril, description, status "
-                                   "FROM claims WHERE status = ? ORDER BY id", (status,)), page)
+        return self.query_page("SELECT id, claim_no, policy_id, loss_date, reported_date, peril, description, status "
+                               "FROM claims WHERE status = ? ORDER BY id", (status,), page)
 
     @tool
     def get_policy(self, policy_id: int) -> dict:
@@ -44,8 +44,8 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM claims WHERE id = ?", (claim_id,)):
             raise ToolError(f"no claim with id {claim_id}")
-        return paginate(self.query("SELECT id, category, description, amount FROM claim_items WHERE claim_id = ? ORDER BY id",
-                                   (claim_id,)), page)
+        return self.query_page("SELECT id, category, description, amount FROM claim_items WHERE claim_id = ? ORDER BY id",
+                               (claim_id,), page)
 
     @tool
     def record_decision(self, claim_id: int, decision: str, reason: str = "", payout: float = 0.0) -> dict:

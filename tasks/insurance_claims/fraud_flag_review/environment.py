@@ -54,7 +54,7 @@ class FraudReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, phone, bank_account FROM claimants ORDER BY id"), page)
+        return self.query_page("SELECT id, name, phone, bank_account FROM claimants ORDER BY id", page=page)
 
     @tool
     def list_repair_shops(self, page: int = 1) -> dict:
@@ -63,7 +63,7 @@ class FraudReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, town FROM repair_shops ORDER BY id"), page)
+        return self.query_page("SELECT id, name, town FROM repair_shops ORDER BY id", page=page)
 
     @tool
     def flag_claim(self, claim_id: int, score: int) -> dict:
