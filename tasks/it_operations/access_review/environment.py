@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("inactive", "left company")
 
@@ -15,7 +15,7 @@ class AccessReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, username, full_name, department, status, left_on FROM users ORDER BY id"), page)
+        return self.query_page("SELECT id, username, full_name, department, status, left_on FROM users ORDER BY id", page=page)
 
     @tool
     def list_systems(self, page: int = 1) -> dict:
@@ -24,7 +24,7 @@ class AccessReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, owner FROM systems ORDER BY id"), page)
+        return self.query_page("SELECT id, name, owner FROM systems ORDER BY id", page=page)
 
     @tool
     def list_accounts(self, system_id: int, page: int = 1) -> dict:
@@ -36,8 +36,8 @@ class AccessReviewEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM systems WHERE id = ?", (system_id,)):
             raise ToolError(f"no system with id {system_id}; use list_systems")
-        return paginate(self.query("SELECT id, account_name, user_id, role, created, last_login, status FROM accounts "
-                                   "WHERE system_id = ? ORDER BY account_name, id", (system_id,)), page)
+        return self.query_page("SELECT id, account_name, user_id, role, created, last_login, status FROM accounts "
+                               "WHERE system_id = ? ORDER BY account_name, id", (system_id,), page)
 
     @tool
     def open_review(self, name: str) -> dict:

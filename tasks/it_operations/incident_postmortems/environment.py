@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def _close(a, b) -> bool:
@@ -18,7 +18,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, tier, team FROM services ORDER BY id"), page)
+        return self.query_page("SELECT id, name, tier, team FROM services ORDER BY id", page=page)
 
     @tool
     def list_incidents(self, page: int = 1) -> dict:
@@ -27,7 +27,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, ref, service_id, severity, opened_at, title, caused_by_change FROM incidents ORDER BY id"), page)
+        return self.query_page("SELECT id, ref, service_id, severity, opened_at, title, caused_by_change FROM incidents ORDER BY id", page=page)
 
     @tool
     def list_incident_events(self, incident_id: int, page: int = 1) -> dict:
@@ -39,7 +39,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM incidents WHERE id = ?", (incident_id,)):
             raise ToolError(f"no incident with id {incident_id}")
-        return paginate(self.query("SELECT at, kind, note FROM incident_events WHERE incident_id = ? ORDER BY at, id", (incident_id,)), page)
+        return self.query_page("SELECT at, kind, note FROM incident_events WHERE incident_id = ? ORDER BY at, id", (incident_id,), page)
 
     @tool
     def get_change(self, change_id: int) -> dict:

@@ -29,7 +29,7 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, tier, owner_team FROM services ORDER BY id"), page)
+        return self.query_page("SELECT id, name, tier, owner_team FROM services ORDER BY id", page=page)
 
     @tool
     def list_patches(self, page: int = 1, os: str = "") -> dict:
@@ -40,7 +40,7 @@ class PatchRolloutEnv(WorkspaceEnvironment):
             os: Only patches for this operating system when non-empty, e.g. "RHEL 9".
         """
         sql = "SELECT id, kb, title, os, severity, released FROM patches"
-        return paginate(self.query(sql + (" WHERE os = ?" if os else "") + " ORDER BY id", (os,) if os else ()), page)
+        return self.query_page(sql + (" WHERE os = ?" if os else "") + " ORDER BY id", (os,) if os else (), page)
 
     @tool
     def list_installations(self, kb: str, page: int = 1) -> dict:
