@@ -31,7 +31,7 @@ class HoldQueueEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         where, args = ("WHERE title_id = ?", (title_id,)) if title_id else ("", ())
-        return paginate(self.query(f"SELECT id, title_id, barcode, branch, status FROM copies {where} ORDER BY id", args), page)
+        return self.query_page(f"SELECT id, title_id, barcode, branch, status FROM copies {where} ORDER BY id", args, page)
 
     @tool
     def list_patrons(self, card_type: str = "", page: int = 1) -> dict:
@@ -45,8 +45,8 @@ class HoldQueueEnv(WorkspaceEnvironment):
             raise ToolError("card_type must be 'adult', 'staff' or empty")
         columns = "id, card_number, name, card_type, expires_on, blocked"
         if card_type:
-            return paginate(self.query(f"SELECT {columns} FROM patrons WHERE card_type = ? ORDER BY id", (card_type,)), page)
-        return paginate(self.query(f"SELECT {columns} FROM patrons ORDER BY id"), page)
+            return self.query_page(f"SELECT {columns} FROM patrons WHERE card_type = ? ORDER BY id", (card_type,), page)
+        return self.query_page(f"SELECT {columns} FROM patrons ORDER BY id", page=page)
 
     @tool
     def create_transfer(self, copy_id: int, to_branch: str) -> dict:

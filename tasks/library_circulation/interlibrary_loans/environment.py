@@ -30,7 +30,7 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, code, name, items_on_loan FROM partners ORDER BY id"), page)
+        return self.query_page("SELECT id, code, name, items_on_loan FROM partners ORDER BY id", page=page)
 
     @tool
     def get_title(self, isbn: str) -> dict:
@@ -54,8 +54,8 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT isbn FROM titles WHERE isbn = ?", (isbn,)):
             raise ToolError(f"no title with ISBN {isbn!r}")
-        return paginate(self.query("SELECT id, barcode, branch, collection, status FROM copies WHERE isbn = ? ORDER BY id",
-                                   (isbn,)), page)
+        return self.query_page("SELECT id, barcode, branch, collection, status FROM copies WHERE isbn = ? ORDER BY id",
+                               (isbn,), page)
 
     @tool
     def place_hold(self, copy_id: int, request_id: int) -> dict:

@@ -25,7 +25,7 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, card_number, name, card_type, blocked FROM patrons ORDER BY id"), page)
+        return self.query_page("SELECT id, card_number, name, card_type, blocked FROM patrons ORDER BY id", page=page)
 
     @tool
     def list_items(self, page: int = 1) -> dict:
@@ -34,7 +34,7 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, barcode, title, format FROM items ORDER BY id"), page)
+        return self.query_page("SELECT id, barcode, title, format FROM items ORDER BY id", page=page)
 
     @tool
     def list_loans(self, returned_from: str, returned_to: str, page: int = 1) -> dict:
@@ -62,8 +62,8 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, patron_id, loan_id, amount, status, entered_on FROM fines"
         if patron_id:
-            return paginate(self.query(sql + " WHERE patron_id = ? ORDER BY id", (patron_id,)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+            return self.query_page(sql + " WHERE patron_id = ? ORDER BY id", (patron_id,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def assess_fine(self, loan_id: int, amount: float) -> dict:
