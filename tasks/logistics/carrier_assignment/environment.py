@@ -28,7 +28,7 @@ class CarrierEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT * FROM carriers ORDER BY id"), page)
+        return self.query_page("SELECT * FROM carriers ORDER BY id", page=page)
 
     @tool
     def list_lane_rates(self, destination_country: str, page: int = 1) -> dict:

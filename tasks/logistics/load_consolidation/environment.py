@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def first_fit_decreasing(orders: list[dict], max_kg: int, max_pallets: int) -> int:
@@ -29,8 +29,8 @@ class LoadPlanEnv(WorkspaceEnvironment):
             region: Only orders for this delivery region when non-empty.
         """
         sql = "SELECT id, ref, customer, region, weight_kg, pallets, temperature FROM orders"
-        return paginate(self.query(sql + " WHERE region = ? ORDER BY id" if region else sql + " ORDER BY id",
-                                   (region,) if region else ()), page)
+        return self.query_page(sql + " WHERE region = ? ORDER BY id" if region else sql + " ORDER BY id",
+                               (region,) if region else (), page)
 
     @tool
     def list_truck_types(self, page: int = 1) -> dict:
@@ -39,7 +39,7 @@ class LoadPlanEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT * FROM truck_types ORDER BY name"), page)
+        return self.query_page("SELECT * FROM truck_types ORDER BY name", page=page)
 
     @tool
     def create_load(self, region: str, truck_type: str) -> dict:

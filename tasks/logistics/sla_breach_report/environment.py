@@ -16,7 +16,7 @@ class SlaEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, tier FROM customers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, tier FROM customers ORDER BY id", page=page)
 
     @tool
     def list_deliveries(self, page: int = 1, service: str = "") -> dict:
