@@ -30,8 +30,8 @@ class CalibrationEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM instruments WHERE id = ?", (instrument_id,)):
             raise ToolError(f"no instrument with id {instrument_id}")
-        return paginate(self.query("SELECT performed_on, result, certificate FROM calibrations WHERE instrument_id = ? "
-                                   "ORDER BY performed_on, id", (instrument_id,)), page)
+        return self.query_page("SELECT performed_on, result, certificate FROM calibrations WHERE instrument_id = ? "
+                               "ORDER BY performed_on, id", (instrument_id,), page)
 
     @tool
     def lock_instrument(self, instrument_id: int, reason: str) -> dict:

@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CAUSE_TYPES = ("supplier_notice", "defect_rate")
 
@@ -17,7 +17,7 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, country FROM suppliers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, country FROM suppliers ORDER BY id", page=page)
 
     @tool
     def list_material_lots(self, supplier_id: int, page: int = 1) -> dict:
@@ -29,8 +29,8 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM suppliers WHERE id = ?", (supplier_id,)):
             raise ToolError(f"no supplier with id {supplier_id}; use list_suppliers")
-        return paginate(self.query("SELECT id, lot_no, supplier_id, part, received, quantity FROM lots WHERE supplier_id = ? ORDER BY received, id",
-                                   (supplier_id,)), page)
+        return self.query_page("SELECT id, lot_no, supplier_id, part, received, quantity FROM lots WHERE supplier_id = ? ORDER BY received, id",
+                               (supplier_id,), page)
 
     @tool
     def list_lot_usage(self, lot_id: int, page: int = 1) -> dict:
@@ -42,8 +42,8 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM lots WHERE id = ?", (lot_id,)):
             raise ToolError(f"no material lot with id {lot_id}")
-        return paginate(self.query("SELECT b.id AS batch_id, b.batch_no, b.product, b.status FROM batch_lots u JOIN batches b "
-                                   "ON b.id = u.batch_id WHERE u.lot_id = ? ORDER BY b.id", (lot_id,)), page)
+        return self.query_page("SELECT b.id AS batch_id, b.batch_no, b.product, b.status FROM batch_lots u JOIN batches b "
+                               "ON b.id = u.batch_id WHERE u.lot_id = ? ORDER BY b.id", (lot_id,), page)
 
     @tool
     def list_batches(self, page: int = 1) -> dict:
@@ -52,7 +52,7 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, batch_no, product, produced, line, status FROM batches ORDER BY id"), page)
+        return self.query_page("SELECT id, batch_no, product, produced, line, status FROM batches ORDER BY id", page=page)
 
     @tool
     def list_inspections(self, page: int = 1) -> dict:
@@ -61,8 +61,8 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, batch_id, inspected_on, units, defect_code, defects FROM inspections ORDER BY id"),
-                        page, page_size=50)
+        return self.query_page("SELECT id, batch_id, inspected_on, units, defect_code, defects FROM inspections ORDER BY id",
+                               page=page, page_size=50)
 
     @tool
     def open_hold(self, cause_type: str, reference: str) -> dict:

@@ -17,7 +17,7 @@ class SpcEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, code, part, name, unit, nominal FROM characteristics ORDER BY id"), page)
+        return self.query_page("SELECT id, code, part, name, unit, nominal FROM characteristics ORDER BY id", page=page)
 
     @tool
     def list_subgroups(self, characteristic_id: int, page: int = 1) -> dict:
