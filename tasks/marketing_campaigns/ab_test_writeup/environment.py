@@ -3,7 +3,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def two_proportion_p(conv_a: int, n_a: int, conv_b: int, n_b: int) -> float:
@@ -25,7 +25,7 @@ class AbTestEnv(WorkspaceEnvironment):
             raise ToolError("status must be 'completed', 'running' or empty")
         sql = "SELECT id, key, name, status, start_date, end_date, decision, winning_variant_id FROM experiments"
         where, args = (" WHERE status = ?", (status,)) if status else ("", ())
-        return paginate(self.query(sql + where + " ORDER BY id", args), page)
+        return self.query_page(sql + where + " ORDER BY id", args, page)
 
     @tool
     def list_variants(self, experiment_id: int) -> list:
@@ -49,8 +49,8 @@ class AbTestEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM experiments WHERE id = ?", (experiment_id,)):
             raise ToolError(f"no experiment with id {experiment_id}")
-        return paginate(self.query("SELECT variant_id, day, device, visitors, conversions, revenue FROM daily_results "
-                                   "WHERE experiment_id = ? ORDER BY id", (experiment_id,)), page)
+        return self.query_page("SELECT variant_id, day, device, visitors, conversions, revenue FROM daily_results "
+                               "WHERE experiment_id = ? ORDER BY id", (experiment_id,), page)
 
     @tool
     def record_decision(self, experiment_id: int, decision: str, variant_id: int = 0) -> dict:

@@ -3,7 +3,7 @@ import json
 import re
 from collections import Counter
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 MAX_BATCH = 50
 
@@ -20,8 +20,8 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         sql = ("SELECT id, email, first_name, country, lifecycle_stage, signup_date, last_purchase_date, total_spend "
                "FROM contacts")
         if country:
-            return paginate(self.query(sql + " WHERE country = ? ORDER BY id", (country.upper(),)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+            return self.query_page(sql + " WHERE country = ? ORDER BY id", (country.upper(),), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_suppressions(self, page: int = 1) -> dict:
@@ -30,7 +30,7 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT email, reason, added_on FROM suppressions ORDER BY id"), page)
+        return self.query_page("SELECT email, reason, added_on FROM suppressions ORDER BY id", page=page)
 
     @tool
     def create_segment(self, name: str) -> dict:

@@ -5,7 +5,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class BudgetReallocationEnv(WorkspaceEnvironment):
@@ -16,7 +16,7 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, channel, market, status, monthly_budget FROM campaigns ORDER BY id"), page)
+        return self.query_page("SELECT id, name, channel, market, status, monthly_budget FROM campaigns ORDER BY id", page=page)
 
     @tool
     def list_weekly_metrics(self, campaign_id: int = 0, week_from: str = "", page: int = 1) -> dict:
@@ -37,8 +37,8 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
             clauses.append("week_start >= ?")
             params.append(week_from)
         where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
-        return paginate(self.query(f"SELECT campaign_id, week_start, spend, revenue, conversions FROM weekly_metrics{where} ORDER BY id",
-                                   tuple(params)), page)
+        return self.query_page(f"SELECT campaign_id, week_start, spend, revenue, conversions FROM weekly_metrics{where} ORDER BY id",
+                               tuple(params), page)
 
     @tool
     def set_campaign_budget(self, campaign_id: int, new_budget: float, note: str = "") -> dict:
