@@ -15,7 +15,7 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, address, district, year_built FROM properties ORDER BY id"), page)
+        return self.query_page("SELECT id, name, address, district, year_built FROM properties ORDER BY id", page=page)
 
     @tool
     def list_units(self, property_id: int, page: int = 1) -> dict:
@@ -27,8 +27,8 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM properties WHERE id = ?", (property_id,)):
             raise ToolError(f"no property with id {property_id}; use list_properties")
-        return paginate(self.query("SELECT id, property_id, unit_no, bedrooms, market_rent FROM units WHERE property_id = ? ORDER BY id",
-                                   (property_id,)), page)
+        return self.query_page("SELECT id, property_id, unit_no, bedrooms, market_rent FROM units WHERE property_id = ? ORDER BY id",
+                               (property_id,), page)
 
     @tool
     def list_leases(self, page: int = 1, status: str = "active") -> dict:
@@ -40,8 +40,8 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         """
         if status not in ("active", "ended"):
             raise ToolError(f"status must be 'active' or 'ended', got {status!r}")
-        return paginate(self.query("SELECT id, unit_id, tenant_id, start_date, end_date, monthly_rent, status FROM leases "
-                                   "WHERE status = ? ORDER BY id", (status,)), page)
+        return self.query_page("SELECT id, unit_id, tenant_id, start_date, end_date, monthly_rent, status FROM leases "
+                               "WHERE status = ? ORDER BY id", (status,), page)
 
     @tool
     def get_tenant(self, tenant_id: int) -> dict:

@@ -18,8 +18,8 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT u.id, u.unit_no, u.property_id, p.name AS building, p.district FROM units u "
-                                   "JOIN properties p ON p.id = u.property_id ORDER BY u.id"), page)
+        return self.query_page("SELECT u.id, u.unit_no, u.property_id, p.name AS building, p.district FROM units u "
+                               "JOIN properties p ON p.id = u.property_id ORDER BY u.id", page=page)
 
     @tool
     def list_requests(self, page: int = 1, status: str = "new") -> dict:
@@ -31,8 +31,8 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         """
         if status not in ("new", "triaged", "closed"):
             raise ToolError(f"status must be new, triaged or closed, got {status!r}")
-        return paginate(self.query("SELECT id, unit_id, reported_at, trade, description, status FROM requests WHERE status = ? ORDER BY id",
-                                   (status,)), page)
+        return self.query_page("SELECT id, unit_id, reported_at, trade, description, status FROM requests WHERE status = ? ORDER BY id",
+                               (status,), page)
 
     @tool
     def list_vendors(self, trade: str, page: int = 1) -> dict:

@@ -21,7 +21,7 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
         if move_out_month:
             sql += " WHERE move_out_date LIKE ?"
             args = (move_out_month + "-%",)
-        return paginate(self.query(sql + " ORDER BY id", args), page)
+        return self.query_page(sql + " ORDER BY id", args, page)
 
     @tool
     def get_unit(self, unit_id: int) -> dict:
