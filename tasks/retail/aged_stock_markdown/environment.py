@@ -20,8 +20,8 @@ class MarkdownEnv(WorkspaceEnvironment):
         """
         sql = "SELECT sku, name, category, brand, price, unit_cost, on_hand, received_date FROM products"
         if category:
-            return paginate(self.query(sql + " WHERE category = ? ORDER BY id", (category,)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+            return self.query_page(sql + " WHERE category = ? ORDER BY id", (category,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_sales(self, page: int = 1, sku: str = "") -> dict:

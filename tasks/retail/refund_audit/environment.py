@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class RefundAuditEnv(WorkspaceEnvironment):
@@ -16,9 +16,9 @@ class RefundAuditEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query(
+        return self.query_page(
             "SELECT r.id AS return_id, o.order_no, r.sku, r.qty, r.return_date, r.reason, r.item_condition, r.refund_issued "
-            "FROM returns r JOIN orders o ON o.id = r.order_id ORDER BY r.id"), page)
+            "FROM returns r JOIN orders o ON o.id = r.order_id ORDER BY r.id", page=page)
 
     @tool
     def get_order(self, order_no: str) -> dict:

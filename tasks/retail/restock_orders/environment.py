@@ -42,7 +42,7 @@ class RestockEnv(WorkspaceEnvironment):
             product_id: The product's numeric id.
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT day, quantity FROM sales WHERE product_id = ? ORDER BY id", (product_id,)), page)
+        return self.query_page("SELECT day, quantity FROM sales WHERE product_id = ? ORDER BY id", (product_id,), page)
 
     @tool
     def create_purchase_order(self, product_id: int, supplier_id: int, quantity: int) -> dict:
