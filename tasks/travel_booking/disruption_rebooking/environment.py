@@ -36,8 +36,8 @@ class DisruptionEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM flights WHERE id = ?", (flight_id,)):
             raise ToolError(f"no flight with id {flight_id}")
-        return paginate(self.query("SELECT id, booking_ref, passenger_id, flight_id, booked_on, status FROM bookings "
-                                   "WHERE flight_id = ? ORDER BY id", (flight_id,)), page)
+        return self.query_page("SELECT id, booking_ref, passenger_id, flight_id, booked_on, status FROM bookings "
+                               "WHERE flight_id = ? ORDER BY id", (flight_id,), page)
 
     @tool
     def get_passenger(self, passenger_id: int) -> dict:

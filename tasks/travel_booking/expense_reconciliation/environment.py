@@ -19,7 +19,7 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
             page: 1-based page number.
             status: "submitted" or "released".
         """
-        return paginate(self.query("SELECT id, employee_id, trip_id, submitted, status FROM claims WHERE status = ? ORDER BY id", (status,)), page)
+        return self.query_page("SELECT id, employee_id, trip_id, submitted, status FROM claims WHERE status = ? ORDER BY id", (status,), page)
 
     @tool
     def get_trip(self, trip_id: int) -> dict:
@@ -68,8 +68,8 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
             employee_id: The employee's id.
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, posted_on, merchant, amount, currency FROM card_transactions WHERE employee_id = ? ORDER BY id",
-                                   (employee_id,)), page)
+        return self.query_page("SELECT id, posted_on, merchant, amount, currency FROM card_transactions WHERE employee_id = ? ORDER BY id",
+                               (employee_id,), page)
 
     @tool
     def decide_line(self, line_id: int, decision: str, approved_eur: float, reason: str = "") -> dict:

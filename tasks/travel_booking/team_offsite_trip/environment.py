@@ -25,8 +25,8 @@ class OffsiteTripEnv(WorkspaceEnvironment):
             department: Only staff of this department when non-empty.
         """
         sql = "SELECT id, name, department, home_city, email FROM employees"
-        return paginate(self.query(sql + (" WHERE department = ?" if department else "") + " ORDER BY id",
-                                   (department,) if department else ()), page)
+        return self.query_page(sql + (" WHERE department = ?" if department else "") + " ORDER BY id",
+                               (department,) if department else (), page)
 
     @tool
     def search_flights(self, origin: str, destination: str, date: str, page: int = 1) -> dict:
