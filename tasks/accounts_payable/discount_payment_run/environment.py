@@ -62,14 +62,12 @@ class PaymentRunEnv(WorkspaceEnvironment):
         batch = self.query("SELECT status FROM payment_batches WHERE id = ?", (batch_id,))
         if not batch or batch[0]["status"] != "open":
             raise ToolError(f"no open payment batch with id {batch_id}")
-        invoice = self.query("SELECT amount, status FROM invoices WHERE id = ?", (invoice_id,))
-        if not invoice:
-            raise ToolError(f"no invoice with id {invoice_id}")
-        if invoice[0]["status"] != "approved":
-            raise ToolError(f"invoice {invoice_id} is {invoice[0]['status']}, not waiting for payment")
-        if not 0 <= discount < invoice[0]["amount"]:
+        invoice = self.require_row("invoices", invoice_id, "use list_invoices")
+        if invoice["status"] != "approved":
+            raise ToolError(f"invoice {invoice_id} is {invoice['status']}, not waiting for payment")
+        if not 0 <= discount < invoice["amount"]:
             raise ToolError("discount must be at least 0 and below the invoice amount")
-        paid = round(invoice[0]["amount"] - discount, 2)
+        paid = round(invoice["amount"] - discount, 2)
         cur = self.db.execute("INSERT INTO payments (batch_id, invoice_id, discount, amount_paid) VALUES (?,?,?,?)",
                               (batch_id, invoice_id, round(discount, 2), paid))
         self.db.execute("UPDATE invoices SET status = 'scheduled' WHERE id = ?", (invoice_id,))

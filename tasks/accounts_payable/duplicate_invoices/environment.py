@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def normalise(number: str) -> str:
@@ -30,14 +30,12 @@ class DuplicateEnv(WorkspaceEnvironment):
             vendor_id: Only this supplier's invoices when non-zero.
         """
         sql = "SELECT id, vendor_id, invoice_no, invoice_date, amount, status, description FROM invoices"
-        rows = self.query(sql + " WHERE vendor_id = ? ORDER BY id", (vendor_id,)) if vendor_id else self.query(sql + " ORDER BY id")
-        return paginate(rows, page, page_size=50)
+        if vendor_id:
+            return self.query_page(sql + " WHERE vendor_id = ? ORDER BY id", (vendor_id,), page, page_size=50)
+        return self.query_page(sql + " ORDER BY id", page=page, page_size=50)
 
     def _invoice(self, invoice_id: int) -> dict:
-        rows = self.query("SELECT * FROM invoices WHERE id = ?", (invoice_id,))
-        if not rows:
-            raise ToolError(f"no invoice with id {invoice_id}")
-        return rows[0]
+        return self.require_row("invoices", invoice_id, "use list_invoices")
 
     @tool
     def void_invoice(self, invoice_id: int, duplicate_of: int) -> dict:
@@ -62,8 +60,7 @@ class DuplicateEnv(WorkspaceEnvironment):
         Args:
             vendor_id: The supplier's id.
         """
-        if not self.query("SELECT 1 FROM vendors WHERE id = ?", (vendor_id,)):
-            raise ToolError(f"no supplier with id {vendor_id}")
+        self.require_row("vendors", vendor_id, "use list_vendors", what="supplier")
         cur = self.db.execute("INSERT INTO recovery_cases (vendor_id) VALUES (?)", (vendor_id,))
         return {"case_id": cur.lastrowid, "vendor_id": vendor_id}
 
@@ -75,11 +72,9 @@ class DuplicateEnv(WorkspaceEnvironment):
             case_id: The id returned by open_recovery_case.
             invoice_id: The paid duplicate's id.
         """
-        case = self.query("SELECT vendor_id FROM recovery_cases WHERE id = ?", (case_id,))
-        if not case:
-            raise ToolError(f"no recovery case {case_id}")
+        case = self.require_row("recovery_cases", case_id)
         invoice = self._invoice(invoice_id)
-        if invoice["vendor_id"] != case[0]["vendor_id"]:
+        if invoice["vendor_id"] != case["vendor_id"]:
             raise ToolError("the invoice belongs to another supplier than the case")
         if invoice["status"] != "paid":
             raise ToolError(f"invoice {invoice_id} is {invoice['status']}; only paid duplicates are recovered")

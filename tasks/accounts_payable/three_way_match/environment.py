@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("vendor_hold", "no_matching_po", "quantity_variance", "price_variance")
 
@@ -27,9 +27,8 @@ class MatchingEnv(WorkspaceEnvironment):
             page: 1-based page number.
             status: Only invoices with this status ("pending", "approved" or "on_hold") when non-empty.
         """
-        ids = self.query("SELECT id FROM invoices" + (" WHERE status = ?" if status else "") + " ORDER BY id",
-                         (status,) if status else ())
-        result = paginate(ids, page)
+        result = self.query_page("SELECT id FROM invoices" + (" WHERE status = ?" if status else "") + " ORDER BY id",
+                                 (status,) if status else (), page)
         result["items"] = [self._invoice_header(r["id"]) for r in result["items"]]
         return result
 
@@ -71,9 +70,8 @@ class MatchingEnv(WorkspaceEnvironment):
         """
         if not self.query("SELECT id FROM purchase_orders WHERE po_number = ?", (po_number.strip(),)):
             raise ToolError(f"no purchase order {po_number!r}")
-        rows = self.query("SELECT l.line_no, r.qty_received, r.received_date FROM receipts r JOIN po_lines l ON l.id = r.po_line_id "
-                          "JOIN purchase_orders p ON p.id = l.po_id WHERE p.po_number = ? ORDER BY r.id", (po_number.strip(),))
-        return paginate(rows, page)
+        return self.query_page("SELECT l.line_no, r.qty_received, r.received_date FROM receipts r JOIN po_lines l ON l.id = r.po_line_id "
+                               "JOIN purchase_orders p ON p.id = l.po_id WHERE p.po_number = ? ORDER BY r.id", (po_number.strip(),), page)
 
     def _pending(self, invoice_id: int) -> None:
         status = self._invoice_header(invoice_id)["status"]
