@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def _check_date(value: str, name: str) -> str:
@@ -38,12 +38,10 @@ class RebookEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         lo, hi = _check_date(date_from, "date_from"), _check_date(date_to, "date_to")
-        if not self.query("SELECT id FROM clinicians WHERE id = ?", (clinician_id,)):
-            raise ToolError(f"no clinician with staff number {clinician_id}; use list_clinicians")
-        rows = self.query(
+        self.require_row("clinicians", clinician_id, "use list_clinicians")
+        return self.query_page(
             "SELECT id, patient_id, clinician_id, start, status, reason FROM appointments "
-            "WHERE clinician_id = ? AND substr(start, 1, 10) BETWEEN ? AND ? ORDER BY start, id", (clinician_id, lo, hi))
-        return paginate(rows, page)
+            "WHERE clinician_id = ? AND substr(start, 1, 10) BETWEEN ? AND ? ORDER BY start, id", (clinician_id, lo, hi), page)
 
     @tool
     def list_open_slots(self, specialty: str, date_from: str, page: int = 1) -> dict:
@@ -57,11 +55,10 @@ class RebookEnv(WorkspaceEnvironment):
         lo = _check_date(date_from, "date_from")
         if not self.query("SELECT id FROM clinicians WHERE specialty = ?", (specialty,)):
             raise ToolError(f"unknown specialty {specialty!r}; see list_clinicians for the specialties")
-        rows = self.query(
+        return self.query_page(
             "SELECT s.id AS slot_id, s.clinician_id, c.name AS clinician, c.site, s.start FROM slots s "
             "JOIN clinicians c ON c.id = s.clinician_id WHERE c.specialty = ? AND s.status = 'open' "
-            "AND substr(s.start, 1, 10) >= ? ORDER BY s.start, s.id", (specialty, lo))
-        return paginate(rows, page)
+            "AND substr(s.start, 1, 10) >= ? ORDER BY s.start, s.id", (specialty, lo), page)
 
     @tool
     def get_patient(self, patient_id: int) -> dict:
@@ -70,10 +67,7 @@ class RebookEnv(WorkspaceEnvironment):
         Args:
             patient_id: The patient's numeric id (as in an appointment).
         """
-        rows = self.query("SELECT id, mrn, name, phone, birth_date FROM patients WHERE id = ?", (patient_id,))
-        if not rows:
-            raise ToolError(f"no patient with id {patient_id}")
-        return rows[0]
+        return self.require_row("patients", patient_id)
 
     @tool
     def rebook_appointment(self, appointment_id: int, slot_id: int) -> dict:
@@ -105,12 +99,10 @@ class RebookEnv(WorkspaceEnvironment):
         Args:
             appointment_id: The appointment the notification is about.
         """
-        appt = self.query("SELECT id, patient_id, status FROM appointments WHERE id = ?", (appointment_id,))
-        if not appt:
-            raise ToolError(f"no appointment with id {appointment_id}")
+        appt = self.require_row("appointments", appointment_id, "use list_appointments")
         cur = self.db.execute("INSERT INTO notifications (appointment_id, patient_id, sent_at) VALUES (?,?, '2026-11-30 09:00')",
-                              (appointment_id, appt[0]["patient_id"]))
-        return {"notification_id": cur.lastrowid, "appointment_id": appointment_id, "status": appt[0]["status"]}
+                              (appointment_id, appt["patient_id"]))
+        return {"notification_id": cur.lastrowid, "appointment_id": appointment_id, "status": appt["status"]}
 
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:

@@ -52,8 +52,7 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         s = self.query("SELECT * FROM sessions WHERE id = ? AND status = 'unallocated'", (session_id,))
         if not s:
             raise ToolError(f"session {session_id} does not exist or is not unallocated")
-        if not self.query("SELECT id FROM rooms WHERE id = ?", (room_id,)):
-            raise ToolError(f"no room with id {room_id}")
+        self.require_row("rooms", room_id, "use list_rooms")
         s = s[0]
         clash = self.query("SELECT id FROM bookings WHERE room_id = ? AND day = ? AND start < ? AND ? < end", (room_id, s["day"], s["end"], s["start"]))
         if clash:

@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CODES = ("Td", "FLU", "RZV", "PPV")
 
@@ -46,8 +46,8 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
             clauses.append("patient_id = ?")
             args.append(patient_id)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        rows = self.query("SELECT id, patient_id, vaccine, given_on, batch FROM immunizations" + where + " ORDER BY id", tuple(args))
-        return paginate(rows, page, page_size=50)
+        return self.query_page("SELECT id, patient_id, vaccine, given_on, batch FROM immunizations" + where + " ORDER BY id", tuple(args),
+                               page, page_size=50)
 
     @tool
     def create_recall(self, patient_id: int, vaccine: str, due_date: str) -> dict:
@@ -60,8 +60,7 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         """
         if vaccine not in CODES:
             raise ToolError(f"unknown vaccine code {vaccine!r}; codes are {', '.join(CODES)}")
-        if not self.query("SELECT id FROM patients WHERE id = ?", (patient_id,)):
-            raise ToolError(f"no patient with id {patient_id}")
+        self.require_row("patients", patient_id, "use list_patients")
         if self.query("SELECT id FROM recalls WHERE patient_id = ? AND vaccine = ?", (patient_id, vaccine)):
             raise ToolError(f"patient {patient_id} is already on the recall list for {vaccine}")
         cur = self.db.execute("INSERT INTO recalls (patient_id, vaccine, due_date) VALUES (?,?,?)", (patient_id, vaccine, _iso(due_date, "due_date")))
@@ -75,8 +74,7 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
             recall_id: The id returned by create_recall.
             send_on: The day to send it, YYYY-MM-DD.
         """
-        if not self.query("SELECT id FROM recalls WHERE id = ?", (recall_id,)):
-            raise ToolError(f"no recall with id {recall_id}; create it with create_recall first")
+        self.require_row("recalls", recall_id, "create it with create_recall first")
         if self.query("SELECT id FROM reminders WHERE recall_id = ?", (recall_id,)):
             raise ToolError(f"recall {recall_id} already has a reminder")
         cur = self.db.execute("INSERT INTO reminders (recall_id, send_on) VALUES (?,?)", (recall_id, _iso(send_on, "send_on")))
