@@ -57,10 +57,7 @@ class RegistrationEnv(WorkspaceEnvironment):
         Args:
             student_id: The student's numeric id (as in the requests).
         """
-        rows = self.query("SELECT * FROM students WHERE id = ?", (student_id,))
-        if not rows:
-            raise ToolError(f"no student with id {student_id}")
-        student = rows[0]
+        student = self.require_row("students", student_id)
         student["transcript"] = self.query("SELECT course_code, term, grade FROM transcript WHERE student_id = ?", (student_id,))
         return student
 
@@ -74,10 +71,7 @@ class RegistrationEnv(WorkspaceEnvironment):
         """
         if decision not in DECISIONS:
             raise ToolError(f"decision must be one of {', '.join(DECISIONS)}, got {decision!r}")
-        rows = self.query("SELECT * FROM requests WHERE id = ?", (request_id,))
-        if not rows:
-            raise ToolError(f"no request with id {request_id}")
-        request = rows[0]
+        request = self.require_row("requests", request_id, "use list_requests")
         if request["status"] != "pending":
             raise ToolError(f"request {request_id} is already {request['status']}; decisions are final")
         position = None

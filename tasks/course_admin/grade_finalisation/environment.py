@@ -4,7 +4,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 LETTERS = ("A", "B", "C", "D", "F")
 
@@ -43,9 +43,8 @@ class GradesEnv(WorkspaceEnvironment):
             course_code: The course code.
             page: 1-based page number.
         """
-        rows = self.query("SELECT s.id AS student_id, s.student_no, s.name FROM roster r JOIN students s ON s.id = r.student_id "
-                          "WHERE r.course_id = ? ORDER BY s.id", (self._course_id(course_code),))
-        return paginate(rows, page)
+        return self.query_page("SELECT s.id AS student_id, s.student_no, s.name FROM roster r JOIN students s ON s.id = r.student_id "
+                               "WHERE r.course_id = ? ORDER BY s.id", (self._course_id(course_code),), page)
 
     @tool
     def list_submissions(self, course_code: str, page: int = 1) -> dict:
@@ -55,10 +54,9 @@ class GradesEnv(WorkspaceEnvironment):
             course_code: The course code.
             page: 1-based page number.
         """
-        rows = self.query("SELECT x.student_id, a.name AS component, x.submitted_at, x.raw_score FROM submissions x "
-                          "JOIN assessments a ON a.id = x.assessment_id WHERE a.course_id = ? ORDER BY x.id",
-                          (self._course_id(course_code),))
-        return paginate(rows, page, page_size=50)
+        return self.query_page("SELECT x.student_id, a.name AS component, x.submitted_at, x.raw_score FROM submissions x "
+                               "JOIN assessments a ON a.id = x.assessment_id WHERE a.course_id = ? ORDER BY x.id",
+                               (self._course_id(course_code),), page, page_size=50)
 
     @tool
     def record_final_grade(self, course_code: str, student_id: int, final_mark: float, letter: str) -> dict:

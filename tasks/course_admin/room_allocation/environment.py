@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class RoomAllocationEnv(WorkspaceEnvironment):
@@ -28,8 +28,9 @@ class RoomAllocationEnv(WorkspaceEnvironment):
             slot: Only sections in this time slot (e.g. "Mon 09:00") when non-empty.
         """
         sql = "SELECT code, title, slot, enrolment, needs, lecturer, room, state FROM sections"
-        rows = self.query(sql + " WHERE slot = ? ORDER BY id", (slot,)) if slot else self.query(sql + " ORDER BY id")
-        return paginate(rows, page)
+        if slot:
+            return self.query_page(sql + " WHERE slot = ? ORDER BY id", (slot,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_rooms(self, page: int = 1) -> dict:
