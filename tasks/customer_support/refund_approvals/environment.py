@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 DECISIONS = ("approve", "decline", "supervisor", "finance", "hold")
 
@@ -20,15 +20,10 @@ class RefundApprovalEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         base = "SELECT id, order_id, requested_on, amount, reason, status, decided_amount FROM refund_requests"
-        if status == "pending":
-            rows = self.query(base + " WHERE status = 'pending' ORDER BY id")
-        elif status == "decided":
-            rows = self.query(base + " WHERE status != 'pending' ORDER BY id")
-        elif status == "":
-            rows = self.query(base + " ORDER BY id")
-        else:
+        wheres = {"pending": " WHERE status = 'pending'", "decided": " WHERE status != 'pending'", "": ""}
+        if status not in wheres:
             raise ToolError("status must be 'pending', 'decided' or empty")
-        return paginate(rows, page)
+        return self.query_page(base + wheres[status] + " ORDER BY id", page=page)
 
     @tool
     def get_order(self, order_id: int) -> dict:
@@ -37,10 +32,7 @@ class RefundApprovalEnv(WorkspaceEnvironment):
         Args:
             order_id: The order's numeric id.
         """
-        rows = self.query("SELECT id, customer_id, order_date, delivered_on, total, items FROM orders WHERE id = ?", (order_id,))
-        if not rows:
-            raise ToolError(f"no order with id {order_id}")
-        order = rows[0]
+        order = self.require_row("orders", order_id)
         order["refunds_issued"] = self.query("SELECT amount, issued_on FROM refunds WHERE order_id = ? ORDER BY id", (order_id,))
         return order
 
@@ -65,11 +57,9 @@ class RefundApprovalEnv(WorkspaceEnvironment):
         """
         if decision not in DECISIONS:
             raise ToolError(f"unknown decision {decision!r}; use one of {', '.join(DECISIONS)}")
-        rows = self.query("SELECT status FROM refund_requests WHERE id = ?", (request_id,))
-        if not rows:
-            raise ToolError(f"no refund request with id {request_id}")
-        if rows[0]["status"] != "pending":
-            raise ToolError(f"request {request_id} was already decided ({rows[0]['status']})")
+        refund_request = self.require_row("refund_requests", request_id, "use list_refund_requests")
+        if refund_request["status"] != "pending":
+            raise ToolError(f"request {request_id} was already decided ({refund_request['status']})")
         if decision == "approve" and amount <= 0:
             raise ToolError("an approval needs the approved amount (greater than zero)")
         approved = round(amount, 2) if decision == "approve" else 0.0

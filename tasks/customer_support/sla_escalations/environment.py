@@ -5,7 +5,7 @@ import json
 import re
 from datetime import datetime
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 TEAMS = ("tier2", "duty_manager")
 STATUSES = ("open", "pending", "solved")
@@ -32,8 +32,7 @@ class SlaEscalationEnv(WorkspaceEnvironment):
         if status and status not in STATUSES:
             raise ToolError(f"unknown status {status!r}; use one of {', '.join(STATUSES)} or leave it empty")
         sql = "SELECT id, customer_id, subject, priority, status, channel, created_at, first_reply_at, assignee FROM tickets"
-        rows = self.query(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else ())
-        return paginate(rows, page)
+        return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
 
     @tool
     def list_escalations(self, page: int = 1) -> dict:
@@ -55,8 +54,7 @@ class SlaEscalationEnv(WorkspaceEnvironment):
         """
         if team not in TEAMS:
             raise ToolError(f"unknown team {team!r}; use 'tier2' or 'duty_manager'")
-        if not self.query("SELECT id FROM tickets WHERE id = ?", (ticket_id,)):
-            raise ToolError(f"no ticket with id {ticket_id}")
+        self.require_row("tickets", ticket_id, "use list_tickets")
         if self.query("SELECT id FROM escalations WHERE ticket_id = ?", (ticket_id,)):
             raise ToolError(f"ticket {ticket_id} already has an escalation on file; it cannot be escalated again")
         cur = self.db.execute("INSERT INTO escalations (ticket_id, team, reason, created_at) VALUES (?,?,?, '2026-11-20 09:00')",

@@ -56,8 +56,7 @@ class TicketMergeEnv(WorkspaceEnvironment):
             ticket_id: The ticket to annotate.
             body: The note's text.
         """
-        if not self.query("SELECT id FROM tickets WHERE id = ?", (ticket_id,)):
-            raise ToolError(f"no ticket with id {ticket_id}")
+        self.require_row("tickets", ticket_id, "use list_tickets")
         if not body.strip():
             raise ToolError("the note is empty")
         cur = self.db.execute("INSERT INTO ticket_notes (ticket_id, body, internal) VALUES (?, ?, 1)", (ticket_id, body))
