@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 MEALS = ("standard", "vegetarian", "vegan", "gluten_free")
 
@@ -15,10 +15,9 @@ class GuestSeatingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        rows = self.query("SELECT g.id, g.name, g.email, g.organisation, g.rsvp, g.meal, g.plus_one_of, t.table_number "
-                          "FROM guests g LEFT JOIN seating s ON s.guest_id = g.id LEFT JOIN dining_tables t ON t.id = s.table_id "
-                          "ORDER BY g.id")
-        return paginate(rows, page)
+        return self.query_page("SELECT g.id, g.name, g.email, g.organisation, g.rsvp, g.meal, g.plus_one_of, t.table_number "
+                               "FROM guests g LEFT JOIN seating s ON s.guest_id = g.id LEFT JOIN dining_tables t ON t.id = s.table_id "
+                               "ORDER BY g.id", page=page)
 
     @tool
     def list_tables(self, page: int = 1) -> dict:
@@ -27,9 +26,8 @@ class GuestSeatingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        rows = self.query("SELECT t.table_number, t.seats, t.zone, count(s.guest_id) AS taken FROM dining_tables t "
-                          "LEFT JOIN seating s ON s.table_id = t.id GROUP BY t.id ORDER BY t.table_number")
-        return paginate(rows, page)
+        return self.query_page("SELECT t.table_number, t.seats, t.zone, count(s.guest_id) AS taken FROM dining_tables t "
+                               "LEFT JOIN seating s ON s.table_id = t.id GROUP BY t.id ORDER BY t.table_number", page=page)
 
     @tool
     def update_guest(self, guest_id: int, rsvp: str = "", meal: str = "") -> dict:
@@ -40,8 +38,7 @@ class GuestSeatingEnv(WorkspaceEnvironment):
             rsvp: "attending" or "declined"; empty to leave unchanged.
             meal: One of "standard", "vegetarian", "vegan", "gluten_free"; empty to leave unchanged.
         """
-        if not self.query("SELECT id FROM guests WHERE id = ?", (guest_id,)):
-            raise ToolError(f"no guest with id {guest_id}")
+        self.require_row("guests", guest_id, "use list_guests")
         if rsvp and rsvp not in ("attending", "declined"):
             raise ToolError("rsvp must be 'attending' or 'declined'")
         if meal and meal not in MEALS:
@@ -70,10 +67,8 @@ class GuestSeatingEnv(WorkspaceEnvironment):
         if len(set(guest_ids)) != len(guest_ids):
             raise ToolError("a guest is listed twice")
         for gid in guest_ids:
-            row = self.query("SELECT rsvp FROM guests WHERE id = ?", (gid,))
-            if not row:
-                raise ToolError(f"no guest with id {gid}; nothing was changed")
-            if row[0]["rsvp"] != "attending":
+            guest = self.require_row("guests", gid, "nothing was changed")
+            if guest["rsvp"] != "attending":
                 raise ToolError(f"guest {gid} is not attending; only attending guests get seats. Nothing was changed")
         self.db.execute("DELETE FROM seating WHERE table_id = ?", (table[0]["id"],))
         self.db.executemany("INSERT OR REPLACE INTO seating VALUES (?, ?)", [(g, table[0]["id"]) for g in guest_ids])

@@ -54,12 +54,9 @@ class SessionScheduleEnv(WorkspaceEnvironment):
             room_id: The room's numeric id.
             slot_id: The slot's numeric id.
         """
-        if not self.query("SELECT id FROM sessions WHERE id = ?", (session_id,)):
-            raise ToolError(f"no session with id {session_id}")
-        if not self.query("SELECT id FROM rooms WHERE id = ?", (room_id,)):
-            raise ToolError(f"no room with id {room_id}")
-        if not self.query("SELECT id FROM slots WHERE id = ?", (slot_id,)):
-            raise ToolError(f"no slot with id {slot_id}")
+        self.require_row("sessions", session_id, "use list_sessions")
+        self.require_row("rooms", room_id, "use list_rooms")
+        self.require_row("slots", slot_id, "use list_slots")
         taken = self.query("SELECT session_id FROM timetable WHERE room_id = ? AND slot_id = ? AND session_id != ?",
                            (room_id, slot_id, session_id))
         if taken:

@@ -36,8 +36,7 @@ class VendorBookingEnv(WorkspaceEnvironment):
             event_id: The event's numeric id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM events WHERE id = ?", (event_id,)):
-            raise ToolError(f"no event with id {event_id}; list_events shows the ids")
+        self.require_row("events", event_id, "list_events shows the ids")
         return self.query_page("SELECT id, vendor_id, amount, valid_until FROM quotes WHERE event_id = ? ORDER BY id",
                                (event_id,), page)
 
@@ -48,10 +47,7 @@ class VendorBookingEnv(WorkspaceEnvironment):
         Args:
             quote_id: The id of the quote to accept.
         """
-        rows = self.query("SELECT id, event_id, vendor_id, amount FROM quotes WHERE id = ?", (quote_id,))
-        if not rows:
-            raise ToolError(f"no quote with id {quote_id}")
-        q = rows[0]
+        q = self.require_row("quotes", quote_id, "use list_quotes")
         if self.query("SELECT id FROM bookings WHERE quote_id = ? AND status = 'confirmed'", (quote_id,)):
             raise ToolError(f"quote {quote_id} is already booked")
         cur = self.db.execute("INSERT INTO bookings (event_id, quote_id, vendor_id, amount, status) VALUES (?,?,?,?, 'confirmed')",
