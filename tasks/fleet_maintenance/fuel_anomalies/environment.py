@@ -51,8 +51,7 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
         """
         if rule not in RULES:
             raise ToolError(f"unknown rule {rule!r}; use one of {', '.join(RULES)}")
-        if not self.query("SELECT id FROM fuel_transactions WHERE id = ?", (transaction_id,)):
-            raise ToolError(f"no transaction with id {transaction_id}")
+        self.require_row("fuel_transactions", transaction_id, what="transaction")
         if self.query("SELECT id FROM anomaly_flags WHERE transaction_id = ?", (transaction_id,)):
             raise ToolError(f"transaction {transaction_id} is already flagged; one label per transaction")
         cur = self.db.execute("INSERT INTO anomaly_flags (transaction_id, rule) VALUES (?, ?)", (transaction_id, rule))

@@ -3,7 +3,7 @@ import json
 import re
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CREATED_ON = "2026-12-01"
 
@@ -36,8 +36,7 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         where, params = ("WHERE vehicle_id = ?", (vehicle_id,)) if vehicle_id else ("", ())
-        rows = self.query(f"SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history {where} ORDER BY id", params)
-        return paginate(rows, page)
+        return self.query_page(f"SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history {where} ORDER BY id", params, page)
 
     @tool
     def list_work_orders(self, status: str = "", page: int = 1) -> dict:
@@ -49,9 +48,8 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
         """
         if status not in ("", "open", "closed"):
             raise ToolError("status must be 'open', 'closed' or empty")
-        orders = self.query("SELECT id, vehicle_id, status, note, created_on FROM work_orders"
-                            + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else ())
-        result = paginate(orders, page)
+        result = self.query_page("SELECT id, vehicle_id, status, note, created_on FROM work_orders"
+                                 + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
         for order in result["items"]:
             order["jobs"] = [r["job_code"] for r in self.query(
                 "SELECT job_code FROM work_order_jobs WHERE work_order_id = ? ORDER BY job_code", (order["id"],))]
@@ -65,8 +63,7 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
             vehicle_id: The vehicle's numeric id.
             note: Optional free-text note for the workshop.
         """
-        if not self.query("SELECT id FROM vehicles WHERE id = ?", (vehicle_id,)):
-            raise ToolError(f"no vehicle with id {vehicle_id}")
+        self.require_row("vehicles", vehicle_id, "use list_vehicles")
         existing = self.query("SELECT id FROM work_orders WHERE vehicle_id = ? AND status = 'open'", (vehicle_id,))
         if existing:
             raise ToolError(f"vehicle {vehicle_id} already has open work order {existing[0]['id']}; add jobs to that one")

@@ -1,29 +1,11 @@
 """Tools and verifier for fleet_maintenance/tyre_replacement_plan."""
 import json
 import re
-from collections.abc import Sequence
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 AXLE_ORDER = {"car": ["FL", "FR", "RL", "RR"], "van": ["FL", "FR", "RL", "RR"], "minibus": ["FL", "FR", "RL", "RR"],
               "truck": ["FL", "FR", "RLO", "RLI", "RRI", "RRO"]}
-
-
-class _SqlRows(Sequence):
-    """Rows of a query fetched one slice at a time, so paging a long listing does not rebuild all of it."""
-
-    def __init__(self, env: "TyrePlanEnv", sql: str, args: tuple):
-        self.env, self.sql, self.args = env, sql, args
-        self.count = env.query(f"SELECT COUNT(*) AS n FROM ({sql})", args)[0]["n"]
-
-    def __len__(self) -> int:
-        return self.count
-
-    def __getitem__(self, index):
-        if not isinstance(index, slice):
-            raise TypeError("only slices are supported")
-        start, stop, _ = index.indices(self.count)
-        return self.env.query(self.sql + " LIMIT ? OFFSET ?", self.args + (max(0, stop - start), start))
 
 
 class TyrePlanEnv(WorkspaceEnvironment):
@@ -46,12 +28,11 @@ class TyrePlanEnv(WorkspaceEnvironment):
             page: 1-based page number.
             vehicle_id: Only this vehicle's readings when non-zero.
         """
-        if vehicle_id and not self.query("SELECT id FROM vehicles WHERE id = ?", (vehicle_id,)):
-            raise ToolError(f"no vehicle with id {vehicle_id}")
+        if vehicle_id:
+            self.require_row("vehicles", vehicle_id, "use list_vehicles")
         sql = "SELECT vehicle_id, position, tread_mm, inspected_on, inspector FROM inspections"
-        rows = _SqlRows(self, sql + (" WHERE vehicle_id = ?" if vehicle_id else "") + " ORDER BY inspected_on, id",
-                        (vehicle_id,) if vehicle_id else ())
-        return paginate(rows, page, page_size=50)
+        return self.query_page(sql + (" WHERE vehicle_id = ?" if vehicle_id else "") + " ORDER BY inspected_on, id",
+                               (vehicle_id,) if vehicle_id else (), page, page_size=50)
 
     @tool
     def get_tyre_price(self, vehicle_type: str, season: str) -> dict:
