@@ -4,20 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
-
-
-class _SqlRows:
-    """A query's rows, fetched one page at a time: `paginate` only needs len() and a slice."""
-
-    def __init__(self, env: "BudgetComplianceEnv", sql: str, params: tuple):
-        self.env, self.sql, self.params = env, sql, params
-
-    def __len__(self) -> int:
-        return self.env.db.execute(f"SELECT count(*) FROM ({self.sql})", self.params).fetchone()[0]
-
-    def __getitem__(self, window: slice) -> list[dict]:
-        return self.env.query(f"{self.sql} LIMIT ? OFFSET ?", self.params + (window.stop - window.start, window.start))
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class BudgetComplianceEnv(WorkspaceEnvironment):
@@ -40,10 +27,9 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, award_id, account, posted_on, category, description, po_number, amount FROM expenses"
         if award_id:
-            if not self.query("SELECT id FROM awards WHERE id = ?", (award_id,)):
-                raise ToolError(f"no award with id {award_id}")
-            return paginate(_SqlRows(self, sql + " WHERE award_id = ? ORDER BY id", (award_id,)), page)
-        return paginate(_SqlRows(self, sql + " ORDER BY id", ()), page)
+            self.require_row("awards", award_id, "use list_awards")
+            return self.query_page(sql + " WHERE award_id = ? ORDER BY id", (award_id,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def transfer_expense(self, expense_id: int, reason: str) -> dict:
@@ -53,16 +39,14 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
             expense_id: The expense's numeric id.
             reason: Why the charge is unallowable on the award.
         """
-        rows = self.query("SELECT id, award_id, account FROM expenses WHERE id = ?", (expense_id,))
-        if not rows:
-            raise ToolError(f"no expense with id {expense_id}")
-        if rows[0]["account"] != "grant":
+        expense = self.require_row("expenses", expense_id, "use list_expenses")
+        if expense["account"] != "grant":
             raise ToolError(f"expense {expense_id} is already on the department account")
         if not reason.strip():
             raise ToolError("give a reason for the transfer")
         self.db.execute("UPDATE expenses SET account = 'department' WHERE id = ?", (expense_id,))
         cur = self.db.execute("INSERT INTO transfers (expense_id, from_award_id, reason) VALUES (?,?,?)",
-                              (expense_id, rows[0]["award_id"], reason.strip()))
+                              (expense_id, expense["award_id"], reason.strip()))
         return {"transfer_id": cur.lastrowid, "expense_id": expense_id, "account": "department"}
 
     # --- verifier --------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class EffortReportingEnv(WorkspaceEnvironment):
@@ -32,14 +32,9 @@ class EffortReportingEnv(WorkspaceEnvironment):
             page: 1-based page number.
             person_id: Only this person's lines when non-zero.
         """
-        # Paginate the row positions (a range), then load only that page's rows from SQLite.
         where, args = (" WHERE person_id = ?", (person_id,)) if person_id else ("", ())
-        count = self.db.execute("SELECT COUNT(*) FROM effort_lines" + where, args).fetchone()[0]
-        result = paginate(range(count), page, page_size=50)
-        offset = result["items"][0] if result["items"] else 0
-        result["items"] = self.query("SELECT id, person_id, grant_id, charged_pct, cost_shared_pct FROM effort_lines"
-                                     + where + " ORDER BY id LIMIT ? OFFSET ?", args + (len(result["items"]), offset))
-        return result
+        return self.query_page("SELECT id, person_id, grant_id, charged_pct, cost_shared_pct FROM effort_lines" + where + " ORDER BY id",
+                               args, page, page_size=50)
 
     @tool
     def certify_effort(self, person_id: int, total_effort_pct: float) -> dict:
@@ -49,8 +44,7 @@ class EffortReportingEnv(WorkspaceEnvironment):
             person_id: The person being certified.
             total_effort_pct: Their total committed effort in percent (may exceed 100).
         """
-        if not self.query("SELECT id FROM people WHERE id = ?", (person_id,)):
-            raise ToolError(f"no person with id {person_id}")
+        self.require_row("people", person_id, "use list_people", what="person")
         if total_effort_pct < 0:
             raise ToolError("total_effort_pct cannot be negative")
         if self.query("SELECT id FROM certifications WHERE person_id = ?", (person_id,)):
@@ -67,8 +61,7 @@ class EffortReportingEnv(WorkspaceEnvironment):
             certification_id: The id returned by certify_effort.
             excess_pct: How many percentage points above 100 the total is.
         """
-        if not self.query("SELECT id FROM certifications WHERE id = ?", (certification_id,)):
-            raise ToolError(f"no certification with id {certification_id}; certify the person first")
+        self.require_row("certifications", certification_id, "certify the person first")
         if excess_pct <= 0:
             raise ToolError("excess_pct must be positive")
         cur = self.db.execute("INSERT INTO overcommitment_flags (certification_id, excess_pct) VALUES (?, ?)",

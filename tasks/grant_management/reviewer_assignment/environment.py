@@ -46,16 +46,13 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
             proposal_id: The proposal's numeric id.
             reviewer_id: The reviewer's numeric id.
         """
-        if not self.query("SELECT id FROM proposals WHERE id = ?", (proposal_id,)):
-            raise ToolError(f"no proposal with id {proposal_id}")
-        reviewer = self.query("SELECT max_load FROM reviewers WHERE id = ?", (reviewer_id,))
-        if not reviewer:
-            raise ToolError(f"no reviewer with id {reviewer_id}")
+        self.require_row("proposals", proposal_id, "use list_proposals")
+        reviewer = self.require_row("reviewers", reviewer_id, "use list_reviewers")
         if self.query("SELECT id FROM assignments WHERE proposal_id = ? AND reviewer_id = ?", (proposal_id, reviewer_id)):
             raise ToolError("this reviewer is already assigned to this proposal")
         load = self.query("SELECT count(*) AS n FROM assignments WHERE reviewer_id = ?", (reviewer_id,))[0]["n"]
-        if load >= reviewer[0]["max_load"]:
-            raise ToolError(f"reviewer {reviewer_id} is at their profile limit of {reviewer[0]['max_load']} proposals")
+        if load >= reviewer["max_load"]:
+            raise ToolError(f"reviewer {reviewer_id} is at their profile limit of {reviewer['max_load']} proposals")
         cur = self.db.execute("INSERT INTO assignments (proposal_id, reviewer_id) VALUES (?, ?)", (proposal_id, reviewer_id))
         return {"assignment_id": cur.lastrowid, "proposal_id": proposal_id, "reviewer_id": reviewer_id, "reviewer_load": load + 1}
 
@@ -66,8 +63,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         Args:
             assignment_id: The id returned by assign_reviewer.
         """
-        if not self.query("SELECT id FROM assignments WHERE id = ?", (assignment_id,)):
-            raise ToolError(f"no assignment with id {assignment_id}")
+        self.require_row("assignments", assignment_id)
         self.db.execute("DELETE FROM assignments WHERE id = ?", (assignment_id,))
         return {"assignment_id": assignment_id, "removed": True}
 
