@@ -22,8 +22,7 @@ class BonusEnv(WorkspaceEnvironment):
             page: 1-based page number.
             department: Only this department when non-empty.
         """
-        rows = self.query("SELECT * FROM employees WHERE ? = '' OR department = ? ORDER BY id", (department, department))
-        return paginate(rows, page)
+        return self.query_page("SELECT * FROM employees WHERE ? = '' OR department = ? ORDER BY id", (department, department), page)
 
     @tool
     def list_review_scores(self, cycle: int, page: int = 1) -> dict:
@@ -59,10 +58,8 @@ class BonusEnv(WorkspaceEnvironment):
             employee_id: The employee's numeric id.
             amount: Bonus in whole currency units.
         """
-        if not self.query("SELECT 1 FROM bonus_rounds WHERE id = ?", (round_id,)):
-            raise ToolError(f"no bonus round {round_id}; create one first")
-        if not self.query("SELECT 1 FROM employees WHERE id = ?", (employee_id,)):
-            raise ToolError(f"no employee with id {employee_id}")
+        self.require_row("bonus_rounds", round_id, "create one first")
+        self.require_row("employees", employee_id, "use list_employees")
         if amount < 0:
             raise ToolError("amount cannot be negative")
         cur = self.db.execute("INSERT OR REPLACE INTO awards (round_id, employee_id, amount) VALUES (?,?,?)",

@@ -36,8 +36,7 @@ class LeaveEnv(WorkspaceEnvironment):
             employee_id: The employee's numeric id.
             page: 1-based page number.
         """
-        if not self.query("SELECT 1 FROM employees WHERE id = ?", (employee_id,)):
-            raise ToolError(f"no employee with id {employee_id}")
+        self.require_row("employees", employee_id, "use list_employees")
         return self.query_page("SELECT start_date, days, kind FROM leave_records WHERE employee_id = ? ORDER BY start_date",
                                (employee_id,), page)
 
@@ -53,8 +52,7 @@ class LeaveEnv(WorkspaceEnvironment):
             carried_forward: Days carried into the next year.
             forfeited: Days lost to the carry-over limit.
         """
-        if not self.query("SELECT 1 FROM employees WHERE id = ?", (employee_id,)):
-            raise ToolError(f"no employee with id {employee_id}")
+        self.require_row("employees", employee_id, "use list_employees")
         if min(accrued, taken, forfeited) < 0:
             raise ToolError("accrued, taken and forfeited cannot be negative")
         self.db.execute("DELETE FROM year_end_balances WHERE employee_id = ? AND year = ?", (employee_id, YEAR))

@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def _parse_day(text: str, what: str) -> str:
@@ -33,10 +33,8 @@ class PayrollEnv(WorkspaceEnvironment):
             employee_id: The employee's numeric id (not the E-number).
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM employees WHERE id = ?", (employee_id,)):
-            raise ToolError(f"no employee with id {employee_id}; list_employees gives the ids")
-        rows = self.query("SELECT work_date, hours FROM timesheets WHERE employee_id = ? ORDER BY work_date", (employee_id,))
-        return paginate(rows, page)
+        self.require_row("employees", employee_id, "list_employees gives the ids")
+        return self.query_page("SELECT work_date, hours FROM timesheets WHERE employee_id = ? ORDER BY work_date", (employee_id,), page)
 
     @tool
     def create_pay_run(self, period_start: str, period_end: str) -> dict:
@@ -53,12 +51,10 @@ class PayrollEnv(WorkspaceEnvironment):
         return {"run_id": cur.lastrowid, "period_start": start, "period_end": end, "status": "draft"}
 
     def _draft_run(self, run_id: int) -> dict:
-        rows = self.query("SELECT * FROM pay_runs WHERE id = ?", (run_id,))
-        if not rows:
-            raise ToolError(f"no pay run with id {run_id}; create_pay_run returns the id")
-        if rows[0]["status"] != "draft":
-            raise ToolError(f"pay run {run_id} is already {rows[0]['status']} and cannot change")
-        return rows[0]
+        pay_run = self.require_row("pay_runs", run_id, "create_pay_run returns the id")
+        if pay_run["status"] != "draft":
+            raise ToolError(f"pay run {run_id} is already {pay_run['status']} and cannot change")
+        return pay_run
 
     @tool
     def add_pay_line(self, run_id: int, employee_id: int, regular_hours: float, overtime_hours: float,
@@ -74,8 +70,7 @@ class PayrollEnv(WorkspaceEnvironment):
             gross_pay: Total gross pay of the line in currency units.
         """
         self._draft_run(run_id)
-        if not self.query("SELECT id FROM employees WHERE id = ?", (employee_id,)):
-            raise ToolError(f"no employee with id {employee_id}")
+        self.require_row("employees", employee_id, "use list_employees")
         if min(regular_hours, overtime_hours, holiday_hours, gross_pay) < 0:
             raise ToolError("hours and gross pay cannot be negative")
         if self.query("SELECT id FROM pay_lines WHERE run_id = ? AND employee_id = ?", (run_id, employee_id)):
@@ -92,10 +87,8 @@ class PayrollEnv(WorkspaceEnvironment):
         Args:
             line_id: The id returned by add_pay_line.
         """
-        rows = self.query("SELECT run_id FROM pay_lines WHERE id = ?", (line_id,))
-        if not rows:
-            raise ToolError(f"no pay line with id {line_id}")
-        self._draft_run(rows[0]["run_id"])
+        pay_line = self.require_row("pay_lines", line_id)
+        self._draft_run(pay_line["run_id"])
         self.db.execute("DELETE FROM pay_lines WHERE id = ?", (line_id,))
         return {"line_id": line_id, "removed": True}
 
