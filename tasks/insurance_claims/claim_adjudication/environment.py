@@ -28,11 +28,7 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         Args:
             policy_id: The policy's id (as on a claim).
         """
-        rows = self.query("SELECT id, policy_no, holder, product, start_date, end_date, excess, sum_insured FROM policies WHERE id = ?",
-                          (policy_id,))
-        if not rows:
-            raise ToolError(f"no policy with id {policy_id}")
-        return rows[0]
+        return self.require_row("policies", policy_id, what="policy")
 
     @tool
     def list_claim_items(self, claim_id: int, page: int = 1) -> dict:
@@ -42,8 +38,7 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
             claim_id: The claim's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM claims WHERE id = ?", (claim_id,)):
-            raise ToolError(f"no claim with id {claim_id}")
+        self.require_row("claims", claim_id, "use list_claims")
         return self.query_page("SELECT id, category, description, amount FROM claim_items WHERE claim_id = ? ORDER BY id",
                                (claim_id,), page)
 

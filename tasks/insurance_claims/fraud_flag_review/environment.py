@@ -2,22 +2,9 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 STATUSES = ("open", "closed", "with SIU", "all")
-
-
-class _QueryRows:
-    """A read-only sequence over a SELECT that fetches only the slice a page needs (the claims table is long)."""
-
-    def __init__(self, env, sql: str, params: tuple):
-        self.env, self.sql, self.params = env, sql, params
-
-    def __len__(self) -> int:
-        return self.env.query(f"SELECT COUNT(*) AS n FROM ({self.sql})", self.params)[0]["n"]
-
-    def __getitem__(self, window: slice) -> list:
-        return self.env.query(f"{self.sql} LIMIT ? OFFSET ?", self.params + (window.stop - window.start, window.start))
 
 
 class FraudReviewEnv(WorkspaceEnvironment):
@@ -32,8 +19,8 @@ class FraudReviewEnv(WorkspaceEnvironment):
         if status not in STATUSES:
             raise ToolError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
         sql = "SELECT id, claim_no, policy_id, claimant_id, peril, loss_date, reported_date, amount, shop_id, status FROM claims"
-        rows = _QueryRows(self, sql + ("" if status == "all" else " WHERE status = ?") + " ORDER BY id", () if status == "all" else (status,))
-        return paginate(rows, page)
+        return self.query_page(sql + ("" if status == "all" else " WHERE status = ?") + " ORDER BY id",
+                               () if status == "all" else (status,), page)
 
     @tool
     def get_policy(self, policy_id: int) -> dict:
@@ -42,10 +29,7 @@ class FraudReviewEnv(WorkspaceEnvironment):
         Args:
             policy_id: The policy's id.
         """
-        rows = self.query("SELECT id, policy_no, claimant_id, inception FROM policies WHERE id = ?", (policy_id,))
-        if not rows:
-            raise ToolError(f"no policy with id {policy_id}")
-        return rows[0]
+        return self.require_row("policies", policy_id, what="policy")
 
     @tool
     def list_claimants(self, page: int = 1) -> dict:
@@ -89,8 +73,7 @@ class FraudReviewEnv(WorkspaceEnvironment):
             flag_id: The id returned by flag_claim.
             note: Optional note for the investigator.
         """
-        if not self.query("SELECT id FROM flags WHERE id = ?", (flag_id,)):
-            raise ToolError(f"no flag with id {flag_id}; flag the claim first")
+        self.require_row("flags", flag_id, "flag the claim first")
         if self.query("SELECT id FROM referrals WHERE flag_id = ?", (flag_id,)):
             raise ToolError(f"flag {flag_id} has already been referred")
         cur = self.db.execute("INSERT INTO referrals (flag_id, note) VALUES (?,?)", (flag_id, note))

@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 HANDLERS = ("outside_counsel", "recovery_desk")
 
@@ -22,8 +22,7 @@ class SubrogationEnv(WorkspaceEnvironment):
             raise ToolError('status must be "paid", "open", "denied" or empty')
         sql = ("SELECT id, claim_no, line, loss_date, status, paid_amount, third_party_id, third_party_fault_pct, description "
                "FROM claims")
-        rows = self.query(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else ())
-        return paginate(rows, page)
+        return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
 
     @tool
     def get_third_party(self, third_party_id: int) -> dict:
@@ -32,10 +31,7 @@ class SubrogationEnv(WorkspaceEnvironment):
         Args:
             third_party_id: The third party's numeric id.
         """
-        rows = self.query("SELECT id, name, kind, insurer FROM third_parties WHERE id = ?", (third_party_id,))
-        if not rows:
-            raise ToolError(f"no third party with id {third_party_id}")
-        return rows[0]
+        return self.require_row("third_parties", third_party_id, what="third party")
 
     @tool
     def open_recovery_case(self, claim_id: int, expected_recovery: float) -> dict:
@@ -45,11 +41,9 @@ class SubrogationEnv(WorkspaceEnvironment):
             claim_id: The claim to recover.
             expected_recovery: The expected recovery in dollars.
         """
-        claim = self.query("SELECT id, status FROM claims WHERE id = ?", (claim_id,))
-        if not claim:
-            raise ToolError(f"no claim with id {claim_id}")
-        if claim[0]["status"] != "paid":
-            raise ToolError(f"claim {claim_id} is {claim[0]['status']}; only paid claims can be recovered")
+        claim = self.require_row("claims", claim_id, "use list_claims")
+        if claim["status"] != "paid":
+            raise ToolError(f"claim {claim_id} is {claim['status']}; only paid claims can be recovered")
         if self.query("SELECT id FROM recovery_cases WHERE claim_id = ?", (claim_id,)):
             raise ToolError(f"claim {claim_id} already has a recovery case")
         cur = self.db.execute("INSERT INTO recovery_cases (claim_id, expected_recovery, handler) VALUES (?,?,NULL)",
@@ -66,8 +60,7 @@ class SubrogationEnv(WorkspaceEnvironment):
         """
         if handler not in HANDLERS:
             raise ToolError(f"handler must be one of {HANDLERS}, got {handler!r}")
-        if not self.query("SELECT id FROM recovery_cases WHERE id = ?", (case_id,)):
-            raise ToolError(f"no recovery case with id {case_id}; open the case first")
+        self.require_row("recovery_cases", case_id, "open the case first")
         self.db.execute("UPDATE recovery_cases SET handler = ? WHERE id = ?", (handler, case_id))
         return {"case_id": case_id, "handler": handler}
 
