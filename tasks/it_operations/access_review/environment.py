@@ -34,8 +34,7 @@ class AccessReviewEnv(WorkspaceEnvironment):
             system_id: The system's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM systems WHERE id = ?", (system_id,)):
-            raise ToolError(f"no system with id {system_id}; use list_systems")
+        self.require_row("systems", system_id, "use list_systems")
         return self.query_page("SELECT id, account_name, user_id, role, created, last_login, status FROM accounts "
                                "WHERE system_id = ? ORDER BY account_name, id", (system_id,), page)
 
@@ -50,13 +49,10 @@ class AccessReviewEnv(WorkspaceEnvironment):
         return {"review_id": cur.lastrowid, "name": name.strip()}
 
     def _act(self, review_id: int, account_id: int, action: str, reason: str) -> dict:
-        if not self.query("SELECT id FROM reviews WHERE id = ?", (review_id,)):
-            raise ToolError(f"no review with id {review_id}; open one with open_review")
-        acc = self.query("SELECT id, status FROM accounts WHERE id = ?", (account_id,))
-        if not acc:
-            raise ToolError(f"no account with id {account_id}")
-        if acc[0]["status"] != "active":
-            raise ToolError(f"account {account_id} is already {acc[0]['status']}")
+        self.require_row("reviews", review_id, "open one with open_review")
+        acc = self.require_row("accounts", account_id, "use list_accounts")
+        if acc["status"] != "active":
+            raise ToolError(f"account {account_id} is already {acc['status']}")
         if self.query("SELECT id FROM review_actions WHERE account_id = ?", (account_id,)):
             raise ToolError(f"account {account_id} has already been handled in a review")
         if reason not in REASONS:

@@ -37,8 +37,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
             incident_id: The incident's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM incidents WHERE id = ?", (incident_id,)):
-            raise ToolError(f"no incident with id {incident_id}")
+        self.require_row("incidents", incident_id, "use list_incidents")
         return self.query_page("SELECT at, kind, note FROM incident_events WHERE incident_id = ? ORDER BY at, id", (incident_id,), page)
 
     @tool
@@ -48,10 +47,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         Args:
             change_id: The change's id.
         """
-        rows = self.query("SELECT id, ref, service_id, deployed_at, summary FROM changes WHERE id = ?", (change_id,))
-        if not rows:
-            raise ToolError(f"no change with id {change_id}")
-        return rows[0]
+        return self.require_row("changes", change_id)
 
     @tool
     def open_postmortem(self, incident_id: int, owner_team: str, due_date: str) -> dict:
@@ -62,8 +58,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
             owner_team: The team that owns the postmortem.
             due_date: When it is due, YYYY-MM-DD.
         """
-        if not self.query("SELECT id FROM incidents WHERE id = ?", (incident_id,)):
-            raise ToolError(f"no incident with id {incident_id}")
+        self.require_row("incidents", incident_id, "use list_incidents")
         if self.query("SELECT id FROM postmortems WHERE incident_id = ?", (incident_id,)):
             raise ToolError(f"incident {incident_id} already has a postmortem")
         try:
@@ -81,10 +76,8 @@ class IncidentReviewEnv(WorkspaceEnvironment):
             postmortem_id: The id returned by open_postmortem.
             change_id: The change's id.
         """
-        if not self.query("SELECT id FROM postmortems WHERE id = ?", (postmortem_id,)):
-            raise ToolError(f"no postmortem with id {postmortem_id}")
-        if not self.query("SELECT id FROM changes WHERE id = ?", (change_id,)):
-            raise ToolError(f"no change with id {change_id}")
+        self.require_row("postmortems", postmortem_id)
+        self.require_row("changes", change_id)
         self.db.execute("INSERT OR IGNORE INTO postmortem_links VALUES (?,?)", (postmortem_id, change_id))
         return {"postmortem_id": postmortem_id, "change_id": change_id}
 

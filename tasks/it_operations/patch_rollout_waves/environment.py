@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class PatchRolloutEnv(WorkspaceEnvironment):
@@ -18,9 +18,8 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         if environment and environment not in ("dev", "staging", "prod"):
             raise ToolError(f"environment must be dev, staging or prod, got {environment!r}")
         sql = "SELECT id, hostname, environment, os, service_id, ip FROM hosts"
-        rows = self.query(sql + (" WHERE environment = ?" if environment else "") + " ORDER BY id",
-                          (environment,) if environment else ())
-        return paginate(rows, page)
+        return self.query_page(sql + (" WHERE environment = ?" if environment else "") + " ORDER BY id",
+                               (environment,) if environment else (), page)
 
     @tool
     def list_services(self, page: int = 1) -> dict:
@@ -53,9 +52,8 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         patch = self.query("SELECT id FROM patches WHERE kb = ?", (kb.strip(),))
         if not patch:
             raise ToolError(f"no patch {kb!r} in the catalogue; list_patches shows the KB numbers")
-        rows = self.query("SELECT i.host_id, h.hostname, i.installed_on FROM installations i JOIN hosts h ON h.id = i.host_id "
-                          "WHERE i.patch_id = ? ORDER BY i.id", (patch[0]["id"],))
-        return paginate(rows, page)
+        return self.query_page("SELECT i.host_id, h.hostname, i.installed_on FROM installations i JOIN hosts h ON h.id = i.host_id "
+                               "WHERE i.patch_id = ? ORDER BY i.id", (patch[0]["id"],), page)
 
     @tool
     def create_change(self, wave: int, scheduled_date: str, summary: str) -> dict:
@@ -84,10 +82,8 @@ class PatchRolloutEnv(WorkspaceEnvironment):
             change_id: The id returned by create_change.
             host_id: The server's id from list_hosts.
         """
-        if not self.query("SELECT id FROM changes WHERE id = ?", (change_id,)):
-            raise ToolError(f"no change with id {change_id}; create it first with create_change")
-        if not self.query("SELECT id FROM hosts WHERE id = ?", (host_id,)):
-            raise ToolError(f"no server with id {host_id}")
+        self.require_row("changes", change_id, "create it first with create_change")
+        self.require_row("hosts", host_id, "use list_hosts", what="server")
         self.db.execute("INSERT OR IGNORE INTO change_hosts VALUES (?, ?)", (change_id, host_id))
         count = self.query("SELECT COUNT(*) AS n FROM change_hosts WHERE change_id = ?", (change_id,))[0]["n"]
         return {"change_id": change_id, "host_id": host_id, "hosts_on_change": count}
