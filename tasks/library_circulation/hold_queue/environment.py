@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class HoldQueueEnv(WorkspaceEnvironment):
@@ -19,8 +19,7 @@ class HoldQueueEnv(WorkspaceEnvironment):
         if status not in ("", "waiting", "ready", "in_transit"):
             raise ToolError("status must be 'waiting', 'ready', 'in_transit' or empty")
         sql = "SELECT id, title_id, patron_id, placed_at, pickup_branch, status, copy_id FROM holds"
-        rows = self.query(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else ())
-        return paginate(rows, page)
+        return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
 
     @tool
     def list_copies(self, title_id: int = 0, page: int = 1) -> dict:
@@ -56,19 +55,17 @@ class HoldQueueEnv(WorkspaceEnvironment):
             copy_id: The copy to send.
             to_branch: The destination branch name.
         """
-        rows = self.query("SELECT id, branch, status FROM copies WHERE id = ?", (copy_id,))
-        if not rows:
-            raise ToolError(f"no copy with id {copy_id}")
-        if rows[0]["status"] != "available":
-            raise ToolError(f"copy {copy_id} is {rows[0]['status']}, not available on the shelf")
+        copy = self.require_row("copies", copy_id, "use list_copies", what="copy")
+        if copy["status"] != "available":
+            raise ToolError(f"copy {copy_id} is {copy['status']}, not available on the shelf")
         if not self.query("SELECT 1 FROM copies WHERE branch = ? LIMIT 1", (to_branch,)):
             raise ToolError(f"unknown branch {to_branch!r}")
-        if to_branch == rows[0]["branch"]:
+        if to_branch == copy["branch"]:
             raise ToolError(f"copy {copy_id} is already at {to_branch}; no transfer needed")
         cur = self.db.execute("INSERT INTO transfers (copy_id, from_branch, to_branch) VALUES (?,?,?)",
-                              (copy_id, rows[0]["branch"], to_branch))
+                              (copy_id, copy["branch"], to_branch))
         self.db.execute("UPDATE copies SET status = 'in_transit' WHERE id = ?", (copy_id,))
-        return {"transfer_id": cur.lastrowid, "copy_id": copy_id, "from_branch": rows[0]["branch"], "to_branch": to_branch}
+        return {"transfer_id": cur.lastrowid, "copy_id": copy_id, "from_branch": copy["branch"], "to_branch": to_branch}
 
     @tool
     def fill_hold(self, hold_id: int, copy_id: int, transfer_id: int = 0) -> dict:

@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("suspended", "format", "no_copy", "limit")
 
@@ -20,8 +20,7 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         if status not in ("pending", "filled", "declined", ""):
             raise ToolError('status must be "pending", "filled", "declined" or ""')
         sql = "SELECT id, partner_id, isbn, requested_on, status, patron_ref FROM requests"
-        rows = self.query(sql + (" WHERE status = ?" if status else "") + " ORDER BY requested_on, id", (status,) if status else ())
-        return paginate(rows, page)
+        return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY requested_on, id", (status,) if status else (), page)
 
     @tool
     def list_partners(self, page: int = 1) -> dict:
@@ -65,11 +64,9 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
             copy_id: The copy to hold.
             request_id: The request it is held for.
         """
-        copy = self.query("SELECT id, status FROM copies WHERE id = ?", (copy_id,))
-        if not copy:
-            raise ToolError(f"no copy with id {copy_id}")
-        if copy[0]["status"] != "available":
-            raise ToolError(f"copy {copy_id} is {copy[0]['status']}, not available")
+        copy = self.require_row("copies", copy_id, "use list_copies", what="copy")
+        if copy["status"] != "available":
+            raise ToolError(f"copy {copy_id} is {copy['status']}, not available")
         if not self.query("SELECT id FROM requests WHERE id = ? AND status = 'pending'", (request_id,)):
             raise ToolError(f"no pending request with id {request_id}")
         self.db.execute("UPDATE copies SET status = 'on hold' WHERE id = ?", (copy_id,))

@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 ENTRY_DAY = "2026-11-30"  # the day this run's fines are entered
 
@@ -48,9 +48,8 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         start, end = _day(returned_from, "returned_from"), _day(returned_to, "returned_to")
         if end < start:
             raise ToolError("returned_to is before returned_from")
-        rows = self.query("SELECT id, item_id, patron_id, checked_out, due_date, returned_on FROM loans "
-                          "WHERE returned_on BETWEEN ? AND ? ORDER BY id", (start.isoformat(), end.isoformat()))
-        return paginate(rows, page)
+        return self.query_page("SELECT id, item_id, patron_id, checked_out, due_date, returned_on FROM loans "
+                               "WHERE returned_on BETWEEN ? AND ? ORDER BY id", (start.isoformat(), end.isoformat()), page)
 
     @tool
     def list_fines(self, patron_id: int = 0, page: int = 1) -> dict:
@@ -73,18 +72,16 @@ class OverdueFinesEnv(WorkspaceEnvironment):
             loan_id: The loan the fine is for.
             amount: Fine in dollars, greater than zero.
         """
-        rows = self.query("SELECT id, patron_id, returned_on FROM loans WHERE id = ?", (loan_id,))
-        if not rows:
-            raise ToolError(f"no loan with id {loan_id}")
-        if rows[0]["returned_on"] is None:
+        loan = self.require_row("loans", loan_id, "use list_loans")
+        if loan["returned_on"] is None:
             raise ToolError(f"loan {loan_id} is still out; fines are entered when the item comes back")
         if self.query("SELECT id FROM fines WHERE loan_id = ?", (loan_id,)):
             raise ToolError(f"loan {loan_id} already has a fine")
         if amount <= 0:
             raise ToolError("amount must be greater than zero; simply do not enter a fine when nothing is owed")
         cur = self.db.execute("INSERT INTO fines (patron_id, loan_id, amount, status, entered_on) VALUES (?,?,?, 'unpaid', ?)",
-                              (rows[0]["patron_id"], loan_id, round(amount, 2), ENTRY_DAY))
-        return {"fine_id": cur.lastrowid, "loan_id": loan_id, "patron_id": rows[0]["patron_id"], "amount": round(amount, 2)}
+                              (loan["patron_id"], loan_id, round(amount, 2), ENTRY_DAY))
+        return {"fine_id": cur.lastrowid, "loan_id": loan_id, "patron_id": loan["patron_id"], "amount": round(amount, 2)}
 
     @tool
     def block_patron(self, card_number: str, reason: str) -> dict:
