@@ -18,8 +18,9 @@ class CarrierEnv(WorkspaceEnvironment):
             status: Only shipments with this status ("waiting", "booked" or "held") when non-empty.
         """
         sql = "SELECT id, ref, origin, destination_country, weight_kg, hazmat, ready_date, status FROM shipments"
-        rows = self.query(sql + " WHERE status = ? ORDER BY id", (status,)) if status else self.query(sql + " ORDER BY id")
-        return paginate(rows, page)
+        if status:
+            return self.query_page(sql + " WHERE status = ? ORDER BY id", (status,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_carriers(self, page: int = 1) -> dict:
@@ -51,18 +52,15 @@ class CarrierEnv(WorkspaceEnvironment):
         Args:
             carrier_id: The carrier's numeric id.
         """
-        if not self.query("SELECT id FROM carriers WHERE id = ?", (carrier_id,)):
-            raise ToolError(f"no carrier with id {carrier_id}")
+        self.require_row("carriers", carrier_id, "use list_carriers")
         cur = self.db.execute("INSERT INTO manifests (carrier_id) VALUES (?)", (carrier_id,))
         return {"manifest_id": cur.lastrowid, "carrier_id": carrier_id}
 
     def _waiting(self, shipment_id: int) -> dict:
-        rows = self.query("SELECT * FROM shipments WHERE id = ?", (shipment_id,))
-        if not rows:
-            raise ToolError(f"no shipment with id {shipment_id}")
-        if rows[0]["status"] != "waiting":
-            raise ToolError(f"shipment {shipment_id} is already {rows[0]['status']}")
-        return rows[0]
+        shipment = self.require_row("shipments", shipment_id, "use list_shipments")
+        if shipment["status"] != "waiting":
+            raise ToolError(f"shipment {shipment_id} is already {shipment['status']}")
+        return shipment
 
     @tool
     def add_to_manifest(self, manifest_id: int, shipment_id: int) -> dict:

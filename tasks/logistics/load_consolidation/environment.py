@@ -74,10 +74,7 @@ class LoadPlanEnv(WorkspaceEnvironment):
             order_id: The order's numeric id.
         """
         load = self._load_usage(load_id)
-        order = self.query("SELECT * FROM orders WHERE id = ?", (order_id,))
-        if not order:
-            raise ToolError(f"no order with id {order_id}")
-        order = order[0]
+        order = self.require_row("orders", order_id, "use list_orders")
         if self.query("SELECT 1 FROM load_orders WHERE order_id = ?", (order_id,)):
             raise ToolError(f"order {order_id} is already on a load; remove it first to move it")
         if order["region"] != load["region"]:

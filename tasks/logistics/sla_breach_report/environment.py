@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 SERVICES = ("express", "standard", "economy")
 
@@ -29,8 +29,9 @@ class SlaEnv(WorkspaceEnvironment):
         if service and service not in SERVICES:
             raise ToolError(f"service must be one of {', '.join(SERVICES)}, got {service!r}")
         sql = "SELECT id, tracking_no, customer_id, service, region, picked_up_at, delivered_at, fee FROM deliveries"
-        rows = self.query(sql + " WHERE service = ? ORDER BY id", (service,)) if service else self.query(sql + " ORDER BY id")
-        return paginate(rows, page, page_size=50)
+        if service:
+            return self.query_page(sql + " WHERE service = ? ORDER BY id", (service,), page, page_size=50)
+        return self.query_page(sql + " ORDER BY id", page=page, page_size=50)
 
     @tool
     def log_breach(self, delivery_id: int, note: str = "") -> dict:
@@ -40,8 +41,7 @@ class SlaEnv(WorkspaceEnvironment):
             delivery_id: The delivery's numeric id.
             note: Optional short explanation.
         """
-        if not self.query("SELECT 1 FROM deliveries WHERE id = ?", (delivery_id,)):
-            raise ToolError(f"no delivery with id {delivery_id}")
+        self.require_row("deliveries", delivery_id, "use list_deliveries", what="delivery")
         if self.query("SELECT 1 FROM breaches WHERE delivery_id = ?", (delivery_id,)):
             raise ToolError(f"a breach is already logged for delivery {delivery_id}")
         cur = self.db.execute("INSERT INTO breaches (delivery_id, note) VALUES (?, ?)", (delivery_id, note))
@@ -55,8 +55,7 @@ class SlaEnv(WorkspaceEnvironment):
             breach_id: The id returned by log_breach.
             amount: Credit amount in currency, greater than zero.
         """
-        if not self.query("SELECT 1 FROM breaches WHERE id = ?", (breach_id,)):
-            raise ToolError(f"no breach with id {breach_id}; log_breach returns the id")
+        self.require_row("breaches", breach_id, "log_breach returns the id", what="breach")
         if amount <= 0:
             raise ToolError("amount must be greater than zero")
         if self.query("SELECT 1 FROM credits WHERE breach_id = ?", (breach_id,)):
