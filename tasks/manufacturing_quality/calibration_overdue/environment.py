@@ -2,7 +2,7 @@
 import datetime as dt
 import json
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 AUDIT = dt.date(2026, 11, 30)
 DIMENSIONAL = ("caliper", "micrometer", "gauge block", "height gauge")
@@ -16,9 +16,8 @@ class CalibrationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        rows = self.query("SELECT id, tag, type, location, status, interval_days, commissioned_on, serial "
-                          "FROM instruments ORDER BY id")
-        return paginate(rows, page)
+        return self.query_page("SELECT id, tag, type, location, status, interval_days, commissioned_on, serial "
+                               "FROM instruments ORDER BY id", page=page)
 
     @tool
     def list_calibrations(self, instrument_id: int, page: int = 1) -> dict:
@@ -28,8 +27,7 @@ class CalibrationEnv(WorkspaceEnvironment):
             instrument_id: The instrument's numeric id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM instruments WHERE id = ?", (instrument_id,)):
-            raise ToolError(f"no instrument with id {instrument_id}")
+        self.require_row("instruments", instrument_id, "use list_instruments")
         return self.query_page("SELECT performed_on, result, certificate FROM calibrations WHERE instrument_id = ? "
                                "ORDER BY performed_on, id", (instrument_id,), page)
 
@@ -41,8 +39,7 @@ class CalibrationEnv(WorkspaceEnvironment):
             instrument_id: The instrument to lock.
             reason: Short reason shown on the lock tag.
         """
-        if not self.query("SELECT id FROM instruments WHERE id = ?", (instrument_id,)):
-            raise ToolError(f"no instrument with id {instrument_id}")
+        self.require_row("instruments", instrument_id, "use list_instruments")
         if not reason.strip():
             raise ToolError("give a reason for the lock")
         if self.query("SELECT id FROM locks WHERE instrument_id = ?", (instrument_id,)):
@@ -63,8 +60,7 @@ class CalibrationEnv(WorkspaceEnvironment):
             raise ToolError('priority must be "urgent" or "routine"')
         if not lab.strip():
             raise ToolError("name the lab")
-        if not self.query("SELECT id FROM locks WHERE id = ?", (lock_id,)):
-            raise ToolError(f"no lock with id {lock_id}; lock the instrument first")
+        self.require_row("locks", lock_id, "lock the instrument first")
         if self.query("SELECT id FROM bookings WHERE lock_id = ?", (lock_id,)):
             raise ToolError(f"lock {lock_id} already has a booking")
         cur = self.db.execute("INSERT INTO bookings (lock_id, lab, priority) VALUES (?,?,?)", (lock_id, lab.strip(), priority))

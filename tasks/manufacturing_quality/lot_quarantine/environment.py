@@ -27,8 +27,7 @@ class LotQuarantineEnv(WorkspaceEnvironment):
             supplier_id: The supplier's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM suppliers WHERE id = ?", (supplier_id,)):
-            raise ToolError(f"no supplier with id {supplier_id}; use list_suppliers")
+        self.require_row("suppliers", supplier_id, "use list_suppliers")
         return self.query_page("SELECT id, lot_no, supplier_id, part, received, quantity FROM lots WHERE supplier_id = ? ORDER BY received, id",
                                (supplier_id,), page)
 
@@ -40,8 +39,7 @@ class LotQuarantineEnv(WorkspaceEnvironment):
             lot_id: The material lot's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM lots WHERE id = ?", (lot_id,)):
-            raise ToolError(f"no material lot with id {lot_id}")
+        self.require_row("lots", lot_id, what="material lot")
         return self.query_page("SELECT b.id AS batch_id, b.batch_no, b.product, b.status FROM batch_lots u JOIN batches b "
                                "ON b.id = u.batch_id WHERE u.lot_id = ? ORDER BY b.id", (lot_id,), page)
 
@@ -78,14 +76,11 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         return {"hold_id": cur.lastrowid, "cause_type": cause_type, "reference": reference.strip()}
 
     def _hold_action(self, hold_id: int, batch_id: int, action: str, shipped: bool) -> dict:
-        if not self.query("SELECT id FROM holds WHERE id = ?", (hold_id,)):
-            raise ToolError(f"no hold with id {hold_id}; open one with open_hold")
-        batch = self.query("SELECT id, status FROM batches WHERE id = ?", (batch_id,))
-        if not batch:
-            raise ToolError(f"no batch with id {batch_id}")
-        if (batch[0]["status"] == "shipped") != shipped:
-            raise ToolError(f"batch {batch_id} is {batch[0]['status']}: " + (
-                "shipped batches get a customer notification instead" if batch[0]["status"] == "shipped" else "only shipped batches need a customer notification"))
+        self.require_row("holds", hold_id, "open one with open_hold")
+        batch = self.require_row("batches", batch_id, "use list_batches", what="batch")
+        if (batch["status"] == "shipped") != shipped:
+            raise ToolError(f"batch {batch_id} is {batch['status']}: " + (
+                "shipped batches get a customer notification instead" if batch["status"] == "shipped" else "only shipped batches need a customer notification"))
         if self.query("SELECT id FROM hold_actions WHERE batch_id = ?", (batch_id,)):
             raise ToolError(f"batch {batch_id} is already under a hold")
         cur = self.db.execute("INSERT INTO hold_actions (hold_id, batch_id, action) VALUES (?,?,?)", (hold_id, batch_id, action))

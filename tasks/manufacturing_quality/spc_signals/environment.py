@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 RULES = ("beyond_limits", "range", "run")
 
@@ -27,13 +27,12 @@ class SpcEnv(WorkspaceEnvironment):
             characteristic_id: The characteristic's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM characteristics WHERE id = ?", (characteristic_id,)):
-            raise ToolError(f"no characteristic with id {characteristic_id}; use list_characteristics")
-        rows = self.query("SELECT seq, measured_at, gauge, batch_no, readings FROM subgroups WHERE characteristic_id = ? ORDER BY seq",
-                          (characteristic_id,))
-        for r in rows:
+        self.require_row("characteristics", characteristic_id, "use list_characteristics")
+        result = self.query_page("SELECT seq, measured_at, gauge, batch_no, readings FROM subgroups WHERE characteristic_id = ? ORDER BY seq",
+                                 (characteristic_id,), page)
+        for r in result["items"]:
             r["readings"] = json.loads(r["readings"])
-        return paginate(rows, page)
+        return result
 
     @tool
     def raise_ncr(self, characteristic_id: int, subgroup_seq: int, rule: str) -> dict:
@@ -61,8 +60,7 @@ class SpcEnv(WorkspaceEnvironment):
             ncr_id: The NCR's id from raise_ncr.
             batch_no: The batch number, e.g. "B1104-3".
         """
-        if not self.query("SELECT id FROM ncrs WHERE id = ?", (ncr_id,)):
-            raise ToolError(f"no NCR with id {ncr_id}")
+        self.require_row("ncrs", ncr_id, what="NCR")
         if not self.query("SELECT id FROM subgroups WHERE batch_no = ?", (batch_no.strip(),)):
             raise ToolError(f"no batch {batch_no!r} in the measurement records")
         if self.query("SELECT batch_no FROM batch_holds WHERE batch_no = ?", (batch_no.strip(),)):
