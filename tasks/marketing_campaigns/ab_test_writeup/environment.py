@@ -47,8 +47,7 @@ class AbTestEnv(WorkspaceEnvironment):
             experiment_id: The experiment's numeric id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM experiments WHERE id = ?", (experiment_id,)):
-            raise ToolError(f"no experiment with id {experiment_id}")
+        self.require_row("experiments", experiment_id, "use list_experiments")
         return self.query_page("SELECT variant_id, day, device, visitors, conversions, revenue FROM daily_results "
                                "WHERE experiment_id = ? ORDER BY id", (experiment_id,), page)
 
@@ -61,11 +60,9 @@ class AbTestEnv(WorkspaceEnvironment):
             decision: "ship" or "keep_control".
             variant_id: The treatment variant to ship; required for "ship", 0 for "keep_control".
         """
-        exp = self.query("SELECT status FROM experiments WHERE id = ?", (experiment_id,))
-        if not exp:
-            raise ToolError(f"no experiment with id {experiment_id}")
-        if exp[0]["status"] != "completed":
-            raise ToolError(f"experiment {experiment_id} is still {exp[0]['status']}; only completed tests get a decision")
+        exp = self.require_row("experiments", experiment_id, "use list_experiments")
+        if exp["status"] != "completed":
+            raise ToolError(f"experiment {experiment_id} is still {exp['status']}; only completed tests get a decision")
         if decision not in ("ship", "keep_control"):
             raise ToolError("decision must be 'ship' or 'keep_control'")
         if decision == "ship":

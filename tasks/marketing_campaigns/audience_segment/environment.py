@@ -47,8 +47,7 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         return {"segment_id": cur.lastrowid, "name": name.strip(), "size": 0}
 
     def _segment(self, segment_id: int) -> None:
-        if not self.query("SELECT id FROM segments WHERE id = ?", (segment_id,)):
-            raise ToolError(f"no segment with id {segment_id}; create_segment returns the id to use")
+        self.require_row("segments", segment_id, "create_segment returns the id to use")
 
     @tool
     def add_segment_members(self, segment_id: int, contact_ids: list[int]) -> dict:

@@ -49,17 +49,15 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
             new_budget: The new monthly budget in euros (zero or more).
             note: Optional reason kept with the change.
         """
-        rows = self.query("SELECT monthly_budget, status FROM campaigns WHERE id = ?", (campaign_id,))
-        if not rows:
-            raise ToolError(f"no campaign with id {campaign_id}")
-        if rows[0]["status"] != "active":
-            raise ToolError(f"campaign {campaign_id} is {rows[0]['status']}; only active campaigns have budgets to change")
+        campaign = self.require_row("campaigns", campaign_id, "use list_campaigns")
+        if campaign["status"] != "active":
+            raise ToolError(f"campaign {campaign_id} is {campaign['status']}; only active campaigns have budgets to change")
         if new_budget < 0:
             raise ToolError("the budget cannot be negative")
         self.db.execute("UPDATE campaigns SET monthly_budget = ? WHERE id = ?", (round(new_budget, 2), campaign_id))
         cur = self.db.execute("INSERT INTO budget_changes (campaign_id, old_budget, new_budget, note) VALUES (?,?,?,?)",
-                              (campaign_id, rows[0]["monthly_budget"], round(new_budget, 2), note))
-        return {"change_id": cur.lastrowid, "campaign_id": campaign_id, "old_budget": rows[0]["monthly_budget"],
+                              (campaign_id, campaign["monthly_budget"], round(new_budget, 2), note))
+        return {"change_id": cur.lastrowid, "campaign_id": campaign_id, "old_budget": campaign["monthly_budget"],
                 "new_budget": round(new_budget, 2)}
 
     # --- verifier --------------------------------------------------------------------------------
