@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("late_payments", "property_sale")
 
@@ -25,8 +25,7 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
             property_id: The building's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM properties WHERE id = ?", (property_id,)):
-            raise ToolError(f"no property with id {property_id}; use list_properties")
+        self.require_row("properties", property_id, "use list_properties", what="property")
         return self.query_page("SELECT id, property_id, unit_no, bedrooms, market_rent FROM units WHERE property_id = ? ORDER BY id",
                                (property_id,), page)
 
@@ -50,10 +49,7 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         Args:
             tenant_id: The tenant's id from a lease.
         """
-        rows = self.query("SELECT id, name, email FROM tenants WHERE id = ?", (tenant_id,))
-        if not rows:
-            raise ToolError(f"no tenant with id {tenant_id}")
-        return rows[0]
+        return self.require_row("tenants", tenant_id)
 
     @tool
     def list_payments(self, lease_id: int, page: int = 1) -> dict:
@@ -63,10 +59,8 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
             lease_id: The lease's id.
             page: 1-based page number.
         """
-        history = self.query("SELECT due_date, amount, paid_on FROM payments WHERE lease_id = ? ORDER BY due_date, id", (lease_id,))
-        if history or self.query("SELECT id FROM leases WHERE id = ?", (lease_id,)):
-            return paginate(history, page)
-        raise ToolError(f"no lease with id {lease_id}; list_leases shows the lease ids")
+        self.require_row("leases", lease_id, "list_leases shows the lease ids")
+        return self.query_page("SELECT due_date, amount, paid_on FROM payments WHERE lease_id = ? ORDER BY due_date, id", (lease_id,), page)
 
     def _active_lease(self, lease_id: int) -> None:
         if not self.query("SELECT id FROM leases WHERE id = ? AND status = 'active'", (lease_id,)):

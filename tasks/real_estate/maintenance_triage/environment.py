@@ -81,12 +81,10 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
             raise ToolError(f"request {request_id} has not been triaged yet; call triage_request first")
         if self.query("SELECT id FROM work_orders WHERE request_id = ?", (request_id,)):
             raise ToolError(f"request {request_id} already has a work order")
-        vendor = self.query("SELECT id, name FROM vendors WHERE id = ?", (vendor_id,))
-        if not vendor:
-            raise ToolError(f"no contractor with id {vendor_id}")
+        vendor = self.require_row("vendors", vendor_id, "use list_vendors", what="contractor")
         cur = self.db.execute("INSERT INTO work_orders (request_id, vendor_id) VALUES (?,?)", (request_id, vendor_id))
         self.db.execute("UPDATE vendors SET open_jobs = open_jobs + 1 WHERE id = ?", (vendor_id,))
-        return {"work_order_id": cur.lastrowid, "request_id": request_id, "vendor": vendor[0]["name"]}
+        return {"work_order_id": cur.lastrowid, "request_id": request_id, "vendor": vendor["name"]}
 
     @tool
     def page_vendor(self, work_order_id: int) -> dict:
@@ -95,8 +93,7 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         Args:
             work_order_id: The id returned by create_work_order.
         """
-        if not self.query("SELECT id FROM work_orders WHERE id = ?", (work_order_id,)):
-            raise ToolError(f"no work order with id {work_order_id}")
+        self.require_row("work_orders", work_order_id)
         self.db.execute("UPDATE work_orders SET paged = 1 WHERE id = ?", (work_order_id,))
         return {"work_order_id": work_order_id, "paged": True}
 

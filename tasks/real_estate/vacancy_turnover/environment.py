@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class VacancyTurnoverEnv(WorkspaceEnvironment):
@@ -30,10 +30,7 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
         Args:
             unit_id: The unit's numeric id.
         """
-        rows = self.query("SELECT id, code, building, building_name, bedrooms, floor_area_m2 FROM units WHERE id = ?", (unit_id,))
-        if not rows:
-            raise ToolError(f"no unit with id {unit_id}")
-        return rows[0]
+        return self.require_row("units", unit_id)
 
     @tool
     def list_inspection_items(self, lease_id: int, page: int = 1) -> dict:
@@ -43,11 +40,9 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
             lease_id: The lease's numeric id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM leases WHERE id = ?", (lease_id,)):
-            raise ToolError(f"no lease with id {lease_id}")
-        rows = self.query("SELECT id, area, finding, category, repair_cost FROM inspection_items WHERE lease_id = ? "
-                          "ORDER BY id", (lease_id,))
-        return paginate(rows, page)
+        self.require_row("leases", lease_id, "use list_leases")
+        return self.query_page("SELECT id, area, finding, category, repair_cost FROM inspection_items WHERE lease_id = ? "
+                               "ORDER BY id", (lease_id,), page)
 
     @tool
     def create_work_order(self, unit_id: int, estimated_cost: float) -> dict:
@@ -57,8 +52,7 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
             unit_id: The unit to prepare for the next tenant.
             estimated_cost: Estimated cost of all the repairs, in dollars.
         """
-        if not self.query("SELECT id FROM units WHERE id = ?", (unit_id,)):
-            raise ToolError(f"no unit with id {unit_id}")
+        self.require_row("units", unit_id)
         if estimated_cost < 0:
             raise ToolError("estimated_cost cannot be negative")
         cur = self.db.execute("INSERT INTO work_orders (unit_id, estimated_cost, status) VALUES (?,?, 'open')",
@@ -74,14 +68,11 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
             deduction: Amount kept from the deposit, in dollars (0 up to the deposit).
             work_order_id: The make-ready work order opened for the lease's unit.
         """
-        lease = self.query("SELECT id, deposit FROM leases WHERE id = ?", (lease_id,))
-        if not lease:
-            raise ToolError(f"no lease with id {lease_id}")
-        if not self.query("SELECT id FROM work_orders WHERE id = ?", (work_order_id,)):
-            raise ToolError(f"no work order with id {work_order_id}; create the work order first")
+        lease = self.require_row("leases", lease_id, "use list_leases")
+        self.require_row("work_orders", work_order_id, "create the work order first")
         if self.query("SELECT id FROM deposit_settlements WHERE lease_id = ?", (lease_id,)):
             raise ToolError(f"lease {lease_id} already has a deposit settlement")
-        deposit = lease[0]["deposit"]
+        deposit = lease["deposit"]
         if deduction < 0 or deduction > deposit + 1e-9:
             raise ToolError(f"deduction must be between 0 and the deposit ({deposit:.2f})")
         refund = round(deposit - deduction, 2)
