@@ -6,7 +6,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class MarkdownEnv(WorkspaceEnvironment):
@@ -32,8 +32,9 @@ class MarkdownEnv(WorkspaceEnvironment):
             sku: Only sales of this line when non-empty.
         """
         sql = "SELECT p.sku, s.sale_date, s.quantity FROM sales s JOIN products p ON p.id = s.product_id"
-        rows = self.query(sql + " WHERE p.sku = ? ORDER BY s.id", (sku,)) if sku else self.query(sql + " ORDER BY s.id")
-        return paginate(rows, page, page_size=50)
+        if sku:
+            return self.query_page(sql + " WHERE p.sku = ? ORDER BY s.id", (sku,), page, page_size=50)
+        return self.query_page(sql + " ORDER BY s.id", page=page, page_size=50)
 
     @tool
     def create_markdown_event(self, title: str, effective_date: str) -> dict:
@@ -61,8 +62,7 @@ class MarkdownEnv(WorkspaceEnvironment):
             sku: The line's SKU.
             new_price: The reduced shelf price; must be below the current price.
         """
-        if not self.query("SELECT id FROM markdown_events WHERE id = ?", (event_id,)):
-            raise ToolError(f"no markdown event with id {event_id}; create one first")
+        self.require_row("markdown_events", event_id, "create one first")
         rows = self.query("SELECT id, price FROM products WHERE sku = ?", (sku,))
         if not rows:
             raise ToolError(f"no product with sku {sku!r}")

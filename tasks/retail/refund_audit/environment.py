@@ -55,8 +55,7 @@ class RefundAuditEnv(WorkspaceEnvironment):
             correct_amount: The refund the policy allows, in currency (0 when none).
             note: Optional short explanation.
         """
-        if not self.query("SELECT 1 FROM returns WHERE id = ?", (return_id,)):
-            raise ToolError(f"no return with id {return_id}")
+        self.require_row("returns", return_id, "use list_returns")
         if correct_amount < 0:
             raise ToolError("correct_amount cannot be negative")
         self.db.execute("INSERT OR REPLACE INTO refund_flags (return_id, correct_amount, note) VALUES (?,?,?)",

@@ -5,7 +5,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class RestockEnv(WorkspaceEnvironment):
@@ -19,8 +19,7 @@ class RestockEnv(WorkspaceEnvironment):
         """
         sql = ("SELECT id, sku, name, category, on_hand, reorder_point, target_stock, unit_cost, "
                "preferred_supplier_id, backup_supplier_id FROM products")
-        rows = self.query(sql + (" WHERE category = ?" if category else "") + " ORDER BY id", (category,) if category else ())
-        return paginate(rows, page)
+        return self.query_page(sql + (" WHERE category = ?" if category else "") + " ORDER BY id", (category,) if category else (), page)
 
     @tool
     def get_supplier(self, supplier_id: int) -> dict:
@@ -29,10 +28,7 @@ class RestockEnv(WorkspaceEnvironment):
         Args:
             supplier_id: The supplier's numeric id.
         """
-        rows = self.query("SELECT id, name, case_pack, lead_days, email FROM suppliers WHERE id = ?", (supplier_id,))
-        if not rows:
-            raise ToolError(f"no supplier with id {supplier_id}")
-        return rows[0]
+        return self.require_row("suppliers", supplier_id)
 
     @tool
     def list_sales(self, product_id: int, page: int = 1) -> dict:
@@ -53,16 +49,13 @@ class RestockEnv(WorkspaceEnvironment):
             supplier_id: The supplier that will ship it.
             quantity: Units to order (a positive integer).
         """
-        product = self.query("SELECT id, unit_cost FROM products WHERE id = ?", (product_id,))
-        if not product:
-            raise ToolError(f"no product with id {product_id}")
-        if not self.query("SELECT id FROM suppliers WHERE id = ?", (supplier_id,)):
-            raise ToolError(f"no supplier with id {supplier_id}")
+        product = self.require_row("products", product_id, "use list_products")
+        self.require_row("suppliers", supplier_id)
         if quantity <= 0:
             raise ToolError(f"quantity must be positive, got {quantity}")
         cur = self.db.execute(
             "INSERT INTO purchase_orders (product_id, supplier_id, quantity, unit_cost, status) VALUES (?,?,?,?, 'open')",
-            (product_id, supplier_id, quantity, product[0]["unit_cost"]),
+            (product_id, supplier_id, quantity, product["unit_cost"]),
         )
         return {"order_id": cur.lastrowid, "product_id": product_id, "supplier_id": supplier_id, "quantity": quantity,
                 "status": "open"}
