@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class DisruptionEnv(WorkspaceEnvironment):
@@ -22,9 +22,8 @@ class DisruptionEnv(WorkspaceEnvironment):
             day = dt.date.fromisoformat(date.strip()).isoformat()
         except ValueError:
             raise ToolError(f"date must look like 2026-12-09, got {date!r}") from None
-        rows = self.query("SELECT id, flight_no, origin, destination, depart, arrive, seats_left FROM flights "
-                          "WHERE origin = ? AND substr(depart, 1, 10) = ? ORDER BY depart, id", (airport.strip().upper(), day))
-        return paginate(rows, page)
+        return self.query_page("SELECT id, flight_no, origin, destination, depart, arrive, seats_left FROM flights "
+                               "WHERE origin = ? AND substr(depart, 1, 10) = ? ORDER BY depart, id", (airport.strip().upper(), day), page)
 
     @tool
     def list_flight_bookings(self, flight_id: int, page: int = 1) -> dict:
@@ -34,8 +33,7 @@ class DisruptionEnv(WorkspaceEnvironment):
             flight_id: The flight's id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM flights WHERE id = ?", (flight_id,)):
-            raise ToolError(f"no flight with id {flight_id}")
+        self.require_row("flights", flight_id)
         return self.query_page("SELECT id, booking_ref, passenger_id, flight_id, booked_on, status FROM bookings "
                                "WHERE flight_id = ? ORDER BY id", (flight_id,), page)
 
@@ -46,10 +44,7 @@ class DisruptionEnv(WorkspaceEnvironment):
         Args:
             passenger_id: The passenger's id.
         """
-        rows = self.query("SELECT id, name, loyalty_tier, email FROM passengers WHERE id = ?", (passenger_id,))
-        if not rows:
-            raise ToolError(f"no passenger with id {passenger_id}")
-        return rows[0]
+        return self.require_row("passengers", passenger_id)
 
     def _confirmed(self, booking_id: int) -> dict:
         rows = self.query("SELECT * FROM bookings WHERE id = ?", (booking_id,))
@@ -66,17 +61,15 @@ class DisruptionEnv(WorkspaceEnvironment):
             flight_id: The flight to move it to.
         """
         old = self._confirmed(booking_id)
-        f = self.query("SELECT id, flight_no, seats_left FROM flights WHERE id = ?", (flight_id,))
-        if not f:
-            raise ToolError(f"no flight with id {flight_id}")
-        if f[0]["seats_left"] < 1:
-            raise ToolError(f"flight {f[0]['flight_no']} has no free seats")
+        f = self.require_row("flights", flight_id)
+        if f["seats_left"] < 1:
+            raise ToolError(f"flight {f['flight_no']} has no free seats")
         ref = old["booking_ref"] + "-R"
         cur = self.db.execute("INSERT INTO bookings (booking_ref, passenger_id, flight_id, booked_on, status, replaces) "
                               "VALUES (?,?,?, '2026-11-30', 'confirmed', ?)", (ref, old["passenger_id"], flight_id, booking_id))
         self.db.execute("UPDATE bookings SET status = 'rebooked' WHERE id = ?", (booking_id,))
         self.db.execute("UPDATE flights SET seats_left = seats_left - 1 WHERE id = ?", (flight_id,))
-        return {"new_booking_id": cur.lastrowid, "booking_ref": ref, "flight_no": f[0]["flight_no"]}
+        return {"new_booking_id": cur.lastrowid, "booking_ref": ref, "flight_no": f["flight_no"]}
 
     @tool
     def refund_booking(self, booking_id: int) -> dict:

@@ -28,10 +28,7 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
         Args:
             trip_id: The trip's id.
         """
-        rows = self.query("SELECT id, employee_id, city, start_date, end_date, purpose FROM trips WHERE id = ?", (trip_id,))
-        if not rows:
-            raise ToolError(f"no trip with id {trip_id}")
-        return rows[0]
+        return self.require_row("trips", trip_id)
 
     @tool
     def list_expense_lines(self, claim_id: int, page: int = 1) -> dict:
@@ -85,8 +82,7 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
             raise ToolError(f"decision must be one of {', '.join(DECISIONS)}")
         if reason not in REASONS:
             raise ToolError(f"reason must be one of {', '.join(r for r in REASONS if r)} (or empty for approvals)")
-        if not self.query("SELECT id FROM expense_lines WHERE id = ?", (line_id,)):
-            raise ToolError(f"no expense line with id {line_id}")
+        self.require_row("expense_lines", line_id, "use list_expense_lines")
         if approved_eur < 0:
             raise ToolError("approved_eur cannot be negative")
         self.db.execute("INSERT OR REPLACE INTO decisions VALUES (?,?,?,?)", (line_id, decision, round(approved_eur, 2), reason))

@@ -5,7 +5,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def _day(value: str, name: str) -> str:
@@ -39,10 +39,9 @@ class OffsiteTripEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         day = _day(date, "date")
-        rows = self.query("SELECT id, flight_no, airline, origin, destination, depart, arrive, cabin, fare FROM flights "
-                          "WHERE origin = ? AND destination = ? AND substr(depart, 1, 10) = ? ORDER BY depart, id",
-                          (origin.strip(), destination.strip(), day))
-        return paginate(rows, page)
+        return self.query_page("SELECT id, flight_no, airline, origin, destination, depart, arrive, cabin, fare FROM flights "
+                               "WHERE origin = ? AND destination = ? AND substr(depart, 1, 10) = ? ORDER BY depart, id",
+                               (origin.strip(), destination.strip(), day), page)
 
     @tool
     def list_hotels(self, city: str, page: int = 1) -> dict:
@@ -52,9 +51,8 @@ class OffsiteTripEnv(WorkspaceEnvironment):
             city: The city, e.g. "Vienna".
             page: 1-based page number.
         """
-        rows = self.query("SELECT id, name, city, nightly_rate, rating, distance_km FROM hotels WHERE city = ? ORDER BY id",
-                          (city.strip(),))
-        return paginate(rows, page)
+        return self.query_page("SELECT id, name, city, nightly_rate, rating, distance_km FROM hotels WHERE city = ? ORDER BY id",
+                               (city.strip(),), page)
 
     @tool
     def create_trip(self, name: str, destination: str) -> dict:
@@ -70,10 +68,8 @@ class OffsiteTripEnv(WorkspaceEnvironment):
         return {"trip_id": cur.lastrowid, "name": name.strip(), "destination": destination.strip()}
 
     def _trip_and_employee(self, trip_id: int, employee_id: int) -> None:
-        if not self.query("SELECT id FROM trips WHERE id = ?", (trip_id,)):
-            raise ToolError(f"no trip with id {trip_id}; open one with create_trip")
-        if not self.query("SELECT id FROM employees WHERE id = ?", (employee_id,)):
-            raise ToolError(f"no employee with id {employee_id}")
+        self.require_row("trips", trip_id, "open one with create_trip")
+        self.require_row("employees", employee_id, "use list_employees")
 
     @tool
     def book_flight(self, trip_id: int, employee_id: int, flight_id: int) -> dict:
@@ -85,12 +81,10 @@ class OffsiteTripEnv(WorkspaceEnvironment):
             flight_id: The flight's id from search_flights.
         """
         self._trip_and_employee(trip_id, employee_id)
-        flight = self.query("SELECT id, flight_no, fare FROM flights WHERE id = ?", (flight_id,))
-        if not flight:
-            raise ToolError(f"no flight with id {flight_id}; use search_flights")
+        flight = self.require_row("flights", flight_id, "use search_flights")
         cur = self.db.execute("INSERT INTO flight_bookings (trip_id, employee_id, flight_id, fare) VALUES (?,?,?,?)",
-                              (trip_id, employee_id, flight_id, flight[0]["fare"]))
-        return {"booking_id": cur.lastrowid, "flight_no": flight[0]["flight_no"], "fare": flight[0]["fare"]}
+                              (trip_id, employee_id, flight_id, flight["fare"]))
+        return {"booking_id": cur.lastrowid, "flight_no": flight["flight_no"], "fare": flight["fare"]}
 
     @tool
     def book_hotel(self, trip_id: int, employee_id: int, hotel_id: int, check_in: str, check_out: str) -> dict:
@@ -104,17 +98,15 @@ class OffsiteTripEnv(WorkspaceEnvironment):
             check_out: Departure day, YYYY-MM-DD (after check_in).
         """
         self._trip_and_employee(trip_id, employee_id)
-        hotel = self.query("SELECT id, name, nightly_rate FROM hotels WHERE id = ?", (hotel_id,))
-        if not hotel:
-            raise ToolError(f"no hotel with id {hotel_id}; use list_hotels")
+        hotel = self.require_row("hotels", hotel_id, "use list_hotels")
         start, end = _day(check_in, "check_in"), _day(check_out, "check_out")
         nights = (dt.date.fromisoformat(end) - dt.date.fromisoformat(start)).days
         if nights < 1:
             raise ToolError("check_out must be at least one day after check_in")
-        cost = round(hotel[0]["nightly_rate"] * nights, 2)
+        cost = round(hotel["nightly_rate"] * nights, 2)
         cur = self.db.execute("INSERT INTO hotel_bookings (trip_id, employee_id, hotel_id, check_in, check_out, cost) VALUES (?,?,?,?,?,?)",
                               (trip_id, employee_id, hotel_id, start, end, cost))
-        return {"reservation_id": cur.lastrowid, "hotel": hotel[0]["name"], "nights": nights, "cost": cost}
+        return {"reservation_id": cur.lastrowid, "hotel": hotel["name"], "nights": nights, "cost": cost}
 
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
