@@ -67,7 +67,7 @@ def training_dynamics(dynamics: pl.DataFrame) -> alt.VConcatChart:
               ("tool_calls_per_episode", "Tool calls per episode", "Calls"),
               ("runtime_errors_per_episode", "Runtime errors per episode", "Errors")]
     charts = [alt.Chart(_frame(dynamics)).mark_line(point=True).encode(
-        x=alt.X("step:Q", title="RL step"), y=alt.Y(f"{col}:Q", title=y), color=harness_color(),
+        x=alt.X("step:Q", title="RL step", axis=alt.Axis(tickMinStep=1, format="d")), y=alt.Y(f"{col}:Q", title=y), color=harness_color(),
         tooltip=["harness", "step", col]).properties(title=title, width=WIDTH // 1.3, height=HEIGHT // 1.3)
         for col, title, y in panels if col in dynamics.columns]
     rows = [alt.hconcat(*charts[i:i + 2]) for i in range(0, len(charts), 2)]
