@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import threading
 from concurrent.futures import Future
@@ -24,7 +25,7 @@ from typing import Any, Sequence
 
 import mcp_types
 from mcp.client import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 
@@ -103,7 +104,10 @@ class MCPToolSource:
                  cwd: str | Path | None = None, connect_timeout: float = 60.0, call_timeout: float = 300.0):
         self.server = server if isinstance(server, str) else shlex.join(server)
         self.call_timeout = call_timeout
-        target: str | StdioServerParameters = server if isinstance(server, str) and is_url(server) else stdio_parameters(server, env=env, cwd=cwd)
+        if isinstance(server, str) and is_url(server):
+            target: Any = server
+        else:  # the server's stderr must go to a real file descriptor (a notebook's sys.stderr may have none)
+            target = stdio_client(stdio_parameters(server, env=env, cwd=cwd), errlog=_errlog())
         self._client = Client(target, read_timeout_seconds=call_timeout)
         self.tool_specs: dict[str, MCPToolSpec] = {}
         self._closed = False
@@ -208,3 +212,17 @@ def _describe(exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
     return f"{type(exc).__name__}: {exc}"
+
+
+def _errlog():
+    """Where a stdio server's stderr goes: ours if it is a real file, else the process's original stderr."""
+    import sys
+
+    for stream in (sys.stderr, sys.__stderr__):
+        try:
+            if stream is not None:
+                stream.fileno()
+                return stream
+        except (AttributeError, OSError, ValueError):
+            continue
+    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
