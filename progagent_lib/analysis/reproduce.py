@@ -21,8 +21,8 @@ class NotebookRun:
     output: Path
 
 
-def notebook_paths(only: list[str] | None = None) -> list[Path]:
-    paths = sorted(NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+def notebook_paths(only: list[str] | None = None, notebooks_dir: Path = NOTEBOOKS_DIR) -> list[Path]:
+    paths = sorted(Path(notebooks_dir).glob("[0-9][0-9]_*.ipynb"))
     if only:
         paths = [p for p in paths if any(p.name.startswith(o) or p.stem == o for o in only)]
     return paths
@@ -41,21 +41,21 @@ def _failed_cell(executed: Path) -> str:
 
 
 def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, only: list[str] | None = None,
-              kernel_name: str = "python3") -> list[NotebookRun]:
+              kernel_name: str = "python3", notebooks_dir: Path = NOTEBOOKS_DIR) -> list[NotebookRun]:
     """Execute each notebook with parameters (profile, run_dir); keep executed copies in the run folder."""
     import papermill
 
     prof = load_profile(profile, run_dir)
     out_dir = prof.path("notebooks", ".keep").parent
     runs = []
-    paths = notebook_paths(only)
+    paths = notebook_paths(only, notebooks_dir)
     for i, notebook in enumerate(paths, 1):
         executed = out_dir / notebook.name
         started = time.perf_counter()
         print(f"[{i}/{len(paths)}] {notebook.name} ...", flush=True)
         try:
             papermill.execute_notebook(str(notebook), str(executed), parameters={"profile": prof.name, "run_dir": str(prof.run_dir)},
-                                       kernel_name=kernel_name, cwd=str(NOTEBOOKS_DIR), progress_bar=False)
+                                       kernel_name=kernel_name, cwd=str(notebooks_dir), progress_bar=False)
         except papermill.PapermillExecutionError as exc:
             raise NotebookFailed(f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})") from exc
         seconds = time.perf_counter() - started
