@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+from ..task.closeable import Closeable
 from .kernel import KernelSession
 from .sandbox import Limits, Sandbox
 
@@ -17,7 +18,7 @@ from .sandbox import Limits, Sandbox
 REFILL_DELAY = 0.3  # seconds
 
 
-class KernelPool:
+class KernelPool(Closeable):
     """`size` ready kernels; `acquire(workspace)` hands one out and a background thread refills."""
 
     def __init__(self, size: int = 2, *, limits: Limits | None = None, unsafe_no_sandbox: bool = False):
@@ -99,14 +100,3 @@ class KernelPool:
             session.close()
         self._filler.join(timeout=10)
 
-    def __enter__(self) -> "KernelPool":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..task.closeable import Closeable
 from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
 from .sandbox import GiB, Limits, Sandbox, SandboxUnavailable
@@ -65,7 +66,7 @@ def _short_traceback(error: dict) -> str:
     return "\n".join(lines) or f"{error.get('ename')}: {error.get('evalue')}"
 
 
-class PTCRuntime:
+class PTCRuntime(Closeable):
     """A confined persistent IPython kernel bound to `env`'s workspace, with `tools` inside it.
 
     Args:
@@ -183,17 +184,6 @@ class PTCRuntime:
                 except Exception:
                     pass
 
-    def __enter__(self) -> "PTCRuntime":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 __all__ = ["PTCRuntime", "ExecutionResult", "ErrorInfo", "SandboxUnavailable", "KernelStartError"]

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
+from .closeable import Closeable
 from .pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .tools import ToolDefinitionError, ToolError, ToolSpec, build_spec, is_tool, validate_arguments
 from .verifier import Criterion, VerifyResult
@@ -69,7 +70,7 @@ class ToolBox(Mapping[str, Callable[..., Any]]):
         return sorted(self._env.tool_specs)
 
 
-class Environment:
+class Environment(Closeable):
     """Base class of every task's environment.
 
     Subclasses define tools (methods under `@tool`) and `criteria(final_response)`. An instance holds
@@ -228,17 +229,6 @@ class Environment:
         if self.episode_dir is not None:
             shutil.rmtree(self.episode_dir, ignore_errors=True)
 
-    def __enter__(self) -> "Environment":
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 __all__ = ["Environment", "ToolBox", "ToolCallRecord", "VerifierError", "ToolDefinitionError"]
