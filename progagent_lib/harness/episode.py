@@ -37,6 +37,17 @@ class Limits:
         return replace(self, **{k: v for k, v in overrides.items() if v is not None})
 
 
+def parse_error_feedback(problem: str) -> str:
+    """What the model reads after a tool-call block that could not be parsed (also used by GSPO rollouts)."""
+    return (f"Error: your tool call could not be read: {problem} No tool was run; "
+            "write the call again in the expected format.")
+
+
+def tool_budget_message(max_tool_calls: int) -> str:
+    """What the model reads for a call made after the episode's tool-call budget ran out."""
+    return f"Not run: the limit of {max_tool_calls} tool calls was reached."
+
+
 class PolicyError(RuntimeError):
     """A policy could not produce a turn (e.g. a remote API kept failing); the episode ends, recorded."""
 
@@ -105,7 +116,7 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
 
                 for call in calls:
                     if limits.max_tool_calls is not None and trajectory.model_tool_calls >= limits.max_tool_calls:
-                        messages.append(_tool_message(call, f"Not run: the limit of {limits.max_tool_calls} tool calls was reached."))
+                        messages.append(_tool_message(call, tool_budget_message(limits.max_tool_calls)))
                         continue
                     observation = session.dispatch(call)
                     messages.append(_tool_message(call, observation.content))
@@ -117,8 +128,7 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                 # A block the parser could not read is answered like a failed call, and the episode goes on.
                 # The answer comes after the tool messages: APIs want those right after the assistant turn.
                 for problem in turn.parse_errors:
-                    feedback = (f"Error: your tool call could not be read: {problem} No tool was run; "
-                                "write the call again in the expected format.")
+                    feedback = parse_error_feedback(problem)
                     messages.append({"role": "user", "content": feedback})
                     tokens = count(feedback)
                     context_tokens += tokens

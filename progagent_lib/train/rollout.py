@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..harness.episode import parse_error_feedback, tool_budget_message
 from ..harness.metrics import analyze_program
 from ..harness.parsing import format_tool_call_json, parse_tool_calls
 from ..harness.session import Observation, Session, ToolCall
@@ -84,12 +85,6 @@ def observation_block(contents: list[str], feedback: list[str] = (), *, add_assi
     return text + ("<|im_start|>assistant\n" if add_assistant_header else "")
 
 
-def parse_error_feedback(problem: str) -> str:
-    # Same words as the harness's episode loop, so RL sees what SFT trajectories show.
-    return (f"Error: your tool call could not be read: {problem} No tool was run; "
-            "write the call again in the expected format.")
-
-
 @dataclass
 class EpisodeSpec:
     """Which episode to play: a task at one scale and seed."""
@@ -153,7 +148,7 @@ class TokenEpisode:
             contents = []
             for call in parsed.tool_calls:
                 if episode.model_tool_calls >= self.limits.max_tool_calls:
-                    contents.append(f"Not run: the limit of {self.limits.max_tool_calls} tool calls was reached.")
+                    contents.append(tool_budget_message(self.limits.max_tool_calls))
                     continue
                 observation = self.session.dispatch(call)
                 _count(episode, call, observation)
