@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 SEVERITIES = ("high", "medium", "low")
 
@@ -40,8 +40,7 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
             page: 1-based page number.
             contract_type: Only "services", "supply" or "licence" contracts when non-empty.
         """
-        found = self.query("SELECT * FROM contracts WHERE ? = '' OR contract_type = ? ORDER BY id", (contract_type, contract_type))
-        return paginate(found, page)
+        return self.query_page("SELECT * FROM contracts WHERE ? = '' OR contract_type = ? ORDER BY id", (contract_type, contract_type), page)
 
     @tool
     def list_clauses(self, page: int = 1, contract_id: int = 0, heading: str = "") -> dict:
@@ -52,9 +51,8 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
             contract_id: Only this contract's clauses when non-zero.
             heading: Only clauses with this heading (e.g. "Payment") when non-empty.
         """
-        found = self.query("SELECT id, contract_id, heading, text FROM clauses WHERE (? = 0 OR contract_id = ?) "
-                           "AND (? = '' OR heading = ?) ORDER BY id", (contract_id, contract_id, heading, heading))
-        return paginate(found, page)
+        return self.query_page("SELECT id, contract_id, heading, text FROM clauses WHERE (? = 0 OR contract_id = ?) "
+                               "AND (? = '' OR heading = ?) ORDER BY id", (contract_id, contract_id, heading, heading), page)
 
     @tool
     def raise_issue(self, contract_id: int, clause: str, severity: str) -> dict:
@@ -82,8 +80,7 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
             issue_id: The id returned by raise_issue.
             reviewer: Who reviews it, e.g. "Senior Counsel".
         """
-        if not self.query("SELECT 1 FROM issues WHERE id = ?", (issue_id,)):
-            raise ToolError(f"no issue with id {issue_id}; raise it first")
+        self.require_row("issues", issue_id, "raise it first")
         if not reviewer.strip():
             raise ToolError("reviewer must not be empty")
         self.db.execute("UPDATE issues SET reviewer = ? WHERE id = ?", (reviewer.strip(), issue_id))

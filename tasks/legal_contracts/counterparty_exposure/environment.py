@@ -2,7 +2,7 @@
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 RATINGS = ("red", "amber", "green")
 
@@ -15,7 +15,7 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, country, risk_rating FROM counterparties ORDER BY id"), page)
+        return self.query_page("SELECT id, name, country, risk_rating FROM counterparties ORDER BY id", page=page)
 
     @tool
     def list_contracts(self, page: int = 1, counterparty_id: int = 0) -> dict:
@@ -25,8 +25,8 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
             page: 1-based page number.
             counterparty_id: Only this customer's contracts when non-zero.
         """
-        return paginate(self.query("SELECT id, contract_no, counterparty_id, currency, total_value, start_date, end_date, status "
-                                   "FROM contracts WHERE ? = 0 OR counterparty_id = ? ORDER BY id", (counterparty_id, counterparty_id)), page)
+        return self.query_page("SELECT id, contract_no, counterparty_id, currency, total_value, start_date, end_date, status "
+                               "FROM contracts WHERE ? = 0 OR counterparty_id = ? ORDER BY id", (counterparty_id, counterparty_id), page)
 
     @tool
     def list_invoices(self, page: int = 1, status: str = "") -> dict:
@@ -38,8 +38,8 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         """
         if status not in ("", "paid", "open", "disputed"):
             raise ToolError("status must be paid, open, disputed or empty")
-        return paginate(self.query("SELECT id, invoice_no, contract_id, amount, issued_on, status FROM invoices "
-                                   "WHERE ? = '' OR status = ? ORDER BY id", (status, status)), page)
+        return self.query_page("SELECT id, invoice_no, contract_id, amount, issued_on, status FROM invoices "
+                               "WHERE ? = '' OR status = ? ORDER BY id", (status, status), page)
 
     @tool
     def set_risk_rating(self, counterparty_id: int, rating: str) -> dict:
@@ -51,8 +51,7 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         """
         if rating not in RATINGS:
             raise ToolError(f"rating must be one of {RATINGS}")
-        if not self.query("SELECT 1 FROM counterparties WHERE id = ?", (counterparty_id,)):
-            raise ToolError(f"no counterparty {counterparty_id}")
+        self.require_row("counterparties", counterparty_id, "use list_counterparties", what="counterparty")
         self.db.execute("UPDATE counterparties SET risk_rating = ? WHERE id = ?", (rating, counterparty_id))
         return {"counterparty_id": counterparty_id, "rating": rating}
 

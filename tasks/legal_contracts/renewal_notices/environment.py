@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def _add_months(d: date, months: int) -> date:
@@ -30,13 +30,13 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         """
         if status not in ("", "active", "terminated"):
             raise ToolError(f"status must be 'active', 'terminated' or empty, got {status!r}")
-        rows = self.query(
+        result = self.query_page(
             "SELECT id, contract_no, counterparty_id, title, start_date, initial_term_months, auto_renew, "
             "renewal_term_months, notice_days, annual_value, status FROM contracts"
-            + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else ())
-        for r in rows:
+            + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
+        for r in result["items"]:
             r["auto_renew"] = bool(r["auto_renew"])
-        return paginate(rows, page)
+        return result
 
     @tool
     def get_counterparty(self, counterparty_id: int) -> dict:
@@ -45,10 +45,7 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         Args:
             counterparty_id: The counterparty's numeric id.
         """
-        rows = self.query("SELECT id, name, country, legal_email FROM counterparties WHERE id = ?", (counterparty_id,))
-        if not rows:
-            raise ToolError(f"no counterparty with id {counterparty_id}; use the counterparty_id of a contract")
-        return rows[0]
+        return self.require_row("counterparties", counterparty_id, "use the counterparty_id of a contract", what="counterparty")
 
     @tool
     def list_amendments(self, page: int = 1, contract_id: int = 0) -> dict:
@@ -59,9 +56,8 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
             contract_id: Only amendments of this contract when non-zero.
         """
         where = " WHERE contract_id = ?" if contract_id else ""
-        rows = self.query("SELECT id, contract_id, signed_on, clause, summary FROM amendments" + where +
-                          " ORDER BY signed_on, id", (contract_id,) if contract_id else ())
-        return paginate(rows, page)
+        return self.query_page("SELECT id, contract_id, signed_on, clause, summary FROM amendments" + where +
+                               " ORDER BY signed_on, id", (contract_id,) if contract_id else (), page)
 
     @tool
     def create_notice(self, contract_id: int, notice_deadline: str) -> dict:
@@ -75,10 +71,8 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
             date.fromisoformat(notice_deadline)
         except (TypeError, ValueError):
             raise ToolError(f"notice_deadline must be a date as YYYY-MM-DD, got {notice_deadline!r}") from None
-        contract = self.query("SELECT id, status FROM contracts WHERE id = ?", (contract_id,))
-        if not contract:
-            raise ToolError(f"no contract with id {contract_id}")
-        if contract[0]["status"] != "active":
+        contract = self.require_row("contracts", contract_id, "use list_contracts")
+        if contract["status"] != "active":
             raise ToolError(f"contract {contract_id} is not active; only active contracts can receive a notice")
         existing = self.query("SELECT id FROM notices WHERE contract_id = ?", (contract_id,))
         if existing:
@@ -95,10 +89,8 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
             notice_id: The id returned by create_notice.
             recipient_email: Where the notice is sent.
         """
-        notice = self.query("SELECT id, status FROM notices WHERE id = ?", (notice_id,))
-        if not notice:
-            raise ToolError(f"no notice with id {notice_id}; create it first with create_notice")
-        if notice[0]["status"] != "draft":
+        notice = self.require_row("notices", notice_id, "create it first with create_notice")
+        if notice["status"] != "draft":
             raise ToolError(f"notice {notice_id} was already sent")
         if "@" not in recipient_email:
             raise ToolError(f"recipient_email must be an e-mail address, got {recipient_email!r}")
