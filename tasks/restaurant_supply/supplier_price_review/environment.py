@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class SupplierPriceReviewEnv(WorkspaceEnvironment):
@@ -15,7 +15,7 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, code, name, unit, weekly_usage, supplier_id FROM items ORDER BY id"), page)
+        return self.query_page("SELECT id, code, name, unit, weekly_usage, supplier_id FROM items ORDER BY id", page=page)
 
     @tool
     def list_suppliers(self, page: int = 1) -> dict:
@@ -24,7 +24,7 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, delivery_days FROM suppliers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, delivery_days FROM suppliers ORDER BY id", page=page)
 
     @tool
     def list_quotes(self, page: int = 1, item_id: int = 0) -> dict:
@@ -34,8 +34,8 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
             page: 1-based page number.
             item_id: Only quotes for this item when non-zero.
         """
-        return paginate(self.query("SELECT id, supplier_id, item_id, pack, pack_price, valid_until FROM quotes "
-                                   "WHERE ? = 0 OR item_id = ? ORDER BY id", (item_id, item_id)), page)
+        return self.query_page("SELECT id, supplier_id, item_id, pack, pack_price, valid_until FROM quotes "
+                               "WHERE ? = 0 OR item_id = ? ORDER BY id", (item_id, item_id), page)
 
     @tool
     def switch_supplier(self, item_id: int, supplier_id: int) -> dict:
@@ -45,15 +45,13 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
             item_id: The item to move.
             supplier_id: Its new supplier.
         """
-        item = self.query("SELECT id, supplier_id FROM items WHERE id = ?", (item_id,))
-        if not item:
-            raise ToolError(f"no item {item_id}")
+        item = self.require_row("items", item_id, "use list_items")
         if not self.query("SELECT 1 FROM quotes WHERE item_id = ? AND supplier_id = ?", (item_id, supplier_id)):
             raise ToolError(f"supplier {supplier_id} has not quoted for item {item_id}")
-        if item[0]["supplier_id"] == supplier_id:
+        if item["supplier_id"] == supplier_id:
             raise ToolError(f"item {item_id} is already with supplier {supplier_id}")
         change = self.db.execute("INSERT INTO supplier_changes (item_id, old_supplier_id, new_supplier_id) VALUES (?,?,?)",
-                                 (item_id, item[0]["supplier_id"], supplier_id))
+                                 (item_id, item["supplier_id"], supplier_id))
         self.db.execute("UPDATE items SET supplier_id = ? WHERE id = ?", (supplier_id, item_id))
         return {"change_id": change.lastrowid, "item_id": item_id, "supplier_id": supplier_id}
 

@@ -4,7 +4,7 @@ import io
 import json
 from datetime import date, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def _window(date_from: str, date_to: str) -> tuple[str, str]:
@@ -25,7 +25,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, code, name, unit, unit_cost FROM items ORDER BY id"), page)
+        return self.query_page("SELECT id, code, name, unit, unit_cost FROM items ORDER BY id", page=page)
 
     @tool
     def list_stock_counts(self, count_date: str, page: int = 1) -> dict:
@@ -36,7 +36,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         lo, _ = _window(count_date, "")
-        return paginate(self.query("SELECT item_id, count_date, quantity FROM stock_counts WHERE count_date = ? ORDER BY item_id", (lo,)), page)
+        return self.query_page("SELECT item_id, count_date, quantity FROM stock_counts WHERE count_date = ? ORDER BY item_id", (lo,), page)
 
     @tool
     def list_deliveries(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
@@ -48,8 +48,8 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             date_to: Last delivery date to include (YYYY-MM-DD), or empty.
         """
         lo, hi = _window(date_from, date_to)
-        return paginate(self.query("SELECT invoice_no, item_id, delivered_on, quantity FROM deliveries "
-                                   "WHERE delivered_on BETWEEN ? AND ? ORDER BY id", (lo, hi)), page)
+        return self.query_page("SELECT invoice_no, item_id, delivered_on, quantity FROM deliveries "
+                               "WHERE delivered_on BETWEEN ? AND ? ORDER BY id", (lo, hi), page)
 
     @tool
     def list_sales(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
@@ -61,7 +61,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             date_to: Last sale date to include (YYYY-MM-DD), or empty.
         """
         lo, hi = _window(date_from, date_to)
-        return paginate(self.query("SELECT dish_id, sale_date, portions FROM sales WHERE sale_date BETWEEN ? AND ? ORDER BY id", (lo, hi)), page)
+        return self.query_page("SELECT dish_id, sale_date, portions FROM sales WHERE sale_date BETWEEN ? AND ? ORDER BY id", (lo, hi), page)
 
     @tool
     def list_recipe_lines(self, page: int = 1) -> dict:
@@ -70,7 +70,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT dish_id, item_id, quantity FROM recipe_lines ORDER BY id"), page)
+        return self.query_page("SELECT dish_id, item_id, quantity FROM recipe_lines ORDER BY id", page=page)
 
     @tool
     def list_waste(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
@@ -82,8 +82,8 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             date_to: Last date to include (YYYY-MM-DD), or empty.
         """
         lo, hi = _window(date_from, date_to)
-        return paginate(self.query("SELECT entry_no, item_id, logged_on, quantity, reason FROM waste_log "
-                                   "WHERE logged_on BETWEEN ? AND ? ORDER BY id", (lo, hi)), page)
+        return self.query_page("SELECT entry_no, item_id, logged_on, quantity, reason FROM waste_log "
+                               "WHERE logged_on BETWEEN ? AND ? ORDER BY id", (lo, hi), page)
 
     @tool
     def record_staff_meal(self, item_id: int, quantity: float, note: str = "") -> dict:
@@ -94,8 +94,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             quantity: Amount used, in the item's own unit (kg, l or each).
             note: Free text, e.g. the day.
         """
-        if not self.query("SELECT 1 FROM items WHERE id = ?", (item_id,)):
-            raise ToolError(f"no item with id {item_id}")
+        self.require_row("items", item_id, "use list_items")
         if quantity <= 0:
             raise ToolError("quantity must be positive, in the item's unit")
         meal = self.db.execute("INSERT INTO staff_meals (item_id, quantity, note) VALUES (?,?,?)", (item_id, quantity, note))
@@ -110,8 +109,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             unexplained_qty: The missing quantity, in the item's unit.
             value: What the missing quantity is worth at cost, in pounds.
         """
-        if not self.query("SELECT 1 FROM items WHERE id = ?", (item_id,)):
-            raise ToolError(f"no item with id {item_id}")
+        self.require_row("items", item_id, "use list_items")
         if self.query("SELECT 1 FROM cases WHERE item_id = ?", (item_id,)):
             raise ToolError(f"item {item_id} already has an open case")
         case = self.db.execute("INSERT INTO cases (item_id, unexplained_qty, value) VALUES (?,?,?)", (item_id, unexplained_qty, value))

@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from datetime import date, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class ProduceOrderEnv(WorkspaceEnvironment):
@@ -20,8 +20,8 @@ class ProduceOrderEnv(WorkspaceEnvironment):
         """
         sql = "SELECT id, code, name, category, supplier, pack_grams, pack_price, on_hand_grams FROM ingredients"
         if category:
-            return paginate(self.query(sql + " WHERE category = ? ORDER BY id", (category,)), page)
-        return paginate(self.query(sql + " ORDER BY id"), page)
+            return self.query_page(sql + " WHERE category = ? ORDER BY id", (category,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_dishes(self, page: int = 1) -> dict:
@@ -30,7 +30,7 @@ class ProduceOrderEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, section FROM dishes ORDER BY id"), page)
+        return self.query_page("SELECT id, name, section FROM dishes ORDER BY id", page=page)
 
     @tool
     def get_recipe(self, dish_id: int) -> dict:
@@ -39,11 +39,9 @@ class ProduceOrderEnv(WorkspaceEnvironment):
         Args:
             dish_id: The dish's numeric id.
         """
-        dish = self.query("SELECT id, name FROM dishes WHERE id = ?", (dish_id,))
-        if not dish:
-            raise ToolError(f"no dish with id {dish_id}; list_dishes shows the menu")
+        dish = self.require_row("dishes", dish_id, "list_dishes shows the menu", what="dish")
         lines = self.query("SELECT ingredient_id, grams_per_cover FROM recipe_lines WHERE dish_id = ? ORDER BY id", (dish_id,))
-        return {"dish_id": dish_id, "name": dish[0]["name"], "lines": lines}
+        return {"dish_id": dish_id, "name": dish["name"], "lines": lines}
 
     @tool
     def list_forecast(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
@@ -60,9 +58,8 @@ class ProduceOrderEnv(WorkspaceEnvironment):
                     date.fromisoformat(value)
                 except ValueError:
                     raise ToolError(f"dates must be YYYY-MM-DD, got {value!r}") from None
-        rows = self.query("SELECT service_date, dish_id, covers FROM forecast WHERE service_date >= ? AND service_date <= ? "
-                          "ORDER BY service_date, dish_id", (date_from or "0000", date_to or "9999"))
-        return paginate(rows, page)
+        return self.query_page("SELECT service_date, dish_id, covers FROM forecast WHERE service_date >= ? AND service_date <= ? "
+                               "ORDER BY service_date, dish_id", (date_from or "0000", date_to or "9999"), page)
 
     @tool
     def create_order(self, supplier: str) -> dict:
@@ -85,10 +82,8 @@ class ProduceOrderEnv(WorkspaceEnvironment):
             ingredient_id: The ingredient to order.
             packs: Number of whole packs (at least 1).
         """
-        if not self.query("SELECT 1 FROM orders WHERE id = ?", (order_id,)):
-            raise ToolError(f"no order with id {order_id}; open one with create_order first")
-        if not self.query("SELECT 1 FROM ingredients WHERE id = ?", (ingredient_id,)):
-            raise ToolError(f"no ingredient with id {ingredient_id}")
+        self.require_row("orders", order_id, "open one with create_order first")
+        self.require_row("ingredients", ingredient_id, "use list_ingredients")
         if packs < 1:
             raise ToolError(f"packs must be at least 1, got {packs}")
         cur = self.db.execute("INSERT INTO order_lines (order_id, ingredient_id, packs) VALUES (?,?,?)",
