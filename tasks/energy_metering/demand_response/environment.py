@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 TIERS = ("gold", "silver")
 
@@ -18,7 +18,7 @@ class DemandResponseEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, account_no, name, meter_type, postcode FROM customers ORDER BY id"), page)
+        return self.query_page("SELECT id, account_no, name, meter_type, postcode FROM customers ORDER BY id", page=page)
 
     @tool
     def list_peak_readings(self, page: int = 1, customer_id: int = 0, date_from: str = "", date_to: str = "") -> dict:
@@ -48,8 +48,7 @@ class DemandResponseEnv(WorkspaceEnvironment):
         """
         if tier not in TIERS:
             raise ToolError(f"tier must be one of {TIERS}")
-        if not self.query("SELECT 1 FROM customers WHERE id = ?", (customer_id,)):
-            raise ToolError(f"no customer {customer_id}")
+        self.require_row("customers", customer_id, "use list_customers")
         if self.query("SELECT 1 FROM enrolments WHERE customer_id = ?", (customer_id,)):
             raise ToolError(f"customer {customer_id} is already enrolled")
         if flexible_kwh <= 0:
@@ -65,8 +64,7 @@ class DemandResponseEnv(WorkspaceEnvironment):
         Args:
             enrolment_id: The id returned by enrol_customer.
         """
-        if not self.query("SELECT 1 FROM enrolments WHERE id = ?", (enrolment_id,)):
-            raise ToolError(f"no enrolment {enrolment_id}; enrol the customer first")
+        self.require_row("enrolments", enrolment_id, "enrol the customer first")
         self.db.execute("UPDATE enrolments SET welcome_sent = 1 WHERE id = ?", (enrolment_id,))
         return {"enrolment_id": enrolment_id, "welcome_sent": True}
 

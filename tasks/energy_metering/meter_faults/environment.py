@@ -6,7 +6,7 @@ import re
 import statistics
 from datetime import date, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 FAULTS = ("reverse", "stuck", "spike")  # most serious first
 
@@ -50,7 +50,7 @@ class MeterFaultsEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT meter_id, account_no, address, installed_on FROM meters ORDER BY id"), page)
+        return self.query_page("SELECT meter_id, account_no, address, installed_on FROM meters ORDER BY id", page=page)
 
     @tool
     def list_readings(self, page: int = 1, meter_id: str = "") -> dict:
@@ -73,8 +73,8 @@ class MeterFaultsEnv(WorkspaceEnvironment):
             page: 1-based page number.
             status: Only "open" or "closed" tickets when non-empty.
         """
-        return paginate(self.query("SELECT id, meter_id, fault, first_seen, status, visit_date FROM tickets "
-                                   "WHERE ? = '' OR status = ? ORDER BY id", (status, status)), page)
+        return self.query_page("SELECT id, meter_id, fault, first_seen, status, visit_date FROM tickets "
+                               "WHERE ? = '' OR status = ? ORDER BY id", (status, status), page)
 
     @tool
     def open_ticket(self, meter_id: str, fault: str, first_seen: str) -> dict:
@@ -125,8 +125,7 @@ class MeterFaultsEnv(WorkspaceEnvironment):
             ticket_id: The ticket's id.
             note: The text of the note.
         """
-        if not self.query("SELECT 1 FROM tickets WHERE id = ?", (ticket_id,)):
-            raise ToolError(f"no ticket {ticket_id}")
+        self.require_row("tickets", ticket_id, "use list_tickets")
         if not note.strip():
             raise ToolError("the note is empty")
         added = self.db.execute("INSERT INTO ticket_notes (ticket_id, note) VALUES (?, ?)", (ticket_id, note))

@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class TariffBillingEnv(WorkspaceEnvironment):
@@ -18,8 +18,9 @@ class TariffBillingEnv(WorkspaceEnvironment):
             status: Only accounts with this status ("live" or "closed") when non-empty.
         """
         sql = "SELECT id, account_no, name, tariff_code, meter_id, status FROM customers"
-        rows = self.query(sql + " WHERE status = ? ORDER BY id", (status,)) if status else self.query(sql + " ORDER BY id")
-        return paginate(rows, page)
+        if status:
+            return self.query_page(sql + " WHERE status = ? ORDER BY id", (status,), page)
+        return self.query_page(sql + " ORDER BY id", page=page)
 
     @tool
     def list_tariffs(self, page: int = 1) -> dict:
@@ -28,7 +29,7 @@ class TariffBillingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT code, name, unit_rate_pence, standing_pence_per_day FROM tariffs ORDER BY code"), page)
+        return self.query_page("SELECT code, name, unit_rate_pence, standing_pence_per_day FROM tariffs ORDER BY code", page=page)
 
     @tool
     def list_readings(self, page: int = 1, meter_id: str = "", read_date: str = "") -> dict:
@@ -52,8 +53,8 @@ class TariffBillingEnv(WorkspaceEnvironment):
             clauses.append("read_date = ?")
             params.append(read_date)
         where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-        return paginate(self.query("SELECT meter_id, read_date, register_kwh FROM readings" + where +
-                                   " ORDER BY read_date, meter_id", tuple(params)), page)
+        return self.query_page("SELECT meter_id, read_date, register_kwh FROM readings" + where +
+                               " ORDER BY read_date, meter_id", tuple(params), page)
 
     @tool
     def create_bill(self, customer_id: int, kwh: int, energy_charge: float, standing_charge: float) -> dict:
@@ -65,11 +66,9 @@ class TariffBillingEnv(WorkspaceEnvironment):
             energy_charge: Energy charge in pounds.
             standing_charge: Standing charge in pounds (0 when waived).
         """
-        customer = self.query("SELECT id, status FROM customers WHERE id = ?", (customer_id,))
-        if not customer:
-            raise ToolError(f"no customer with id {customer_id}")
-        if customer[0]["status"] != "live":
-            raise ToolError(f"customer {customer_id} is {customer[0]['status']}; only live accounts are billed")
+        customer = self.require_row("customers", customer_id, "use list_customers")
+        if customer["status"] != "live":
+            raise ToolError(f"customer {customer_id} is {customer['status']}; only live accounts are billed")
         if kwh < 0 or energy_charge < 0 or standing_charge < 0:
             raise ToolError("kwh and charges cannot be negative")
         if self.query("SELECT id FROM bills WHERE customer_id = ?", (customer_id,)):
