@@ -4,7 +4,7 @@ import io
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("outside hours", "over quota", "no capacity")
 PRIORITY = {"teaching": 0, "grant": 1, "internal": 2}
@@ -47,8 +47,8 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
             page: 1-based page number.
             kind: Only this kind of instrument, e.g. "flow cytometer", when non-empty.
         """
-        return paginate(self.query("SELECT id, asset_tag, kind, room FROM instruments WHERE ? = '' OR kind = ? ORDER BY id",
-                                   (kind, kind)), page)
+        return self.query_page("SELECT id, asset_tag, kind, room FROM instruments WHERE ? = '' OR kind = ? ORDER BY id",
+                               (kind, kind), page)
 
     @tool
     def list_groups(self, page: int = 1) -> dict:
@@ -57,7 +57,7 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, funding FROM groups ORDER BY id"), page)
+        return self.query_page("SELECT id, name, funding FROM groups ORDER BY id", page=page)
 
     @tool
     def list_requests(self, page: int = 1, day: str = "") -> dict:
@@ -67,16 +67,14 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
             page: 1-based page number.
             day: Only requests for this date (YYYY-MM-DD) when non-empty.
         """
-        return paginate(self.query("SELECT id, request_no, group_id, kind, day, start_hour, hours, submitted_at FROM requests "
-                                   "WHERE ? = '' OR day = ? ORDER BY id", (day, day)), page)
+        return self.query_page("SELECT id, request_no, group_id, kind, day, start_hour, hours, submitted_at FROM requests "
+                               "WHERE ? = '' OR day = ? ORDER BY id", (day, day), page)
 
     def _undecided(self, request_id: int) -> dict:
-        found = self.query("SELECT * FROM requests WHERE id = ?", (request_id,))
-        if not found:
-            raise ToolError(f"no request with id {request_id}")
+        found = self.require_row("requests", request_id, "use list_requests")
         if self.query("SELECT 1 FROM decisions WHERE request_id = ?", (request_id,)):
             raise ToolError(f"request {request_id} has already been decided")
-        return found[0]
+        return found
 
     @tool
     def approve_request(self, request_id: int, instrument_id: int) -> dict:

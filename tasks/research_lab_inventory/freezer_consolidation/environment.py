@@ -5,7 +5,7 @@ import json
 import math
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class FreezerConsolidationEnv(WorkspaceEnvironment):
@@ -16,8 +16,8 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, room, temperature, biosafety_level, capacity_boxes, model "
-                                   "FROM freezers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, room, temperature, biosafety_level, capacity_boxes, model "
+                               "FROM freezers ORDER BY id", page=page)
 
     @tool
     def list_boxes(self, page: int = 1, freezer_id: int = 0) -> dict:
@@ -28,8 +28,7 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
             freezer_id: Only boxes currently in this freezer when non-zero.
         """
         sql = "SELECT id, label, freezer_id, storage_temperature, biosafety_level, sample_type, owner FROM boxes"
-        rows = self.query(sql + (" WHERE freezer_id = ?" if freezer_id else "") + " ORDER BY id", (freezer_id,) if freezer_id else ())
-        return paginate(rows, page, page_size=50)
+        return self.query_page(sql + (" WHERE freezer_id = ?" if freezer_id else "") + " ORDER BY id", (freezer_id,) if freezer_id else (), page, page_size=50)
 
     @tool
     def create_transfer(self, source_freezer_id: int, destination_freezer_id: int) -> dict:
@@ -57,17 +56,13 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
             box_id: The box to move.
             transfer_id: The id returned by create_transfer.
         """
-        transfer = self.query("SELECT * FROM transfers WHERE id = ?", (transfer_id,))
-        if not transfer:
-            raise ToolError(f"no transfer with id {transfer_id}; create one first")
-        box = self.query("SELECT id, freezer_id FROM boxes WHERE id = ?", (box_id,))
-        if not box:
-            raise ToolError(f"no box with id {box_id}")
-        if box[0]["freezer_id"] != transfer[0]["source_freezer_id"]:
+        transfer = self.require_row("transfers", transfer_id, "create one first")
+        box = self.require_row("boxes", box_id, "use list_boxes", what="box")
+        if box["freezer_id"] != transfer["source_freezer_id"]:
             raise ToolError(f"box {box_id} is not in the transfer's source freezer")
-        self.db.execute("UPDATE boxes SET freezer_id = ? WHERE id = ?", (transfer[0]["destination_freezer_id"], box_id))
+        self.db.execute("UPDATE boxes SET freezer_id = ? WHERE id = ?", (transfer["destination_freezer_id"], box_id))
         self.db.execute("INSERT INTO box_moves (transfer_id, box_id) VALUES (?, ?)", (transfer_id, box_id))
-        return {"box_id": box_id, "freezer_id": transfer[0]["destination_freezer_id"]}
+        return {"box_id": box_id, "freezer_id": transfer["destination_freezer_id"]}
 
     # --- verifier --------------------------------------------------------------------------------
     def _replay(self) -> tuple[dict[str, int | None], dict]:

@@ -4,7 +4,7 @@ import re
 from collections import Counter
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 SUMMARY = "disposal_summary.json"
 
@@ -36,10 +36,8 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
         """
         fields = "id, barcode, name, room, hazard_class, container_ml, expiry_date, status"
         if room:
-            rows = self.query(f"SELECT {fields} FROM reagents WHERE room = ? ORDER BY id", (room,))
-        else:
-            rows = self.query(f"SELECT {fields} FROM reagents ORDER BY id")
-        return paginate(rows, page)
+            return self.query_page(f"SELECT {fields} FROM reagents WHERE room = ? ORDER BY id", (room,), page)
+        return self.query_page(f"SELECT {fields} FROM reagents ORDER BY id", page=page)
 
     @tool
     def get_reagent(self, reagent_id: int) -> dict:
@@ -48,10 +46,7 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
         Args:
             reagent_id: The container's numeric id from list_reagents.
         """
-        found = self.query("SELECT * FROM reagents WHERE id = ?", (reagent_id,))
-        if not found:
-            raise ToolError(f"no reagent with id {reagent_id}")
-        return found[0]
+        return self.require_row("reagents", reagent_id, "use list_reagents")
 
     @tool
     def create_manifest(self, stream: str) -> dict:
@@ -74,13 +69,10 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
             manifest_id: The id returned by create_manifest.
             reagent_id: The container to dispose of.
         """
-        if not self.query("SELECT 1 FROM manifests WHERE id = ?", (manifest_id,)):
-            raise ToolError(f"no manifest with id {manifest_id}; create one with create_manifest")
-        reagent = self.query("SELECT status FROM reagents WHERE id = ?", (reagent_id,))
-        if not reagent:
-            raise ToolError(f"no reagent with id {reagent_id}")
-        if reagent[0]["status"] != "in stock":
-            raise ToolError(f"reagent {reagent_id} is {reagent[0]['status']}; only containers in stock can be manifested")
+        self.require_row("manifests", manifest_id, "create one with create_manifest")
+        reagent = self.require_row("reagents", reagent_id, "use list_reagents")
+        if reagent["status"] != "in stock":
+            raise ToolError(f"reagent {reagent_id} is {reagent['status']}; only containers in stock can be manifested")
         item = self.db.execute("INSERT INTO manifest_items (manifest_id, reagent_id) VALUES (?, ?)", (manifest_id, reagent_id))
         self.db.execute("UPDATE reagents SET status = 'awaiting collection' WHERE id = ?", (reagent_id,))
         return {"item_id": item.lastrowid, "manifest_id": manifest_id, "reagent_id": reagent_id}
