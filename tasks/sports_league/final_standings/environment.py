@@ -4,7 +4,7 @@ import io
 import json
 from collections import defaultdict
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 OUTCOMES = ("champion", "promoted", "relegated")
 
@@ -18,8 +18,7 @@ class FinalStandingsEnv(WorkspaceEnvironment):
             page: 1-based page number.
             division: Only clubs of this division when non-zero.
         """
-        rows = self.query("SELECT id, name, division FROM teams WHERE ? = 0 OR division = ? ORDER BY id", (division, division))
-        return paginate(rows, page)
+        return self.query_page("SELECT id, name, division FROM teams WHERE ? = 0 OR division = ? ORDER BY id", (division, division), page)
 
     @tool
     def list_matches(self, division: int, page: int = 1) -> dict:
@@ -32,7 +31,7 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         if not self.query("SELECT 1 FROM teams WHERE division = ?", (division,)):
             raise ToolError(f"there is no division {division}; list_teams shows the divisions")
         fields = "id, round, played_on, home_id, away_id, home_goals, away_goals, status, attendance, referee"
-        return paginate(self.query(f"SELECT {fields} FROM matches WHERE division = ? ORDER BY id", (division,)), page)
+        return self.query_page(f"SELECT {fields} FROM matches WHERE division = ? ORDER BY id", (division,), page)
 
     @tool
     def record_season_outcome(self, team_id: int, outcome: str) -> dict:
@@ -44,8 +43,7 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         """
         if outcome not in OUTCOMES:
             raise ToolError(f"outcome must be one of {', '.join(OUTCOMES)}; got {outcome!r}")
-        if not self.query("SELECT 1 FROM teams WHERE id = ?", (team_id,)):
-            raise ToolError(f"no club with id {team_id}")
+        self.require_row("teams", team_id, "use list_teams", what="club")
         previous = self.query("SELECT outcome FROM season_outcomes WHERE team_id = ?", (team_id,))
         if previous:
             raise ToolError(f"club {team_id} already has the outcome {previous[0]['outcome']!r}")

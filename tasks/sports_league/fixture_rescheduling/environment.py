@@ -4,7 +4,7 @@ import datetime as dt
 import io
 import json
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class FixtureReschedulingEnv(WorkspaceEnvironment):
@@ -15,8 +15,8 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT t.id, t.name, t.home_venue_id, v.name AS home_venue, t.broadcast_tier "
-                                   "FROM teams t JOIN venues v ON v.id = t.home_venue_id ORDER BY t.id"), page)
+        return self.query_page("SELECT t.id, t.name, t.home_venue_id, v.name AS home_venue, t.broadcast_tier "
+                               "FROM teams t JOIN venues v ON v.id = t.home_venue_id ORDER BY t.id", page=page)
 
     @tool
     def list_matches(self, page: int = 1, team_id: int = 0, status: str = "") -> dict:
@@ -38,7 +38,7 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
             args.append(status)
         sql = "SELECT id, home_team_id, away_team_id, match_date, kickoff, venue_id, status, referee, attendance FROM matches"
         sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY match_date, id"
-        return paginate(self.query(sql, tuple(args)), page, page_size=50)
+        return self.query_page(sql, tuple(args), page, page_size=50)
 
     @tool
     def list_venue_slots(self, venue_id: int, page: int = 1) -> dict:
@@ -48,10 +48,9 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
             venue_id: The venue's numeric id.
             page: 1-based page number.
         """
-        if not self.query("SELECT id FROM venues WHERE id = ?", (venue_id,)):
-            raise ToolError(f"no venue with id {venue_id}")
-        return paginate(self.query("SELECT id, slot_date, kickoff, is_free FROM slots WHERE venue_id = ? "
-                                   "ORDER BY slot_date, kickoff, id", (venue_id,)), page)
+        self.require_row("venues", venue_id)
+        return self.query_page("SELECT id, slot_date, kickoff, is_free FROM slots WHERE venue_id = ? "
+                               "ORDER BY slot_date, kickoff, id", (venue_id,), page)
 
     @tool
     def reschedule_match(self, match_id: int, slot_id: int) -> dict:

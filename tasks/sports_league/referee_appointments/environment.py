@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date, timedelta
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 def appoint_all(fixtures, referees, history, facts) -> dict:
@@ -49,7 +49,7 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, division FROM teams ORDER BY id"), page)
+        return self.query_page("SELECT id, name, division FROM teams ORDER BY id", page=page)
 
     @tool
     def list_referees(self, page: int = 1) -> dict:
@@ -58,7 +58,7 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, grade, affiliated_team_id FROM referees ORDER BY id"), page)
+        return self.query_page("SELECT id, name, grade, affiliated_team_id FROM referees ORDER BY id", page=page)
 
     @tool
     def list_past_appointments(self, page: int = 1, referee_id: int = 0) -> dict:
@@ -68,8 +68,8 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
             page: 1-based page number.
             referee_id: Only this referee's appointments when non-zero.
         """
-        return paginate(self.query("SELECT referee_id, match_date, home_id, away_id, assessor_mark, assessor_comment FROM past_appointments "
-                                   "WHERE ? = 0 OR referee_id = ? ORDER BY id", (referee_id, referee_id)), page)
+        return self.query_page("SELECT referee_id, match_date, home_id, away_id, assessor_mark, assessor_comment FROM past_appointments "
+                               "WHERE ? = 0 OR referee_id = ? ORDER BY id", (referee_id, referee_id), page)
 
     @tool
     def list_fixtures(self, page: int = 1) -> dict:
@@ -78,11 +78,10 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, division, kickoff, home_id, away_id FROM fixtures ORDER BY id"), page)
+        return self.query_page("SELECT id, division, kickoff, home_id, away_id FROM fixtures ORDER BY id", page=page)
 
     def _open_fixture(self, fixture_id: int) -> None:
-        if not self.query("SELECT 1 FROM fixtures WHERE id = ?", (fixture_id,)):
-            raise ToolError(f"no fixture with id {fixture_id}")
+        self.require_row("fixtures", fixture_id, "use list_fixtures")
         if self.query("SELECT 1 FROM appointments WHERE fixture_id = ? UNION SELECT 1 FROM flags WHERE fixture_id = ?",
                       (fixture_id, fixture_id)):
             raise ToolError(f"fixture {fixture_id} is already appointed or flagged")
@@ -96,8 +95,7 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
             referee_id: The referee's id.
         """
         self._open_fixture(fixture_id)
-        if not self.query("SELECT 1 FROM referees WHERE id = ?", (referee_id,)):
-            raise ToolError(f"no referee with id {referee_id}")
+        self.require_row("referees", referee_id, "use list_referees")
         made = self.db.execute("INSERT INTO appointments (fixture_id, referee_id) VALUES (?, ?)", (fixture_id, referee_id))
         return {"appointment_id": made.lastrowid, "fixture_id": fixture_id, "referee_id": referee_id}
 
