@@ -4,7 +4,7 @@ import io
 import json
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CHANNELS = ("phone", "letter", "email")
 
@@ -27,10 +27,10 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        donors = self.query("SELECT id, donor_no, name, email, email_opt_out FROM donors ORDER BY id")
-        for d in donors:
+        result = self.query_page("SELECT id, donor_no, name, email, email_opt_out FROM donors ORDER BY id", page=page)
+        for d in result["items"]:
             d["email_opt_out"] = bool(d["email_opt_out"])
-        return paginate(donors, page)
+        return result
 
     @tool
     def list_gifts(self, page: int = 1, donor_id: int = 0) -> dict:
@@ -69,10 +69,8 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
             donor_id: The supporter's numeric id.
             rank: Their 1-based rank in the re-engagement list.
         """
-        if not self.query("SELECT 1 FROM campaigns WHERE id = ?", (campaign_id,)):
-            raise ToolError(f"no campaign {campaign_id}; create it first")
-        if not self.query("SELECT 1 FROM donors WHERE id = ?", (donor_id,)):
-            raise ToolError(f"no supporter with id {donor_id}")
+        self.require_row("campaigns", campaign_id, "create it first")
+        self.require_row("donors", donor_id, "use list_donors", what="supporter")
         if self.query("SELECT 1 FROM campaign_members WHERE donor_id = ?", (donor_id,)):
             raise ToolError(f"supporter {donor_id} is already on a campaign")
         made = self.db.execute("INSERT INTO campaign_members (campaign_id, donor_id, rank) VALUES (?,?,?)", (campaign_id, donor_id, rank))

@@ -3,7 +3,7 @@ import datetime as dt
 import json
 import re
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 TODAY = dt.date(2026, 12, 1)
 
@@ -16,7 +16,7 @@ class MatchingGiftEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, contact_email FROM employers ORDER BY id"), page)
+        return self.query_page("SELECT id, name, contact_email FROM employers ORDER BY id", page=page)
 
     @tool
     def list_donors(self, page: int = 1) -> dict:
@@ -25,7 +25,7 @@ class MatchingGiftEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, name, employer_id, employment_status, email FROM donors ORDER BY id"), page)
+        return self.query_page("SELECT id, name, employer_id, employment_status, email FROM donors ORDER BY id", page=page)
 
     @tool
     def get_donor_matching_total(self, donor_id: int) -> dict:
@@ -34,8 +34,7 @@ class MatchingGiftEnv(WorkspaceEnvironment):
         Args:
             donor_id: The donor's numeric id.
         """
-        if not self.query("SELECT id FROM donors WHERE id = ?", (donor_id,)):
-            raise ToolError(f"no donor with id {donor_id}")
+        self.require_row("donors", donor_id, "use list_donors")
         row = self.query("SELECT matched_amount FROM matched_this_year WHERE donor_id = ?", (donor_id,))
         return {"donor_id": donor_id, "year": 2026, "matched_amount": row[0]["matched_amount"] if row else 0.0}
 
@@ -48,8 +47,7 @@ class MatchingGiftEnv(WorkspaceEnvironment):
             donor_id: Only this donor's gifts when non-zero.
         """
         sql = "SELECT id, donor_id, gift_date, amount, fund, method FROM gifts"
-        rows = self.query(sql + (" WHERE donor_id = ?" if donor_id else "") + " ORDER BY gift_date, id", (donor_id,) if donor_id else ())
-        return paginate(rows, page, page_size=50)
+        return self.query_page(sql + (" WHERE donor_id = ?" if donor_id else "") + " ORDER BY gift_date, id", (donor_id,) if donor_id else (), page, page_size=50)
 
     @tool
     def create_claim(self, employer_id: int) -> dict:
@@ -58,8 +56,7 @@ class MatchingGiftEnv(WorkspaceEnvironment):
         Args:
             employer_id: The company the claim goes to.
         """
-        if not self.query("SELECT id FROM employers WHERE id = ?", (employer_id,)):
-            raise ToolError(f"no employer with id {employer_id}")
+        self.require_row("employers", employer_id, "use list_employers")
         cur = self.db.execute("INSERT INTO claims (employer_id, submitted_on) VALUES (?, ?)", (employer_id, TODAY.isoformat()))
         return {"claim_id": cur.lastrowid, "employer_id": employer_id}
 
@@ -72,10 +69,8 @@ class MatchingGiftEnv(WorkspaceEnvironment):
             gift_id: The gift being matched.
             match_amount: Matching amount requested, in dollars (positive).
         """
-        if not self.query("SELECT id FROM claims WHERE id = ?", (claim_id,)):
-            raise ToolError(f"no claim with id {claim_id}; create the claim first")
-        if not self.query("SELECT id FROM gifts WHERE id = ?", (gift_id,)):
-            raise ToolError(f"no gift with id {gift_id}")
+        self.require_row("claims", claim_id, "create the claim first")
+        self.require_row("gifts", gift_id, "use list_gifts")
         if match_amount <= 0:
             raise ToolError("match_amount must be positive")
         if self.query("SELECT id FROM claim_lines WHERE gift_id = ?", (gift_id,)):

@@ -5,7 +5,7 @@ import json
 import re
 from datetime import date
 
-from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class TaxReceiptsEnv(WorkspaceEnvironment):
@@ -16,7 +16,7 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, donor_no, first_name, last_name, email, country FROM donors ORDER BY id"), page)
+        return self.query_page("SELECT id, donor_no, first_name, last_name, email, country FROM donors ORDER BY id", page=page)
 
     @tool
     def list_gifts(self, page: int = 1, date_from: str = "", date_to: str = "", donor_id: int = 0) -> dict:
@@ -34,11 +34,10 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
                 bounds.append(date.fromisoformat(value).isoformat() if value else None)
             except ValueError:
                 raise ToolError(f"{label} must be YYYY-MM-DD, got {value!r}") from None
-        rows = self.query(
+        return self.query_page(
             "SELECT id, donor_id, gift_date, amount, method, campaign, status FROM gifts "
             "WHERE gift_date >= ? AND gift_date <= ? AND (? = 0 OR donor_id = ?) ORDER BY gift_date, id",
-            (bounds[0] or "0000-00-00", bounds[1] or "9999-12-31", donor_id, donor_id))
-        return paginate(rows, page)
+            (bounds[0] or "0000-00-00", bounds[1] or "9999-12-31", donor_id, donor_id), page)
 
     @tool
     def list_declarations(self, page: int = 1) -> dict:
@@ -47,7 +46,7 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
         Args:
             page: 1-based page number.
         """
-        return paginate(self.query("SELECT id, donor_id, signed_on, covers FROM declarations ORDER BY id"), page)
+        return self.query_page("SELECT id, donor_id, signed_on, covers FROM declarations ORDER BY id", page=page)
 
     @tool
     def issue_receipt(self, donor_id: int, qualifying_total: float, gift_aid: float) -> dict:
@@ -58,8 +57,7 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
             qualifying_total: Total of the donor's qualifying gifts in the tax year, in pounds.
             gift_aid: Gift Aid reclaimable on those gifts, in pounds (0 if none).
         """
-        if not self.query("SELECT 1 FROM donors WHERE id = ?", (donor_id,)):
-            raise ToolError(f"no donor with id {donor_id}")
+        self.require_row("donors", donor_id, "use list_donors")
         if qualifying_total <= 0 or gift_aid < 0:
             raise ToolError("qualifying_total must be positive and gift_aid cannot be negative")
         if self.query("SELECT 1 FROM receipts WHERE donor_id = ?", (donor_id,)):
