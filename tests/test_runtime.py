@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from progagent_lib import Environment, ToolError, tool
+from progagent_lib import Criterion, Environment, ToolError, tool
 from progagent_lib.runtime import KernelPool, PTCRuntime, SandboxUnavailable, run_terminal
 from progagent_lib.runtime import sandbox as sandbox_module
 from progagent_lib.runtime.bridge import looks_like_error
@@ -35,6 +35,9 @@ class TinyEnv(Environment):
     def legacy(self) -> dict:
         """A tool from a server that reports failures as payloads."""
         return {"error": "record 7 is locked"}
+
+    def criteria(self, final_response):
+        return [Criterion("answered", bool(final_response))]
 
 
 def make_tiny_env(tmp_path, name="tiny"):

@@ -197,6 +197,8 @@ def test_bad_task_folders_name_the_task_the_file_and_the_problem(tmp_path, monke
         load_task(write_task(tmp_path, "bad_toml", **{"task.toml": "id = ["}))
     with pytest.raises(TaskLoadError, match=r"missing file\(s\) oracle.py"):
         load_task(write_task(tmp_path, "no_oracle", **{"oracle.py": None}))
+    with pytest.raises(TaskLoadError, match=r"tmp/no_verifier.*environment.py.*defines no criteria"):
+        load_task(write_task(tmp_path, "no_verifier", **{"environment.py": GOOD_ENV.split("    def criteria")[0]}))
     with pytest.raises(TaskLoadError, match=r"tmp/no_doc.*environment.py.*no docstring"):
         load_task(write_task(tmp_path, "no_doc", **{"environment.py": GOOD_ENV.replace('"""Count rows."""', "pass")}))
     crashing = load_task(write_task(tmp_path, "gen_raises", **{"generator.py": "def generate(ctx):\n    raise ValueError('boom')\n"}))

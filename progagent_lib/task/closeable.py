@@ -1,14 +1,16 @@
 """`with` support and close-on-garbage-collection for objects that own processes, files or connections."""
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Any
 
 
-class Closeable:
+class Closeable(ABC):
     """Subclasses define `close()` (idempotent); this adds the context manager and a best-effort finaliser."""
 
-    def close(self) -> None:  # pragma: no cover - always overridden
-        raise NotImplementedError
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the object owns; calling it again does nothing."""
 
     def __enter__(self):
         return self

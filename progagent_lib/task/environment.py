@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from abc import abstractmethod
 import sqlite3
 import time
 from dataclasses import dataclass
@@ -138,8 +139,9 @@ class Environment(Closeable):
         self.call_log.append(ToolCallRecord(name, arguments, ok, time.perf_counter() - started, size, error))
 
     # --- verifier --------------------------------------------------------------------------------
+    @abstractmethod
     def criteria(self, final_response: str) -> list[Criterion]:
-        raise NotImplementedError(f"{type(self).__name__} must define criteria(final_response)")
+        """The verifier: named, weighted checks of the final response and the final environment state."""
 
     def verify(self, final_response: str) -> VerifyResult:
         """Score the final response and the current environment state."""

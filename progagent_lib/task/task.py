@@ -174,6 +174,9 @@ class Task:
                 raise TaskLoadError(f"task {self.id!r} (environment.py): expected exactly one Environment subclass, found {len(classes)}")
             if not classes[0].tool_specs:
                 raise TaskLoadError(f"task {self.id!r} (environment.py): the environment defines no @tool methods")
+            if "criteria" in getattr(classes[0], "__abstractmethods__", ()):
+                raise TaskLoadError(f"task {self.id!r} (environment.py): {classes[0].__name__} defines no criteria(final_response), "
+                                    "so nothing can verify an episode")
             self._env_class = classes[0]
         return self._env_class
 
