@@ -4,6 +4,7 @@ import datetime as dt
 import io
 import json
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -24,15 +25,13 @@ class PaymentRunEnv(WorkspaceEnvironment):
         return self.query_page("SELECT id, name, terms FROM vendors ORDER BY id", page=page)
 
     @tool
-    def list_invoices(self, page: int = 1, status: str = "approved") -> dict:
+    def list_invoices(self, page: int = 1, status: Literal["approved", "scheduled", "paid"] = "approved") -> dict:
         """List supplier invoices by status (approved = waiting for payment; also scheduled or paid), 20 per page.
 
         Args:
             page: 1-based page number.
             status: "approved", "scheduled" or "paid".
         """
-        if status not in ("approved", "scheduled", "paid"):
-            raise ToolError(f"status must be approved, scheduled or paid, got {status!r}")
         return self.query_page("SELECT id, invoice_no, vendor_id, invoice_date, amount FROM invoices WHERE status = ? "
                                "ORDER BY id", (status,), page)
 

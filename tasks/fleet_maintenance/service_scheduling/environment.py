@@ -2,6 +2,7 @@
 import json
 import re
 from datetime import date
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -39,15 +40,13 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
         return self.query_page(f"SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history {where} ORDER BY id", params, page)
 
     @tool
-    def list_work_orders(self, status: str = "", page: int = 1) -> dict:
+    def list_work_orders(self, status: Literal["", "open", "closed"] = "", page: int = 1) -> dict:
         """List work orders with their jobs, 20 per page.
 
         Args:
             status: "open" or "closed" to filter; empty for all.
             page: 1-based page number.
         """
-        if status not in ("", "open", "closed"):
-            raise ToolError("status must be 'open', 'closed' or empty")
         result = self.query_page("SELECT id, vehicle_id, status, note, created_on FROM work_orders"
                                  + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
         for order in result["items"]:

@@ -1,6 +1,7 @@
 """Tools and verifier for insurance_claims/claim_adjudication."""
 import json
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -9,15 +10,13 @@ REASON_CODES = ("not_in_force", "late_notification", "excluded_peril")
 
 class ClaimAdjudicationEnv(WorkspaceEnvironment):
     @tool
-    def list_claims(self, page: int = 1, status: str = "open") -> dict:
+    def list_claims(self, page: int = 1, status: Literal["open", "decided", "closed"] = "open") -> dict:
         """List claims with their policy, loss and report dates and cause, 20 per page.
 
         Args:
             page: 1-based page number.
             status: "open", "decided" or "closed".
         """
-        if status not in ("open", "decided", "closed"):
-            raise ToolError(f"status must be open, decided or closed, got {status!r}")
         return self.query_page("SELECT id, claim_no, policy_id, loss_date, reported_date, peril, description, status "
                                "FROM claims WHERE status = ? ORDER BY id", (status,), page)
 
@@ -43,7 +42,7 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
                                (claim_id,), page)
 
     @tool
-    def record_decision(self, claim_id: int, decision: str, reason: str = "", payout: float = 0.0) -> dict:
+    def record_decision(self, claim_id: int, decision: Literal["approve", "deny"], reason: str = "", payout: float = 0.0) -> dict:
         """Record the decision on an open claim; returns the decision id (needed to pay an approved claim).
 
         Args:
@@ -55,8 +54,6 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         claim = self.query("SELECT id, status FROM claims WHERE id = ?", (claim_id,))
         if not claim or claim[0]["status"] != "open":
             raise ToolError(f"claim {claim_id} does not exist or is not open")
-        if decision not in ("approve", "deny"):
-            raise ToolError(f"decision must be 'approve' or 'deny', got {decision!r}")
         if decision == "deny" and reason not in REASON_CODES:
             raise ToolError(f"a denial needs a reason code: one of {', '.join(REASON_CODES)}")
         if decision == "approve" and (reason or payout < 0):

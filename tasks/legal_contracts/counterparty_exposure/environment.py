@@ -1,6 +1,7 @@
 """Tools and verifier for legal_contracts/counterparty_exposure."""
 import json
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -29,15 +30,13 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
                                "FROM contracts WHERE ? = 0 OR counterparty_id = ? ORDER BY id", (counterparty_id, counterparty_id), page)
 
     @tool
-    def list_invoices(self, page: int = 1, status: str = "") -> dict:
+    def list_invoices(self, page: int = 1, status: Literal["", "paid", "open", "disputed"] = "") -> dict:
         """Invoices raised under the contracts (amounts in the contract's currency); 20 per page.
 
         Args:
             page: 1-based page number.
             status: Only "paid", "open" or "disputed" invoices when non-empty.
         """
-        if status not in ("", "paid", "open", "disputed"):
-            raise ToolError("status must be paid, open, disputed or empty")
         return self.query_page("SELECT id, invoice_no, contract_id, amount, issued_on, status FROM invoices "
                                "WHERE ? = '' OR status = ? ORDER BY id", (status, status), page)
 

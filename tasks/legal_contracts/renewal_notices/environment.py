@@ -4,6 +4,7 @@ import io
 import json
 import re
 from datetime import date, timedelta
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -21,15 +22,13 @@ def _add_months(d: date, months: int) -> date:
 
 class RenewalNoticesEnv(WorkspaceEnvironment):
     @tool
-    def list_contracts(self, page: int = 1, status: str = "") -> dict:
+    def list_contracts(self, page: int = 1, status: Literal["", "active", "terminated"] = "") -> dict:
         """List contracts in the register with their original terms, 20 per page.
 
         Args:
             page: 1-based page number.
             status: Only contracts with this status ("active" or "terminated") when non-empty.
         """
-        if status not in ("", "active", "terminated"):
-            raise ToolError(f"status must be 'active', 'terminated' or empty, got {status!r}")
         result = self.query_page(
             "SELECT id, contract_no, counterparty_id, title, start_date, initial_term_months, auto_renew, "
             "renewal_term_months, notice_days, annual_value, status FROM contracts"

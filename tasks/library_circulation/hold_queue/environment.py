@@ -3,21 +3,20 @@ import csv
 import io
 import json
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
 class HoldQueueEnv(WorkspaceEnvironment):
     @tool
-    def list_holds(self, status: str = "waiting", page: int = 1) -> dict:
+    def list_holds(self, status: Literal["", "waiting", "ready", "in_transit"] = "waiting", page: int = 1) -> dict:
         """List holds (not in queue order), 20 per page.
 
         Args:
             status: "waiting" (default), "ready", "in_transit", or empty for all.
             page: 1-based page number.
         """
-        if status not in ("", "waiting", "ready", "in_transit"):
-            raise ToolError("status must be 'waiting', 'ready', 'in_transit' or empty")
         sql = "SELECT id, title_id, patron_id, placed_at, pickup_branch, status, copy_id FROM holds"
         return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
 
@@ -33,15 +32,13 @@ class HoldQueueEnv(WorkspaceEnvironment):
         return self.query_page(f"SELECT id, title_id, barcode, branch, status FROM copies {where} ORDER BY id", args, page)
 
     @tool
-    def list_patrons(self, card_type: str = "", page: int = 1) -> dict:
+    def list_patrons(self, card_type: Literal["", "adult", "staff"] = "", page: int = 1) -> dict:
         """List patrons with card type, expiry date and block flag, 20 per page.
 
         Args:
             card_type: Only patrons holding this kind of card ("adult" or "staff") when non-empty.
             page: 1-based page number.
         """
-        if card_type not in ("", "adult", "staff"):
-            raise ToolError("card_type must be 'adult', 'staff' or empty")
         columns = "id, card_number, name, card_type, expires_on, blocked"
         if card_type:
             return self.query_page(f"SELECT {columns} FROM patrons WHERE card_type = ? ORDER BY id", (card_type,), page)

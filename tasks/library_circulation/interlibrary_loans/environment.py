@@ -2,6 +2,7 @@
 import datetime as dt
 import json
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -10,15 +11,13 @@ REASONS = ("suspended", "format", "no_copy", "limit")
 
 class InterlibraryLoanEnv(WorkspaceEnvironment):
     @tool
-    def list_requests(self, page: int = 1, status: str = "pending") -> dict:
+    def list_requests(self, page: int = 1, status: Literal["pending", "filled", "declined", ""] = "pending") -> dict:
         """List interlibrary loan requests from partner libraries, oldest first, 20 per page.
 
         Args:
             page: 1-based page number.
             status: "pending", "filled", "declined", or "" for all.
         """
-        if status not in ("pending", "filled", "declined", ""):
-            raise ToolError('status must be "pending", "filled", "declined" or ""')
         sql = "SELECT id, partner_id, isbn, requested_on, status, patron_ref FROM requests"
         return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY requested_on, id", (status,) if status else (), page)
 

@@ -1,6 +1,7 @@
 """Tools and verifier for manufacturing_quality/calibration_overdue."""
 import datetime as dt
 import json
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -48,7 +49,7 @@ class CalibrationEnv(WorkspaceEnvironment):
         return {"lock_id": cur.lastrowid, "instrument_id": instrument_id}
 
     @tool
-    def book_calibration(self, lock_id: int, lab: str, priority: str) -> dict:
+    def book_calibration(self, lock_id: int, lab: str, priority: Literal["urgent", "routine"]) -> dict:
         """Book a calibration for a locked instrument.
 
         Args:
@@ -56,8 +57,6 @@ class CalibrationEnv(WorkspaceEnvironment):
             lab: The calibration lab's name.
             priority: "urgent" or "routine".
         """
-        if priority not in ("urgent", "routine"):
-            raise ToolError('priority must be "urgent" or "routine"')
         if not lab.strip():
             raise ToolError("name the lab")
         self.require_row("locks", lock_id, "lock the instrument first")

@@ -2,6 +2,7 @@
 import json
 import math
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -14,15 +15,13 @@ def two_proportion_p(conv_a: int, n_a: int, conv_b: int, n_b: int) -> float:
 
 class AbTestEnv(WorkspaceEnvironment):
     @tool
-    def list_experiments(self, status: str = "", page: int = 1) -> dict:
+    def list_experiments(self, status: Literal["", "completed", "running"] = "", page: int = 1) -> dict:
         """List experiments with their dates and recorded decision, 20 per page.
 
         Args:
             status: "completed" or "running" to filter; empty for all.
             page: 1-based page number.
         """
-        if status not in ("", "completed", "running"):
-            raise ToolError("status must be 'completed', 'running' or empty")
         sql = "SELECT id, key, name, status, start_date, end_date, decision, winning_variant_id FROM experiments"
         where, args = (" WHERE status = ?", (status,)) if status else ("", ())
         return self.query_page(sql + where + " ORDER BY id", args, page)
@@ -52,7 +51,7 @@ class AbTestEnv(WorkspaceEnvironment):
                                "WHERE experiment_id = ? ORDER BY id", (experiment_id,), page)
 
     @tool
-    def record_decision(self, experiment_id: int, decision: str, variant_id: int = 0) -> dict:
+    def record_decision(self, experiment_id: int, decision: Literal["ship", "keep_control"], variant_id: int = 0) -> dict:
         """Record the outcome of a completed experiment in the tracker.
 
         Args:
@@ -63,8 +62,6 @@ class AbTestEnv(WorkspaceEnvironment):
         exp = self.require_row("experiments", experiment_id, "use list_experiments")
         if exp["status"] != "completed":
             raise ToolError(f"experiment {experiment_id} is still {exp['status']}; only completed tests get a decision")
-        if decision not in ("ship", "keep_control"):
-            raise ToolError("decision must be 'ship' or 'keep_control'")
         if decision == "ship":
             arm = self.query("SELECT is_control FROM variants WHERE id = ? AND experiment_id = ?", (variant_id, experiment_id))
             if not arm or arm[0]["is_control"]:

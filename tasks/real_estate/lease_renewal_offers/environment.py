@@ -1,6 +1,7 @@
 """Tools and verifier for real_estate/lease_renewal_offers."""
 import json
 import re
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -30,15 +31,13 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
                                (property_id,), page)
 
     @tool
-    def list_leases(self, page: int = 1, status: str = "active") -> dict:
+    def list_leases(self, page: int = 1, status: Literal["active", "ended"] = "active") -> dict:
         """List leases (unit, tenant, term dates, monthly rent), 20 per page.
 
         Args:
             page: 1-based page number.
             status: "active" or "ended".
         """
-        if status not in ("active", "ended"):
-            raise ToolError(f"status must be 'active' or 'ended', got {status!r}")
         return self.query_page("SELECT id, unit_id, tenant_id, start_date, end_date, monthly_rent, status FROM leases "
                                "WHERE status = ? ORDER BY id", (status,), page)
 

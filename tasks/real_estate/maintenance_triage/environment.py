@@ -4,6 +4,7 @@ import re
 import datetime as dt
 import io
 import json
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 
@@ -22,15 +23,13 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
                                "JOIN properties p ON p.id = u.property_id ORDER BY u.id", page=page)
 
     @tool
-    def list_requests(self, page: int = 1, status: str = "new") -> dict:
+    def list_requests(self, page: int = 1, status: Literal["new", "triaged", "closed"] = "new") -> dict:
         """List maintenance requests (unit, when reported, trade, tenant's description), 20 per page.
 
         Args:
             page: 1-based page number.
             status: "new", "triaged" or "closed".
         """
-        if status not in ("new", "triaged", "closed"):
-            raise ToolError(f"status must be new, triaged or closed, got {status!r}")
         return self.query_page("SELECT id, unit_id, reported_at, trade, description, status FROM requests WHERE status = ? ORDER BY id",
                                (status,), page)
 

@@ -3,6 +3,7 @@ import csv
 import datetime as dt
 import io
 import json
+from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -19,7 +20,7 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
                                "FROM teams t JOIN venues v ON v.id = t.home_venue_id ORDER BY t.id", page=page)
 
     @tool
-    def list_matches(self, page: int = 1, team_id: int = 0, status: str = "") -> dict:
+    def list_matches(self, page: int = 1, team_id: int = 0, status: Literal["", "played", "scheduled", "postponed"] = "") -> dict:
         """List fixtures (home, away, date, kick-off, venue, status), in date order, 50 per page.
 
         Args:
@@ -27,8 +28,6 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
             team_id: Only fixtures involving this club when non-zero.
             status: Only fixtures with this status ("played", "scheduled", "postponed"); empty for all.
         """
-        if status not in ("", "played", "scheduled", "postponed"):
-            raise ToolError('status must be "played", "scheduled", "postponed" or empty')
         where, args = [], []
         if team_id:
             where.append("(home_team_id = ? OR away_team_id = ?)")
