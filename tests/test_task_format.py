@@ -1,6 +1,5 @@
 """The task format: schemas from signatures, validation, verifier maths, scales, cache isolation, bad input."""
 import json
-import random
 import sqlite3
 import textwrap
 from pathlib import Path
@@ -10,7 +9,6 @@ import pytest
 from progagent_lib import Criterion, Environment, ToolError, VerifyResult, load_pool, load_task, paginate, tool
 from progagent_lib.task import GenerationError, TaskLoadError, VerifierError, state_fingerprint
 from progagent_lib.task.certify import certify_paths
-from progagent_lib.task.task import GenContext
 from progagent_lib.task.tools import ToolDefinitionError, build_spec
 
 
@@ -250,12 +248,3 @@ def test_query_page_matches_paginate_and_require_row_names_the_missing_record(re
             env.require_row("suppliers", 999, "use get_supplier")
     finally:
         env.close()
-
-
-def test_generator_context_writes_workspace_files_into_new_folders_only_inside_the_workspace(tmp_path):
-    ctx = GenContext(sqlite3.connect(":memory:"), tmp_path, "v0", 0, random.Random(0))
-    path = ctx.write_file("mail/inbox/hold.eml", "Subject: Hold\n")
-    assert path == tmp_path / "mail" / "inbox" / "hold.eml" and path.read_text() == "Subject: Hold\n"
-    with pytest.raises(ValueError, match="outside the workspace"):
-        ctx.write_file("../escape.txt", "x")
-    assert not (tmp_path.parent / "escape.txt").exists()

@@ -73,15 +73,6 @@ class GenContext:
             return self.files(files[name])
         raise KeyError(f"{name!r} is declared in neither [tables] nor [files] of task.toml")
 
-    def write_file(self, relative: str, text: str) -> Path:
-        """Write a text file into the workspace, creating its folders (generators need not mkdir them first)."""
-        path = (self.workspace / relative).resolve()
-        if not path.is_relative_to(self.workspace.resolve()):
-            raise ValueError(f"workspace file {relative!r} would be written outside the workspace; use a relative path inside it")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        return path
-
 
 def _seed_for(task_id: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{task_id}:{seed}".encode()).digest()[:8], "big")
