@@ -33,8 +33,11 @@ def criteria_table(result: Any) -> pl.DataFrame:
 
 def program_structure_shares(trajectories: Iterable[Any], source: str) -> pl.DataFrame:
     """Share of the (parseable) programs in `trajectories` that use each construct, plus the DTC-like share."""
-    programs = [p for t in trajectories for p in t.programs if p.parsed]
-    rows = [{"source": source, "construct": label, "share": (sum(bool(getattr(p, attr)) for p in programs) / len(programs)) if programs else 0.0}
-            for attr, label in CONSTRUCTS.items()]
-    rows.append({"source": source, "construct": "DTC-like", "share": (sum(p.dtc_like for p in programs) / len(programs)) if programs else 0.0})
+    from ..harness.summary import programs_frame
+
+    programs = programs_frame(trajectories)
+    programs = programs.filter(pl.col("parsed")) if programs.height else programs
+    rows = [{"source": source, "construct": label, "share": float((programs[column] > 0).mean()) if programs.height else 0.0}
+            for column, label in CONSTRUCTS.items()]
+    rows.append({"source": source, "construct": "DTC-like", "share": float(programs["dtc_like"].mean()) if programs.height else 0.0})
     return pl.DataFrame(rows)
