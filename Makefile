@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install reproduce test certify stats bench clean
+.PHONY: install reproduce test lab certify stats bench clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,8 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
 	$(PY) -m pip install --quiet --no-deps -e .
+	# The notebooks' kernel (kernelspec "progagent"), registered inside .venv so that it runs this environment.
+	$(PY) -m ipykernel install --sys-prefix --name progagent --display-name "Python (progagent)"
 	touch $@
 
 install: $(VENV)/.installed
@@ -24,6 +26,12 @@ reproduce: install
 # The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
 test: install
 	PROGAGENT_PROFILE=ci $(PY) -m pytest -q tests --nbval-lax notebooks
+
+# JupyterLab in the repository on 127.0.0.1 (a token in the printed URL); notebooks open with the progagent kernel.
+LAB_PORT ?= 8888
+lab: install
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
+		--MultiKernelManager.default_kernel_name=progagent --LabApp.default_url=/lab/tree/notebooks
 
 certify: install
 	$(VENV)/bin/progagent tasks certify tasks --scales v0,v1,v2,v3 --seeds 2
