@@ -1,19 +1,32 @@
 """The `Environment` base class a task author subclasses: tools, verifier, episode state."""
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
-from abc import abstractmethod
 import sqlite3
+import tempfile
+import threading
 import time
+from abc import abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from .closeable import Closeable
 from .pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from .safe_fs import WorkspaceFS, deadline_check, unmount
 from .tools import ToolDefinitionError, ToolError, ToolSpec, build_spec, is_tool, validate_arguments
 from .verifier import Criterion, VerifyResult
+
+# Bounds on what the host keeps and waits for. A program controls the arguments and, through the
+# files it writes, much of what tools and the verifier read, so none of these may be unbounded.
+TOOL_TIMEOUT = 30.0          # seconds one host-side tool call may take (a program's own deadline can be shorter)
+VERIFY_TIMEOUT = 60.0        # seconds the verifier may take
+MAX_ERROR_CHARS = 2_000      # characters of a tool's error message that reach the model
+MAX_LOGGED_ARGUMENT_CHARS = 1_000  # a logged argument longer than this (as JSON) is kept as its size and digest
+WORKSPACE_QUOTA = 256 << 20  # bytes one episode's workspace may hold (a tmpfs bound where the host may mount)
+WORKSPACE_MAX_FILES = 20_000  # files and folders one workspace may hold (the tmpfs's inodes)
 
 
 class VerifierError(Exception):
@@ -32,6 +45,39 @@ class ToolCallRecord:
     error: str | None = None
 
 
+def bounded_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """`text` cut to `limit` characters (head and tail kept) with a visible marker."""
+    if len(text) <= limit:
+        return text
+    half = limit // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
+def loggable_arguments(arguments: Any, limit: int = MAX_LOGGED_ARGUMENT_CHARS) -> Any:
+    """The arguments as a call log keeps them: a value longer than `limit` as JSON becomes its size and digest.
+
+    A program may pass megabytes per call; the log must not keep them all (11 calls x 50 MB ...).
+    """
+    if not isinstance(arguments, dict):
+        return _digest(arguments, limit)
+    return {str(key)[:200]: _digest(value, limit) for key, value in list(arguments.items())[:64]}
+
+
+def _digest(value: Any, limit: int) -> Any:
+    if isinstance(value, (int, float, bool)) or value is None:
+        return value
+    if isinstance(value, str) and len(value) <= limit:
+        return value
+    try:
+        text = json.dumps(value, default=str, ensure_ascii=False)
+    except (ValueError, RecursionError):
+        text = repr(type(value))
+    if len(text) <= limit:
+        return value
+    data = text.encode("utf-8", errors="surrogatepass")
+    return {"omitted": True, "chars": len(text), "sha256": hashlib.sha256(data).hexdigest()}
+
+
 class ToolBox(Mapping[str, Callable[..., Any]]):
     """`tools.name(...)` and `tools["name"](...)`: the task's tools as plain functions.
 
@@ -45,12 +91,25 @@ class ToolBox(Mapping[str, Callable[..., Any]]):
         if name not in self._env.tool_specs:
             raise KeyError(f"no tool named {name!r}; available: {sorted(self._env.tool_specs)}")
         env = self._env
+        spec = env.tool_specs[name]
+        names = [p for p in spec.signature.parameters if p != "self"]
 
-        def call(**kwargs: Any) -> Any:
-            return env.call_tool(name, kwargs)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            # Positional arguments as Python binds them (the kernel's proxy does the same); the
+            # environment then validates the named arguments against the schema.
+            if len(args) > len(names):
+                raise ToolError(f"{name}() takes {len(names)} positional argument(s) ({', '.join(names)}), "
+                                f"{len(args)} given")
+            arguments = dict(zip(names, args))
+            repeated = sorted(set(arguments) & set(kwargs))
+            if repeated:
+                raise ToolError(f"{name}() got multiple values for {', '.join(repeated)}")
+            return env.call_tool(name, {**arguments, **kwargs})
 
         call.__name__ = name
-        call.__doc__ = env.tool_specs[name].description
+        call.__doc__ = spec.description
+        call.__signature__ = spec.signature.replace(
+            parameters=[p for p in spec.signature.parameters.values() if p.name != "self"])
         return call
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -90,7 +149,11 @@ class Environment(Closeable):
                     specs[attr] = build_spec(value, owner=cls.__name__)
         cls.tool_specs = specs
 
-    def __init__(self, db_path: str | Path, workspace: str | Path, *, task: Any = None, episode_dir: str | Path | None = None):
+    tool_timeout: float = TOOL_TIMEOUT
+    verify_timeout: float = VERIFY_TIMEOUT
+
+    def __init__(self, db_path: str | Path, workspace: str | Path, *, task: Any = None, episode_dir: str | Path | None = None,
+                 workspace_quota: int | None = WORKSPACE_QUOTA, quota_mounted: bool = False):
         self.db_path = Path(db_path)
         self.workspace = Path(workspace)
         self.task = task
@@ -99,57 +162,141 @@ class Environment(Closeable):
         # An episode's database is a throwaway copy: no fsync per commit (writes get ~100x cheaper).
         self.db.execute("PRAGMA synchronous = OFF")
         self.db.row_factory = sqlite3.Row
+        # Every query checks the current call's deadline now and then: a slow query is stopped.
+        self._deadline: float | None = None
+        self.db.set_progress_handler(self._past_deadline, 20_000)
+        # The host's only way into the workspace: no symlink followed, no FIFO opened (see safe_fs).
+        self.workspace_quota = workspace_quota
+        self.quota_mounted = quota_mounted
+        self.fs = WorkspaceFS(self.workspace, workspace_quota, enforced_by_mount=quota_mounted)
+        self._busy = threading.RLock()  # one tool call or verification at a time
         self.call_log: list[ToolCallRecord] = []
         self.closed = False
         self.done = False
         self.tools = ToolBox(self)
+
+    def _past_deadline(self) -> int:
+        return 1 if self._deadline is not None and time.monotonic() > self._deadline else 0
+
+    def check_deadline(self) -> None:
+        """Raise ToolError if the current tool call or verification is past its time limit.
+
+        Long loops in tools (over files, rows, pages) call this; queries are stopped automatically.
+        """
+        if self._past_deadline():
+            raise ToolError("the call ran past its time limit and was stopped")
+
+    def _acquire(self, deadline: float, what: str) -> None:
+        if not self._busy.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise ToolError(f"{what} could not start: an earlier call is still running past its time limit")
 
     # --- tools -----------------------------------------------------------------------------------
     def tool_schemas(self) -> list[dict]:
         """OpenAI-style function schemas of the task's tools."""
         return [spec.openai_schema() for spec in self.tool_specs.values()]
 
-    def call_tool(self, name: str, arguments: dict | None = None) -> Any:
-        """Run one tool by name with validated arguments. Raises ToolError on any failure."""
+    def call_tool(self, name: str, arguments: dict | None = None, *, deadline: float | None = None) -> Any:
+        """Run one tool by name with validated arguments. Raises ToolError on any failure.
+
+        The call ends by `deadline` (a `time.monotonic()` value; default: `tool_timeout` seconds
+        from now): queries and workspace walks past it are stopped with a ToolError saying so.
+        Error messages are cut to MAX_ERROR_CHARS.
+        """
         if self.closed:
             raise ToolError("the episode is closed; no more tool calls are accepted")
-        arguments = dict(arguments or {})
         started = time.perf_counter()
+        limit = time.monotonic() + self.tool_timeout
+        deadline = limit if deadline is None else min(deadline, limit)
+        allowed = max(0.0, deadline - time.monotonic())
+        if not isinstance(arguments, dict) and arguments is not None:
+            raise ToolError(f"{name}: arguments must be an object of named parameters, got {type(arguments).__name__}")
+        arguments = dict(arguments or {})
+        self._acquire(deadline, f"the call of {name!r:.100}")
+        self._deadline = deadline
         try:
             spec = self.tool_specs.get(name)
             if spec is None:
-                raise ToolError(f"no tool named {name!r}; available tools: {', '.join(sorted(self.tool_specs))}")
+                raise ToolError(f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.tool_specs))}")
             validate_arguments(spec, arguments)
             result = getattr(self, name)(**arguments)
             self.db.commit()
-        except ToolError as exc:
-            self.db.rollback()
-            self._record(name, arguments, False, started, 0, str(exc))
-            raise
+            size = len(json.dumps(result, default=str))
         except Exception as exc:  # a crashing tool must not take the episode down
             self.db.rollback()
-            message = f"{name} failed with {type(exc).__name__}: {exc}"
+            if isinstance(exc, ToolError):
+                message = str(exc)
+            elif time.monotonic() > deadline:
+                message = (f"{name} ran past its time limit ({allowed:.1f} s) and was stopped; "
+                           "ask for less per call (a page, a filter) or leave the program more time")
+            else:
+                message = f"{name} failed with {type(exc).__name__}: {exc}"
+            message = bounded_text(message)
             self._record(name, arguments, False, started, 0, message)
-            raise ToolError(message) from exc
-        size = len(json.dumps(result, default=str))
+            raise ToolError(message) from (None if isinstance(exc, ToolError) else exc)
+        finally:
+            self._deadline = None
+            self._busy.release()
         self._record(name, arguments, True, started, size, None)
         return result
 
     def _record(self, name: str, arguments: dict, ok: bool, started: float, size: int, error: str | None) -> None:
-        self.call_log.append(ToolCallRecord(name, arguments, ok, time.perf_counter() - started, size, error))
+        self.call_log.append(ToolCallRecord(name, loggable_arguments(arguments), ok, time.perf_counter() - started,
+                                            size, error))
 
     # --- verifier --------------------------------------------------------------------------------
     @abstractmethod
     def criteria(self, final_response: str) -> list[Criterion]:
         """The verifier: named, weighted checks of the final response and the final environment state."""
 
-    def verify(self, final_response: str) -> VerifyResult:
-        """Score the final response and the current environment state."""
+    def verify(self, final_response: str, timeout: float | None = None) -> VerifyResult:
+        """Score the final response and the current environment state, within `timeout` seconds.
+
+        The verifier reads a frozen copy of the workspace, made through the safe file layer (regular
+        files and folders only; no link followed, no FIFO opened), so nothing the kernel still runs
+        can change or redirect what it reads. Past the time limit a VerifierError says so.
+        """
         where = f"task {self.task.id!r} (environment.py)" if self.task is not None else type(self).__name__
-        try:
-            criteria = self.criteria(final_response if isinstance(final_response, str) else str(final_response))
-        except Exception as exc:
-            raise VerifierError(f"{where}: criteria() raised {type(exc).__name__}: {exc}") from exc
+        timeout = self.verify_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        response = final_response if isinstance(final_response, str) else str(final_response)
+        outcome: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                self._acquire(deadline, "the verification")
+            except ToolError as exc:
+                outcome["error"] = exc
+                return
+            snapshot = Path(tempfile.mkdtemp(prefix="verify-", dir=self.episode_dir))
+            real_workspace, real_fs = self.workspace, self.fs
+            try:
+                outcome["stage"] = "copying the workspace for the verifier"
+                real_fs.copy_to(snapshot, deadline_check(deadline, outcome["stage"]), max_bytes=self.workspace_quota)
+                outcome["stage"] = "criteria()"
+                self.workspace, self.fs = snapshot, WorkspaceFS(snapshot)
+                self._deadline = deadline
+                outcome["criteria"] = self.criteria(response)
+            except BaseException as exc:  # noqa: BLE001 - reported to the caller below
+                outcome["error"] = exc
+            finally:
+                self._deadline = None
+                if self.fs is not real_fs:
+                    self.fs.close()
+                self.workspace, self.fs = real_workspace, real_fs
+                self._busy.release()
+                shutil.rmtree(snapshot, ignore_errors=True)
+
+        worker = threading.Thread(target=run, name="progagent-verify", daemon=True)
+        worker.start()
+        worker.join(timeout + 1.0)
+        if worker.is_alive():
+            raise VerifierError(f"{where}: the verification did not finish within {timeout:.0f} s")
+        if "error" in outcome:
+            exc = outcome["error"]
+            late = " (it ran past its time limit)" if time.monotonic() > deadline else ""
+            stage = outcome.get("stage", "the verification")
+            raise VerifierError(bounded_text(f"{where}: {stage} raised {type(exc).__name__}: {exc}{late}")) from exc
+        criteria = outcome.get("criteria")
         if not isinstance(criteria, list) or not criteria or not all(isinstance(c, Criterion) for c in criteria):
             raise VerifierError(f"{where}: criteria() must return a non-empty list of Criterion, got {criteria!r:.200}")
         return VerifyResult(criteria)
@@ -212,14 +359,9 @@ class Environment(Closeable):
             raise ToolError(f"no {noun} with id {row_id!r}" + (f"; {hint}" if hint else ""))
         return rows[0]
 
-    def read_workspace(self, relative: str) -> str:
-        """Read a text file from the workspace, refusing paths that leave it."""
-        path = (self.workspace / relative).resolve()
-        if not path.is_relative_to(self.workspace.resolve()):
-            raise ToolError(f"path {relative!r} is outside the workspace")
-        if not path.is_file():
-            raise ToolError(f"no file {relative!r} in the workspace")
-        return path.read_text()
+    def read_workspace(self, relative: str, max_chars: int = 1 << 20) -> str:
+        """Read a text file from the workspace: no link followed, only a regular file (see safe_fs)."""
+        return self.fs.read_text(relative, max_chars)
 
     # --- lifecycle -------------------------------------------------------------------------------
     def close(self) -> None:
@@ -228,6 +370,9 @@ class Environment(Closeable):
             return
         self.closed = True
         self.db.close()
+        self.fs.close()
+        if self.quota_mounted:
+            unmount(self.workspace)
         if self.episode_dir is not None:
             shutil.rmtree(self.episode_dir, ignore_errors=True)
 

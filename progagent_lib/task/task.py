@@ -5,6 +5,7 @@ import hashlib
 import importlib.util
 import os
 import random
+import re
 import shutil
 import sqlite3
 import sys
@@ -15,7 +16,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from .environment import Environment
+from .environment import WORKSPACE_MAX_FILES, WORKSPACE_QUOTA, Environment
+from .safe_fs import mount_quota, unmount
 from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, SCALES, check_scale
 from .tools import ToolDefinitionError
 
@@ -42,6 +44,59 @@ def episodes_root() -> Path:
     root = Path(os.environ.get("PROGAGENT_EPISODES", Path(tempfile.gettempdir()) / "progagent-episodes"))
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def default_workspace_quota() -> int | None:
+    """Bytes an episode's workspace may hold: PROGAGENT_WORKSPACE_QUOTA (bytes; 0 turns it off) or 256 MiB."""
+    value = os.environ.get("PROGAGENT_WORKSPACE_QUOTA")
+    if value is None or not value.strip():
+        return WORKSPACE_QUOTA
+    try:
+        quota = int(value)
+    except ValueError:
+        raise ValueError(f"PROGAGENT_WORKSPACE_QUOTA must be a number of bytes (0 to turn the quota off), got {value!r}") from None
+    return quota if quota > 0 else None
+
+
+_EPISODE_OWNER = re.compile(r"-p(\d+)-[^-]+$")
+_swept_episodes = False
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def sweep_episode_copies(root: Path | None = None) -> list[Path]:
+    """Remove episode copies left by processes that died without closing them (once per process).
+
+    An episode folder carries its creator's pid (`...-p<pid>-...`); one whose creator is gone is
+    unmounted (its workspace quota) and deleted. Returns what was removed.
+    """
+    global _swept_episodes
+    if root is None:
+        if _swept_episodes:
+            return []
+        _swept_episodes = True
+        root = episodes_root()
+    removed = []
+    for path in root.iterdir():
+        owner = _EPISODE_OWNER.search(path.name)
+        if owner is None or not path.is_dir() or _pid_alive(int(owner.group(1))):
+            continue
+        workspace = path / "workspace"
+        if os.path.ismount(workspace):
+            unmount(workspace)
+        if os.path.ismount(workspace):  # never delete through a mount
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
 
 
 @dataclass
@@ -247,13 +302,32 @@ class Task:
             raise
         return final
 
-    def instantiate(self, scale: str = "v0", seed: int = 0) -> Environment:
-        """A fresh Environment on a private copy of the (scale, seed) state."""
+    def instantiate(self, scale: str = "v0", seed: int = 0, *, workspace_quota: int | None | str = "default") -> Environment:
+        """A fresh Environment on a private copy of the (scale, seed) state.
+
+        `workspace_quota`: bytes the episode's workspace may hold (default: `default_workspace_quota()`,
+        256 MiB; None: no quota). Where the host may mount (root), the workspace is a tmpfs of that
+        size, which bounds the kernel's own writes too; elsewhere only the file tools check it.
+        """
+        quota = default_workspace_quota() if workspace_quota == "default" else workspace_quota
+        if quota is not None and (not isinstance(quota, int) or quota <= 0):
+            raise ValueError(f"workspace_quota must be a positive number of bytes or None, got {quota!r}")
         source = self.state_dir(scale, seed)
-        episode = Path(tempfile.mkdtemp(prefix=f"{self.id.replace('/', '_')}-{scale}-", dir=episodes_root()))
-        shutil.copy2(source / "data.db", episode / "data.db")
-        shutil.copytree(source / "workspace", episode / "workspace")
-        env = self.env_class(episode / "data.db", episode / "workspace", task=self, episode_dir=episode)
+        sweep_episode_copies()
+        episode = Path(tempfile.mkdtemp(prefix=f"{self.id.replace('/', '_')}-{scale}-p{os.getpid()}-", dir=episodes_root()))
+        workspace = episode / "workspace"
+        workspace.mkdir()
+        mounted = quota is not None and mount_quota(workspace, quota, WORKSPACE_MAX_FILES)
+        try:
+            shutil.copy2(source / "data.db", episode / "data.db")
+            shutil.copytree(source / "workspace", workspace, dirs_exist_ok=True)
+            env = self.env_class(episode / "data.db", workspace, task=self, episode_dir=episode,
+                                 workspace_quota=quota, quota_mounted=mounted)
+        except BaseException:
+            if mounted:
+                unmount(workspace)
+            shutil.rmtree(episode, ignore_errors=True)
+            raise
         env.scale, env.seed = scale, seed
         return env
 

@@ -181,7 +181,7 @@ def validate_arguments(spec: ToolSpec, arguments: dict) -> dict:
     props = spec.parameters["properties"]
     unknown = [k for k in arguments if k not in props]
     if unknown:
-        raise ToolError(f"{spec.name}: unknown parameter(s) {unknown}; expected {sorted(props)}")
+        raise ToolError(f"{spec.name}: unknown parameter(s) {unknown!r:.300}; expected {sorted(props)}")
     missing = [k for k in spec.parameters["required"] if k not in arguments]
     if missing:
         raise ToolError(f"{spec.name}: missing required parameter(s) {missing}")
@@ -192,7 +192,7 @@ def validate_arguments(spec: ToolSpec, arguments: dict) -> dict:
             continue
         allowed = expected if isinstance(expected, list) else [expected]
         if not any(_JSON_CHECKS[t](value) for t in allowed):
-            raise ToolError(f"{spec.name}: parameter {key!r} must be {' or '.join(allowed)}, got {value!r}")
+            raise ToolError(f"{spec.name}: parameter {key!r} must be {' or '.join(allowed)}, got {value!r:.200}")
         if "enum" in schema and value not in schema["enum"]:
-            raise ToolError(f"{spec.name}: parameter {key!r} must be one of {schema['enum']}, got {value!r}")
+            raise ToolError(f"{spec.name}: parameter {key!r} must be one of {schema['enum']}, got {value!r:.200}")
     return arguments
