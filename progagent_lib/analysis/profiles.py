@@ -70,6 +70,10 @@ class Profile:
     def figures_dir(self) -> Path:
         return self.resolve(self.get("figures_dir", "figures"))
 
+    def _repr_markdown_(self) -> str:  # the banner a notebook shows under its parameters
+        return (f"**Profile `{self.name}`** — {self.get('description', '')}  \n"
+                f"Run folder `{self.run_dir}` · figures `{self.figures_dir}`")
+
 
 def load_profile(name: str | None = None, run_dir: str | Path | None = None, path: str | Path | None = None) -> Profile:
     """Load a profile by name (default: $PROGAGENT_PROFILE, else cpu-smoke). Profiles may `extends:` another."""
