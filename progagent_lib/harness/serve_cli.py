@@ -5,9 +5,8 @@ import argparse
 import sys
 
 from progagent_lib.harness.spec import HARNESSES
+from progagent_lib.runtime.error_modes import ERROR_MODES
 from progagent_lib.task import SCALES
-
-ERROR_MODES = ("is_error", "off", "detect")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

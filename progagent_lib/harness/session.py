@@ -19,11 +19,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.bridge import looks_like_error  # the kernel's detector, so both paths flag the same payloads
+from ..runtime.error_modes import check_error_mode, looks_like_error  # one definition for both paths
 from ..task import ToolError, VerifyResult
 from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
-
-ERROR_MODES = ("is_error", "off", "detect")
 
 
 @dataclass
@@ -66,8 +64,7 @@ class Session:
     def __init__(self, env, harness: str | HarnessSpec, *, error_mode: str = "is_error", runtime=None, pool=None,
                  program_timeout: float | None = None, terminal_timeout: float | None = None,
                  **runtime_kwargs: Any):
-        if error_mode not in ERROR_MODES:
-            raise ValueError(f"error_mode must be one of {ERROR_MODES}, got {error_mode!r}")
+        check_error_mode(error_mode)
         self.env = env
         self.harness = get_harness(harness) if isinstance(harness, str) else harness
         self.error_mode = error_mode

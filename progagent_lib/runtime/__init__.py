@@ -5,7 +5,8 @@
         r = rt.execute("rows = tools.list_products(page=1)\\nprint(len(rows['items']))", timeout=30)
         r.output, r.error, r.timed_out, r.truncated, r.tool_calls
 """
-from .bridge import ERROR_MODES, ToolCall, ToolRouter, looks_like_error
+from .bridge import ToolCall, ToolRouter
+from .error_modes import ERROR_MODES, looks_like_error
 from .kernel import KernelSession, KernelStartError
 from .pool import KernelPool
 from .ptc import ErrorInfo, ExecutionResult, PTCRuntime

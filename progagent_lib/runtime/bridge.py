@@ -6,13 +6,18 @@ kernel's empty network namespace) and no other process can connect to it. Frames
 big-endian length and a JSON body: requests `{"id", "name", "arguments"}` (or `{"id", "op": "specs"}`),
 replies `{"id", "result"}` or `{"id", "error"}`.
 
-The kernel side (`KERNEL_PRELUDE`) is injected as source text: the kernel cannot import
-progagent_lib (the sandbox hides the project tree), and it needs nothing of it.
+The kernel writes whatever it likes into its end, so every frame is untrusted: its size, its JSON,
+its nesting, its types. A bad frame gets an error reply and the bridge goes on serving; nothing a
+frame holds can end the serving thread. Calls run only while a program runs, each by the program's
+deadline, and what the host keeps of each (`ToolCall`) is bounded.
+
+The kernel side is `kernel_side/tools_proxy.py`, sent to the kernel as source text: the kernel
+cannot import progagent_lib (the sandbox hides the project tree), and it needs nothing of it.
 """
 from __future__ import annotations
 
+import inspect
 import json
-import re
 import socket
 import struct
 import threading
@@ -21,8 +26,14 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Protocol
 
 from ..task import ToolError
+from ..task.environment import MAX_ERROR_CHARS, bounded_text, loggable_arguments
+from .error_modes import ERROR_MODES, check_error_mode, looks_like_error
+from .kernel_side import FILENAME as PRELUDE_FILENAME, source
 
-ERROR_MODES = ("is_error", "off", "detect")
+MAX_FRAME = 64 << 20       # bytes of one request frame; larger frames are read, discarded and refused
+MAX_DEPTH = 32             # nesting of a request's JSON (arguments are flat records in practice)
+MAX_CALL_RECORDS = 10_000  # tool calls kept per program; beyond that they are only counted
+CALL_GRACE = 2.0           # seconds a program's end waits for a tool call still running on the host
 
 
 class ToolSource(Protocol):
@@ -36,7 +47,7 @@ class ToolSource(Protocol):
 
 @dataclass
 class ToolCall:
-    """One tool call a program made through the bridge, as the host saw it."""
+    """One tool call a program made through the bridge, as the host saw it (arguments bounded)."""
 
     name: str
     arguments: dict
@@ -46,55 +57,18 @@ class ToolCall:
     error: str | None = None
 
 
-# --- error-shaped payloads (error_mode="detect") -------------------------------------------------------
-_ERROR_TEXT = re.compile(
-    r"^\s*(?:(?:error|exception|fatal|failed|failure)\s*[:!\-]"  # "Error: ...", "ERROR - ...", not "errors were"
-    r"|traceback \(most recent call last\)"
-    r"|\[(?:error|err|fatal)\]"
-    r"|\d{3} (?:bad request|unauthorized|forbidden|not found|internal server error|service unavailable)\b)",
-    re.IGNORECASE,
-)
-_ERROR_KEYS = ("error", "errors", "error_message", "errormessage", "err", "exception", "fault")
-_STATUS_ERROR_VALUES = {"error", "failed", "failure", "fail"}
-
-
-def looks_like_error(result: Any) -> str | None:
-    """The error message if `result` is shaped like a failure report from a server that omits isError.
-
-    Recognised: strings that start like an error ("Error: ...", "Traceback (most recent call last)",
-    "404 Not Found"); objects whose only meaningful content is an error (`{"error": ...}` with a
-    non-empty value, `{"success": false, ...}`, `{"ok": false, ...}`, `{"status": "error", ...}`).
-    A record that merely has an `error`-like field next to ordinary data (e.g. `{"id": 3, "error_rate": 0.1}`)
-    is not an error: only exact keys count, and an empty/None/False value does not.
-    """
-    if isinstance(result, str):
-        head = result.lstrip()[:200]
-        return result.strip() if _ERROR_TEXT.match(head) else None
-    if isinstance(result, dict):
-        lowered = {str(k).lower(): v for k, v in result.items()}
-        for key in _ERROR_KEYS:
-            value = lowered.get(key)
-            if value not in (None, "", False, [], {}, 0):
-                return value if isinstance(value, str) else json.dumps(value, default=str)[:500]
-        for key in ("success", "ok"):
-            if lowered.get(key) is False:
-                message = lowered.get("message") or lowered.get("detail") or lowered.get("reason")
-                return str(message) if message else json.dumps(result, default=str)[:500]
-        status = lowered.get("status")
-        if isinstance(status, str) and status.lower() in _STATUS_ERROR_VALUES:
-            message = lowered.get("message") or lowered.get("detail") or lowered.get("reason")
-            return str(message) if message else json.dumps(result, default=str)[:500]
-        if lowered.get("iserror") is True or lowered.get("is_error") is True:
-            return json.dumps(result, default=str)[:500]
-    return None
+def _accepts_deadline(source: Any) -> bool:
+    try:
+        return "deadline" in inspect.signature(source.call).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class ToolRouter:
     """Routes a tool name to the episode environment or to an extra source, and applies error_mode."""
 
     def __init__(self, env: Any, extra_sources: Iterable[ToolSource] = (), error_mode: str = "is_error"):
-        if error_mode not in ERROR_MODES:
-            raise ValueError(f"error_mode must be one of {ERROR_MODES}, got {error_mode!r}")
+        check_error_mode(error_mode)
         self.env = env
         self.error_mode = error_mode
         self.sources: dict[str, ToolSource | None] = {}
@@ -116,45 +90,79 @@ class ToolRouter:
                  "parameters": getattr(spec, "parameters", None) or {"type": "object", "properties": {}}}
                 for name, spec in self.specs.items()]
 
-    def call(self, name: str, arguments: dict) -> tuple[Any, str | None]:
-        """Run one call. Returns (result, error message or None) after applying error_mode."""
+    def call(self, name: str, arguments: dict, deadline: float | None = None) -> tuple[Any, str | None]:
+        """Run one call by `deadline` (time.monotonic). Returns (result, error message or None) after error_mode.
+
+        Error messages are cut to MAX_ERROR_CHARS: a tool (or a program through its arguments) can
+        make them as long as it likes.
+        """
         if name not in self.sources:
-            return None, f"no tool named {name!r}; available tools: {', '.join(sorted(self.sources))}"
+            return None, f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.sources))}"
         source = self.sources[name]
         if source is None:
             try:
-                result, is_error = self.env.call_tool(name, arguments), False
+                result, is_error = self.env.call_tool(name, arguments, deadline=deadline), False
             except ToolError as exc:
                 result, is_error = str(exc), True
         else:
             try:
-                result, is_error = source.call(name, arguments)
+                if deadline is not None and _accepts_deadline(source):
+                    result, is_error = source.call(name, arguments, deadline=deadline)
+                else:
+                    result, is_error = source.call(name, arguments)
             except Exception as exc:  # a broken source must not take the episode down
                 result, is_error = f"{name} failed with {type(exc).__name__}: {exc}", True
         if is_error:
-            message = result if isinstance(result, str) else json.dumps(result, default=str)
+            message = bounded_text(result if isinstance(result, str) else json.dumps(result, default=str))
             if self.error_mode == "off":  # the paper's ablation: the failure is an ordinary value
-                return (result if isinstance(result, str) else message), None
+                return message, None
             return None, message
         if self.error_mode == "detect":
             detected = looks_like_error(result)
             if detected is not None:
-                return None, detected
+                return None, bounded_text(detected)
         return result, None
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(n - got)
-        if not chunk:
-            raise ConnectionError("bridge closed")
-        chunks.append(chunk)
-        got += len(chunk)
-    return b"".join(chunks)
+def _depth_exceeds(value: Any, limit: int) -> bool:
+    """True if `value` nests lists/dicts deeper than `limit` (iteratively: no recursion on hostile input)."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        if depth >= limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
-MAX_FRAME = 256 << 20
+class BadFrame(Exception):
+    """A request frame the bridge refuses; the message goes back to the kernel."""
+
+
+def parse_request(body: bytes) -> dict:
+    """A request frame's JSON as a dict with a usable id; BadFrame saying what is wrong otherwise."""
+    try:
+        request = json.loads(body)
+    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        raise BadFrame(f"malformed bridge request: not JSON ({type(exc).__name__})") from None
+    if not isinstance(request, dict):
+        raise BadFrame(f"malformed bridge request: expected an object, got {type(request).__name__}")
+    if _depth_exceeds(request, MAX_DEPTH):
+        raise BadFrame(f"malformed bridge request: nested deeper than {MAX_DEPTH} levels")
+    return request
+
+
+def _request_id(request: Any) -> int | str | None:
+    rid = request.get("id") if isinstance(request, dict) else None
+    if isinstance(rid, bool) or not isinstance(rid, (int, str)):
+        return None
+    return rid if isinstance(rid, int) or len(rid) <= 100 else None
 
 
 class BridgeServer:
@@ -164,10 +172,13 @@ class BridgeServer:
         self.router = router
         self.host_sock, self.kernel_sock = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.calls: list[ToolCall] = []
+        self.calls_not_recorded = 0
+        self.bad_frames = 0
         self._lock = threading.Lock()
         # Tools run only while a program runs: a thread the program left behind must not touch the
         # environment while the host verifies it, nor be counted in the next program's calls.
         self._gate = threading.Event()
+        self._deadline: float | None = None
         self._in_call = threading.Lock()
         self._thread = threading.Thread(target=self._serve, name="ptc-bridge", daemon=True)
         self._thread.start()
@@ -176,62 +187,98 @@ class BridgeServer:
     def kernel_fd(self) -> int:
         return self.kernel_sock.fileno()
 
+    @property
+    def serving(self) -> bool:
+        return self._thread.is_alive()
+
     def release_kernel_end(self) -> None:
         """Close the host's copy of the kernel's end once the kernel process holds it."""
         self.kernel_sock.close()
 
-    def open_gate(self) -> None:
+    def open_gate(self, deadline: float | None = None) -> None:
+        """Accept calls until `close_gate`; each must end by `deadline` (time.monotonic), the program's own."""
+        self._deadline = deadline
         self._gate.set()
 
-    def close_gate(self) -> None:
-        """Refuse further calls and wait for one in flight to finish."""
+    def close_gate(self, grace: float = CALL_GRACE) -> bool:
+        """Refuse further calls and wait up to `grace` s for one in flight; False if it is still running."""
         self._gate.clear()
-        with self._in_call:
-            pass
+        if self._in_call.acquire(timeout=grace):
+            self._in_call.release()
+            return True
+        return False
 
     def take_calls(self) -> list[ToolCall]:
         with self._lock:
             calls, self.calls = self.calls, []
+            self.calls_not_recorded = 0
         return calls
 
+    # --- serving -------------------------------------------------------------------------------------
     def _serve(self) -> None:
         sock = self.host_sock
-        try:
-            while True:
+        while True:
+            try:
                 (length,) = struct.unpack("!I", _recv_exact(sock, 4))
                 if length > MAX_FRAME:
-                    return  # a corrupt or hostile stream: stop serving, calls will fail in the kernel
-                request = json.loads(_recv_exact(sock, length))
-                reply = self._handle(request)
-                body = json.dumps(reply, default=str).encode()
-                sock.sendall(struct.pack("!I", len(body)) + body)
-        except (ConnectionError, OSError, ValueError, struct.error):
-            return
+                    _discard(sock, length)
+                    reply = {"id": None, "error": f"malformed bridge request: a frame of {length} bytes "
+                                                  f"(at most {MAX_FRAME})"}
+                    self.bad_frames += 1
+                    frame = _encode(reply)
+                else:
+                    frame = self._answer(_recv_exact(sock, length))
+                sock.sendall(frame)
+            except (ConnectionError, OSError):
+                return  # the kernel's end is closed: the kernel is gone
+            except Exception:  # noqa: BLE001 - nothing a frame holds may end the serving thread
+                self.bad_frames += 1
+                continue
 
-    def _handle(self, request: dict) -> dict:
-        request_id = request.get("id")
-        if not isinstance(request, dict):
-            return {"id": None, "error": "malformed bridge request"}
+    def _answer(self, body: bytes) -> bytes:
+        """The reply frame to one request frame (never raises for anything the frame holds)."""
+        try:
+            request = parse_request(body)
+        except BadFrame as exc:
+            self.bad_frames += 1
+            return _encode({"id": None, "error": str(exc)})
+        request_id = _request_id(request)
+        call = None
+        try:
+            reply, call = self._handle(request)
+        except Exception as exc:  # noqa: BLE001 - a host-side bug in one call must not stop the others
+            reply = {"error": bounded_text(f"the host failed to run the call: {type(exc).__name__}: {exc}")}
+        frame = _encode({"id": request_id, **reply})
+        if call is not None:
+            call.result_chars = len(call.error) if call.error is not None else len(frame)
+            self._record(call)
+        return frame
+
+    def _handle(self, request: dict) -> tuple[dict, ToolCall | None]:
         if self.router is None:
-            return {"id": request_id, "error": "this kernel is not bound to an episode yet"}
+            return {"error": "this kernel is not bound to an episode yet"}, None
         if request.get("op") == "specs":
-            return {"id": request_id, "result": self.router.spec_payload()}
+            return {"result": self.router.spec_payload()}, None
         name, arguments = request.get("name"), request.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict):
-            return {"id": request_id, "error": "a tool call needs a tool name and keyword arguments"}
+            return {"error": "a tool call needs a tool name (a string) and its arguments (an object of named values)"}, None
         with self._in_call:
             if not self._gate.is_set():
-                return {"id": request_id, "error": "tools can only be called while a program runs "
-                                                   "(not from a thread left running after it ended)"}
+                return {"error": "tools can only be called while a program runs "
+                                 "(not from a thread left running after it ended)"}, None
             started = time.perf_counter()
-            result, error = self.router.call(name, arguments)
+            result, error = self.router.call(name, arguments, deadline=self._deadline)
             seconds = time.perf_counter() - started
-        size = len(error) if error is not None else len(json.dumps(result, default=str))
+        call = ToolCall(name[:200], loggable_arguments(arguments), 0, seconds, error is not None,
+                        None if error is None else error[:MAX_ERROR_CHARS])
+        return ({"error": error} if error is not None else {"result": result}), call
+
+    def _record(self, call: ToolCall) -> None:
         with self._lock:
-            self.calls.append(ToolCall(name, arguments, size, seconds, error is not None, error))
-        if error is not None:
-            return {"id": request_id, "error": error}
-        return {"id": request_id, "result": result}
+            if len(self.calls) < MAX_CALL_RECORDS:
+                self.calls.append(call)
+            else:
+                self.calls_not_recorded += 1
 
     def close(self) -> None:
         for sock in (self.host_sock, self.kernel_sock):
@@ -242,203 +289,54 @@ class BridgeServer:
             sock.close()
 
 
-# --- the kernel side, injected as source -----------------------------------------------------------------
-KERNEL_PRELUDE = r'''
-def __ptc_install(fd):
-    import builtins, inspect, itertools, json, socket, struct, threading
-
-    class ToolError(Exception):
-        """A tool call failed. The message says what went wrong; fix the call and try again."""
-
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
-    lock = threading.Lock()
-    ids = itertools.count(1)
-
-    def recv_exact(n):
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
-            if not chunk:
-                raise ToolError("the tool bridge is closed; the episode may have ended")
-            data += chunk
-        return data
-
-    def request(message):
-        __tracebackhide__ = True
-        message["id"] = request_id = next(ids)
-        body = json.dumps(message).encode()
-        with lock:
-            sock.sendall(struct.pack("!I", len(body)) + body)
-            while True:  # skip replies to calls abandoned by an interrupt
-                (length,) = struct.unpack("!I", recv_exact(4))
-                reply = json.loads(recv_exact(length))
-                if reply.get("id") == request_id:
-                    break
-        if "error" in reply:
-            raise ToolError(reply["error"])
-        return reply["result"]
-
-    def make_tool(spec):
-        schema = spec.get("parameters") or {}
-        properties = schema.get("properties") or {}
-        required = set(schema.get("required") or [])
-        params = []
-        for pname, pschema in properties.items():
-            if not pname.isidentifier():
-                continue
-            default = inspect.Parameter.empty if pname in required else pschema.get("default", None)
-            params.append((pname in required and "default" not in pschema, pname, default))
-        params.sort(key=lambda p: not p[0])  # required parameters first
-        signature = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
-                                       for _, n, d in params])
-        name = spec["name"]
-
-        def tool(*args, **kwargs):
-            __tracebackhide__ = True
-            try:
-                bound = signature.bind_partial(*args, **kwargs)
-                arguments = dict(bound.arguments)
-            except TypeError:
-                arguments = dict(kwargs)  # let the host report what is wrong
-                if args:
-                    raise ToolError(f"{name}: too many positional arguments; pass them by name")
-            return request({"name": name, "arguments": arguments})
-
-        tool.__name__ = tool.__qualname__ = name
-        tool.__signature__ = signature
-        doc = spec.get("description") or ""
-        lines = [f"    {p}: {s.get('description', '')}" for p, s in properties.items()]
-        tool.__doc__ = doc + (("\n\nArgs:\n" + "\n".join(lines)) if lines else "")
-        return tool
-
-    class Tools:
-        """The episode's tools. Call `tools.name(arg=value)` or `tools["name"](arg=value)`.
-
-        Results are plain Python objects; a failing call raises ToolError.
-        """
-
-        _functions = {}
-
-        def __getattr__(self, name):
-            if name.startswith("__"):
-                raise AttributeError(name)
-            if name not in type(self)._functions:
-                type(self)._load()
-            try:
-                return type(self)._functions[name]
-            except KeyError:
-                raise AttributeError(f"no tool named {name!r}; available: {sorted(type(self)._functions)}") from None
-
-        def __getitem__(self, name):
-            try:
-                return self.__getattr__(name)
-            except AttributeError as exc:
-                raise KeyError(str(exc)) from None
-
-        def __contains__(self, name):
-            type(self)._load()
-            return name in type(self)._functions
-
-        def __iter__(self):
-            type(self)._load()
-            return iter(sorted(type(self)._functions))
-
-        def __len__(self):
-            type(self)._load()
-            return len(type(self)._functions)
-
-        def __dir__(self):
-            type(self)._load()
-            return sorted(type(self)._functions)
-
-        def __repr__(self):
-            type(self)._load()
-            return f"<tools: {', '.join(sorted(type(self)._functions))}>"
-
-        @classmethod
-        def _load(cls):
-            if cls._functions:
-                return
-            for spec in request({"op": "specs"}):
-                fn = make_tool(spec)
-                cls._functions[spec["name"]] = fn
-                setattr(cls, spec["name"], staticmethod(fn))  # so that help(tools) shows every tool
-            summary = "\n".join(f"  {n}: {(f.__doc__ or '').splitlines()[0] if f.__doc__ else ''}"
-                                for n, f in sorted(cls._functions.items()))
-            cls.__doc__ = (Tools.__doc__ or "") + "\nAvailable tools:\n" + summary
-
-    return Tools(), ToolError
-'''
+def _recv_exact(sock: socket.socket, n: int) -> bytes:
+    chunks, got = [], 0
+    while got < n:
+        chunk = sock.recv(min(n - got, 1 << 20))
+        if not chunk:
+            raise ConnectionError("bridge closed")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
 
 
+def _discard(sock: socket.socket, n: int) -> None:
+    while n > 0:
+        chunk = sock.recv(min(n, 1 << 20))
+        if not chunk:
+            raise ConnectionError("bridge closed")
+        n -= len(chunk)
+
+
+def _encode(reply: dict) -> bytes:
+    """A reply frame; a result JSON cannot carry (a cycle, a NaN in strict JSON) becomes an error reply."""
+    try:
+        body = json.dumps(reply, default=str).encode()
+    except (ValueError, TypeError, RecursionError) as exc:
+        body = json.dumps({"id": reply.get("id"), "error": f"the tool's result cannot be sent as JSON: {exc}"}).encode()
+    return struct.pack("!I", len(body)) + body
+
+
+# --- the kernel side, sent as source ---------------------------------------------------------------------
 def install_code(fd: int) -> str:
     """Cell that installs `tools` and `ToolError` in the kernel's namespace (run once per kernel)."""
     # Compiled under its own file name so that tracebacks can show the program's frames only.
-    return (f"exec(compile({KERNEL_PRELUDE!r}, {PRELUDE_FILENAME!r}, 'exec'))\n"
-            f"tools, ToolError = __ptc_install({fd})\ndel __ptc_install\n"
+    return (f"_ptc_ns = {{}}\nexec(compile({source('tools_proxy')!r}, {PRELUDE_FILENAME!r}, 'exec'), _ptc_ns)\n"
+            f"tools, ToolError = _ptc_ns['install']({int(fd)})\ndel _ptc_ns\n"
             # As in any Jupyter kernel, modules the program writes into its folder are importable
             # (the kernel runs with `python -I`, which leaves the current folder out of sys.path).
             "import sys as _ptc_sys\n_ptc_sys.path.insert(0, '')\ndel _ptc_sys\n")
 
 
-PRELUDE_FILENAME = "<ptc-tools>"
-
-
 PRELOAD_SPECS_CODE = "tools._load()\n"
-
-OUTPUT_GUARD = r'''
-def __ptc_guard(limit):
-    import sys
-    from ipykernel.iostream import OutStream
-
-    state = {"seen": 0, "tail": [], "tail_len": 0}
-    original = OutStream.write
-
-    def write(self, string):
-        if not isinstance(string, str):
-            return original(self, string)
-        seen = state["seen"]
-        state["seen"] = seen + len(string)
-        if seen + len(string) <= limit:
-            return original(self, string)
-        keep = max(0, limit - seen)
-        rest = string[-limit:] if len(string) - keep > limit else string[keep:]  # no copy of a huge string
-        if keep:
-            original(self, string[:keep])
-        state["tail"].append(rest)
-        state["tail_len"] += len(rest)
-        if state["tail_len"] > 4 * limit:  # trim now and then, not on every write
-            joined = "".join(state["tail"])[-limit:]
-            state["tail"], state["tail_len"] = [joined], len(joined)
-        return len(string)
-
-    def start(*_):
-        state["seen"], state["tail"], state["tail_len"] = 0, [], 0
-
-    def finish(*_):
-        if state["seen"] > limit:
-            tail = "".join(state["tail"])[-limit:]
-            dropped = state["seen"] - limit - len(tail)
-            original(sys.stdout, f"\\n[... {dropped} characters of output cut ...]\\n" + tail)
-        start()
-
-    OutStream.write = write
-    shell = get_ipython()
-    # IPython >= 9 copies every write into shell.history_manager.outputs (kept for the whole
-    # session, ~10 us per write); nothing here reads that history, so switch the copy off.
-    import contextlib
-    if hasattr(shell, "_tee"):
-        shell._tee = lambda channel: contextlib.nullcontext()
-    shell.events.register("pre_run_cell", start)
-    shell.events.register("post_run_cell", finish)
-'''
 
 
 def output_guard_code(limit: int) -> str:
-    """Cell that bounds what a program's prints send to the host: the first and last `limit` characters.
+    """Cell that bounds what a program's prints send to the host (see `kernel_side/output_guard.py`)."""
+    return (f"_ptc_ns = {{}}\nexec(compile({source('output_guard')!r}, {PRELUDE_FILENAME!r}, 'exec'), _ptc_ns)\n"
+            f"_ptc_ns['install']({int(limit)})\ndel _ptc_ns\n")
 
-    The host bounds the output again (a program can undo this guard), so this only spares the
-    channel and the host's memory from megabytes that would be cut anyway.
-    """
-    return (f"exec(compile({OUTPUT_GUARD!r}, {PRELUDE_FILENAME!r}, 'exec'))\n"
-            f"__ptc_guard({int(limit)})\ndel __ptc_guard\n")
+
+__all__ = ["BridgeServer", "ToolRouter", "ToolCall", "ToolSource", "ERROR_MODES", "looks_like_error", "parse_request",
+           "BadFrame", "MAX_FRAME", "MAX_DEPTH", "MAX_CALL_RECORDS", "install_code", "output_guard_code",
+           "PRELOAD_SPECS_CODE", "PRELUDE_FILENAME"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .bridge import looks_like_error
+from .error_modes import looks_like_error
 
 ERRORS = [
     {"error": "invoice 42 not found"},

@@ -59,6 +59,56 @@ class KernelStartError(RuntimeError):
     """The kernel process did not come up; the message includes its log."""
 
 
+class KernelProtocolError(RuntimeError):
+    """The kernel sent a Jupyter message the host cannot read: it is treated as dead and restarted.
+
+    The kernel holds the connection key, so it can write anything into its own sockets; the host
+    never trusts a message's shape.
+    """
+
+
+MAX_ENAME_CHARS = 200
+
+
+def _read_message(get, timeout: float) -> dict:
+    """One message from a channel, checked for the shape the host relies on.
+
+    Raises queue.Empty when none came, KernelProtocolError when what came cannot be used.
+    """
+    try:
+        msg = get(timeout=timeout)
+    except queue.Empty:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the message parser's errors on bytes the kernel chose
+        raise KernelProtocolError(f"unreadable message ({type(exc).__name__})") from None
+    if not isinstance(msg, dict) or not isinstance(msg.get("parent_header"), dict) \
+            or not isinstance(msg.get("msg_type"), str) or not isinstance(msg.get("content"), dict):
+        raise KernelProtocolError("a message without the Jupyter shape")
+    return msg
+
+
+def _text(value: object, limit: int) -> str:
+    text = value if isinstance(value, str) else ("" if value is None else repr(value)[:limit])
+    if len(text) > limit:
+        text = f"{text[:limit // 2]}\n[... {len(text) - 2 * (limit // 2)} characters cut ...]\n{text[-(limit // 2):]}"
+    return text
+
+
+def bounded_error(content: dict, limit: int) -> dict:
+    """An `error` message's fields, each bounded: a program can raise an exception with any text."""
+    lines = content.get("traceback")
+    lines = lines[-200:] if isinstance(lines, list) else []
+    traceback, used = [], 0
+    for line in reversed(lines):  # the last frames matter most
+        line = strip_ansi(_text(line, limit))
+        if used + len(line) > limit:
+            break
+        traceback.insert(0, line)
+        used += len(line)
+    return {"ename": _text(content.get("ename", ""), MAX_ENAME_CHARS), "evalue": _text(content.get("evalue", ""), limit),
+            "traceback": traceback}
+
+
 def strip_ansi(text: str) -> str:
     return ANSI.sub("", text)
 
@@ -106,6 +156,7 @@ class CellOutcome:
     timed_out: bool = False
     kernel_died: bool = False  # while this program ran
     restarted_before: bool = False  # the kernel had died since the last program; restarted first
+    protocol_error: str | None = None  # the kernel sent unreadable messages and was restarted
     seconds: float = 0.0
 
 
@@ -244,7 +295,7 @@ class KernelSession:
     def _shell_reply(self, msg_id: str, deadline: float) -> dict | None:
         while time.monotonic() < deadline and self.alive():
             try:
-                msg = self.client.get_shell_msg(timeout=max(0.01, min(0.5, deadline - time.monotonic())))
+                msg = _read_message(self.client.get_shell_msg, max(0.01, min(0.5, deadline - time.monotonic())))
             except queue.Empty:
                 continue
             if msg["parent_header"].get("msg_id") == msg_id:
@@ -252,12 +303,23 @@ class KernelSession:
         return None
 
     def run_cell(self, code: str, timeout: float, max_output_chars: int) -> CellOutcome:
-        """Run `code`; on timeout interrupt it (escalating to a restart), keeping state when possible."""
+        """Run `code`; on timeout interrupt it (escalating to a restart), keeping state when possible.
+
+        Tool calls are open from the start until the program's deadline; a kernel whose messages
+        cannot be read is restarted (its state is lost, and the outcome says so).
+        """
         started = time.monotonic()
         if self.bridge is not None:
-            self.bridge.open_gate()
+            self.bridge.open_gate(started + timeout)
         try:
-            return self._run_cell(code, timeout, max_output_chars, started)
+            try:
+                return self._run_cell(code, timeout, max_output_chars, started)
+            except KernelProtocolError as exc:
+                self.restart()
+                outcome = CellOutcome(kernel_died=True, protocol_error=str(exc), seconds=time.monotonic() - started)
+                outcome.error = {"ename": "KernelProtocolError", "traceback": [],
+                                 "evalue": f"the kernel sent messages the host could not read ({exc}); it was restarted"}
+                return outcome
         finally:
             if self.bridge is not None:
                 self.bridge.close_gate()
@@ -267,15 +329,24 @@ class KernelSession:
         calls, self._dead_calls = self._dead_calls, []
         return calls + (self.bridge.take_calls() if self.bridge is not None else [])
 
+    @property
+    def calls_not_recorded(self) -> int:
+        """Calls of the current program beyond the bridge's record bound (counted, not kept)."""
+        return self.bridge.calls_not_recorded if self.bridge is not None else 0
+
     def _run_cell(self, code: str, timeout: float, max_output_chars: int, started: float) -> CellOutcome:
         died_before = not self.alive()  # e.g. killed by a thread of an earlier program: start afresh
         if died_before:
             self.restart()
+        else:
+            self.reap_strays()  # started by a thread an earlier program left running
         self._drain_pending(started + max(timeout, 30.0))
         msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
         output = BoundedText(max_output_chars)
         outcome = CellOutcome()
         deadline = time.monotonic() + timeout  # the program's own time, not the set-up's
+        if self.bridge is not None:
+            self.bridge.open_gate(deadline)  # host-side tool calls end by the program's deadline too
         interrupts = 0
         while True:
             now = time.monotonic()
@@ -292,7 +363,7 @@ class KernelSession:
                 outcome.kernel_died = True
                 break
             try:
-                msg = self.client.get_iopub_msg(timeout=min(0.25, deadline - now))
+                msg = _read_message(self.client.get_iopub_msg, min(0.25, deadline - now))
             except queue.Empty:
                 if not self.alive():
                     self.restart()
@@ -303,14 +374,16 @@ class KernelSession:
                 continue
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
-                output.add(content.get("text", ""))
+                text = content.get("text")
+                if isinstance(text, str):
+                    output.add(text)
             elif kind in ("execute_result", "display_data"):
-                text = content.get("data", {}).get("text/plain")
-                if text is not None:
+                data = content.get("data")
+                text = data.get("text/plain") if isinstance(data, dict) else None
+                if isinstance(text, str):
                     output.add(text + "\n")
             elif kind == "error":
-                outcome.error = {"ename": content.get("ename", ""), "evalue": content.get("evalue", ""),
-                                 "traceback": [strip_ansi(line) for line in content.get("traceback", [])]}
+                outcome.error = bounded_error(content, max_output_chars)
             elif kind == "status" and content.get("execution_state") == "idle":
                 break
         if not outcome.kernel_died:

@@ -17,6 +17,7 @@ import json
 import os
 import shlex
 import threading
+import time
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
@@ -153,21 +154,27 @@ class MCPToolSource:
             if not cursor:
                 return specs
 
-    def call(self, name: str, arguments: dict | None = None) -> tuple[Any, bool]:
+    def call(self, name: str, arguments: dict | None = None, deadline: float | None = None) -> tuple[Any, bool]:
         """Call a tool; returns (result as native Python, is_error as the server flagged it).
 
         A failure of the tool itself comes back as is_error=True with the server's message; a
-        broken connection or an unknown tool raises.
+        broken connection or an unknown tool raises. `deadline` (time.monotonic) ends the wait
+        sooner than `call_timeout` (a program's own deadline).
         """
         if self._closed:
             raise MCPConnectionError(f"MCP server {self.server!r}: this connection is closed")
         if name not in self.tool_specs:
             raise KeyError(f"MCP server {self.server!r} has no tool {name!r}; it offers: {', '.join(sorted(self.tool_specs))}")
+        wait = self.call_timeout + 5
+        if deadline is not None:
+            wait = max(0.0, min(wait, deadline - time.monotonic()))
         future = asyncio.run_coroutine_threadsafe(self._client.call_tool(name, arguments or {}), self._loop)
         try:
-            result = future.result(timeout=self.call_timeout + 5)
+            result = future.result(timeout=wait)
         except FutureTimeout:
             future.cancel()
+            if deadline is not None and time.monotonic() >= deadline:
+                return f"{name} ran past the program's time limit and was abandoned", True
             raise MCPConnectionError(f"MCP tool {name!r} on {self.server!r} took longer than {self.call_timeout:g}s") from None
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED or self._owner.done():

@@ -39,6 +39,7 @@ class ExecutionResult:
     tool_calls: list[ToolCall] = field(default_factory=list)
     kernel_restarted: bool = False  # the kernel died or was killed: every variable is gone
     seconds: float = 0.0
+    tool_calls_not_recorded: int = 0  # calls beyond the bridge's bound of records per program
 
     @property
     def ok(self) -> bool:
@@ -56,14 +57,17 @@ class ExecutionResult:
         return "\n".join(parts) if parts else "[no output]"
 
 
-def _short_traceback(error: dict) -> str:
+def _short_traceback(error: dict, limit: int) -> str:
     text = "\n".join(error.get("traceback") or [])
     # Frames of the tools proxy and of IPython's own wrappers say nothing about the program's bug.
     blocks = [b for b in text.split("\n\n") if PRELUDE_FILENAME not in b and "site-packages/IPython/" not in b]
     lines = "\n".join(b for b in blocks if b.strip()).splitlines()
     if len(lines) > TRACEBACK_LINES:
         lines = ["Traceback (most recent call last, shortened):", *lines[-TRACEBACK_LINES:]]
-    return "\n".join(lines) or f"{error.get('ename')}: {error.get('evalue')}"
+    text = "\n".join(lines) or f"{error.get('ename')}: {error.get('evalue')}"
+    if len(text) > limit:  # one line can carry the whole message
+        text = f"{text[:limit // 2]}\n[... {len(text) - 2 * (limit // 2)} characters of the error cut ...]\n{text[-(limit // 2):]}"
+    return text
 
 
 class PTCRuntime(Closeable):
@@ -153,15 +157,17 @@ class PTCRuntime(Closeable):
             outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
             outcome.restarted_before = True
         error = None
-        if outcome.error is not None:
-            error = ErrorInfo(outcome.error["ename"], outcome.error["evalue"], _short_traceback(outcome.error))
+        if outcome.error is not None:  # its fields arrive bounded (kernel.bounded_error)
+            error = ErrorInfo(outcome.error["ename"], outcome.error["evalue"],
+                              _short_traceback(outcome.error, self.max_output_chars))
         elif outcome.kernel_died and not outcome.timed_out:
             error = ErrorInfo("KernelDied", "the kernel process died while running the program "
                               "(out of memory, a crash, or it was killed)", "")
+        not_recorded = session.calls_not_recorded
         return ExecutionResult(
             output=outcome.output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated,
             tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died or outcome.restarted_before,
-            seconds=outcome.seconds,
+            seconds=outcome.seconds, tool_calls_not_recorded=not_recorded,
         )
 
     def terminal(self, command: str, timeout: float | None = None) -> TerminalResult:
