@@ -6,6 +6,7 @@ resumed) and read back with `read_jsonl`.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -106,32 +107,46 @@ def episode_key(task_id: str, scale: str, seed: int, harness: str, policy: str, 
     return f"{task_id}|{scale}|seed{seed}|{harness}|{policy}|{sample}"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _json_line(trajectory: Trajectory) -> bytes:
+    """One record as UTF-8 bytes. A lone surrogate (a file name that is not UTF-8, decoded with
+    surrogateescape) cannot be encoded: it is written as its JSON escape, which reads back the same."""
+    line = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", trajectory.to_json())
+    return line.encode("utf-8") + b"\n"
+
+
 def write_jsonl(trajectories: Trajectory | Iterable[Trajectory], path: str | Path) -> None:
     """Append trajectories to a JSON-lines file (one flushed line each, so a killed run loses at most one)."""
     if isinstance(trajectories, Trajectory):
         trajectories = [trajectories]
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    # A writer killed mid-line leaves no newline: start on a fresh line so the next record stays whole.
-    cut_short = path.exists() and path.stat().st_size > 0 and not path.read_bytes().endswith(b"\n")
-    with path.open("a", encoding="utf-8") as out:
-        if cut_short:
-            out.write("\n")
+    with path.open("ab") as out:
+        # A writer killed mid-line leaves no newline: start on a fresh line so the next record stays whole.
+        if out.tell() > 0:
+            with path.open("rb") as existing:
+                existing.seek(-1, 2)
+                if existing.read(1) != b"\n":
+                    out.write(b"\n")
         for trajectory in trajectories:
-            out.write(trajectory.to_json() + "\n")
+            out.write(_json_line(trajectory))  # encoded whole first: a record that fails leaves no half line
             out.flush()
 
 
 def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
-    """Read trajectories back; a line cut short by a killed writer is skipped with a warning."""
-    with Path(path).open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, 1):
-            if not line.strip():
+    """Read trajectories back, byte by byte safe: a line cut short by a killed writer (even inside a
+    multi-byte character) or otherwise unreadable is skipped with a warning."""
+    with Path(path).open("rb") as lines:
+        for number, raw in enumerate(lines, 1):
+            if not raw.strip():
                 continue
             try:
-                yield Trajectory.from_json(line)
-            except json.JSONDecodeError:
-                warnings.warn(f"{path}:{number}: skipped a line that is not a whole trajectory (a killed run?)", stacklevel=2)
+                yield Trajectory.from_json(raw.decode("utf-8"))
+            except (UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
+                warnings.warn(f"{path}:{number}: skipped a line that is not a whole trajectory (a killed run?): "
+                              f"{type(exc).__name__}", stacklevel=2)
 
 
 def read_jsonl(path: str | Path) -> list[Trajectory]:
