@@ -40,9 +40,23 @@ def _failed_cell(executed: Path) -> str:
     return "cell unknown"
 
 
+def _stamp_profile(executed: Path, profile: str) -> None:
+    """Say in the executed copy's opening markdown cell which profile it ran under."""
+    import nbformat
+
+    nb = nbformat.read(executed, as_version=4)
+    first = next((cell for cell in nb.cells if cell.cell_type == "markdown"), None)
+    if first is not None:
+        first.source = first.source.rstrip() + f"\n\n*This copy ran under profile `{profile}` (`progagent reproduce`).*"
+        nbformat.write(nb, executed)
+
+
 def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, only: list[str] | None = None,
               kernel_name: str = "python3", notebooks_dir: Path = NOTEBOOKS_DIR) -> list[NotebookRun]:
-    """Execute each notebook with parameters (profile, run_dir); keep executed copies in the run folder."""
+    """Execute each notebook with parameters (profile, run_dir); keep executed copies in the run folder.
+
+    `kernel_name` "python3" is the interpreter running this (jupyter_client's native kernel), whatever kernel
+    the notebooks name for JupyterLab ("progagent", registered inside .venv by `make install`)."""
     import papermill
 
     prof = load_profile(profile, run_dir)
@@ -59,6 +73,7 @@ def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, onl
         except papermill.PapermillExecutionError as exc:
             raise NotebookFailed(f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})") from exc
         seconds = time.perf_counter() - started
+        _stamp_profile(executed, prof.name)
         print(f"[{i}/{len(paths)}] {notebook.name} done in {seconds:.0f}s", flush=True)
         runs.append(NotebookRun(notebook.name, seconds, executed))
     return runs
