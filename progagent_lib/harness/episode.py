@@ -1,4 +1,14 @@
-"""The episode loop: one task, one policy, one harness, until claim_done, a silent turn or a limit.
+"""The episode: one task, one harness, stepped one assistant turn at a time, until it ends.
+
+`Episode` is the single place where an episode's rules live: the messages, the budgets (`Limits`),
+the end reasons, how observations are cut, the feedback for unreadable calls and spent budgets, and
+every metric a trajectory records. Everything that runs an episode steps it:
+
+- `run_episode` (message level: `progagent run`, the notebooks) is a short loop: ask the policy for a
+  turn, `episode.add_turn(turn)`, until `episode.finished`;
+- the training rollout and the evaluation after training (`progagent_lib.train.rollout`) are a token
+  adapter over the same object: they decode the generated tokens, hand the turn to the episode, and
+  render the messages it adds with the tokenizer's own chat template.
 
 The loop is the same for DTC, PTC and Hybrid; what differs (the tools offered, the system prompt,
 whether task tools are direct calls) is data in `spec.py`, applied by `Session`.
@@ -18,14 +28,28 @@ from .trajectory import CallRecord, Trajectory
 if TYPE_CHECKING:
     from ..task import Task
 
+# Why an episode ended. One list for every path (message loop, MCP, training rollouts, evaluation).
+END_REASONS: dict[str, str] = {
+    "claim_done": "the model called claim_done; the verifier judged its action",
+    "no_tool_call": "a turn without a tool call; its text is the final answer",
+    "max_turns": "the turn budget (Limits.max_turns) ran out",
+    "max_tool_calls": "the tool-call budget (Limits.max_tool_calls) ran out",
+    "max_context_tokens": "the context reached Limits.max_context_tokens",
+    "turn_cut": "a turn reached Limits.max_new_tokens before its end-of-turn token",
+    "policy_error": "the policy or its server failed: an infrastructure error, not a task failure",
+}
+INFRASTRUCTURE_END_REASONS = frozenset({"policy_error"})
+
 
 @dataclass(frozen=True)
 class Limits:
-    """When an episode is cut off. None means no limit."""
+    """When an episode is cut off. None means no limit. The same budgets for evaluation and training."""
 
-    max_tool_calls: int | None = 100        # tool calls the model issues (a program counts once), as in the paper
-    max_turns: int | None = 200             # assistant turns
+    max_tool_calls: int | None = 100          # tool calls the model issues (a program counts once), as in the paper
+    max_turns: int | None = 200               # assistant turns
     max_context_tokens: int | None = 131_072  # prompt + everything generated and observed so far
+    max_new_tokens: int | None = None         # one assistant turn (a generator's budget; a longer turn is cut)
+    max_observation_chars: int | None = None  # one observation, cut with a visible marker
 
     @classmethod
     def for_task(cls, task: "Task") -> "Limits":
@@ -38,7 +62,7 @@ class Limits:
 
 
 def parse_error_feedback(problem: str) -> str:
-    """What the model reads after a tool-call block that could not be parsed (also used by GSPO rollouts)."""
+    """What the model reads after a tool-call block that could not be parsed."""
     return (f"Error: your tool call could not be read: {problem} No tool was run; "
             "write the call again in the expected format.")
 
@@ -48,8 +72,216 @@ def tool_budget_message(max_tool_calls: int) -> str:
     return f"Not run: the limit of {max_tool_calls} tool calls was reached."
 
 
+def cut_observation(text: str, limit: int | None) -> str:
+    """An observation bounded to `limit` characters, with a visible marker so the model knows text is missing."""
+    if limit is None or len(text) <= limit:
+        return text
+    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
+
+
 class PolicyError(RuntimeError):
     """A policy could not produce a turn (e.g. a remote API kept failing); the episode ends, recorded."""
+
+
+class Episode:
+    """One episode, advanced by `add_turn(turn)`; `to_trajectory()` scores it and releases the environment.
+
+    A turn is anything with `text`, `tool_calls` (ToolCall list), `parse_errors` and optionally `reasoning`,
+    `prompt_tokens` and `completion_tokens` (a policy's `PolicyTurn`). Use as a context manager, or call
+    `to_trajectory()` (which closes) or `close()`.
+
+    Metrics (one definition each, for every path):
+      turns               assistant turns the episode received
+      model_tool_calls    tool calls the model issued and the harness ran (a program counts once)
+      tool_calls          task-tool calls those caused, direct or inside programs
+      tool_output_tokens  tokens of the observation texts that entered the context (tool results, parse and
+                          budget feedback), each counted alone with the episode's token counter, no chat markup
+      context_tokens      the context's size: the exact count whenever the generator reports one (prompt +
+                          completion tokens of a turn, the token adapter's rendered context), plus the counter's
+                          estimate of what was added since
+      runtime_errors      programs that raised; timeouts: calls that timed out
+      malformed_calls     tool-call blocks the parser could not read
+    """
+
+    def __init__(self, task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
+                 limits: Limits | None = None, policy_name: str = "", sample: int = 0, error_mode: str = "is_error",
+                 system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None):
+        self.task = task
+        self.spec = get_harness(harness) if isinstance(harness, str) else harness
+        self.limits = limits or Limits.for_task(task)
+        self.count = TokenCounter(tokenizer)
+        self.trajectory = Trajectory(task_id=task.id, scale=scale, seed=seed, harness=self.spec.name,
+                                     policy=policy_name, sample=sample, token_counter=self.count.name)
+        self._started = time.perf_counter()
+        self.env = task.instantiate(scale, seed)
+        try:
+            self.session = Session(self.env, self.spec, error_mode=error_mode, **(session_kwargs or {}))
+        except BaseException:
+            self.env.close()
+            raise
+        self.tools = self.session.tool_schemas()
+        self.messages: list[dict] = [{"role": "system", "content": self.session.system_prompt(system_prompt)},
+                                     {"role": "user", "content": task.prompt}]
+        self.trajectory.tools, self.trajectory.messages = self.tools, self.messages
+        self.context_tokens = self.count(self.messages[0]["content"]) + self.count(task.prompt) + \
+            self.count(json.dumps(self.tools))
+        self.final_response = ""
+        self._used_ids: set[str] = set()
+        self._closed = False
+        self._check_budgets()
+
+    # --- state -------------------------------------------------------------------------------------
+    @property
+    def finished(self) -> bool:
+        return bool(self.trajectory.end_reason)
+
+    @property
+    def end_reason(self) -> str:
+        return self.trajectory.end_reason
+
+    def _end(self, reason: str) -> None:
+        assert reason in END_REASONS, reason
+        if not self.trajectory.end_reason:
+            self.trajectory.end_reason = reason
+
+    def _check_budgets(self) -> None:
+        limits, t = self.limits, self.trajectory
+        if self.session.done:
+            self._end("claim_done")
+        elif limits.max_tool_calls is not None and t.model_tool_calls >= limits.max_tool_calls:
+            self._end("max_tool_calls")
+        elif limits.max_turns is not None and t.turns >= limits.max_turns:
+            self._end("max_turns")
+        elif limits.max_context_tokens is not None and self.context_tokens >= limits.max_context_tokens:
+            self._end("max_context_tokens")
+
+    def report_context_tokens(self, tokens: int) -> None:
+        """The exact context size, from whoever renders the context (a token adapter, a server's usage report)."""
+        self.context_tokens = int(tokens)
+        if not self.finished:
+            self._check_budgets()
+
+    # --- one turn ----------------------------------------------------------------------------------
+    def add_turn(self, turn: Any) -> list[dict]:
+        """Record one assistant turn, run its tool calls, and return the messages added after it.
+
+        The returned messages are the tool messages (one per call, in order), then one user message per
+        block that could not be parsed. claim_done ends the episode at once: later calls in its turn are not run.
+        """
+        if self.finished:
+            raise RuntimeError(f"the episode has ended ({self.end_reason}); it takes no more turns")
+        t = self.trajectory
+        turn_index = t.turns
+        t.turns += 1
+        calls = self._with_unique_ids(list(getattr(turn, "tool_calls", None) or []), turn_index)
+        self.messages.append(_assistant_message(turn, calls))
+        reported = (getattr(turn, "prompt_tokens", None) or 0) + (getattr(turn, "completion_tokens", None) or 0)
+        if reported:  # the policy knows the exact size (its own tokenizer, a server's usage report)
+            self.context_tokens = reported
+        else:
+            self.context_tokens += self.count(turn.text or "") + self.count(getattr(turn, "reasoning", "") or "") + \
+                sum(self.count(json.dumps(c.arguments, ensure_ascii=False)) for c in calls)
+        parse_errors = list(getattr(turn, "parse_errors", None) or [])
+        if not calls and not parse_errors:
+            self.final_response = turn.text or ""
+            self._end("no_tool_call")
+            return []
+
+        added: list[dict] = []
+        for call in calls:
+            if self.session.done:
+                break
+            if self.limits.max_tool_calls is not None and t.model_tool_calls >= self.limits.max_tool_calls:
+                content = tool_budget_message(self.limits.max_tool_calls)
+                added.append(_tool_message(call, content))
+                self._record(CallRecord(turn_index, call.name, call.arguments, content, self.count(content), 0.0,
+                                        True, "over_budget"))
+                continue
+            observation = self.session.dispatch(call)
+            content = cut_observation(observation.content, self.limits.max_observation_chars)
+            added.append(_tool_message(call, content))
+            t.model_tool_calls += 1
+            self._record(_call_record(turn_index, call, observation, content, self.count(content)))
+        # A block the parser could not read is answered like a failed call, and the episode goes on.
+        # The answer comes after the tool messages: APIs want those right after the assistant turn.
+        if not self.session.done:
+            for problem in parse_errors:
+                feedback = parse_error_feedback(problem)
+                added.append({"role": "user", "content": feedback})
+                t.malformed_calls += 1
+                self._record(CallRecord(turn_index, "<malformed>", {}, feedback, self.count(feedback), 0.0, True,
+                                        "malformed"))
+        self.messages.extend(added)
+        self._check_budgets()
+        return added
+
+    def cut_turn(self, turn: Any) -> None:
+        """A turn that ran out of tokens before its end-of-turn token: recorded as text, nothing is run."""
+        if self.finished:
+            raise RuntimeError(f"the episode has ended ({self.end_reason}); it takes no more turns")
+        self.trajectory.turns += 1
+        self.messages.append(_assistant_message(turn, []))
+        self.context_tokens += self.count(getattr(turn, "raw", "") or turn.text or "")
+        self._end("turn_cut")
+
+    def fail(self, error: str) -> None:
+        """The policy could not produce a turn: the episode ends as an infrastructure error."""
+        self.trajectory.error = str(error)
+        self._end("policy_error")
+
+    # --- the end -----------------------------------------------------------------------------------
+    def to_trajectory(self) -> Trajectory:
+        """Score the episode (without claim_done the verifier judges the state as left, with the last plain
+        answer or an empty one) and release the environment. Idempotent."""
+        t = self.trajectory
+        if not self._closed:
+            try:
+                if not self.finished:
+                    raise RuntimeError("to_trajectory() before the episode ended; call close() to abandon it")
+                done = self.session.done
+                verdict = self.session.result if done else self.env.verify(self.final_response)
+                t.final_answer = self.session.final_answer if done else (self.final_response or None)
+                t.reward, t.score = float(verdict.reward), float(verdict.score)
+                t.criteria = verdict.to_dict()["criteria"]
+                t.context_tokens = self.context_tokens
+            finally:
+                self.close()
+        return t
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.session.close()
+        finally:
+            self.env.close()
+            self.trajectory.seconds = time.perf_counter() - self._started
+
+    def __enter__(self) -> "Episode":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- helpers -----------------------------------------------------------------------------------
+    def _with_unique_ids(self, calls: list[ToolCall], turn_index: int) -> list[ToolCall]:
+        """Every call needs an id that its tool message answers; ids from the parser repeat across turns."""
+        unique = []
+        for i, call in enumerate(calls):
+            call_id = call.id if call.id and call.id not in self._used_ids else f"call_{turn_index}_{i}"
+            self._used_ids.add(call_id)
+            unique.append(ToolCall(call.name, call.arguments, call_id))
+        return unique
+
+    def _record(self, record: CallRecord) -> None:
+        t = self.trajectory
+        t.calls.append(record)
+        t.tool_output_tokens += record.observation_tokens
+        t.tool_calls += record.task_tool_calls
+        t.runtime_errors += record.runtime_error
+        t.timeouts += record.timed_out
+        self.context_tokens += record.observation_tokens
 
 
 def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", policy: Any = None,
@@ -63,111 +295,35 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
     `system_prompt` is a file whose text replaces the harness's prompt; `session_kwargs` go to
     `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...). `tokenizer` counts
     tokens instead of the policy's (e.g. to measure the teacher's context cost in a model's tokens).
-
-    Without claim_done, the verifier judges the state as left, with the last plain-text answer (if the
-    episode ended on a turn without a tool call) or an empty answer (if a limit ended it).
     """
     if policy is None:
         raise ValueError("run_episode needs a policy, e.g. OracleTeacher(harness) or make_policy('oracle', harness)")
-    spec = get_harness(harness) if isinstance(harness, str) else harness
     limits = limits or getattr(policy, "default_limits", None) or Limits.for_task(task)
-    count = TokenCounter(tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None))
-    trajectory = Trajectory(task_id=task.id, scale=scale, seed=seed, harness=spec.name,
-                            policy=getattr(policy, "name", type(policy).__name__), sample=sample,
-                            token_counter=count.name)
-    started = time.perf_counter()
-    env = task.instantiate(scale, seed)
-    agent = policy.start_episode(task) if hasattr(policy, "start_episode") else policy
+    episode = Episode(task, scale, seed, harness, limits=limits, policy_name=getattr(policy, "name", type(policy).__name__),
+                      sample=sample, error_mode=error_mode, system_prompt=system_prompt, session_kwargs=session_kwargs,
+                      tokenizer=tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None))
+    agent = None
     try:
-        with Session(env, spec, error_mode=error_mode, **(session_kwargs or {})) as session:
-            tools = session.tool_schemas()
-            messages = [{"role": "system", "content": session.system_prompt(system_prompt)},
-                        {"role": "user", "content": task.prompt}]
-            trajectory.tools, trajectory.messages = tools, messages
-            context_tokens = count(messages[0]["content"]) + count(task.prompt) + count(json.dumps(tools))
-            final_response = ""
-            used_ids: set[str] = set()
-
-            while True:
-                if limits.max_turns is not None and trajectory.turns >= limits.max_turns:
-                    trajectory.end_reason = "max_turns"
-                    break
-                if limits.max_context_tokens is not None and context_tokens >= limits.max_context_tokens:
-                    trajectory.end_reason = "max_context_tokens"
-                    break
-                try:
-                    turn = agent.act(messages, tools)
-                except PolicyError as exc:
-                    trajectory.end_reason, trajectory.error = "policy_error", str(exc)
-                    break
-                turn_index = trajectory.turns
-                trajectory.turns += 1
-                calls = _with_unique_ids(turn.tool_calls, turn_index, used_ids)
-                messages.append(_assistant_message(turn, calls))
-                context_tokens += count(turn.text) + count(getattr(turn, "reasoning", "") or "") + \
-                    sum(count(json.dumps(c.arguments, ensure_ascii=False)) for c in calls)
-                # The policy may know the exact size so far (its own tokenizer, a server's usage report).
-                reported = (getattr(turn, "prompt_tokens", None) or 0) + (getattr(turn, "completion_tokens", None) or 0)
-                context_tokens = max(context_tokens, reported)
-
-                if not calls and not turn.parse_errors:
-                    trajectory.end_reason, final_response = "no_tool_call", turn.text
-                    break
-
-                for call in calls:
-                    if limits.max_tool_calls is not None and trajectory.model_tool_calls >= limits.max_tool_calls:
-                        messages.append(_tool_message(call, tool_budget_message(limits.max_tool_calls)))
-                        continue
-                    observation = session.dispatch(call)
-                    messages.append(_tool_message(call, observation.content))
-                    tokens = count(observation.content)
-                    context_tokens += tokens
-                    trajectory.model_tool_calls += 1
-                    _record(trajectory, _call_record(turn_index, call, observation, tokens))
-
-                # A block the parser could not read is answered like a failed call, and the episode goes on.
-                # The answer comes after the tool messages: APIs want those right after the assistant turn.
-                for problem in turn.parse_errors:
-                    feedback = parse_error_feedback(problem)
-                    messages.append({"role": "user", "content": feedback})
-                    tokens = count(feedback)
-                    context_tokens += tokens
-                    trajectory.malformed_calls += 1
-                    _record(trajectory, CallRecord(turn_index, "<malformed>", {}, feedback, tokens, 0.0, True, "malformed"))
-
-                if session.done:
-                    trajectory.end_reason = "claim_done"
-                    break
-                if limits.max_tool_calls is not None and trajectory.model_tool_calls >= limits.max_tool_calls:
-                    trajectory.end_reason = "max_tool_calls"
-                    break
-
-            # Without claim_done the verifier judges the state as left, with the last plain answer (if any).
-            verdict = session.result if session.done else env.verify(final_response)
-            trajectory.final_answer = session.final_answer if session.done else (final_response or None)
-            trajectory.reward, trajectory.score = verdict.reward, verdict.score
-            trajectory.criteria = verdict.to_dict()["criteria"]
-            trajectory.context_tokens = context_tokens
+        agent = policy.start_episode(task) if hasattr(policy, "start_episode") else policy
+        while not episode.finished:
+            try:
+                turn = agent.act(episode.messages, episode.tools)
+            except PolicyError as exc:
+                episode.fail(str(exc))
+                break
+            if getattr(turn, "cut", False):
+                episode.cut_turn(turn)
+            else:
+                episode.add_turn(turn)
+        return episode.to_trajectory()
     finally:
-        if agent is not policy and hasattr(agent, "close"):  # a per-episode player; the policy itself lives on
+        if agent is not None and agent is not policy and hasattr(agent, "close"):  # a per-episode player
             agent.close()
-        env.close()
-    trajectory.seconds = time.perf_counter() - started
-    return trajectory
-
-
-def _with_unique_ids(calls: list[ToolCall], turn_index: int, used: set[str]) -> list[ToolCall]:
-    """Every call needs an id that its tool message answers; ids from the parser repeat across turns."""
-    unique = []
-    for i, call in enumerate(calls):
-        call_id = call.id if call.id and call.id not in used else f"call_{turn_index}_{i}"
-        used.add(call_id)
-        unique.append(ToolCall(call.name, call.arguments, call_id))
-    return unique
+        episode.close()
 
 
 def _assistant_message(turn: Any, calls: list[ToolCall]) -> dict:
-    message: dict = {"role": "assistant", "content": turn.text}
+    message: dict = {"role": "assistant", "content": turn.text or ""}
     if getattr(turn, "reasoning", ""):
         message["reasoning_content"] = turn.reasoning
     if calls:
@@ -181,23 +337,15 @@ def _tool_message(call: ToolCall, content: str) -> dict:
     return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
 
 
-def _call_record(turn_index: int, call: ToolCall, observation: Observation, tokens: int) -> CallRecord:
+def _call_record(turn_index: int, call: ToolCall, observation: Observation, content: str, tokens: int) -> CallRecord:
     program = None
     if observation.kind == "program":
         program = analyze_program(call.arguments.get("code", ""))
-    return CallRecord(turn=turn_index, name=call.name, arguments=call.arguments, observation=observation.content,
+    return CallRecord(turn=turn_index, name=call.name, arguments=call.arguments, observation=content,
                       observation_tokens=tokens, seconds=observation.seconds, is_error=observation.is_error,
                       kind=observation.kind, task_tool_calls=len(observation.task_tool_calls),
                       runtime_error=observation.runtime_error, timed_out=observation.timed_out,
                       kernel_restarted=observation.kernel_restarted, program=program)
 
 
-def _record(trajectory: Trajectory, record: CallRecord) -> None:
-    trajectory.calls.append(record)
-    trajectory.tool_output_tokens += record.observation_tokens
-    trajectory.tool_calls += record.task_tool_calls
-    trajectory.runtime_errors += record.runtime_error
-    trajectory.timeouts += record.timed_out
-
-
-__all__ = ["Limits", "PolicyError", "run_episode", "PROGRAMMATIC_TOOL_CALL"]
+__all__ = ["END_REASONS", "Episode", "Limits", "PolicyError", "cut_observation", "run_episode", "PROGRAMMATIC_TOOL_CALL"]

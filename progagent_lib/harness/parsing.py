@@ -1,4 +1,5 @@
-"""Tool calls out of a model's raw text: Qwen3's JSON blocks and Qwen3-Coder's XML form.
+"""Tool calls out of a model's raw text: Qwen3's JSON blocks, Qwen3-Coder's XML form, JSON lists of calls,
+and Llama-3-style bare JSON objects (`{"name": ..., "parameters": {...}}`, optionally after `<|python_tag|>`).
 
     <tool_call>
     {"name": "list_products", "arguments": {"page": 2}}
@@ -54,6 +55,10 @@ def parse_tool_calls(text: str, tools: list[dict] | None = None) -> ParsedTurn:
         text = text[think.end():]
     calls: list[ToolCall] = []
     errors: list[str] = []
+    if TOOL_CALL_OPEN not in text:
+        bare = _parse_bare_json(text, tools)
+        if bare is not None:
+            return ParsedTurn(content="", tool_calls=bare, reasoning=reasoning)
     for index, match in enumerate(_BLOCK.finditer(text)):
         body = match.group(1)
         closed = match.group(0).rstrip().endswith(TOOL_CALL_CLOSE)
@@ -62,22 +67,66 @@ def parse_tool_calls(text: str, tools: list[dict] | None = None) -> ParsedTurn:
             errors.append(f"{where} has no closing {TOOL_CALL_CLOSE} tag; write each call as "
                           f"{TOOL_CALL_OPEN}{{\"name\": ..., \"arguments\": {{...}}}}{TOOL_CALL_CLOSE}.")
             continue
-        parsed = _parse_xml(body, tools) if body.lstrip().startswith("<") else _parse_json(body)
+        parsed = _parse_xml(body, tools) if body.lstrip().startswith("<") else _parse_json_calls(body)
         if isinstance(parsed, str):
             errors.append(f"{where}: {parsed}")
-        else:
-            parsed.id = f"call_{index}"
-            calls.append(parsed)
+            continue
+        for call in parsed if isinstance(parsed, list) else [parsed]:
+            call.id = f"call_{len(calls)}"
+            calls.append(call)
     content = _BLOCK.sub("", text).strip()
     return ParsedTurn(content=content, tool_calls=calls, errors=errors, reasoning=reasoning)
 
 
-def _parse_json(body: str) -> ToolCall | str:
+def _parse_bare_json(text: str, tools: list[dict] | None) -> list[ToolCall] | None:
+    """A whole turn that is one JSON call object or a JSON list of them (Llama-3 style), else None.
+
+    Only taken as calls when every object names a tool the model was offered (when `tools` is given), so a
+    plain answer that happens to be JSON stays an answer."""
+    body = text.strip().removeprefix("<|python_tag|>").strip()
+    if not body.startswith(("{", "[")):
+        return None
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError:
+        return None
+    items = data if isinstance(data, list) else [data]
+    offered = {(s.get("function", s) or {}).get("name") for s in tools} if tools else None
+    if not items or not all(isinstance(i, dict) and isinstance(i.get("name"), str) and
+                            ("arguments" in i or "parameters" in i) for i in items):
+        return None
+    if offered is not None and not all(i["name"] in offered for i in items):
+        return None
+    calls = []
+    for item in items:
+        call = _call_from_object(item)
+        if isinstance(call, str):
+            return None
+        call.id = f"call_{len(calls)}"
+        calls.append(call)
+    return calls
+
+
+def _parse_json_calls(body: str) -> ToolCall | list[ToolCall] | str:
     try:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
         return f"the block is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); expected " \
                "{\"name\": \"TOOL\", \"arguments\": {...}}."
+    if isinstance(data, list):
+        if not data:
+            return "the block holds an empty list of calls."
+        calls = []
+        for item in data:
+            call = _call_from_object(item)
+            if isinstance(call, str):
+                return call
+            calls.append(call)
+        return calls
+    return _call_from_object(data)
+
+
+def _call_from_object(data) -> ToolCall | str:
     if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not data["name"]:
         return "the JSON must be an object with a string \"name\" and an object \"arguments\"."
     arguments = data.get("arguments", data.get("parameters", {}))

@@ -51,7 +51,7 @@ class Trajectory:
     reward: float = 0.0                   # R: 1 iff every criterion passed
     score: float = 0.0                    # R~: weighted share of criteria passed
     criteria: list[dict] = field(default_factory=list)
-    end_reason: str = ""                  # claim_done | no_tool_call | max_tool_calls | max_turns | max_context_tokens | policy_error
+    end_reason: str = ""                  # one of harness.episode.END_REASONS
     turns: int = 0
     tool_output_tokens: int = 0           # tokens of tool observations that entered the context
     context_tokens: int = 0               # the context's size at the end (prompt + everything generated)
@@ -68,6 +68,11 @@ class Trajectory:
     def key(self) -> str:
         """Identifies the episode within a batch run (used to resume)."""
         return episode_key(self.task_id, self.scale, self.seed, self.harness, self.policy, self.sample)
+
+    @property
+    def errored(self) -> bool:
+        """Ended by an infrastructure error (the policy or its server failed), not by the task: keep it out of pass rates."""
+        return self.end_reason == "policy_error"
 
     @property
     def programs(self) -> list[ProgramStructure]:
