@@ -11,6 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from progagent_lib.harness import run_episode
+from progagent_lib.harness.summary import is_infra_error
 from progagent_lib.policy import OpenAIPolicy, make_policy
 
 
@@ -118,3 +119,51 @@ def test_text_tool_calls_from_servers_without_a_parser(server, restock_task):
     assert t.policy == "openai:coder" and t.end_reason == "no_tool_call"
     assert t.calls[0].observation.strip() == "60" and t.tool_calls == 1
     assert t.final_answer == "There are 60 products."
+
+
+def test_connection_refused_names_the_server_and_the_fix(restock_task):
+    from progagent_lib.engine import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
+    t = run_episode(restock_task, "v0", 0, "ptc", OpenAIPolicy(url, "m", backoff=0.01, max_retries=1))
+    assert t.end_reason == "policy_error" and is_infra_error(t)
+    assert f"{url}/chat/completions failed 2 times" in t.error and "ConnectError" in t.error
+    assert "progagent engine serve" in t.error
+
+
+def test_a_server_without_tool_calling_gets_the_fix_and_an_empty_turn_is_an_error(server, restock_task):
+    refused = server([(400, {"object": "error", "message": '"auto" tool choice requires --enable-auto-tool-choice '
+                                                         'and --tool-call-parser to be set'})])
+    t = run_episode(restock_task, "v0", 0, "ptc", OpenAIPolicy(refused.url, "m", backoff=0.01))
+    assert is_infra_error(t) and "HTTP 400" in t.error and "--tool-call-parser hermes" in t.error
+    empty = server([(200, {"choices": [{"message": {"role": "assistant", "content": ""}, "finish_reason": "abort"}],
+                           "usage": {"prompt_tokens": 900, "completion_tokens": 0}})])
+    t = run_episode(restock_task, "v0", 0, "ptc", OpenAIPolicy(empty.url, "m", backoff=0.01))
+    assert is_infra_error(t) and "no tokens" in t.error and "'abort'" in t.error
+    no_choices = server([(200, {"choices": []})])
+    t = run_episode(restock_task, "v0", 0, "ptc", OpenAIPolicy(no_choices.url, "m", backoff=0.01))
+    assert is_infra_error(t) and "no choices[0].message" in t.error
+
+
+def test_errored_episodes_are_kept_out_of_pass_rates_and_retried_on_resume(server, restock_task, tmp_path, capsys):
+    """`progagent run` against a server that fails: the summary counts the episodes as errored (not a pass rate
+    of 0), the command says so and exits 1, and the next run retries exactly those episodes."""
+    from progagent_lib.cli import main
+    from progagent_lib.harness.summary import summarize
+    from progagent_lib.harness.trajectory import read_jsonl
+
+    out = tmp_path / "run.jsonl"
+    down = server([(400, {"error": "model not loaded"})] * 2)
+    args = ["run", "--tasks", str(restock_task.root), "--harness", "ptc", "--samples", "2", "--out", str(out),
+            "--policy", f"openai:{down.url}#m", "--policy-arg", "backoff=0.01", "--no-progress"]
+    assert main(args) == 1
+    printed = capsys.readouterr()
+    assert "2 episode(s) errored" in printed.err and "model not loaded" in printed.err
+    row = summarize(read_jsonl(out)).row(0, named=True)
+    assert row["episodes"] == 2 and row["errored"] == 2 and row["pass_rate"] is None
+    up = server([reply(content="I give up.")] * 2)
+    args[args.index(f"openai:{down.url}#m")] = f"openai:{up.url}#m"
+    assert main(args) == 0 and len(up.requests) == 2  # both errored episodes ran again
+    rerun = [t for t in read_jsonl(out) if not is_infra_error(t)]
+    row = summarize(rerun).row(0, named=True)
+    assert len(rerun) == 2 and row["errored"] == 0 and row["pass_rate"] == 0.0

@@ -17,7 +17,7 @@ import polars as pl
 from ..task import Task, load_task
 from .episode import Limits, run_episode
 from .spec import get_harness
-from .summary import summarize
+from .summary import is_infra_error, summarize
 from .trajectory import Trajectory, episode_key, iter_jsonl, write_jsonl
 
 
@@ -36,6 +36,11 @@ class BatchResult:
     ran: int = 0                              # episodes run now
     skipped: int = 0                          # episodes found already done in `out`
     failures: list[str] = field(default_factory=list)  # episodes that raised (not written; retried on resume)
+
+    @property
+    def errored(self) -> int:
+        """Episodes ended by an infrastructure error: written, kept out of pass rates, run again on resume."""
+        return sum(is_infra_error(t) for t in self.trajectories)
 
     def summary(self, k: int | None = None) -> pl.DataFrame:
         return summarize(self.trajectories, k=k)
@@ -87,7 +92,8 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
     limit). `system_prompt` is a file that replaces the harness's prompt;
     `tokenizer` counts tokens instead of the policies' own; `policy_kwargs` go to `make_policy` for a
     spec string (e.g. temperature). A failing episode is reported in `failures`
-    and not written, so a rerun retries it.
+    and not written, so a rerun retries it; an episode ended by an infrastructure error is written (errored)
+    and also retried by a rerun.
     """
     from tqdm.auto import tqdm
 
@@ -101,7 +107,9 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
               for k in range(samples)]
     wanted_keys = {key(e) for e in wanted}
     out = Path(out) if out is not None else None
-    earlier = [t for t in iter_jsonl(out) if t.key in wanted_keys] if out is not None and out.exists() else []
+    # An episode that ended by an infrastructure error (policy or server failed) is not done: it is run again.
+    earlier = [t for t in iter_jsonl(out) if t.key in wanted_keys and not is_infra_error(t)] \
+        if out is not None and out.exists() else []
     done = {t.key for t in earlier}
     todo = [e for e in wanted if key(e) not in done]
     result = BatchResult(trajectories=list(earlier), skipped=len(wanted) - len(todo))

@@ -5,7 +5,9 @@
 
 Each finished trajectory is appended to the JSON-lines file at once; run the same command again after
 a crash and the episodes already there are skipped. At the end a table per task, scale and harness is
-printed (pass rate, pass@k, mean R~, tool-output tokens, tool calls, runtime errors).
+printed (pass rate, pass@k, mean R~, tool-output tokens, tool calls, runtime errors). Episodes that ended
+because the policy or its server failed are counted as errored, kept out of the pass rates, and run again
+by the next run of the same command.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import sys
 
 from ..task import load_pool_report, parse_scales
 from .spec import HARNESSES
-from .summary import cost_by_harness, print_table
+from .summary import cost_by_harness, is_infra_error, print_table
 
 
 def register(subparsers) -> None:
@@ -94,8 +96,16 @@ def run_command(args) -> int:
         if len(harnesses) > 1:
             print("Mean tool-output tokens per episode (all tasks pooled):")
             print_table(cost_by_harness(result.trajectories))
+    if result.errored:
+        # Infrastructure errors, not wrong answers: the table's `errored` column, left out of its pass rates.
+        print(f"{result.errored} episode(s) errored (the policy or its server failed; see each trajectory's error) and "
+              "are left out of the pass rates; run the command again to retry them.", file=sys.stderr)
+        first = next(t for t in result.trajectories if is_infra_error(t))
+        print(f"first error ({first.key}): {first.error}", file=sys.stderr)
     if result.failures:
         print(f"{len(result.failures)} episode(s) failed and were not written; run the command again to retry them.",
               file=sys.stderr)
+        return 1
+    if result.errored:
         return 1
     return 1 if load_errors else 0

@@ -9,13 +9,24 @@ import polars as pl
 from .trajectory import Trajectory
 
 GROUP = ("task_id", "scale", "harness", "policy")
+INFRA_END_REASONS = ("policy_error",)
+
+
+def is_infra_error(trajectory: Trajectory) -> bool:
+    """Whether an episode ended because the policy or its server failed (errored), not because of the task.
+
+    Such an episode says nothing about the model: it is counted apart from pass rates, and retried on resume.
+    """
+    errored = getattr(trajectory, "errored", None)
+    return bool(errored) if errored is not None else trajectory.end_reason in INFRA_END_REASONS
 
 
 def trajectories_frame(trajectories: Iterable[Trajectory]) -> pl.DataFrame:
     """One row per episode with its verdict and metrics."""
     rows = [{
         "task_id": t.task_id, "scale": t.scale, "seed": t.seed, "harness": t.harness, "policy": t.policy,
-        "sample": t.sample, "reward": t.reward, "score": t.score, "end_reason": t.end_reason, "turns": t.turns,
+        "sample": t.sample, "reward": t.reward, "score": t.score, "end_reason": t.end_reason,
+        "errored": is_infra_error(t), "turns": t.turns,
         "tool_output_tokens": t.tool_output_tokens, "context_tokens": t.context_tokens, "tool_calls": t.tool_calls,
         "model_tool_calls": t.model_tool_calls, "runtime_errors": t.runtime_errors, "malformed_calls": t.malformed_calls,
         "programs": len(t.programs), "dtc_like_programs": t.dtc_like_programs, "seconds": t.seconds,
@@ -32,22 +43,33 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - comb(n - c, k) / comb(n, k)
 
 
+def with_errored(frame: pl.DataFrame) -> pl.DataFrame:
+    """The frame with its `errored` column (derived from `end_reason` for frames built elsewhere)."""
+    if "errored" in frame.columns:
+        return frame
+    return frame.with_columns(pl.col("end_reason").is_in(list(INFRA_END_REASONS)).alias("errored"))
+
+
 def summarize(trajectories: Iterable[Trajectory] | pl.DataFrame, k: int | None = None,
               by: tuple[str, ...] = GROUP) -> pl.DataFrame:
     """Per task, scale, harness and policy: pass rate, pass@k, mean R~ and the mean cost per episode.
 
-    `k` defaults to the smallest number of samples any (group, seed) has; pass@k is averaged over seeds.
+    Errored episodes (the policy or its server failed) are counted in `errored` and left out of every other
+    column: they say nothing about the model. A group with only errored episodes has nulls there.
+    `k` defaults to the smallest number of scored samples any (group, seed) has; pass@k is averaged over seeds.
     """
     frame = trajectories if isinstance(trajectories, pl.DataFrame) else trajectories_frame(trajectories)
     if frame.is_empty():
         return frame
-    per_seed = frame.group_by([*by, "seed"]).agg(pl.len().alias("n"), (pl.col("reward") >= 1.0).sum().alias("c"))
-    k = k or int(per_seed["n"].min())
+    frame = with_errored(frame)
+    scored = frame.filter(~pl.col("errored"))
+    counts = frame.group_by(list(by)).agg(pl.len().alias("episodes"), pl.col("errored").sum().cast(pl.Int64).alias("errored"))
+    per_seed = scored.group_by([*by, "seed"]).agg(pl.len().alias("n"), (pl.col("reward") >= 1.0).sum().alias("c"))
+    k = k or (int(per_seed["n"].min()) if not per_seed.is_empty() else 1)
     per_seed = per_seed.with_columns(
         pl.struct("n", "c").map_elements(lambda r: pass_at_k(r["n"], r["c"], min(k, r["n"])), return_dtype=pl.Float64)
         .alias("pass_at_k"))
-    means = frame.group_by(list(by)).agg(
-        pl.len().alias("episodes"),
+    means = scored.group_by(list(by)).agg(
         (pl.col("reward") >= 1.0).mean().alias("pass_rate"),
         pl.col("score").mean().alias("mean_score"),
         pl.col("tool_output_tokens").mean().alias("tool_output_tokens"),
@@ -57,8 +79,8 @@ def summarize(trajectories: Iterable[Trajectory] | pl.DataFrame, k: int | None =
         pl.col("turns").mean().alias("turns"),
     )
     pass_k = per_seed.group_by(list(by)).agg(pl.col("pass_at_k").mean().alias(f"pass@{k}"))
-    table = means.join(pass_k, on=list(by)).sort(list(by))
-    order = [*by, "episodes", "pass_rate", f"pass@{k}", "mean_score", "tool_output_tokens", "tool_calls",
+    table = counts.join(means, on=list(by), how="left").join(pass_k, on=list(by), how="left").sort(list(by))
+    order = [*by, "episodes", "errored", "pass_rate", f"pass@{k}", "mean_score", "tool_output_tokens", "tool_calls",
              "model_tool_calls", "runtime_errors", "turns"]
     return table.select(order)
 

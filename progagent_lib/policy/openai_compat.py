@@ -19,6 +19,19 @@ RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 _MESSAGE_KEYS = {"role", "content", "tool_calls", "tool_call_id", "name"}
 
 
+def _fix_for(status: int, text: str, model: str) -> str:
+    """What to do about a refused request, where the reply makes it clear."""
+    lowered = text.lower()
+    if "tool-call-parser" in lowered or "tool_choice" in lowered and "auto" in lowered:
+        return ("\nfix: start the server with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser hermes "
+                "and a chat template that renders tools; `progagent engine serve` does both)")
+    if status == 404 and "model" in lowered:
+        return f"\nfix: the server does not serve a model named {model!r}; write the name it serves after '#' (GET /v1/models lists them)"
+    if status in (401, 403):
+        return "\nfix: set OPENAI_API_KEY (or pass api_key) to a key this server accepts"
+    return ""
+
+
 class OpenAIPolicy:
     """`OpenAIPolicy(base_url, model, api_key=None)`: POSTs to `{base_url}/chat/completions`.
 
@@ -77,19 +90,30 @@ class OpenAIPolicy:
                     if retry_after.replace(".", "", 1).isdigit():
                         wait = min(self.max_backoff, float(retry_after))
                 else:
-                    raise PolicyError(f"{url} refused the request with HTTP {response.status_code}: {response.text[:500]}")
+                    raise PolicyError(f"{url} refused the request with HTTP {response.status_code}: {response.text[:500]}"
+                                      f"{_fix_for(response.status_code, response.text, self.model)}")
             if attempt < self.max_retries:
                 time.sleep(wait)
-        raise PolicyError(f"{url} failed {self.max_retries + 1} times; last problem: {last_problem}")
+        hint = ("; is the server running at that address? (a local one: `progagent engine serve --model MODEL "
+                "--port PORT`)") if last_problem.startswith(("ConnectError", "ConnectTimeout", "RemoteProtocolError")) else ""
+        raise PolicyError(f"{url} failed {self.max_retries + 1} times; last problem: {last_problem}{hint}")
 
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
         reply = self._post(self.request_body(messages, tools))
         try:
             message = reply["choices"][0]["message"]
+            if not isinstance(message, dict):
+                raise TypeError
         except (KeyError, IndexError, TypeError):
-            raise PolicyError(f"unexpected reply from {self.base_url}: {json.dumps(reply)[:500]}") from None
+            raise PolicyError(f"unexpected reply from {self.base_url}/chat/completions (no choices[0].message): "
+                              f"{json.dumps(reply)[:500]}") from None
         content = message.get("content") or ""
         reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
+        usage = reply.get("usage") or {}
+        if not content and not reasoning and not message.get("tool_calls") and usage.get("completion_tokens") == 0:
+            # Not a model that chose to say nothing (its end-of-turn token would count): the server produced nothing.
+            raise PolicyError(f"{self.base_url}/chat/completions returned a turn with no tokens "
+                              f"(finish_reason {reply['choices'][0].get('finish_reason')!r}); check the server's log")
         calls, errors = [], []
         for index, call in enumerate(message.get("tool_calls") or []):
             function = call.get("function") or {}
@@ -108,7 +132,6 @@ class OpenAIPolicy:
             parsed = parse_tool_calls(content, tools)
             content, calls, errors = parsed.content, parsed.tool_calls, parsed.errors
             reasoning = reasoning or parsed.reasoning
-        usage = reply.get("usage") or {}
         return PolicyTurn(text=content, tool_calls=calls, parse_errors=errors, reasoning=reasoning, raw=content,
                           prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
 
