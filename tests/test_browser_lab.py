@@ -3,7 +3,7 @@
 Starts `jupyter lab` (token, free port, the repository as its root, autosave off so the notebook file is
 left as it is), opens notebooks/00_quickstart.ipynb, runs all cells from the Run menu under the `ci`
 profile, and checks what a user would: every code cell ran, none ended in an error, and the verifier's
-verdict table is on the page. A screenshot of the verdict goes to runs/ci/browser/ (or
+verdict table is on the page. Screenshots of the top and of the verdict go to runs/ci/browser/ (or
 $PROGAGENT_BROWSER_OUT).
 
 The browser is the system's chromium (`apt-get install -y chromium`; .ci/run installs it), driven by
@@ -179,6 +179,8 @@ def test_quickstart_runs_in_jupyterlab_in_chromium(lab, pytestconfig):
 
             verdict = next((i for i, c in enumerate(rendered) if "R = " in c["text"] and "R~ = " in c["text"]), None)
             code_cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell.jp-CodeCell")
+            page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell").first.scroll_into_view_if_needed()
+            page.screenshot(path=str(out_dir / "00_quickstart-top.png"))  # the opening cell and the profile banner
             (code_cells.nth(verdict) if verdict is not None else code_cells.last).scroll_into_view_if_needed()
             page.screenshot(path=str(screenshot))
             reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
