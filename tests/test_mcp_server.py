@@ -1,5 +1,6 @@
 """`progagent serve` as a real process, driven by the MCP SDK's own client over stdio and streamable HTTP."""
 import argparse
+import json
 import re
 import shlex
 import socket
@@ -209,3 +210,101 @@ def test_build_server_in_process_hybrid_offers_programs_and_direct_tools(restock
     assert supplier.structured_content["name"] in text(supplier)
     assert missing.is_error and "supplier_id" in text(missing)
     assert server.session.closed
+
+
+# --- HTTP: one episode per client, Host/Origin on every bind address, the bearer token --------------------------
+TOKEN = "t0ken-for-the-test-0123456789abcdef"
+
+
+def start_http_server(host: str, port: int, token: str | None = None) -> subprocess.Popen:
+    env = dict(__import__("os").environ)
+    if token:
+        env["PROGAGENT_SERVE_TOKEN"] = token
+    proc = subprocess.Popen(serve_command("ptc", "--transport", "http", "--host", host, "--port", str(port)), cwd=REPO,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, f"progagent serve exited early:\n{proc.stderr.read()}"
+        try:
+            socket.create_connection((host, port), timeout=1).close()
+            return proc
+        except OSError:
+            assert time.monotonic() < deadline, "progagent serve did not listen within 120 s"
+            time.sleep(0.2)
+
+
+def raw_post(host: str, port: int, headers: dict) -> int:
+    import httpx2
+
+    body = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+    response = httpx2.post(f"http://{host}:{port}/mcp", json=body, timeout=30,
+                           headers={"Accept": "application/json, text/event-stream", **headers})
+    return response.status_code
+
+
+class LegacySession:
+    """A client of the 2025-06-18 streamable-HTTP protocol (sessions), spoken with plain HTTP requests."""
+
+    def __init__(self, url: str, token: str):
+        import httpx2
+
+        self.url, self.http = url, httpx2.Client(timeout=120, headers={
+            "Authorization": f"Bearer {token}", "Accept": "application/json, text/event-stream"})
+        response = self.http.post(url, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+        assert response.status_code == 200, response.text
+        self.http.headers["mcp-session-id"] = response.headers["mcp-session-id"]
+        self.http.headers["mcp-protocol-version"] = "2025-06-18"
+        self.http.post(url, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.ids = 0
+
+    def call(self, name: str, arguments: dict) -> dict:
+        self.ids += 1
+        response = self.http.post(self.url, json={"jsonrpc": "2.0", "id": self.ids, "method": "tools/call",
+                                                  "params": {"name": name, "arguments": arguments}})
+        assert response.status_code == 200, response.text
+        lines = [line[5:] for line in response.text.splitlines() if line.startswith("data:")] or [response.text]
+        return json.loads(lines[-1])["result"]
+
+
+def test_http_serves_one_episode_to_one_client_with_token_and_host_checks():
+    host, port = "127.0.0.2", free_port()
+    proc = start_http_server(host, port, TOKEN)
+    try:
+        url = f"http://{host}:{port}/mcp"
+        auth = {"Authorization": f"Bearer {TOKEN}"}
+        assert raw_post(host, port, {}) == 401                                      # no token
+        assert raw_post(host, port, {"Authorization": "Bearer wrong-token-wrong-token"}) == 401
+        assert raw_post(host, port, {**auth, "Host": "evil.example:80"}) >= 400     # DNS rebinding: foreign Host
+        assert raw_post(host, port, {**auth, "Origin": "http://evil.example"}) == 403
+        assert raw_post(host, port, auth) == 200
+
+        # Two clients of the 2025 (session) protocol: the first session to call a tool owns the episode.
+        first, second = LegacySession(url, TOKEN), LegacySession(url, TOKEN)
+        assert not first.call("programmatic_tool_call", {"code": "secret = 'first-client'"})["isError"]
+        peek = second.call("programmatic_tool_call", {"code": "print(secret)"})
+        assert peek["isError"] and "another MCP session" in peek["content"][0]["text"]
+        steal = second.call("claim_done", {"action": "mine"})
+        assert steal["isError"] and "reward" not in json.dumps(steal)
+        still = first.call("programmatic_tool_call", {"code": "print(secret)"})
+        assert not still["isError"] and still["content"][0]["text"].strip() == "first-client"
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=60) == 143
+
+
+def test_allowed_host_headers_cover_every_bind_address():
+    from progagent_lib.harness.mcp_server import allowed_host_headers
+
+    assert allowed_host_headers("127.0.0.1", 8765) == ["127.0.0.1:8765", "localhost:8765", "[::1]:8765"]
+    assert "evil.example:8765" not in allowed_host_headers("0.0.0.0", 8765)
+    assert allowed_host_headers("10.0.0.5", 80, ["box.lan"]) == ["10.0.0.5:80", "box.lan:80"]
+    assert allowed_host_headers("::1", 9)[0] == "[::1]:9"
+
+
+def test_serve_refuses_a_short_token(tmp_path, capsys):
+    token_file = tmp_path / "token"
+    token_file.write_text("short")
+    rc = serve_in_process("--task", str(TASK), "--transport", "http", "--token-file", str(token_file))
+    assert rc == 2 and "16 characters" in capsys.readouterr().err

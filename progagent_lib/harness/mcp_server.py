@@ -13,12 +13,21 @@ live in the session, once, for the episode loop, the trainer and this server ali
     server = build_server("tasks/retail/restock_orders", scale="v2", seed=0, harness="ptc")
     server.run_stdio()                       # or server.run_http(port=8765): http://127.0.0.1:8765/mcp
 
-One server process serves one episode; HTTP clients that connect to it share that episode.
+One server process serves one episode, to one client: over HTTP the first MCP session that calls a
+tool owns the episode, and any other session is refused with a message saying so (a second client
+must not read the first one's variables or end its episode). Requests of the stateless 2026 protocol
+carry no session at all, so they count as one client together; the bearer token is what keeps
+anyone else out of them. HTTP requests are checked for their
+Host and Origin headers on every bind address (DNS rebinding), and an optional bearer token is
+required of every request when given.
 """
 from __future__ import annotations
 
+import hmac
+import ipaddress
 import logging
 import os
+import re
 import signal
 import sys
 import threading
@@ -52,6 +61,8 @@ class HarnessMCPServer:
         self._close_env = close_env
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-session")
         self._closed = False
+        self._owner: str | None = None  # the MCP session that owns the episode (HTTP); None until the first call
+        self._owner_lock = threading.Lock()
         try:
             self.session = self._worker.submit(make_session).result()
         except BaseException:
@@ -71,7 +82,22 @@ class HarnessMCPServer:
         return mcp_types.ListToolsResult(tools=self.tools())
 
     async def _call_tool(self, ctx: Any, params: mcp_types.CallToolRequestParams) -> mcp_types.CallToolResult:
+        refusal = self._claim(_mcp_session_id(ctx))
+        if refusal is not None:
+            return refusal
         return await anyio.to_thread.run_sync(self.call, params.name, dict(params.arguments or {}))
+
+    def _claim(self, client: str | None) -> mcp_types.CallToolResult | None:
+        """Bind the episode to the first MCP session that calls a tool; refuse every other one."""
+        if client is None:  # stdio: one client by construction
+            return None
+        with self._owner_lock:
+            if self._owner is None:
+                self._owner = client
+        if hmac.compare_digest(self._owner, client):
+            return None
+        return _error_result("this server's episode belongs to another MCP session; one `progagent serve` serves one "
+                             "episode to one client. Start another server (another port) for another episode.")
 
     def call(self, name: str, arguments: dict) -> mcp_types.CallToolResult:
         """Dispatch one tool call to the session (blocking) and translate the observation."""
@@ -112,18 +138,31 @@ class HarnessMCPServer:
             finally:
                 self.close()
 
-    def http_app(self, host: str = "127.0.0.1", path: str = "/mcp"):
-        """The streamable-HTTP ASGI app (Starlette), for embedding or for `run_http`."""
-        return self.server.streamable_http_app(streamable_http_path=path, host=host)
+    def http_app(self, host: str = "127.0.0.1", path: str = "/mcp", *, port: int | None = None,
+                 allowed_hosts: Sequence[str] = (), token: str | None = None):
+        """The streamable-HTTP ASGI app (Starlette), for embedding or for `run_http`.
 
-    def run_http(self, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp", log_level: str = "warning") -> None:
+        Host and Origin headers are checked whatever the bind address (`allowed_host_headers`);
+        with `token`, every request must carry `Authorization: Bearer <token>`.
+        """
+        from mcp.server.transport_security import TransportSecuritySettings
+
+        hosts = allowed_host_headers(host, port, allowed_hosts)
+        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
+                                             allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts])
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host, transport_security=security)
+        return BearerTokenGate(app, token) if token else app
+
+    def run_http(self, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp", log_level: str = "warning", *,
+                 allowed_hosts: Sequence[str] = (), token: str | None = None) -> None:
         """Serve streamable HTTP at http://HOST:PORT/PATH until interrupted (blocking)."""
         import uvicorn
 
         # uvicorn re-raises a SIGTERM after its own shutdown; as SystemExit it lets us close the session.
         with _sigterm_exits():
             try:
-                uvicorn.run(self.http_app(host, path), host=host, port=port, log_level=log_level)
+                uvicorn.run(self.http_app(host, path, port=port, allowed_hosts=allowed_hosts, token=token),
+                            host=host, port=port, log_level=log_level)
             finally:
                 self.close()
 
@@ -252,6 +291,62 @@ def _sigterm_ignored():
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+def _mcp_session_id(ctx: Any) -> str | None:
+    """The MCP session a request belongs to (its `mcp-session-id`); None on stdio."""
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    session_id = getattr(connection, "session_id", None)
+    if session_id is None:
+        request = getattr(ctx, "request", None)
+        headers = getattr(request, "headers", None)
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        if session_id is None and request is not None:
+            return ""  # an HTTP request without a session (stateless): one shared identity, refused if another owns it
+    return session_id
+
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def allowed_host_headers(host: str, port: int | None, extra: Sequence[str] = ()) -> list[str]:
+    """Host header values a server bound to `host:port` accepts (the bind address; loopback names
+    when it is bound to loopback or to every address; and `extra`, e.g. the machine's public name)."""
+    any_port = "*" if port is None else str(port)
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        address = None
+    names = [f"[{host.strip('[]')}]" if address is not None and address.version == 6 else host]
+    if host == "localhost" or (address is not None and (address.is_loopback or address.is_unspecified)):
+        names += list(LOOPBACK_NAMES)
+    if address is not None and address.is_unspecified:
+        names = names[1:]  # "0.0.0.0" is never a Host a client sends
+    names += list(extra)
+    # An entry that names its port (`host:8080`, `[::1]:8080`) is kept; the others get the server's port.
+    return [name if re.search(r"(^[^:\[]+|\])(:\d+)$", name) else f"{name}:{any_port}" for name in dict.fromkeys(names)]
+
+
+class BearerTokenGate:
+    """ASGI wrapper: every HTTP request must carry `Authorization: Bearer <token>` (compared in constant time)."""
+
+    def __init__(self, app: Any, token: str):
+        if not token or len(token) < 16:
+            raise ValueError("the bearer token must have at least 16 characters (e.g. `openssl rand -hex 32`)")
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                body = b"missing or wrong bearer token"
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer"),
+                                        (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 def _error_result(message: str) -> mcp_types.CallToolResult:

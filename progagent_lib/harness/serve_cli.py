@@ -8,6 +8,27 @@ from progagent_lib.harness.spec import HARNESSES
 from progagent_lib.runtime.error_modes import ERROR_MODES
 from progagent_lib.task import SCALES
 
+TOKEN_ENV = "PROGAGENT_SERVE_TOKEN"
+
+
+def read_token(token_file: str | None) -> str | None:
+    """The bearer token from `token_file` (whitespace stripped) or $PROGAGENT_SERVE_TOKEN; None if neither."""
+    import os
+    from pathlib import Path
+
+    if token_file is not None:
+        try:
+            token = Path(token_file).read_text().strip()
+        except OSError as exc:
+            raise ValueError(f"cannot read the token file {token_file}: {exc.strerror}") from None
+        if len(token) < 16:
+            raise ValueError(f"the token in {token_file} must have at least 16 characters (e.g. `openssl rand -hex 32`)")
+        return token
+    token = os.environ.get(TOKEN_ENV) or None
+    if token is not None and len(token) < 16:
+        raise ValueError(f"${TOKEN_ENV} must hold at least 16 characters (e.g. `openssl rand -hex 32`)")
+    return token
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser(
@@ -23,6 +44,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1); anyone who reaches it can run programs "
                         "in the episode's sandbox, so keep it on loopback unless the network is yours")
     p.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765); the endpoint is /mcp")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                   help="a further Host header the HTTP server accepts (e.g. the machine's name when bound to 0.0.0.0); "
+                        "the bind address and, on loopback, localhost names are always accepted; repeatable")
+    p.add_argument("--token-file", default=None, metavar="PATH",
+                   help="HTTP only: require `Authorization: Bearer <token>` of every request, the token read from PATH "
+                        f"(or from the environment variable {TOKEN_ENV}); strongly advised off loopback")
     p.add_argument("--error-mode", default="is_error", choices=ERROR_MODES,
                    help="how a failing tool shows inside programs: is_error raises, off returns the error text, "
                         "detect also raises on error-shaped payloads (default is_error)")
@@ -41,6 +68,11 @@ def run(args: argparse.Namespace) -> int:
     from progagent_lib.runtime.sandbox import SandboxUnavailable
     from progagent_lib.task import GenerationError, TaskLoadError
 
+    try:
+        token = read_token(args.token_file) if args.transport == "http" else None
+    except ValueError as exc:
+        print(f"progagent serve: {exc}", file=sys.stderr)
+        return 2
     # Claim the wire first: nothing started after this (kernels, task code) can write into it.
     wire = claim_process_stdio() if args.transport == "stdio" else (None, None)
     kwargs = {}
@@ -64,6 +96,14 @@ def run(args: argparse.Namespace) -> int:
         server.run_stdio(*wire)
     else:
         print(f"progagent serve: {args.task} ({args.scale}, seed {args.seed}) under {args.harness} at "
-              f"http://{args.host}:{args.port}/mcp", file=sys.stderr, flush=True)
-        server.run_http(host=args.host, port=args.port)
+              f"http://{args.host}:{args.port}/mcp" + (" (bearer token required)" if token else ""),
+              file=sys.stderr, flush=True)
+        if token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"progagent serve: warning: bound to {args.host} without a bearer token; anyone who reaches it can run "
+                  f"programs in the episode's sandbox (pass --token-file or set {TOKEN_ENV})", file=sys.stderr, flush=True)
+        try:
+            server.run_http(host=args.host, port=args.port, allowed_hosts=args.allow_host, token=token)
+        except ValueError as exc:  # a token too short to be a secret
+            print(f"progagent serve: {exc}", file=sys.stderr)
+            return 2
     return 0

@@ -34,6 +34,7 @@ MAX_FRAME = 64 << 20       # bytes of one request frame; larger frames are read,
 MAX_DEPTH = 32             # nesting of a request's JSON (arguments are flat records in practice)
 MAX_CALL_RECORDS = 10_000  # tool calls kept per program; beyond that they are only counted
 CALL_GRACE = 2.0           # seconds a program's end waits for a tool call still running on the host
+FRAME_IDLE = 2.0           # seconds a started frame may pause; longer and the stream is out of step for good
 
 
 class ToolSource(Protocol):
@@ -174,6 +175,9 @@ class BridgeServer:
         self.calls: list[ToolCall] = []
         self.calls_not_recorded = 0
         self.bad_frames = 0
+        # Why the channel can no longer be read in step (a frame that never completes), or None. The
+        # kernel must then be restarted: no frame boundary can be found again in the byte stream.
+        self.broken: str | None = None
         self._lock = threading.Lock()
         # Tools run only while a program runs: a thread the program left behind must not touch the
         # environment while the host verifies it, nor be counted in the next program's calls.
@@ -219,16 +223,23 @@ class BridgeServer:
         sock = self.host_sock
         while True:
             try:
-                (length,) = struct.unpack("!I", _recv_exact(sock, 4))
+                first = sock.recv(1)  # waits as long as the kernel is quiet
+                if not first:
+                    return  # the kernel's end is closed: the kernel is gone
+                (length,) = struct.unpack("!I", first + _recv_exact(sock, 3, FRAME_IDLE))
                 if length > MAX_FRAME:
-                    _discard(sock, length)
+                    _discard(sock, length, FRAME_IDLE)
                     reply = {"id": None, "error": f"malformed bridge request: a frame of {length} bytes "
                                                   f"(at most {MAX_FRAME})"}
                     self.bad_frames += 1
                     frame = _encode(reply)
                 else:
-                    frame = self._answer(_recv_exact(sock, length))
+                    frame = self._answer(_recv_exact(sock, length, FRAME_IDLE))
                 sock.sendall(frame)
+            except TimeoutError:
+                self.broken = f"a request frame stopped short (no byte for {FRAME_IDLE:g} s inside a frame)"
+                self.close()
+                return
             except (ConnectionError, OSError):
                 return  # the kernel's end is closed: the kernel is gone
             except Exception:  # noqa: BLE001 - nothing a frame holds may end the serving thread
@@ -289,23 +300,32 @@ class BridgeServer:
             sock.close()
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
+def _recv_exact(sock: socket.socket, n: int, idle: float) -> bytes:
+    """`n` bytes; TimeoutError if none arrives for `idle` seconds (the rest of a frame must follow)."""
     chunks, got = [], 0
-    while got < n:
-        chunk = sock.recv(min(n - got, 1 << 20))
-        if not chunk:
-            raise ConnectionError("bridge closed")
-        chunks.append(chunk)
-        got += len(chunk)
+    sock.settimeout(idle)
+    try:
+        while got < n:
+            chunk = sock.recv(min(n - got, 1 << 20))
+            if not chunk:
+                raise ConnectionError("bridge closed")
+            chunks.append(chunk)
+            got += len(chunk)
+    finally:
+        sock.settimeout(None)
     return b"".join(chunks)
 
 
-def _discard(sock: socket.socket, n: int) -> None:
-    while n > 0:
-        chunk = sock.recv(min(n, 1 << 20))
-        if not chunk:
-            raise ConnectionError("bridge closed")
-        n -= len(chunk)
+def _discard(sock: socket.socket, n: int, idle: float) -> None:
+    sock.settimeout(idle)
+    try:
+        while n > 0:
+            chunk = sock.recv(min(n, 1 << 20))
+            if not chunk:
+                raise ConnectionError("bridge closed")
+            n -= len(chunk)
+    finally:
+        sock.settimeout(None)
 
 
 def _encode(reply: dict) -> bytes:

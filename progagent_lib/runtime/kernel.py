@@ -336,7 +336,10 @@ class KernelSession:
 
     def _run_cell(self, code: str, timeout: float, max_output_chars: int, started: float) -> CellOutcome:
         died_before = not self.alive()  # e.g. killed by a thread of an earlier program: start afresh
-        if died_before:
+        # A tool channel the kernel put out of step cannot carry calls again: start afresh too.
+        channel_broken = self.bridge is not None and self.bridge.broken is not None
+        if died_before or channel_broken:
+            died_before = True
             self.restart()
         else:
             self.reap_strays()  # started by a thread an earlier program left running

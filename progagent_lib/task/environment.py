@@ -218,6 +218,8 @@ class Environment(Closeable):
             if spec is None:
                 raise ToolError(f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.tool_specs))}")
             validate_arguments(spec, arguments)
+            if time.monotonic() > deadline:
+                raise ToolError(f"{name} was not run: the program's time limit has passed")
             result = getattr(self, name)(**arguments)
             self.db.commit()
             size = len(json.dumps(result, default=str))

@@ -228,6 +228,7 @@ class WorkspaceFS:
         deadline); more than `max_entries` entries raise ToolError.
         """
         seen = 0
+        check()
         stack = [("", os.dup(self.root_fd()))]
         try:
             while stack:

@@ -1,0 +1,34 @@
+"""Every script under bench/ runs here in its quick mode, so a benchmark that rots fails CI.
+
+The quick modes check that each benchmark still runs end to end and prints its table; their numbers
+are too noisy to judge (the full runs compare against a baseline measured in the same run).
+"""
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+BENCH = REPO / "bench"
+QUICK_ARGS = {
+    "runtime.py": ["--quick"],
+    # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
+    "train.py": ["--steps", "1", "--harnesses", "dtc", "--kinds", "teacher-replay"],
+}
+
+
+def test_every_bench_script_has_a_quick_mode_here():
+    assert sorted(p.name for p in BENCH.glob("*.py")) == sorted(QUICK_ARGS)
+
+
+@pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.slow) if name == "train.py" else name
+                                    for name in sorted(QUICK_ARGS)])
+def test_bench_script_runs_in_quick_mode(script):
+    result = subprocess.run([sys.executable, str(BENCH / script), *QUICK_ARGS[script]], cwd=REPO,
+                            capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, f"bench/{script} failed:\n{result.stdout[-3000:]}\n{result.stderr[-5000:]}"
+    if script == "runtime.py":
+        assert "cold kernel vs pool acquire" in result.stdout and "detection rate" in result.stdout
+    else:
+        assert "| teacher-replay | dtc |" in result.stdout
