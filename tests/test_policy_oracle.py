@@ -10,9 +10,97 @@ from progagent_lib.policy.oracle import inspection_program, oracle_program
 def test_oracle_program_inlines_the_kit_and_compiles(restock_task):
     code = oracle_program(restock_task)
     assert "progagent_lib" not in code and "def read_all(" in code and "def solve(tools)" in code
+    assert '"""' not in code and "Reference solution" not in code and "page loop" not in code  # no docstrings
     namespace = {}
     exec(compile(code, "oracle", "exec"), namespace)  # defines only; the kernel runs it the same way
     assert callable(namespace["solve"]) and callable(namespace["read_files"])
+
+
+def test_oracle_program_is_compact_only_what_solve_needs(tmp_path):
+    (tmp_path / "oracle.py").write_text('''"""Reference solution."""
+import json
+import re  # patterns
+
+from progagent_lib.task.oracle_kit import read_all, read_files
+
+LIMIT = 3
+UNUSED = {"a": 1}
+
+
+def unused_helper(x):
+    """Never called."""
+    return json.dumps(x)
+
+
+def total(items):
+    """Sum of amounts."""
+    # a comment on its own line
+    return sum(i["amount"] for i in items[:LIMIT])  # trailing comment
+
+
+def solve(tools) -> str:
+    """Docstring of solve."""
+    spaced = re.sub(r"\\s+", " ", "a  b")
+    return f"{total(read_all(tools.list_orders))} {spaced}"
+''')
+    code = oracle_program(SimpleNamespace(root=tmp_path))
+    for gone in ("json", "unused_helper", "UNUSED", "read_files", "fnmatch", "#", "Docstring", "Sum of", '"""'):
+        assert gone not in code, gone
+    assert code.startswith("import re\n") and "LIMIT = 3" in code and "def total(items):" in code
+    assert "items[:LIMIT])\n" in code and "'amount'" in code  # comment cut, single quotes (no JSON escapes)
+    namespace = {}
+    exec(compile(code, "oracle", "exec"), namespace)
+    pages = {1: {"items": [{"amount": 2}], "has_more": True}, 2: {"items": [{"amount": 5}], "has_more": False}}
+    assert namespace["solve"](SimpleNamespace(list_orders=lambda page: pages[page])) == "7 a b"
+
+
+def test_single_quoted_keeps_the_program_the_same():
+    from progagent_lib.policy.oracle import single_quoted
+
+    code = '''x = "a"\ny = f"{x}-{'b'}"\nz = r"\\d+ \\"q\\""\nw = """doc "s" """\nv = "it's"\n'''
+    out = single_quoted(code)
+    assert out.startswith("x = 'a'\n") and "it's" in out and '"""doc' in out
+    import ast
+    assert ast.dump(ast.parse(out)) == ast.dump(ast.parse(code))
+
+
+def test_dtc_teacher_uses_the_structured_result_not_the_text():
+    from typing import Optional
+
+    from progagent_lib.harness.session import Observation
+    from progagent_lib.policy.oracle import DirectOracleEpisode
+
+    def get_webpage(url: str) -> Optional[str]:
+        return None
+
+    import inspect
+    spec = SimpleNamespace(signature=inspect.signature(get_webpage), parameters={})
+    task = SimpleNamespace(id="t/web", env_class=SimpleNamespace(tool_specs={"get_webpage": spec}),
+                           oracle=lambda tools: f"{tools.get_webpage(url='a')!r} {tools.get_webpage('b')!r}")
+    tools = [{"type": "function", "function": {"name": "get_webpage"}}]
+    episode = DirectOracleEpisode(task, "dtc")
+    try:
+        first = episode.act([], tools)
+        assert first.tool_calls[0].name == "get_webpage" and first.tool_calls[0].arguments == {"url": "a"}
+        # The tool message says one thing, the structured value another: the teacher takes the value.
+        episode.observe([Observation("rendered text, not JSON", is_error=False, kind="task_tool", value={"page": 1})])
+        second = episode.act([{"role": "tool", "tool_call_id": first.tool_calls[0].id, "content": "rendered text, not JSON"}], tools)
+        # Without an Observation, plain text under Optional[str] is the text (it used to fail as "not JSON").
+        third = episode.act([{"role": "tool", "tool_call_id": second.tool_calls[0].id, "content": "plain page"}], tools)
+        assert third.tool_calls[0].name == "claim_done"
+        assert third.tool_calls[0].arguments["action"] == "{'page': 1} 'plain page'"
+    finally:
+        episode.close()
+
+
+def test_program_failure_is_read_from_the_runtime_flags():
+    from progagent_lib.harness.session import Observation
+    from progagent_lib.policy.oracle import _program_failed
+
+    timed_out = Observation("[no output]", is_error=True, kind="program", timed_out=True)
+    assert _program_failed(timed_out.content, timed_out)  # no traceback, no marker text: still a failure
+    assert not _program_failed("Traceback? no: printed by the program", Observation("x", is_error=False, kind="program"))
+    assert _program_failed("done\n[the program timed out after 5 s and was interrupted]")  # the runtime's own note
 
 
 def test_oracle_program_refuses_imports_the_kernel_cannot_satisfy(tmp_path):
@@ -50,3 +138,23 @@ def test_teacher_refuses_a_harness_it_does_not_play(restock_task):
     assert t.end_reason == "policy_error" and "cannot play this harness" in t.error and t.turns == 0
     t = run_episode(restock_task, "v0", 0, "ptc", OracleTeacher("dtc"))
     assert t.end_reason == "policy_error" and "list_products" in t.error
+
+
+def test_teacher_programs_are_smaller_than_the_sources_and_the_bench_runs(repo, capsys):
+    import importlib.util
+    import inspect
+
+    from progagent_lib import load_pool
+    from progagent_lib.task import oracle_kit
+
+    kit = len(inspect.getsource(oracle_kit))
+    for task in load_pool(repo / "tasks"):
+        source = (task.root / "oracle.py").read_text()
+        code = oracle_program(task)
+        compile(code, task.id, "exec")
+        assert len(code) < len(source) + (kit if "oracle_kit" in source else 0), task.id
+    spec = importlib.util.spec_from_file_location("teacher_programs", repo / "bench" / "teacher_programs.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--tasks", str(repo / "tasks"), "--quick"]) == 0
+    assert "ptc    largest program turn over 5 tasks (bytes)" in capsys.readouterr().out
