@@ -139,9 +139,17 @@ def _all_ran(cells: list[dict]) -> bool:
     return bool(cells) and [c.get("execution_count") for c in cells] == list(range(1, len(cells) + 1))
 
 
-def test_quickstart_runs_in_jupyterlab_in_chromium(lab, pytestconfig):
-    chromium = _chromium()
-    playwright = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (requirements.txt)")
+@pytest.fixture
+def chromium() -> str:
+    """The system's chromium, checked before JupyterLab is started: without it the test is skipped and says why."""
+    path = _chromium()
+    pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed (it is in requirements.txt)")
+    return path
+
+
+def test_quickstart_runs_in_jupyterlab_in_chromium(chromium, lab, capsys):
+    from playwright import sync_api as playwright
+
     url, token = lab
     notebook_file = REPO / NOTEBOOK
     before = hashlib.sha256(notebook_file.read_bytes()).hexdigest()
@@ -183,10 +191,8 @@ def test_quickstart_runs_in_jupyterlab_in_chromium(lab, pytestconfig):
             page.screenshot(path=str(out_dir / "00_quickstart-top.png"))  # the opening cell and the profile banner
             (code_cells.nth(verdict) if verdict is not None else code_cells.last).scroll_into_view_if_needed()
             page.screenshot(path=str(screenshot))
-            reporter = pytestconfig.pluginmanager.get_plugin("terminalreporter")
-            if reporter:
-                reporter.write_line(f"\nbrowser screenshot: {screenshot}")
-            print(f"browser screenshot: {screenshot}")
+            with capsys.disabled():  # shown in the test run's output, not only on failure
+                print(f"\nbrowser screenshots: {screenshot} and {out_dir / '00_quickstart-top.png'}")
         finally:
             browser.close()
 
