@@ -35,11 +35,12 @@ def test_notebook_runs_on_the_project_kernel(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_training_calls_send_their_logs_to_a_file(path):
-    """The trainers print one log dict per step; in a notebook those calls sit inside `logs_to_file`."""
+    """The trainers print one log dict per step; in a notebook those calls (run_sft/run_gspo, or a recipe's
+    sft/gspo stage) sit inside `logs_to_file`."""
     for cell in nbformat.read(path, as_version=4).cells:
         lines = cell.source.splitlines()
         for index, line in enumerate(lines):
-            if re.search(r"\brun_(sft|gspo)\(", line) and not line.lstrip().startswith(("from ", "import ")):
+            if re.search(r"\b(run_(sft|gspo)|recipe\.(sft|gspo))\(", line) and not line.lstrip().startswith(("from ", "import ")):
                 assert any("logs_to_file(" in before for before in lines[:index]), \
                     f"{path.name}: `{line.strip()}` prints the trainer's logs into the notebook: wrap it in logs_to_file"
 
