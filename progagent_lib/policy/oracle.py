@@ -373,14 +373,31 @@ def _keep_needed(statements: list[ast.stmt], roots: set[str]) -> list[ast.stmt]:
     return [s for i, s in enumerate(statements) if i in kept]
 
 
+# CPython 3.11 before 3.11.8 keeps the AST constructor's recursion depth per process, not per thread: parses
+# running at once in two threads (batch workers) can fail with "AST constructor recursion depth mismatch".
+# The teacher parses under one lock, and each oracle once.
+_AST_LOCK = threading.Lock()
+_PROGRAMS: dict[tuple[str, int, int], str] = {}
+
+
 def oracle_program(task) -> str:
+    """The compact program for a task's oracle (see `compact_oracle`), made once per oracle.py version."""
+    path = Path(task.root) / "oracle.py"
+    stat = path.stat()
+    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    with _AST_LOCK:
+        if key not in _PROGRAMS:
+            _PROGRAMS[key] = compact_oracle(path)
+        return _PROGRAMS[key]
+
+
+def compact_oracle(path: Path) -> str:
     """The task's oracle.py as a compact program the sandboxed kernel can run, as a capable model would write it.
 
-    Parsed with `ast` and `tokenize`, the author's formatting otherwise kept: docstrings and comments go, the `oracle_kit` import is replaced by just the
-    kit helpers the oracle uses (and what those use), and definitions and imports `solve` does not need are
-    dropped. Any other import of this project is refused: the kernel cannot satisfy it.
+    Parsed with `ast` and `tokenize`, the author's formatting otherwise kept: docstrings and comments go, the
+    `oracle_kit` import is replaced by just the kit helpers the oracle uses (and what those use), and
+    definitions and imports `solve` does not need are dropped. Any other import of this project is refused: the kernel cannot satisfy it.
     """
-    path = Path(task.root) / "oracle.py"
     oracle = _CompactSource(path.read_text())
     kit_names: set[str] = set()
     body: list[ast.stmt] = []
