@@ -30,12 +30,13 @@ from progagent_lib.train.config import load_config  # noqa: E402
 from progagent_lib.train.gspo import run_gspo, select_tasks  # noqa: E402
 from progagent_lib.train.models import build_tiny_model  # noqa: E402
 from progagent_lib.train.pipeline import PipelineConfig  # noqa: E402
-from progagent_lib.train.rollout import ReplayTurns, assistant_turn_text  # noqa: E402
+from progagent_lib.harness.chat_format import ChatFormat  # noqa: E402
+from progagent_lib.train.rollout import ReplayTurns  # noqa: E402
 
 REPLAY_TASKS = ["retail/restock_orders", "clinic_scheduling/rebook_clinician_leave"]  # the shortest DTC episodes
 
 
-def teacher_scripts(config, harness: str) -> dict[tuple, list[str]]:
+def teacher_runs(config, harness: str) -> dict[tuple, object]:
     from progagent_lib.harness.episode import run_episode
     from progagent_lib.policy import OracleTeacher
 
@@ -44,7 +45,7 @@ def teacher_scripts(config, harness: str) -> dict[tuple, list[str]]:
         for scale in config.scales:
             for seed in config.train_seeds:
                 trajectory = run_episode(task, scale, seed, harness, OracleTeacher(harness))
-                scripts[(task.id, scale, seed)] = [assistant_turn_text(m) for m in trajectory.messages if m["role"] == "assistant"]
+                scripts[(task.id, scale, seed)] = trajectory
     return scripts
 
 
@@ -86,11 +87,14 @@ def main() -> int:
             if "teacher-replay" in args.kinds:
                 config = replace(base, output_dir=str(work / f"replay-{harness}"), task_ids=REPLAY_TASKS,
                                  train_seeds=[0, 1], num_generations=2, max_turns=10_000, max_new_tokens=100_000,
-                                 max_completion_tokens=1_000_000)
-                scripts = teacher_scripts(config, harness)
+                                 max_context_tokens=1_000_000)
+                runs = teacher_runs(config, harness)
 
-                def replay(trainer, specs, scripts=scripts):
-                    return ReplayTurns(trainer.processing_class, [scripts[(s.task.id, s.scale, s.seed)] for s in specs])
+                def replay(trainer, specs, runs=runs):
+                    # The teacher's turns as the tokens the trainer's model would generate (its own chat template).
+                    chat = ChatFormat(trainer.processing_class)
+                    return ReplayTurns([chat.assistant_turns(runs[(s.task.id, s.scale, s.seed)].messages,
+                                                             runs[(s.task.id, s.scale, s.seed)].tools) for s in specs])
 
                 rows.append(shares("teacher-replay", harness, run_gspo(config, resume=False, turn_generator=replay)["dynamics"]))
     finally:

@@ -17,14 +17,26 @@ def tiny_path(repo, tmp_path_factory):
 def small_config(tiny_path, output_dir, max_steps):
     return GSPORunConfig(model=str(tiny_path), output_dir=str(output_dir), tasks_root="tasks",
                          task_ids=["retail/restock_orders"], harness="dtc", scales=["v0"], train_seeds=[0, 1],
-                         num_generations=2, max_steps=max_steps, save_steps=1, max_turns=2, max_new_tokens=16,
-                         max_completion_tokens=128)
+                         num_generations=2, num_iterations=1, max_steps=max_steps, save_steps=1, max_turns=2,
+                         max_new_tokens=16, max_context_tokens=4096)
 
 
 def test_gspo_is_grpo_with_sequence_ratio_and_no_kl(tmp_path):
     args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), epsilon=1e-2, epsilon_high=2e-2))
     assert (args.importance_sampling_level, args.loss_type, args.beta) == ("sequence", "grpo", 0.0)
     assert (args.epsilon, args.epsilon_high) == (1e-2, 2e-2)
+
+
+def test_several_passes_per_generation_batch_in_micro_batches(tmp_path):
+    """The ratio is 1 on the first pass over a batch; only a later pass (num_iterations > 1) lets the clip act.
+    Episodes go through the model in micro-batches, their gradients accumulated over the batch."""
+    args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, prompts_per_step=2, micro_batch_size=2,
+                                   num_iterations=2, max_steps=4))
+    assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.num_iterations) == (2, 4, 2)
+    with pytest.raises(ValueError, match="micro_batch_size=3"):
+        grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, micro_batch_size=3))
+    with pytest.raises(ValueError, match="multiple of num_iterations"):
+        grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_iterations=2, max_steps=3))
 
 
 @pytest.mark.slow
@@ -43,8 +55,24 @@ def test_killed_run_resumes_step_count_and_dynamics(tiny_path, tmp_path, repo, m
     assert [r["step"] for r in log] == [1, 2]
     assert log[1]["mean_reward"] != 123.0 and log[1]["episodes"] == 2
     for key in ("mean_reward", "tool_output_tokens_per_episode", "tool_calls_per_episode", "runtime_errors_per_episode",
-                "dtc_like_program_share", "episode_length_tokens", "truncation_rate"):
+                "malformed_calls_per_episode", "end_reasons", "zero_variance_group_share", "dtc_like_program_share",
+                "episode_length_tokens", "truncation_rate", "loss"):
         assert key in log[0]
+    samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in samples] == [1, 2] and all(s["messages"] for s in samples)
+
+
+@pytest.mark.slow
+def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(tiny_path, tmp_path, repo, monkeypatch):
+    from dataclasses import replace
+
+    monkeypatch.chdir(repo)
+    config = replace(small_config(tiny_path, tmp_path / "two", max_steps=2), num_iterations=2, learning_rate=5e-3,
+                     epsilon=1e-4, epsilon_high=1e-4)
+    result = run_gspo(config)
+    log = result["dynamics"]
+    assert len(log) == 1 and log[0]["optimizer_steps"] == 2  # one generation batch, trained on twice
+    assert "clip_region" in log[0] and 0.0 <= log[0]["clip_region"] <= 1.0
 
 
 @pytest.mark.slow

@@ -1,20 +1,30 @@
-"""Multi-turn GSPO rollouts: env_mask covers exactly the environment's tokens; claim_done ends the episode.
+"""The token adapter (GSPO rollouts, evaluation): env_mask covers exactly the environment's tokens, which come
+from the chat template; claim_done ends the episode; budgets end it as the message loop does.
 
 The model side is scripted (a test double that emits fixed assistant turns as tokens) so the test controls
-which tool calls happen; the tokenizer, harness session, task environment and verifier are the real ones.
+which tool calls happen; the tokenizer, chat template, harness session, task environment and verifier are real.
 """
 import json
 
 import pytest
 
+from progagent_lib.harness import Limits
+from progagent_lib.harness.chat_format import ChatFormat
 from progagent_lib.train.models import TinyModelConfig, build_tiny_model
-from progagent_lib.train.rollout import (EpisodeSpec, HFTurnGenerator, ReplayTurns, RolloutLimits, TurnOutput,
-                                         assistant_turn_text, observation_block, run_token_episode, run_token_episodes)
+from progagent_lib.train.rollout import (EpisodeSpec, HFTurnGenerator, ReplayTurns, TurnOutput, run_token_episode,
+                                         run_token_episodes, teacher_scripts)
+
+WIDE = Limits(max_tool_calls=100, max_turns=100, max_context_tokens=100_000)
 
 
 @pytest.fixture(scope="module")
 def tiny(repo):
     return build_tiny_model(repo / "tasks", TinyModelConfig(vocab_size=1024, hidden_size=64, intermediate_size=128, head_dim=16))
+
+
+@pytest.fixture(scope="module")
+def chat(tiny):
+    return ChatFormat(tiny[1], model_name="tiny")
 
 
 class ScriptedTurns:
@@ -47,7 +57,7 @@ def spans(mask, value):
     return out
 
 
-def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
+def test_env_mask_zeros_exactly_the_observation_tokens(tiny, chat, restock_task):
     _, tokenizer = tiny
     turns = [
         "<think>\n\n</think>\n\n" + call("list_products", page=1),
@@ -57,7 +67,7 @@ def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
         call("list_products", page=3),  # never played: claim_done ended the episode
     ]
     script = ScriptedTurns(tokenizer, turns)
-    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_completion_tokens=100_000, max_observation_chars=100_000))
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", chat, script, WIDE)
 
     assert script.calls == 4 and episode.end_reason == "claim_done" and episode.turns == 4
     assert len(episode.completion_ids) == len(episode.env_mask) == len(episode.logprobs)
@@ -74,7 +84,7 @@ def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
         env.close()
     env_texts = [tokenizer.decode(episode.completion_ids[a:b]) for a, b in spans(episode.env_mask, 0)]
     assert len(env_texts) == 3
-    assert env_texts[0] == observation_block([page1])
+    assert env_texts[0] == f"\n<|im_start|>user\n<tool_response>\n{page1}\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
     assert env_texts[1].startswith("\n<|im_start|>user\n<tool_response>\nError: ") and "999999" in env_texts[1]
     assert env_texts[1].endswith(f"<tool_response>\n{page2}\n</tool_response><|im_end|>\n<|im_start|>assistant\n")
     # A block the parser cannot read is answered as the harness answers it: a user message, no tool run.
@@ -83,45 +93,69 @@ def test_env_mask_zeros_exactly_the_observation_tokens(tiny, restock_task):
     # Log-probs: the sampler's for model tokens, zero for environment tokens.
     assert all(lp == -0.5 for lp, m in zip(episode.logprobs, episode.env_mask) if m == 1)
     assert all(lp == 0.0 for lp, m in zip(episode.logprobs, episode.env_mask) if m == 0)
-    assert episode.tool_calls == 3 and episode.model_tool_calls == 4
-    assert episode.tool_output_tokens == sum(b - a for a, b in spans(episode.env_mask, 0))
+    assert episode.tool_calls == 3 and episode.model_tool_calls == 4 and episode.malformed_calls == 1
+    # Tool-output tokens: the observation texts alone (no chat markup), as the message loop counts them.
+    observations = [c.observation for c in episode.trajectory.calls]
+    assert episode.tool_output_tokens == sum(len(tokenizer.encode(o, add_special_tokens=False)) for o in observations)
+    assert episode.tool_output_tokens < sum(b - a for a, b in spans(episode.env_mask, 0))
     # The whole context is what the chat template renders for the same conversation.
     assert tokenizer.decode(episode.prompt_ids).endswith("<|im_start|>assistant\n")
 
 
-def test_claim_done_ends_rollout_and_reward_is_the_verifiers(tiny, restock_task):
+def test_claim_done_ends_rollout_and_reward_is_the_verifiers(tiny, chat, restock_task):
     _, tokenizer = tiny
     script = ScriptedTurns(tokenizer, [call("claim_done", action="nothing to do"), call("list_products", page=1)])
-    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script)
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", chat, script, WIDE)
     assert script.calls == 1 and episode.end_reason == "claim_done" and not episode.truncated
     assert episode.env_mask == [1] * len(episode.completion_ids)  # nothing after the final turn
     assert episode.completion_ids[-1] == tokenizer.convert_tokens_to_ids("<|im_end|>")
     assert episode.reward == 0.0 and 0.0 <= episode.score < 1.0  # the wrong answer fails the real verifier
 
 
-def test_turn_budget_truncates(tiny, restock_task):
+def test_turn_budget_truncates(tiny, chat, restock_task):
     _, tokenizer = tiny
     script = ScriptedTurns(tokenizer, [call("list_products", page=p) for p in range(1, 5)])
-    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, script, RolloutLimits(max_turns=2, max_completion_tokens=100_000))
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", chat, script, Limits(max_turns=2, max_context_tokens=100_000))
     assert script.calls == 2 and episode.end_reason == "max_turns" and episode.truncated and episode.reward == 0.0
 
 
-def test_model_generator_returns_its_tokens_and_logprobs(tiny, restock_task):
+def test_a_turn_cut_by_max_new_tokens_ends_the_episode(tiny, chat, restock_task):
+    _, tokenizer = tiny
+    script = ScriptedTurns(tokenizer, [call("list_products", page=1)])
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", chat, script, Limits(max_new_tokens=5))
+    assert episode.end_reason == "turn_cut" and len(episode.completion_ids) == 5 and episode.model_tool_calls == 0
+
+
+def test_model_generator_returns_its_tokens_and_logprobs(tiny, chat, restock_task):
     model, tokenizer = tiny
-    generate = HFTurnGenerator(model, tokenizer)
-    episode = run_token_episode(restock_task, "v0", 0, "dtc", tokenizer, generate, RolloutLimits(max_new_tokens=8, max_turns=1))
+    generate = HFTurnGenerator(model, chat)
+    episode = run_token_episode(restock_task, "v0", 0, "dtc", chat, generate, Limits(max_new_tokens=8, max_turns=1))
     assert 1 <= len(episode.completion_ids) <= 8 and all(m == 1 for m in episode.env_mask)
     assert all(lp <= 0.0 for lp in episode.logprobs)
 
 
-def test_batched_generation_matches_one_at_a_time(tiny):
+def test_sampled_logprobs_are_the_models(tiny, chat):
+    """The generator keeps only the sampled tokens' log-probabilities; they match a full forward pass."""
+    import torch
+
+    model, tokenizer = tiny
+    context = tokenizer("<|im_start|>user\nhello<|im_end|>\n<|im_start|>assistant\n")["input_ids"]
+    turn = HFTurnGenerator(model, chat, temperature=1.0)([context], 6)[0]
+    ids = torch.tensor([context + turn.token_ids])
+    with torch.no_grad():
+        logits = model(ids).logits[0, len(context) - 1:-1]
+    expected = torch.log_softmax(logits.float(), -1).gather(-1, torch.tensor(turn.token_ids).unsqueeze(-1)).squeeze(-1)
+    assert torch.allclose(torch.tensor(turn.logprobs), expected, atol=1e-4)
+
+
+def test_batched_generation_matches_one_at_a_time(tiny, chat):
     """Episodes share generate calls (left-padded); each row must get what it would get alone."""
     import torch
 
     model, tokenizer = tiny
     contexts = [tokenizer("<|im_start|>user\nshort<|im_end|>\n<|im_start|>assistant\n")["input_ids"],
                 tokenizer("<|im_start|>user\na much longer request about products<|im_end|>\n<|im_start|>assistant\n")["input_ids"]]
-    greedy = HFTurnGenerator(model, tokenizer, do_sample=False)
+    greedy = HFTurnGenerator(model, chat, do_sample=False)
     together = greedy(contexts, 6)
     alone = [greedy([c], 6)[0] for c in contexts]
     assert [t.token_ids for t in together] == [t.token_ids for t in alone]
@@ -129,7 +163,7 @@ def test_batched_generation_matches_one_at_a_time(tiny):
         assert torch.allclose(torch.tensor(a.logprobs), torch.tensor(b.logprobs), atol=1e-4)
 
 
-def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, restock_task):
+def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, chat, restock_task):
     _, tokenizer = tiny
     loop = "n = 0\nfor p in (1, 2):\n    n += len(tools.list_products(page=p)['items'])\nprint('rows', n)"
     turns = [
@@ -139,10 +173,10 @@ def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, rest
         call("list_products", page=1),                     # a direct task-tool call is refused under PTC
         call("claim_done", action="done"),
     ]
-    episode = run_token_episode(restock_task, "v0", 0, "ptc", tokenizer, ScriptedTurns(tokenizer, turns),
-                                RolloutLimits(max_completion_tokens=100_000))
+    episode = run_token_episode(restock_task, "v0", 0, "ptc", chat, ScriptedTurns(tokenizer, turns), WIDE)
     assert episode.end_reason == "claim_done"
-    assert (episode.programs, episode.dtc_like_programs, episode.runtime_errors) == (3, 1, 1)
+    programs = episode.trajectory.programs
+    assert (len(programs), sum(p.dtc_like for p in programs), episode.runtime_errors) == (3, 1, 1)
     assert episode.tool_calls == 3  # one get_supplier + two list_products, all inside programs
     env_texts = [tokenizer.decode(episode.completion_ids[a:b]) for a, b in spans(episode.env_mask, 0)]
     assert "rows 40" in env_texts[1] and "ZeroDivisionError" in env_texts[2]
@@ -150,20 +184,18 @@ def test_ptc_rollout_counts_programs_errors_and_in_program_tool_calls(tiny, rest
 
 
 @pytest.mark.parametrize("harness", ["dtc", "ptc"])
-def test_teacher_turns_replayed_as_tokens_solve_the_task(tiny, restock_task, harness):
+def test_teacher_turns_replayed_as_tokens_solve_the_task(tiny, chat, restock_task, harness):
     """The token-level loop (parsing, dispatch, observation blocks, verdict) agrees with the harness's episode
     loop: the OracleTeacher's turns, fed in as tokens, earn the full reward for two episodes played in lockstep."""
     from progagent_lib.harness.episode import run_episode
     from progagent_lib.policy import OracleTeacher
 
     _, tokenizer = tiny
-    scripts = []
-    for seed in (0, 1):
-        trajectory = run_episode(restock_task, "v0", seed, harness, OracleTeacher(harness))
-        scripts.append([assistant_turn_text(m) for m in trajectory.messages if m["role"] == "assistant"])
-    limits = RolloutLimits(max_turns=1000, max_new_tokens=100_000, max_completion_tokens=10_000_000)
+    trajectories = [run_episode(restock_task, "v0", seed, harness, OracleTeacher(harness)) for seed in (0, 1)]
+    scripts = teacher_scripts(chat, trajectories)
+    limits = Limits(max_turns=1000, max_tool_calls=None, max_context_tokens=None)
     episodes = run_token_episodes([EpisodeSpec(restock_task, "v0", 0), EpisodeSpec(restock_task, "v0", 1)], harness,
-                                  tokenizer, ReplayTurns(tokenizer, scripts), limits)
+                                  chat, ReplayTurns(scripts), limits)
     for episode, script in zip(episodes, scripts):
         assert (episode.reward, episode.end_reason, episode.turns) == (1.0, "claim_done", len(script))
         assert episode.tool_calls >= 3 and 0 in episode.env_mask

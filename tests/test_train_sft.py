@@ -42,14 +42,19 @@ def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, 
     from progagent_lib.train.models import TinyModelConfig, build_tiny_model
     from progagent_lib.train.sft import sft_args
 
+    from progagent_lib.harness.chat_format import ChatFormat
+
     assert all(t.reward == 1.0 for t in teacher)
-    dataset, report = build_sft_dataset(teacher, min_score=0.7)
-    assert report.kept == {"dtc": 1, "ptc": 1}
     model, tokenizer = build_tiny_model("tasks", TinyModelConfig(vocab_size=1024, hidden_size=64, intermediate_size=128, head_dim=16))
+    chat = ChatFormat(tokenizer, model_name="tiny")
+    dataset, report = build_sft_dataset(teacher, chat, min_score=0.7)
+    assert report.kept == {"dtc": 1, "ptc": 1}
+    # Tokenised here with the template's own renders: the trained spans are the turns a model generates.
+    assert dataset[1]["input_ids"] == chat.tokenize_conversation(teacher[1].messages, teacher[1].tools)[0]
     trainer = SFTTrainer(model=model, args=sft_args(SFTRunConfig(output_dir=str(tmp_path), max_steps=1, max_length=None)),
                          train_dataset=dataset, processing_class=tokenizer)
     row = trainer.train_dataset[1]  # the PTC trajectory, whole
-    ids, labels = row["input_ids"], row.get("labels") or [i if m else -100 for i, m in zip(row["input_ids"], row["assistant_masks"])]
+    ids, labels = row["input_ids"], row["labels"]
     trained = tokenizer.decode([i for i, l in zip(ids, labels) if l != -100])
     untrained = tokenizer.decode([i for i, l in zip(ids, labels) if l == -100])
     assert "programmatic_tool_call" in trained and '"name": "claim_done"' in trained and trained.count("<|im_end|>") >= 3
@@ -69,7 +74,7 @@ def test_run_sft_with_lora_from_trajectory_files(teacher, tmp_path, repo, monkey
     write_jsonl(teacher, tmp_path / "teacher.jsonl")
     config = SFTRunConfig(output_dir=str(tmp_path / "sft"), tiny=TinyModelConfig(vocab_size=1024, hidden_size=64,
                           intermediate_size=128, head_dim=16), task_ids=["retail/restock_orders"],
-                          trajectories=[str(tmp_path / "teacher.jsonl")], max_length=3072, max_steps=2,
+                          trajectories=[str(tmp_path / "teacher.jsonl")], harnesses=["dtc", "ptc"], max_length=None, max_steps=2,
                           learning_rate=1e-2, lora=LoraSettings(r=4, alpha=8))
     summary = run_sft(config)
     assert summary["dataset"]["kept"] == {"dtc": 1, "ptc": 1} and summary["steps"] == 2
@@ -78,6 +83,21 @@ def test_run_sft_with_lora_from_trajectory_files(teacher, tmp_path, repo, monkey
     assert final.config.model_type == "qwen3"
     changed = [name for name, p in final.state_dict().items() if not p.equal(initial.state_dict()[name])]
     assert changed and all("proj" in name for name in changed)  # only the adapted linear layers moved
+
+
+def test_too_short_max_length_is_refused_with_the_length_needed(teacher):
+    from progagent_lib.harness.chat_format import ChatFormat
+    from progagent_lib.train.models import TinyModelConfig, build_tiny_model
+
+    _, tokenizer = build_tiny_model("tasks", TinyModelConfig(vocab_size=1024, hidden_size=32, intermediate_size=64, head_dim=16))
+    with pytest.raises(ValueError, match=r"max_length=512 .* needs \d+ tokens"):
+        build_sft_dataset(teacher, ChatFormat(tokenizer), max_length=512, min_score=0.7)
+
+
+def test_a_harness_with_no_kept_trajectory_is_named():
+    pool = [traj("a", "dtc", 1.0), traj("a", "ptc", 0.1)]
+    with pytest.raises(ValueError, match="harness 'ptc' keeps no trajectory"):
+        select_sft_trajectories(pool, min_score=0.7, harnesses=["dtc", "ptc"])
 
 
 def test_every_shipped_config_loads(repo):

@@ -63,8 +63,10 @@ class Profile:
 
         recipe = load_config(PipelineConfig, self.resolve(self["train_config"]))
         root = str(self.pool_path)
-        return replace(recipe, sft=replace(recipe.sft, tasks_root=root), gspo=replace(recipe.gspo, tasks_root=root),
-                       eval=replace(recipe.eval, tasks_root=root))
+        # The profile names the trained harnesses (notebooks 05-08 read them there); the recipe follows it.
+        return replace(recipe, rl_harnesses=list(self.get("rl_harnesses", recipe.rl_harnesses)),
+                       output_dir=str(self.run_dir), sft=replace(recipe.sft, tasks_root=root),
+                       gspo=replace(recipe.gspo, tasks_root=root), eval=replace(recipe.eval, tasks_root=root))
 
     @property
     def figures_dir(self) -> Path:

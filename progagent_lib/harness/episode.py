@@ -126,6 +126,7 @@ class Episode:
         self.context_tokens = self.count(self.messages[0]["content"]) + self.count(task.prompt) + \
             self.count(json.dumps(self.tools))
         self.final_response = ""
+        self.last_observations: list[Observation] = []   # the Observations of the last turn's calls, structured
         self._used_ids: set[str] = set()
         self._closed = False
         self._check_budgets()
@@ -188,6 +189,7 @@ class Episode:
             return []
 
         added: list[dict] = []
+        self.last_observations = []
         for call in calls:
             if self.session.done:
                 break
@@ -198,6 +200,7 @@ class Episode:
                                         True, "over_budget"))
                 continue
             observation = self.session.dispatch(call)
+            self.last_observations.append(observation)
             content = cut_observation(observation.content, self.limits.max_observation_chars)
             added.append(_tool_message(call, content))
             t.model_tool_calls += 1
@@ -315,6 +318,8 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                 episode.cut_turn(turn)
             else:
                 episode.add_turn(turn)
+                if hasattr(agent, "observe"):  # a player that wants the structured results (the oracle teacher)
+                    agent.observe(episode.last_observations)
         return episode.to_trajectory()
     finally:
         if agent is not None and agent is not policy and hasattr(agent, "close"):  # a per-episode player

@@ -4,6 +4,7 @@ from __future__ import annotations
 import ast
 import math
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,10 +85,14 @@ def _tool_name(call: ast.Call) -> str | None:
     return None
 
 
+_PARSE_LOCK = threading.Lock()  # CPython 3.11.7's parser is not safe across threads (AST recursion check)
+
+
 def analyze_program(code: str) -> ProgramStructure:
     structure = ProgramStructure(lines=len([l for l in code.splitlines() if l.strip()]))
     try:
-        tree = ast.parse(code)
+        with _PARSE_LOCK:
+            tree = ast.parse(code)
     except SyntaxError:
         structure.parsed = False
         return structure

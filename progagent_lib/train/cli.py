@@ -24,12 +24,12 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="train_command", required=True)
     helps = {"sft": "cold-start SFT on teacher trajectories", "gspo": "GSPO RL (resumes from the last checkpoint)",
              "eval": "pass rate of a checkpoint under harnesses on held-out seeds",
-             "pipeline": "SFT, then GSPO per harness, each evaluated (the cpu-smoke recipe)"}
+             "pipeline": "base -> SFT -> GSPO per trained harness, every stage evaluated on held-out seeds"}
     for name in COMMANDS:
         sub = commands.add_parser(name, help=helps[name])
         sub.add_argument("--config", required=True, help="YAML preset, e.g. configs/cpu-smoke.yaml")
         sub.add_argument("--output-dir", help="override the config's output_dir")
-        sub.add_argument("--model", help="override the config's model (not for pipeline)")
+        sub.add_argument("--model", help="override the config's model: a registered name (smollm2), a folder, a GGUF file or a hub id")
         if name == "gspo":
             sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
         sub.set_defaults(func=run)
@@ -57,10 +57,13 @@ def run(args: argparse.Namespace) -> int:
     else:
         from .pipeline import PipelineConfig, format_summary, run_pipeline
 
-        if overrides["model"]:
-            raise SystemExit("--model does not apply to pipeline; set sft.model in the YAML")
-        config = load_config(PipelineConfig, args.config, {"output_dir": args.output_dir})
-        result = run_pipeline(config)
+        from .feasibility import NotLearnableError
+
+        config = load_config(PipelineConfig, args.config, overrides)
+        try:
+            run_pipeline(config)
+        except NotLearnableError as exc:
+            raise SystemExit(f"progagent train pipeline: refused: {exc}") from None
         print(open(f"{config.output_dir}/summary.md").read())
         return 0
     print(json.dumps(result, indent=2, default=str))

@@ -1,4 +1,9 @@
-"""Pass rate of a checkpoint under any harness on held-out seeds (the cross-harness table)."""
+"""A checkpoint's episodes on held-out seeds, under any harness: trajectories and the pass-rate table.
+
+Evaluation plays the same `Episode` as `progagent run` through the token adapter, and writes
+`trajectories.jsonl` in `progagent run`'s format (readable by `progagent_lib.harness.read_jsonl`), so the
+summary tables, the HTML view and the program-structure analysis read trained models' episodes too.
+"""
 from __future__ import annotations
 
 import json
@@ -7,13 +12,18 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .gspo import select_tasks
-from .rollout import EpisodeSpec, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator, run_token_episodes
+from ..harness.trajectory import Trajectory, write_jsonl
+from .gspo import limits_of, select_tasks
+from .rollout import EpisodeSpec, HFTurnGenerator, VLLMServerTurnGenerator, run_token_episodes
+
+TRAJECTORIES_FILE = "trajectories.jsonl"
 
 
 @dataclass
 class EvalConfig:
-    model: str = "runs/gspo/final"
+    model: str = "runs/gspo/final"          # a folder, a hub id or a registered name
+    stage: str = ""                         # base | sft | gspo: names the policy "hf:<model>@<stage>"
+    chat_template: str | None = None
     output_dir: str = "runs/eval"
     tasks_root: str = "tasks"
     task_ids: list[str] = field(default_factory=list)
@@ -25,7 +35,7 @@ class EvalConfig:
     temperature: float = 0.0                # 0: greedy
     max_turns: int = 8
     max_new_tokens: int = 256
-    max_completion_tokens: int = 2048
+    max_context_tokens: int = 8192
     max_observation_chars: int = 4000
     max_tool_calls: int = 100
     error_mode: str = "is_error"
@@ -34,48 +44,46 @@ class EvalConfig:
 
 
 @dataclass
-class EvalRecord:
-    task_id: str
-    harness: str
-    scale: str
-    seed: int
-    sample: int
-    reward: float
-    score: float
-    end_reason: str
-    turns: int
-    tool_calls: int
-    tool_output_tokens: int
-
-
-@dataclass
 class PassRateRow:
     harness: str
+    scale: str
     episodes: int
+    errored: int          # infrastructure errors: not in the pass rate
     pass_rate: float
     mean_score: float
     claim_done_rate: float
 
 
-def pass_rate_table(records: list[EvalRecord]) -> list[PassRateRow]:
-    by_harness: dict[str, list[EvalRecord]] = defaultdict(list)
-    for record in records:
-        by_harness[record.harness].append(record)
-    return [PassRateRow(h, len(rs), sum(r.reward for r in rs) / len(rs), sum(r.score for r in rs) / len(rs),
-                        sum(r.end_reason == "claim_done" for r in rs) / len(rs))
-            for h, rs in sorted(by_harness.items())]
+def pass_rate_table(trajectories: list[Trajectory]) -> list[PassRateRow]:
+    """Pass rate and mean R~ per (harness, scale), over the episodes that did not end by an infrastructure error."""
+    groups: dict[tuple[str, str], list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        groups[(t.harness, t.scale)].append(t)
+    rows = []
+    for (harness, scale), ts in sorted(groups.items()):
+        scored = [t for t in ts if not t.errored]
+        n = max(len(scored), 1)
+        rows.append(PassRateRow(harness, scale, len(ts), len(ts) - len(scored), sum(t.reward for t in scored) / n,
+                                sum(t.score for t in scored) / n, sum(t.end_reason == "claim_done" for t in scored) / n))
+    return rows
 
 
 def format_table(rows: list[PassRateRow]) -> str:
-    lines = ["| harness | episodes | pass rate | mean R~ | claim_done rate |", "|---|---|---|---|---|"]
-    lines += [f"| {r.harness} | {r.episodes} | {r.pass_rate:.3f} | {r.mean_score:.3f} | {r.claim_done_rate:.3f} |" for r in rows]
+    lines = ["| harness | scale | episodes | errored | pass rate | mean R~ | claim_done rate |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {r.harness} | {r.scale} | {r.episodes} | {r.errored} | {r.pass_rate:.3f} | {r.mean_score:.3f} | "
+              f"{r.claim_done_rate:.3f} |" for r in rows]
     return "\n".join(lines)
 
 
-def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[list[EvalRecord], list[PassRateRow]]:
-    """Play every (harness, task, scale, seed, sample) with the checkpoint; write records and the table."""
+def policy_label(config: EvalConfig) -> str:
+    return f"hf:{config.model}" + (f"@{config.stage}" if config.stage else "")
+
+
+def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[list[Trajectory], list[PassRateRow]]:
+    """Play every (harness, task, scale, seed, sample) with the checkpoint; write trajectories and the table."""
     import torch
 
+    from ..harness.chat_format import ChatFormat
     from .models import load_model
 
     torch.manual_seed(config.seed)
@@ -85,30 +93,35 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
         from trl.generation.vllm_client import VLLMClient
 
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(config.model)
+        chat = ChatFormat(tokenizer, model_name=config.model)
         generate = VLLMServerTurnGenerator(VLLMClient(base_url=config.vllm_server_base_url), temperature=config.temperature)
     else:
         if model is None:
-            model, tokenizer = load_model(config.model)
-        generate = HFTurnGenerator(model, tokenizer, temperature=config.temperature if not greedy else 1.0,
-                                   do_sample=not greedy)
-    limits = RolloutLimits(max_turns=config.max_turns, max_new_tokens=config.max_new_tokens,
-                           max_completion_tokens=config.max_completion_tokens,
-                           max_observation_chars=config.max_observation_chars, max_tool_calls=config.max_tool_calls,
-                           temperature=config.temperature)
-    records = []
-    specs = [EpisodeSpec(task, scale, seed) for task in select_tasks(config.tasks_root, config.task_ids)
-             for scale in config.scales for seed in config.seeds for _ in range(config.samples)]
-    for harness in config.harnesses:
-        for start in range(0, len(specs), config.batch_size):
-            batch = specs[start:start + config.batch_size]
-            episodes = run_token_episodes(batch, harness, tokenizer, generate, limits, error_mode=config.error_mode)
-            for index, (spec, e) in enumerate(zip(batch, episodes), start):
-                records.append(EvalRecord(spec.task.id, harness, spec.scale, spec.seed, index % config.samples, e.reward,
-                                          e.score, e.end_reason, e.turns, e.tool_calls, e.tool_output_tokens))
-    table = pass_rate_table(records)
+            model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+        chat = ChatFormat(tokenizer, model_name=config.model)
+        generate = HFTurnGenerator(model, chat, temperature=config.temperature if not greedy else 1.0, do_sample=not greedy)
+    limits = limits_of(config)
+    specs = [EpisodeSpec(task, scale, seed, sample) for task in select_tasks(config.tasks_root, config.task_ids)
+             for scale in config.scales for seed in config.seeds for sample in range(config.samples)]
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "episodes.jsonl").write_text("".join(json.dumps(asdict(r)) + "\n" for r in records))
+    out_file = output_dir / TRAJECTORIES_FILE
+    out_file.unlink(missing_ok=True)
+    trajectories: list[Trajectory] = []
+    from tqdm.auto import tqdm
+
+    with tqdm(total=len(specs) * len(config.harnesses), desc=f"eval {config.stage or config.model}", leave=False) as bar:
+        for harness in config.harnesses:
+            for start in range(0, len(specs), config.batch_size):
+                batch = specs[start:start + config.batch_size]
+                episodes = run_token_episodes(batch, harness, chat, generate, limits, error_mode=config.error_mode,
+                                              policy_name=policy_label(config))
+                done = [e.trajectory for e in episodes]
+                write_jsonl(done, out_file)
+                trajectories += done
+                bar.update(len(batch))
+    table = pass_rate_table(trajectories)
     (output_dir / "pass_rates.json").write_text(json.dumps([asdict(r) for r in table], indent=2))
     (output_dir / "pass_rates.md").write_text(format_table(table) + "\n")
-    return records, table
+    (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))
+    return trajectories, table

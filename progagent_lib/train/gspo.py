@@ -14,10 +14,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .rollout import (EpisodeSpec, EpisodeTokens, HFTurnGenerator, RolloutLimits, VLLMServerTurnGenerator,
-                      episode_summary, run_token_episodes)
+from ..harness.episode import Limits
+from .rollout import EpisodeSpec, EpisodeTokens, HFTurnGenerator, VLLMServerTurnGenerator, episode_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
+SAMPLES_FILE = "samples.jsonl"
 
 
 @dataclass
@@ -32,7 +33,8 @@ class LoraSettings:
 class GSPORunConfig:
     """Everything a GSPO run needs. Same task pool and hyper-parameters for every harness."""
 
-    model: str = "runs/cpu-smoke-pipeline/sft/final"   # a local folder (e.g. the SFT output) or a hub id
+    model: str = "runs/cpu-smoke-pipeline/sft-ptc/final"   # a folder (e.g. the SFT output), a hub id or a registered name
+    chat_template: str | None = None         # None: the model's own (or its registered choice); "qwen3" | a .jinja path
     output_dir: str = "runs/gspo"
     tasks_root: str = "tasks"
     task_ids: list[str] = field(default_factory=list)   # empty: every task under tasks_root
@@ -47,12 +49,15 @@ class GSPORunConfig:
     weight_decay: float = 0.1
     temperature: float = 1.0
     num_generations: int = 4                 # rollouts per task in a group
-    prompts_per_step: int = 1                # tasks per RL step
-    max_steps: int = 2
+    prompts_per_step: int = 1                # tasks per generation batch
+    num_iterations: int = 2                  # optimisation passes over each generation batch (>1: the ratio and clip act)
+    micro_batch_size: int = 1                # episodes per forward pass; gradients accumulate over the batch
+    max_steps: int = 2                       # optimizer steps (generation batches = max_steps / num_iterations)
     save_steps: int = 1
+    sample_episodes: int = 2                 # decoded episodes kept per generation batch (samples.jsonl)
     max_turns: int = 8
     max_new_tokens: int = 256                # per assistant turn
-    max_completion_tokens: int = 2048        # whole episode (turns + observations)
+    max_context_tokens: int = 8192           # prompt + turns + observations (must fit the model's positions)
     max_observation_chars: int = 4000
     max_tool_calls: int = 100                # per episode (the paper's budget)
     use_vllm: bool = False                   # gpu-paper: generation by a `trl vllm-serve` server
@@ -62,11 +67,15 @@ class GSPORunConfig:
     lora: LoraSettings | None = None
     seed: int = 0
 
-    def limits(self) -> RolloutLimits:
-        return RolloutLimits(max_turns=self.max_turns, max_new_tokens=self.max_new_tokens,
-                             max_completion_tokens=self.max_completion_tokens,
-                             max_observation_chars=self.max_observation_chars, max_tool_calls=self.max_tool_calls,
-                             temperature=self.temperature)
+    def limits(self) -> Limits:
+        return limits_of(self)
+
+
+def limits_of(config: Any) -> Limits:
+    """The episode budgets of a GSPO or evaluation config: one `Limits` for every path."""
+    return Limits(max_tool_calls=config.max_tool_calls, max_turns=config.max_turns,
+                  max_context_tokens=config.max_context_tokens, max_new_tokens=config.max_new_tokens,
+                  max_observation_chars=config.max_observation_chars)
 
 
 def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:
@@ -100,39 +109,72 @@ def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
 class DynamicsLog:
     """Collects the episodes of the current RL step and writes their summary as one JSON line per step."""
 
-    def __init__(self, path: Path):
-        self.path = path
+    def __init__(self, path: Path, group_size: int = 1, sample_episodes: int = 2, num_iterations: int = 1):
+        self.path, self.num_iterations = path, num_iterations
+        self.samples_path = path.with_name(SAMPLES_FILE)
+        self.group_size, self.sample_episodes = group_size, sample_episodes
         self.pending: list[EpisodeTokens] = []
         self.rollout_seconds = 0.0
+        self.train_logs: list[dict] = []   # TRL's logs (loss, clip fractions) of the optimizer steps since the last line
+        self.seconds = 0.0
 
     def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
         self.pending.extend(episodes)
         self.rollout_seconds += seconds
 
     def write(self, step: int, step_seconds: float, episodes: list[EpisodeTokens] | None = None) -> dict:
-        """Append the step's line; `episodes` (every process's, when distributed) default to this process's."""
-        record = {"step": step, **episode_summary(self.pending if episodes is None else episodes),
-                  "seconds_rollout": self.rollout_seconds, "seconds_step": step_seconds}
+        """Append one line for the generation batch just trained on; `episodes` (every process's, when
+        distributed) default to this process's."""
+        episodes = self.pending if episodes is None else episodes
+        record = {"step": step, **episode_summary(episodes), **zero_variance(episodes, self.group_size),
+                  **_mean_logs(self.train_logs), "seconds_rollout": self.rollout_seconds, "seconds_step": step_seconds}
         record["seconds_update"] = max(step_seconds - self.rollout_seconds, 0.0)
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
+        if self.sample_episodes:
+            with self.samples_path.open("a", encoding="utf-8") as f:
+                for episode in episodes[: self.sample_episodes]:
+                    f.write(json.dumps({"step": step, **episode.trajectory.to_dict()}, ensure_ascii=False) + "\n")
         self.reset()
         return record
 
     def reset(self) -> None:
-        self.pending, self.rollout_seconds = [], 0.0
+        self.pending, self.rollout_seconds, self.train_logs = [], 0.0, []
 
     def truncate_after(self, step: int) -> None:
         """Drop lines of steps past `step` (written by a killed run after its last checkpoint)."""
         if not self.path.exists():
             return
-        kept = [line for line in self.path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
-        self.path.write_text("".join(line + "\n" for line in kept))
+        for path in (self.path, self.samples_path):
+            if path.exists():
+                kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+                path.write_text("".join(line + "\n" for line in kept))
 
     @staticmethod
     def read(path: str | Path) -> list[dict]:
+        """The dynamics lines of a run (one per generation batch)."""
         path = Path(path)
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def zero_variance(episodes: list[EpisodeTokens], group_size: int) -> dict[str, float]:
+    """The share of groups (consecutive `group_size` rollouts of one prompt) whose rewards are all equal:
+    such a group has zero advantage everywhere and teaches nothing."""
+    groups = [episodes[i:i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
+    groups = [g for g in groups if g]
+    flat = sum(len({e.reward for e in g if not e.errored}) <= 1 for g in groups)
+    return {"groups": len(groups), "zero_variance_group_share": flat / len(groups) if groups else 0.0}
+
+
+def _mean_logs(logs: list[dict]) -> dict[str, float]:
+    keys = ("loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "learning_rate")
+    out = {}
+    for key in keys:
+        values = [log[key] for log in logs if isinstance(log.get(key), (int, float))]
+        if values:
+            out[key.replace("clip_ratio/", "clip_").replace("_mean", "")] = sum(values) / len(values)
+    out["optimizer_steps"] = len(logs)
+    return out
 
 
 def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
@@ -157,9 +199,14 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             client = http_clients["own"]
         return client
 
+    chat_formats: dict[int, Any] = {}
+
     def rollout_func(prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
+        from ..harness.chat_format import ChatFormat
+
         started = time.perf_counter()
         tokenizer = trainer.processing_class
+        chat = chat_formats.setdefault(id(tokenizer), ChatFormat(tokenizer, model_name=config.model))
         specs = []
         for prompt in prompts:
             task_id, scale, seed = prompt[-1]["episode"].split("|")
@@ -169,18 +216,28 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         elif config.use_vllm:
             generate_turn = VLLMServerTurnGenerator(vllm_client(trainer), temperature=config.temperature)
         else:
-            generate_turn = HFTurnGenerator(trainer.accelerator.unwrap_model(trainer.model), tokenizer,
+            generate_turn = HFTurnGenerator(trainer.accelerator.unwrap_model(trainer.model), chat,
                                             temperature=config.temperature)
         # Episodes of one step run in lockstep, so each turn is one batched generate call.
-        episodes = run_token_episodes(specs, config.harness, tokenizer, generate_turn, limits, error_mode=config.error_mode)
+        episodes = run_token_episodes(specs, config.harness, chat, generate_turn, limits, error_mode=config.error_mode,
+                                      policy_name=f"hf:{config.model}@gspo-{config.harness}")
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
+        rewards = [e.reward if config.reward == "binary" else e.score for e in episodes]
+        # An episode that ended by an infrastructure error is dropped from the loss (no token is trained) and
+        # given its group's mean reward, so it moves neither the baseline nor the policy.
+        for index, episode in enumerate(episodes):
+            if episode.errored:
+                start = index - index % config.num_generations
+                group = [r for e, r in zip(episodes[start:start + config.num_generations],
+                                           rewards[start:start + config.num_generations]) if not e.errored]
+                rewards[index] = sum(group) / len(group) if group else 0.0
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": [e.logprobs for e in episodes],
-            "env_mask": [e.env_mask for e in episodes],
-            "verifier_reward": [e.reward if config.reward == "binary" else e.score for e in episodes],
+            "env_mask": [[0] * len(e.env_mask) if e.errored else e.env_mask for e in episodes],
+            "verifier_reward": rewards,
         }
 
     return rollout_func
@@ -195,17 +252,27 @@ def _dynamics_callback(dynamics: DynamicsLog):
     from transformers import TrainerCallback
 
     class DynamicsCallback(TrainerCallback):
+        """One dynamics line per generation batch, written after its last optimisation pass."""
+
         def on_step_begin(self, args, state, control, **kwargs):
-            self.step_started = time.perf_counter()
+            if not hasattr(self, "step_started") or self.step_started is None:
+                self.step_started = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                dynamics.train_logs.append(dict(logs))
 
         def on_step_end(self, args, state, control, **kwargs):
             from accelerate.utils import gather_object
 
-            # Every process played part of the step's episodes; all of them must join this collective.
+            if state.global_step % dynamics.num_iterations and state.global_step < state.max_steps:
+                return  # the same generation batch is trained on again
+            # Every process played part of the batch's episodes; all of them must join this collective.
             episodes = gather_object(dynamics.pending)
             if state.is_world_process_zero:
                 dynamics.write(state.global_step, time.perf_counter() - self.step_started, episodes)
             dynamics.reset()
+            self.step_started = None
 
     return DynamicsCallback()
 
@@ -221,6 +288,13 @@ def grpo_args(config: GSPORunConfig):
     from trl import GRPOConfig
 
     on_cpu = not torch.cuda.is_available()
+    group = config.num_generations * config.prompts_per_step
+    if group % config.micro_batch_size:
+        raise ValueError(f"micro_batch_size={config.micro_batch_size} must divide the generation batch of "
+                         f"{group} episodes (num_generations x prompts_per_step)")
+    if config.max_steps % config.num_iterations:
+        raise ValueError(f"max_steps={config.max_steps} must be a multiple of num_iterations={config.num_iterations} "
+                         "(each generation batch is trained on num_iterations times)")
     return GRPOConfig(
         output_dir=config.output_dir,
         # GSPO = GRPO's machinery with a sequence-level importance ratio and no KL term.
@@ -228,11 +302,14 @@ def grpo_args(config: GSPORunConfig):
         epsilon=config.epsilon, epsilon_high=config.epsilon_high,
         learning_rate=config.learning_rate, weight_decay=config.weight_decay, temperature=config.temperature,
         num_generations=config.num_generations,
-        per_device_train_batch_size=config.num_generations * config.prompts_per_step,
-        gradient_accumulation_steps=1,
+        # Micro-batches of a few episodes, accumulated over the generation batch: one optimizer step per pass
+        # over it, `num_iterations` passes per batch (the second and later are off-policy: the ratio acts).
+        per_device_train_batch_size=config.micro_batch_size,
+        gradient_accumulation_steps=group // config.micro_batch_size,
+        num_iterations=config.num_iterations,
         max_steps=config.max_steps, save_strategy="steps", save_steps=config.save_steps,
         logging_steps=1, report_to="none", seed=config.seed, disable_tqdm=True,
-        max_completion_length=config.max_completion_tokens,
+        max_completion_length=config.max_context_tokens,
         use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
         activation_checkpointing=config.gradient_checkpointing,
@@ -254,9 +331,16 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
     tasks = select_tasks(config.tasks_root, config.task_ids)
     dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
-    model, tokenizer = load_model(config.model)
+    model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+    from .pipeline import model_positions
 
-    dynamics = DynamicsLog(output_dir / DYNAMICS_FILE)
+    positions = model_positions(model.config)
+    if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
+        raise ValueError(f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "
+                         f"{config.model!r}: lower it, or configure rope scaling in the model's config")
+
+    dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
+                           config.num_iterations)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if checkpoint is not None:
         state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())

@@ -1,7 +1,12 @@
-"""The whole recipe in one run: SFT, then GSPO under each harness, each model evaluated on held-out seeds.
+"""The paper's three recipes on one base model: base -> SFT -> GSPO for each trained harness, every stage
+evaluated on held-out seeds (never seen in SFT or RL).
 
-This is what `progagent train pipeline --config configs/cpu-smoke.yaml` runs; it writes `summary.json` and
-`summary.md` (pass rate after SFT and after RL, mean reward of the first and last RL steps, per harness).
+    progagent train pipeline --config configs/cpu-smoke.yaml
+
+`Recipe` holds the stages so the notebooks can run them one at a time (04: teacher + SFT, 05: GSPO,
+07: evaluation); `run_pipeline` runs them all. Before any compute, `check` refuses a config under which
+the teacher itself cannot finish (feasibility.check_learnable). Every evaluation appends rows to
+`<output_dir>/learning.jsonl`: one per (stage, harness, scale) with episodes, pass_rate, mean_score, model.
 """
 from __future__ import annotations
 
@@ -9,78 +14,196 @@ import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from .evaluate import EvalConfig, evaluate
-from .gspo import GSPORunConfig, run_gspo
-from .sft import SFTRunConfig, run_sft
+from .gspo import GSPORunConfig, limits_of, run_gspo, select_tasks
+from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
+
+LEARNING_FILE = "learning.jsonl"
+STAGES = ("base", "sft", "gspo")
 
 
 @dataclass
 class PipelineConfig:
-    output_dir: str = "runs/cpu-smoke"
-    rl_harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc"])
-    sft: SFTRunConfig = field(default_factory=SFTRunConfig)
-    gspo: GSPORunConfig = field(default_factory=GSPORunConfig)   # model, harness and output_dir are set per run
-    eval: EvalConfig = field(default_factory=EvalConfig)          # model, harnesses and output_dir are set per run
+    output_dir: str = "runs/cpu-smoke-pipeline"
+    model: str = "smollm2"                   # the base model every recipe starts from (a registered name, folder, hub id)
+    chat_template: str | None = None         # None: the model's own or its registered choice
+    rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"])   # the trained harnesses: one recipe each
+    stages: list[str] = field(default_factory=lambda: list(STAGES))
+    check: bool = True                       # refuse a config the teacher cannot finish under
+    check_tasks: int | None = 4              # training tasks the check replays the teacher on (None: all)
+    sft: SFTRunConfig = field(default_factory=SFTRunConfig)      # model, harnesses and output_dir are set per recipe
+    gspo: GSPORunConfig = field(default_factory=GSPORunConfig)   # model, harness and output_dir are set per recipe
+    eval: EvalConfig = field(default_factory=EvalConfig)         # model, stage and output_dir are set per evaluation
 
 
-@dataclass
-class HarnessOutcome:
-    harness: str
-    pass_rate_after_sft: float
-    pass_rate_after_rl: float
-    mean_score_after_sft: float
-    mean_score_after_rl: float
-    first_step_mean_reward: float
-    last_step_mean_reward: float
-    rl_steps: int
-    eval_episodes: int
+class Recipe:
+    """The stages of one pipeline config, each resumable from what is on disk."""
+
+    def __init__(self, config: PipelineConfig, output_dir: str | Path | None = None):
+        self.config = config
+        self.out = Path(output_dir or config.output_dir)
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.seconds: dict[str, float] = {}
+        base_model = config.sft.model if config.sft.model == "tiny" else config.model
+        self.base_model = base_model
+
+    # --- paths -------------------------------------------------------------------------------------
+    def model_for(self, stage: str, harness: str) -> str:
+        if stage == "base":
+            return self.base_model if self.base_model != "tiny" else str(self.out / f"sft-{harness}" / "initial")
+        if stage == "sft":
+            return str(self.out / f"sft-{harness}" / "final")
+        if stage == "gspo":
+            return str(self.out / f"gspo-{harness}" / "final")
+        raise ValueError(f"unknown stage {stage!r}; stages are {STAGES}")
+
+    def _timed(self, name: str, started: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+        (self.out / "seconds.json").write_text(json.dumps(self.seconds, indent=2))
+
+    # --- stages ------------------------------------------------------------------------------------
+    def check(self) -> list[dict]:
+        """Refuse (NotLearnableError) unless the teacher finishes every trained harness and task under the GSPO and
+        evaluation limits, SFT's max_length and the model's positions. The teacher's needs under all three
+        harnesses (trained or not) go to teacher_needs.json, with whether each fits."""
+        from ..harness.chat_format import ChatFormat
+        from .feasibility import check_learnable, measure, problems_of
+        from .models import build_tiny_model, load_model
+
+        started = time.perf_counter()
+        if self.base_model == "tiny":
+            model, tokenizer = build_tiny_model(self.config.sft.tasks_root, self.config.sft.tiny)
+        else:
+            model, tokenizer = load_model(self.base_model, chat_template=self.config.chat_template)
+        positions = model_positions(model.config)
+        del model
+        chat = ChatFormat(tokenizer, model_name=self.base_model)
+        tasks = select_tasks(self.config.sft.tasks_root, self.config.gspo.task_ids or self.config.sft.task_ids)
+        if self.config.check_tasks is not None:
+            tasks = tasks[: self.config.check_tasks]
+        budgets = [limits_of(self.config.gspo), limits_of(self.config.eval)]
+        reported = list(dict.fromkeys([*self.config.rl_harnesses, "dtc", "ptc", "hybrid"]))
+        measured = measure(tasks, reported, chat, scale=self.config.gspo.scales[0])
+        table = [{**asdict(n), "trained": n.harness in self.config.rl_harnesses, "positions": positions,
+                  "fits": not problems_of(n, budgets, self.config.sft.max_length, positions)} for n in measured]
+        (self.out / "teacher_needs.json").write_text(json.dumps(table, indent=2))
+        self._timed("check", started)
+        check_learnable(tasks, self.config.rl_harnesses, chat, budgets, max_length=self.config.sft.max_length,
+                        model_positions=positions, measured=measured)
+        return table
+
+    def teacher(self) -> dict[str, list[Any]]:
+        """Teacher trajectories for every trained harness, balanced (equal numbers, every task covered)."""
+        started = time.perf_counter()
+        sft = self.config.sft
+        tasks = select_tasks(sft.tasks_root, sft.task_ids)
+        path = self.out / "teacher.jsonl"
+        if sft.trajectories:
+            trajectories = load_trajectories(sft.trajectories)
+        elif path.exists():
+            trajectories = load_trajectories([str(path)])
+        else:
+            partial = path.with_suffix(".partial")
+            partial.unlink(missing_ok=True)
+            trajectories = teacher_trajectories(replace(sft, harnesses=self.config.rl_harnesses), tasks, save_to=partial)
+            partial.rename(path)
+        selected, report = select_sft_trajectories(
+            [t for t in trajectories if t.harness in self.config.rl_harnesses], min_score=sft.min_score,
+            per_harness=sft.per_harness, task_ids=sorted(t.id for t in tasks), harnesses=self.config.rl_harnesses)
+        (self.out / "sft_selection.json").write_text(json.dumps(asdict(report), indent=2))
+        self._timed("teacher", started)
+        return {h: [t for t in selected if t.harness == h] for h in self.config.rl_harnesses}
+
+    def sft(self, harness: str, trajectories: list[Any] | None = None) -> dict:
+        """One harness's recipe, stage 1: SFT of the base model on that harness's teacher trajectories."""
+        started = time.perf_counter()
+        trajectories = trajectories if trajectories is not None else self.teacher()[harness]
+        config = replace(self.config.sft, model=self.base_model, chat_template=self.config.chat_template,
+                         harnesses=[harness], output_dir=str(self.out / f"sft-{harness}"))
+        result = run_sft(config, trajectories, preselected=True)
+        self._timed(f"sft_{harness}", started)
+        return result
+
+    def gspo(self, harness: str) -> dict:
+        """Stage 2: GSPO under the harness, from its own SFT model."""
+        started = time.perf_counter()
+        config = replace(self.config.gspo, model=self.model_for("sft", harness), harness=harness,
+                         output_dir=str(self.out / f"gspo-{harness}"))
+        result = run_gspo(config)
+        self._timed(f"gspo_{harness}", started)
+        return result
+
+    def evaluate(self, stage: str, harness: str, harnesses: list[str] | None = None) -> list[dict]:
+        """Evaluate the (stage, recipe harness) model under `harnesses` (default: its own) on held-out seeds;
+        append its rows to learning.jsonl (rows of an earlier evaluation of the same model are replaced)."""
+        started = time.perf_counter()
+        model = self.model_for(stage, harness)
+        harnesses = harnesses or [harness]
+        name = f"{stage}-{harness}"
+        _, table = evaluate(replace(self.config.eval, model=model, stage=name, chat_template=self.config.chat_template,
+                                    harnesses=harnesses, output_dir=str(self.out / "eval" / name)))
+        rows = [{"stage": stage, "recipe": harness, "harness": r.harness, "scale": r.scale, "episodes": r.episodes,
+                 "errored": r.errored, "pass_rate": r.pass_rate, "mean_score": r.mean_score,
+                 "claim_done_rate": r.claim_done_rate, "model": model,
+                 "seeds": list(self.config.eval.seeds)} for r in table]
+        write_learning_rows(self.out / LEARNING_FILE, rows)
+        self._timed(f"eval_{name}", started)
+        return rows
+
+
+def model_positions(config: Any) -> int | None:
+    """The context a model can take: its positions, times a configured rope scaling factor."""
+    positions = getattr(config, "max_position_embeddings", None)
+    scaling = getattr(config, "rope_scaling", None) or {}
+    if positions and isinstance(scaling, dict) and scaling.get("factor") and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
+        base = scaling.get("original_max_position_embeddings") or positions
+        positions = max(positions, int(base * float(scaling["factor"])))
+    return positions
+
+
+def write_learning_rows(path: Path, rows: list[dict]) -> None:
+    """Add rows to learning.jsonl, replacing rows of the same (stage, recipe, harness, scale)."""
+    key = lambda r: (r["stage"], r.get("recipe", r["harness"]), r["harness"], r["scale"])  # noqa: E731
+    new = {key(r) for r in rows}
+    kept = [r for r in read_learning(path) if key(r) not in new]
+    path.write_text("".join(json.dumps(r) + "\n" for r in kept + rows))
+
+
+def read_learning(path: str | Path) -> list[dict]:
+    path = Path(path)
+    if path.is_dir():
+        path = path / LEARNING_FILE
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
 def run_pipeline(config: PipelineConfig) -> dict:
-    out = Path(config.output_dir)
-    timings: dict[str, float] = {}
-
-    started = time.perf_counter()
-    sft = run_sft(replace(config.sft, output_dir=str(out / "sft")))
-    timings["sft"] = time.perf_counter() - started
-    sft_model = sft["final_model"]
-
-    started = time.perf_counter()
-    _, after_sft = evaluate(replace(config.eval, model=sft_model, harnesses=config.rl_harnesses,
-                                    output_dir=str(out / "eval-sft")))
-    timings["eval_sft"] = time.perf_counter() - started
-    after_sft_by = {row.harness: row for row in after_sft}
-
-    outcomes = []
+    """Every stage of every recipe; returns the learning rows and the seconds of each stage."""
+    recipe = Recipe(config)
+    if config.check:
+        recipe.check()
+    teacher = recipe.teacher()
+    rows = []
     for harness in config.rl_harnesses:
-        started = time.perf_counter()
-        rl = run_gspo(replace(config.gspo, model=sft_model, harness=harness, output_dir=str(out / f"gspo-{harness}")))
-        timings[f"gspo_{harness}"] = time.perf_counter() - started
-        started = time.perf_counter()
-        _, after_rl = evaluate(replace(config.eval, model=rl["final_model"], harnesses=[harness],
-                                       output_dir=str(out / f"eval-gspo-{harness}")))
-        timings[f"eval_gspo_{harness}"] = time.perf_counter() - started
-        steps = rl["dynamics"]
-        outcomes.append(HarnessOutcome(
-            harness, after_sft_by[harness].pass_rate, after_rl[0].pass_rate, after_sft_by[harness].mean_score,
-            after_rl[0].mean_score, steps[0]["mean_reward"] if steps else float("nan"),
-            steps[-1]["mean_reward"] if steps else float("nan"), len(steps), after_rl[0].episodes))
-
-    summary = {"sft": sft, "outcomes": [asdict(o) for o in outcomes], "seconds": timings,
-               "total_seconds": sum(timings.values())}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "summary.md").write_text(format_summary(outcomes, sft, timings) + "\n")
+        if "base" in config.stages and config.sft.model != "tiny":
+            rows += recipe.evaluate("base", harness)
+        if "sft" in config.stages:
+            recipe.sft(harness, teacher[harness])
+            rows += recipe.evaluate("sft", harness)
+        if "gspo" in config.stages:
+            recipe.gspo(harness)
+            rows += recipe.evaluate("gspo", harness)
+    summary = {"learning": rows, "seconds": recipe.seconds, "total_seconds": sum(recipe.seconds.values())}
+    (recipe.out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (recipe.out / "summary.md").write_text(format_summary(rows, recipe.seconds) + "\n")
     return summary
 
 
-def format_summary(outcomes: list[HarnessOutcome], sft: dict, timings: dict[str, float]) -> str:
-    lines = [f"SFT: {sft['steps']} steps, loss {sft['first_loss']:.3f} -> {sft['last_loss']:.3f}, "
-             f"dataset {sft['dataset']['kept']}", "",
-             "| harness | pass@held-out after SFT | after RL | mean R~ after SFT | after RL | RL step 1 mean reward | last RL step mean reward | RL steps | eval episodes |",
+def format_summary(rows: list[dict], seconds: dict[str, float]) -> str:
+    lines = ["| stage | recipe | harness | scale | episodes | errored | pass rate | mean R~ | claim_done rate |",
              "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {o.harness} | {o.pass_rate_after_sft:.3f} | {o.pass_rate_after_rl:.3f} | {o.mean_score_after_sft:.3f} | "
-              f"{o.mean_score_after_rl:.3f} | {o.first_step_mean_reward:.3f} | {o.last_step_mean_reward:.3f} | {o.rl_steps} | {o.eval_episodes} |"
-              for o in outcomes]
-    lines += ["", "Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()) + f"; total {sum(timings.values()):.0f}"]
+    lines += [f"| {r['stage']} | {r['recipe']} | {r['harness']} | {r['scale']} | {r['episodes']} | {r['errored']} | "
+              f"{r['pass_rate']:.3f} | {r['mean_score']:.3f} | {r['claim_done_rate']:.3f} |" for r in rows]
+    lines += ["", "Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + f"; total {sum(seconds.values()):.0f}"]
     return "\n".join(lines)

@@ -1,37 +1,25 @@
-"""One episode, token in / token out: the multi-turn loop that GSPO trains on and that evaluation scores.
+"""Episodes token in / token out: the token adapter that GSPO trains on and that evaluation scores.
 
-The model's own tokens go into `completion_ids` with `env_mask` 1; the tokens the environment adds between
-turns (tool responses, and the next assistant header) go in with `env_mask` 0, so the loss never trains the
-model to predict observations. The episode ends at `claim_done` (the verifier's verdict is the reward), at a
-turn with no tool call, or when the turn / token budget runs out (truncated).
+There is one episode (`progagent_lib.harness.episode.Episode`, the same object `run_episode` steps); this
+module only adapts it to tokens. Per turn, the generated tokens are decoded, parsed and handed to the
+episode, which runs the calls, cuts observations, writes feedback and keeps every metric. The tokens the
+environment adds between turns come from the tokenizer's own chat template (`ChatFormat`: the difference
+between two renders) and go in with `env_mask` 0, so the loss never trains the model to predict them.
 
     completion_ids = [turn 1 tokens][env block 1][turn 2 tokens][env block 2] ... [last turn tokens]
     env_mask       = [1 1 1 ... 1  ][0 0 ... 0  ][1 1 ... 1     ][0 0 ... 0  ] ... [1 ... 1        ]
 """
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..harness.episode import parse_error_feedback, tool_budget_message
-from ..harness.metrics import analyze_program
-from ..harness.parsing import format_tool_call_json, parse_tool_calls
-from ..harness.session import Observation, Session, ToolCall
-from ..harness.spec import PROGRAMMATIC_TOOL_CALL
-
-
-@dataclass
-class RolloutLimits:
-    """Budgets of one training / evaluation episode."""
-
-    max_turns: int = 8                 # assistant turns (each may hold several tool calls)
-    max_new_tokens: int = 256          # per assistant turn
-    max_completion_tokens: int = 2048  # all turns and observations together
-    max_observation_chars: int = 4000  # an observation is cut to this before it is tokenised
-    max_tool_calls: int = 100          # model tool calls per episode (the paper's budget)
-    temperature: float = 1.0
+from ..harness.chat_format import ChatFormat
+from ..harness.episode import Episode, Limits, PolicyError
+from ..harness.parsing import parse_tool_calls
+from ..harness.trajectory import Trajectory
+from ..policy.base import PolicyTurn
 
 
 @dataclass
@@ -41,143 +29,115 @@ class TurnOutput:
 
 
 class TurnGenerator(Protocol):
-    """Continues each token context by one assistant turn (stopping at the end-of-turn token)."""
+    """Continues each token context by one assistant turn (stopping at and including the end-of-turn token).
+
+    May raise PolicyError: the batch's live episodes then end as infrastructure errors."""
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]: ...
 
 
 @dataclass
-class EpisodeTokens:
-    """One rollout as the trainer needs it, plus what the dynamics log records about it."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int] = field(default_factory=list)
-    env_mask: list[int] = field(default_factory=list)   # 1 = model token (trained), 0 = environment token
-    logprobs: list[float] = field(default_factory=list)
-    reward: float = 0.0                 # binary verifier reward R
-    score: float = 0.0                  # dense R~
-    end_reason: str = ""                # claim_done | no_tool_call | max_turns | max_tool_calls | max_tokens | turn_cut
-    turns: int = 0
-    tool_calls: int = 0                 # task-tool calls, direct or inside programs
-    model_tool_calls: int = 0           # calls the model wrote (programs, terminal, direct tools, claim_done)
-    programs: int = 0
-    dtc_like_programs: int = 0
-    runtime_errors: int = 0
-    tool_output_tokens: int = 0         # observation tokens that entered the context
-    seconds_generate: float = 0.0
-    seconds_environment: float = 0.0
-
-    @property
-    def truncated(self) -> bool:
-        return self.end_reason in ("max_turns", "max_tokens", "turn_cut", "max_tool_calls")
-
-
-def initial_messages(session: Session, task_prompt: str) -> list[dict]:
-    return [{"role": "system", "content": session.system_prompt()}, {"role": "user", "content": task_prompt}]
-
-
-def observation_block(contents: list[str], feedback: list[str] = (), *, add_assistant_header: bool = True) -> str:
-    """What the Qwen3 chat template renders after an assistant turn's <|im_end|>: user messages (parse-error
-    feedback, as run_episode sends it), then the run of tool messages, then the next assistant header."""
-    text = "\n" + "".join(f"<|im_start|>user\n{f}<|im_end|>\n" for f in feedback)
-    if contents:
-        text += "<|im_start|>user" + "".join(f"\n<tool_response>\n{c}\n</tool_response>" for c in contents) + "<|im_end|>\n"
-    return text + ("<|im_start|>assistant\n" if add_assistant_header else "")
-
-
-@dataclass
 class EpisodeSpec:
-    """Which episode to play: a task at one scale and seed."""
+    """Which episode to play: a task at one scale and seed (and which of K samples it is)."""
 
     task: Any
     scale: str
     seed: int
+    sample: int = 0
+
+
+@dataclass
+class EpisodeTokens:
+    """One episode as the trainer needs it (tokens, mask, log-probs) and as everything else reads it (trajectory)."""
+
+    prompt_ids: list[int]
+    trajectory: Trajectory
+    completion_ids: list[int] = field(default_factory=list)
+    env_mask: list[int] = field(default_factory=list)   # 1 = model token (trained), 0 = environment token
+    logprobs: list[float] = field(default_factory=list)
+    seconds_generate: float = 0.0
+    seconds_environment: float = 0.0
+
+    # The trajectory's metrics, so dynamics code reads one definition.
+    reward = property(lambda self: self.trajectory.reward)
+    score = property(lambda self: self.trajectory.score)
+    end_reason = property(lambda self: self.trajectory.end_reason)
+    errored = property(lambda self: self.trajectory.errored)
+    turns = property(lambda self: self.trajectory.turns)
+    tool_calls = property(lambda self: self.trajectory.tool_calls)
+    model_tool_calls = property(lambda self: self.trajectory.model_tool_calls)
+    runtime_errors = property(lambda self: self.trajectory.runtime_errors)
+    malformed_calls = property(lambda self: self.trajectory.malformed_calls)
+    tool_output_tokens = property(lambda self: self.trajectory.tool_output_tokens)
+
+    @property
+    def truncated(self) -> bool:
+        return self.end_reason in ("max_turns", "max_context_tokens", "turn_cut", "max_tool_calls")
 
 
 class TokenEpisode:
-    """One episode advanced one assistant turn at a time, so a batch of them can share each generate call."""
+    """An `Episode` advanced by generated tokens, so a batch of them can share each generate call."""
 
-    def __init__(self, spec: EpisodeSpec, harness: str, tokenizer: Any, limits: RolloutLimits, *,
-                 error_mode: str = "is_error", session_kwargs: dict | None = None):
-        self.tokenizer, self.limits = tokenizer, limits
-        self.end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
-        self.env = spec.task.instantiate(spec.scale, spec.seed)
-        self.session = Session(self.env, harness, error_mode=error_mode, **(session_kwargs or {}))
-        self.tools = self.session.tool_schemas()
-        prompt_ids = list(tokenizer.apply_chat_template(
-            initial_messages(self.session, spec.task.prompt), tools=self.tools, add_generation_prompt=True,
-            tokenize=True, return_dict=False))
-        self.tokens = EpisodeTokens(prompt_ids=prompt_ids)
-        self.final_response = ""
-        self.finished = False
-        self._check_budget()
+    def __init__(self, episode: Episode, chat: ChatFormat):
+        self.episode, self.chat = episode, chat
+        self._rendered = chat.prompt_ids(episode.messages, episode.tools)
+        self.tokens = EpisodeTokens(prompt_ids=list(self._rendered), trajectory=episode.trajectory)
+        episode.report_context_tokens(len(self._rendered))
+
+    @property
+    def finished(self) -> bool:
+        return self.episode.finished
 
     def context_ids(self) -> list[int]:
         return self.tokens.prompt_ids + self.tokens.completion_ids
 
     def turn_budget(self) -> int:
-        return min(self.limits.max_new_tokens, self.limits.max_completion_tokens - len(self.tokens.completion_ids))
-
-    def _check_budget(self) -> None:
-        if self.tokens.turns >= self.limits.max_turns:
-            self._end("max_turns")
-        elif self.turn_budget() <= 0:
-            self._end("max_tokens")
-
-    def _end(self, reason: str) -> None:
-        self.tokens.end_reason, self.finished = reason, True
+        limits = self.episode.limits
+        budget = limits.max_new_tokens if limits.max_new_tokens is not None else 1 << 30
+        if limits.max_context_tokens is not None:
+            budget = min(budget, limits.max_context_tokens - len(self.context_ids()))
+        return max(budget, 0)
 
     def add_turn(self, turn: TurnOutput) -> None:
-        """Record the model's turn; run its tool calls; append the observations (env_mask 0) or end."""
-        episode = self.tokens
-        episode.turns += 1
-        episode.completion_ids += turn.token_ids
-        episode.env_mask += [1] * len(turn.token_ids)
-        episode.logprobs += turn.logprobs
-        if not turn.token_ids or turn.token_ids[-1] != self.end_of_turn:
-            return self._end("turn_cut")  # the turn ran out of tokens before its end-of-turn token
-
+        """Append the model's tokens (env_mask 1), hand the decoded turn to the episode, append what it adds."""
+        tokens, episode = self.tokens, self.episode
+        context = len(self.context_ids())
+        tokens.completion_ids += turn.token_ids
+        tokens.env_mask += [1] * len(turn.token_ids)
+        tokens.logprobs += list(turn.logprobs)
         started = time.perf_counter()
         try:
-            text = self.tokenizer.decode(turn.token_ids, skip_special_tokens=False).removesuffix("<|im_end|>")
-            parsed = parse_tool_calls(text, self.tools)
-            if not parsed.tool_calls and not parsed.errors:
-                self.final_response = parsed.content
-                return self._end("no_tool_call")
-            feedback = [parse_error_feedback(problem) for problem in parsed.errors]
-            contents = []
-            for call in parsed.tool_calls:
-                if episode.model_tool_calls >= self.limits.max_tool_calls:
-                    contents.append(tool_budget_message(self.limits.max_tool_calls))
-                    continue
-                observation = self.session.dispatch(call)
-                _count(episode, call, observation)
-                if observation.done:
-                    break
-                contents.append(cut(observation.content, self.limits.max_observation_chars))
-            if self.session.done:
-                return self._end("claim_done")
-            if episode.model_tool_calls >= self.limits.max_tool_calls:
-                return self._end("max_tool_calls")
-            block = self.tokenizer(observation_block(contents, feedback), add_special_tokens=False)["input_ids"]
-            episode.completion_ids += block
-            episode.env_mask += [0] * len(block)
-            episode.logprobs += [0.0] * len(block)
-            episode.tool_output_tokens += len(block)
-            self._check_budget()
+            ended = bool(turn.token_ids) and turn.token_ids[-1] == self.chat.end_of_turn
+            text = self.chat.tokenizer.decode(turn.token_ids[:-1] if ended else turn.token_ids, skip_special_tokens=False)
+            if not ended:  # the turn ran out of tokens before its end-of-turn token
+                episode.cut_turn(PolicyTurn(text=text, raw=text))
+                return
+            parsed = parse_tool_calls(text, episode.tools)
+            before = len(episode.messages)
+            episode.add_turn(PolicyTurn(text=parsed.content, tool_calls=parsed.tool_calls, parse_errors=parsed.errors,
+                                        reasoning=parsed.reasoning, raw=text, prompt_tokens=context,
+                                        completion_tokens=len(turn.token_ids)))
+            if episode.finished:
+                return
+            assert len(episode.messages) > before
+            block = self.chat.environment_tokens(self._rendered, episode.messages, episode.tools)
+            self._rendered = self.chat.render(episode.messages, episode.tools, generation_prompt=True)
+            tokens.completion_ids += block
+            tokens.env_mask += [0] * len(block)
+            tokens.logprobs += [0.0] * len(block)
+            episode.report_context_tokens(len(self.context_ids()))
         finally:
-            episode.seconds_environment += time.perf_counter() - started
+            tokens.seconds_environment += time.perf_counter() - started
 
     def close(self) -> EpisodeTokens:
-        """Score and release the environment. As in run_episode: without claim_done the verifier judges the
-        state as left, with the last plain answer."""
+        """Score (the episode's own verdict) and release the environment."""
         started = time.perf_counter()
         try:
-            verdict = self.session.result if self.session.done else self.env.verify(self.final_response)
-            self.tokens.reward, self.tokens.score = float(verdict.reward), float(verdict.score)
+            if not self.episode.finished:
+                self.episode.fail("the rollout stopped before the episode ended")
+            self.episode.to_trajectory()
         finally:
-            self.session.close()
-            self.env.close()
+            self.episode.close()
             self.tokens.seconds_environment += time.perf_counter() - started
         return self.tokens
 
@@ -185,97 +145,105 @@ class TokenEpisode:
 def run_token_episodes(
     specs: list[EpisodeSpec],
     harness: str,
-    tokenizer: Any,
+    chat: ChatFormat,
     generate_turns: TurnGenerator,
-    limits: RolloutLimits | None = None,
+    limits: Limits,
     *,
+    policy_name: str = "",
     error_mode: str = "is_error",
     session_kwargs: dict | None = None,
 ) -> list[EpisodeTokens]:
     """Play a batch of episodes in lockstep: each round, one generate call continues every unfinished episode."""
-    limits = limits or RolloutLimits()
     episodes: list[TokenEpisode] = []
     try:
         for spec in specs:
-            episodes.append(TokenEpisode(spec, harness, tokenizer, limits, error_mode=error_mode,
-                                         session_kwargs=session_kwargs))
+            episode = Episode(spec.task, spec.scale, spec.seed, harness, limits=limits, policy_name=policy_name,
+                              sample=spec.sample, error_mode=error_mode, session_kwargs=session_kwargs,
+                              tokenizer=chat.tokenizer)
+            episodes.append(TokenEpisode(episode, chat))
         while live := [e for e in episodes if not e.finished]:
             started = time.perf_counter()
-            turns = generate_turns([e.context_ids() for e in live], max(e.turn_budget() for e in live))
+            try:
+                turns = generate_turns([e.context_ids() for e in live], max(e.turn_budget() for e in live))
+            except PolicyError as exc:
+                for episode in live:
+                    episode.episode.fail(str(exc))
+                break
+            if len(turns) != len(live):
+                raise RuntimeError(f"the turn generator returned {len(turns)} turns for {len(live)} contexts")
             share = (time.perf_counter() - started) / len(live)
             for episode, turn in zip(live, turns):
                 episode.tokens.seconds_generate += share
                 budget = episode.turn_budget()
                 episode.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
     finally:
-        results = []
-        for episode in episodes:
-            results.append(episode.close())
+        results = [episode.close() for episode in episodes]
     return results
 
 
-def run_token_episode(task: Any, scale: str, seed: int, harness: str, tokenizer: Any, generate_turns: TurnGenerator,
-                      limits: RolloutLimits | None = None, **kwargs: Any) -> EpisodeTokens:
+def run_token_episode(task: Any, scale: str, seed: int, harness: str, chat: ChatFormat, generate_turns: TurnGenerator,
+                      limits: Limits, **kwargs: Any) -> EpisodeTokens:
     """Play one episode of `task` at (scale, seed) under `harness`."""
-    return run_token_episodes([EpisodeSpec(task, scale, seed)], harness, tokenizer, generate_turns, limits, **kwargs)[0]
-
-
-def cut(text: str, limit: int) -> str:
-    """An observation bounded to `limit` characters, with a visible marker so the model knows text is missing."""
-    if len(text) <= limit:
-        return text
-    return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
-
-
-def _count(episode: EpisodeTokens, call: Any, observation: Observation) -> None:
-    episode.model_tool_calls += 1
-    episode.tool_calls += len(observation.task_tool_calls)
-    episode.runtime_errors += int(observation.runtime_error)
-    if call.name == PROGRAMMATIC_TOOL_CALL and observation.kind == "program":
-        episode.programs += 1
-        episode.dtc_like_programs += int(analyze_program(str(call.arguments.get("code", ""))).dtc_like)
+    return run_token_episodes([EpisodeSpec(task, scale, seed)], harness, chat, generate_turns, limits, **kwargs)[0]
 
 
 # --- generators ------------------------------------------------------------------------------------------
 class HFTurnGenerator:
-    """Plain `model.generate` (the CPU path): one batched call continues every context by one turn and returns
-    the sampled tokens' log-probs. Contexts are left-padded, so each row's new tokens line up at the end."""
+    """transformers on CPU: one batched decode loop continues every context by one turn.
 
-    def __init__(self, model: Any, tokenizer: Any, *, temperature: float = 1.0, do_sample: bool = True):
-        self.model, self.tokenizer = model, tokenizer
-        self.temperature, self.do_sample = temperature, do_sample
-        self.end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    It keeps only the sampled tokens' log-probabilities (a full-vocabulary logits history is tokens x vocab
+    x 4 bytes per episode, which is what ran a 2k-token GSPO rollout out of memory). Contexts are left-padded
+    so each row's new tokens line up; a row stops at its end-of-turn token."""
+
+    def __init__(self, model: Any, chat: ChatFormat, *, temperature: float = 1.0, do_sample: bool = True):
+        self.model, self.chat = model, chat
+        self.temperature, self.do_sample = temperature, do_sample and temperature > 0
+        tokenizer = chat.tokenizer
+        self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         import torch
 
+        device = self.model.device
         width = max(len(c) for c in contexts)
-        pad = self.tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(c)) + c for c in contexts], device=self.model.device)
-        attention_mask = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=self.model.device)
+        input_ids = torch.tensor([[self.pad] * (width - len(c)) + c for c in contexts], device=device)
+        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
+        rows = len(contexts)
+        new_ids: list[list[int]] = [[] for _ in range(rows)]
+        new_logprobs: list[list[float]] = [[] for _ in range(rows)]
+        live = torch.ones(rows, dtype=torch.bool, device=device)
         was_training = self.model.training
         self.model.eval()
-        with torch.no_grad():
-            out = self.model.generate(
-                input_ids, attention_mask=attention_mask, max_new_tokens=max_new_tokens,
-                eos_token_id=self.end_of_turn, pad_token_id=pad,
-                **({"do_sample": True, "temperature": self.temperature, "top_p": 1.0, "top_k": 0} if self.do_sample
-                   else {"do_sample": False}),
-                return_dict_in_generate=True, output_logits=True,
-            )
-        if was_training:
-            self.model.train()
-        new_ids = out.sequences[:, width:]
-        logits = torch.stack(out.logits, dim=1).float()
-        if self.do_sample:
-            logits = logits / self.temperature
-        logprobs = torch.log_softmax(logits, dim=-1).gather(-1, new_ids.unsqueeze(-1)).squeeze(-1)
-        turns = []
-        for row_ids, row_logprobs in zip(new_ids.tolist(), logprobs.tolist()):
-            # A row that ended early is padded after its end-of-turn token; keep it up to that token.
-            length = row_ids.index(self.end_of_turn) + 1 if self.end_of_turn in row_ids else len(row_ids)
-            turns.append(TurnOutput(row_ids[:length], row_logprobs[:length]))
-        return turns
+        try:
+            with torch.no_grad():
+                positions = (attention.cumsum(-1) - 1).clamp(min=0)
+                out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True)
+                cache, logits = out.past_key_values, out.logits[:, -1, :]
+                for _ in range(max_new_tokens):
+                    logits = logits.float()
+                    if self.do_sample:
+                        logprobs = torch.log_softmax(logits / self.temperature, dim=-1)
+                        token = torch.multinomial(logprobs.exp(), 1).squeeze(-1)
+                    else:
+                        logprobs = torch.log_softmax(logits, dim=-1)
+                        token = logprobs.argmax(-1)
+                    chosen = logprobs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
+                    for row in torch.nonzero(live).flatten().tolist():
+                        new_ids[row].append(int(token[row]))
+                        new_logprobs[row].append(float(chosen[row]))
+                    live &= token != self.chat.end_of_turn
+                    if not bool(live.any()):
+                        break
+                    token = torch.where(live, token, torch.full_like(token, self.pad))
+                    attention = torch.cat([attention, live.long().unsqueeze(-1)], dim=-1)
+                    positions = positions[:, -1:] + 1
+                    out = self.model(input_ids=token.unsqueeze(-1), attention_mask=attention, position_ids=positions,
+                                     past_key_values=cache, use_cache=True)
+                    cache, logits = out.past_key_values, out.logits[:, -1, :]
+        finally:
+            if was_training:
+                self.model.train()
+        return [TurnOutput(ids, lps) for ids, lps in zip(new_ids, new_logprobs)]
 
 
 class VLLMServerTurnGenerator:
@@ -285,62 +253,62 @@ class VLLMServerTurnGenerator:
         self.client, self.temperature = vllm_client, temperature
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
-        out = self.client.generate(prompts=contexts, n=1, temperature=self.temperature,
-                                   max_tokens=max_new_tokens, logprobs=0)
+        try:
+            out = self.client.generate(prompts=contexts, n=1, temperature=self.temperature,
+                                       max_tokens=max_new_tokens, logprobs=0)
+        except Exception as exc:
+            raise PolicyError(f"the vLLM server failed to generate: {exc}") from exc
         return [TurnOutput(ids, [position[0] for position in logprobs])
                 for ids, logprobs in zip(out["completion_ids"], out["logprobs"])]
 
 
 class ReplayTurns:
-    """A turn source that plays fixed assistant turns (e.g. a teacher's) instead of sampling a model.
+    """A turn source that plays fixed assistant turns (token lists, e.g. a teacher's) instead of sampling.
 
-    `scripts[i]` holds the raw turn texts of episode i of the batch. An episode whose script is played out has
-    finished (its last turn calls claim_done), which is how calls are matched to the live episodes.
-    """
+    `scripts[i]` holds the turns of episode i of the batch. An episode whose script is played out has finished
+    (its last turn calls claim_done), which is how calls are matched to the live episodes."""
 
-    def __init__(self, tokenizer: Any, scripts: list[list[str]]):
-        self.tokenizer, self.queues = tokenizer, [list(s) for s in scripts]
+    def __init__(self, scripts: list[list[list[int]]]):
+        self.queues = [list(s) for s in scripts]
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         live = [q for q in self.queues if q]
         if len(live) != len(contexts):
             raise RuntimeError("a replayed episode ended before its script did: it diverged from the recorded one")
-        turns = []
-        for queue in live:
-            ids = self.tokenizer(queue.pop(0) + "<|im_end|>", add_special_tokens=False)["input_ids"]
-            turns.append(TurnOutput(ids, [0.0] * len(ids)))
-        return turns
+        return [TurnOutput(list(ids), [0.0] * len(ids)) for ids in (queue.pop(0) for queue in live)]
 
 
-def assistant_turn_text(message: dict) -> str:
-    """An assistant message of a trajectory as the raw text a Qwen3 model would have generated for it."""
-    text = f"<think>\n{message['reasoning_content']}\n</think>\n\n" if message.get("reasoning_content") else ""
-    text += message.get("content") or ""
-    calls = []
-    for call in message.get("tool_calls") or []:
-        arguments = call["function"]["arguments"]
-        arguments = json.loads(arguments) if isinstance(arguments, str) else arguments
-        calls.append(format_tool_call_json(ToolCall(call["function"]["name"], arguments)))
-    return text + ("\n" if text and calls else "") + "\n".join(calls)
+def teacher_scripts(chat: ChatFormat, trajectories: list[Trajectory]) -> list[list[list[int]]]:
+    """The tokens a model would generate, turn by turn, to reproduce each trajectory (from the whole render)."""
+    return [chat.assistant_turns(t.messages, t.tools) for t in trajectories]
 
 
-def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, float]:
-    """Means over a batch of episodes: the quantities of the paper's training-dynamics figures."""
-    n = max(len(episodes), 1)
-    programs = sum(e.programs for e in episodes)
+def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, Any]:
+    """Means over a batch of episodes: the quantities of the paper's training-dynamics figures and more.
+
+    Errored episodes (infrastructure failures) are counted apart and left out of every mean."""
+    scored = [e for e in episodes if not e.errored]
+    n = max(len(scored), 1)
+    programs = [p for e in scored for p in e.trajectory.programs]
+    reasons: dict[str, int] = {}
+    for e in episodes:
+        reasons[e.end_reason] = reasons.get(e.end_reason, 0) + 1
     return {
         "episodes": len(episodes),
-        "mean_reward": sum(e.reward for e in episodes) / n,
-        "mean_score": sum(e.score for e in episodes) / n,
-        "tool_output_tokens_per_episode": sum(e.tool_output_tokens for e in episodes) / n,
-        "tool_calls_per_episode": sum(e.tool_calls for e in episodes) / n,
-        "model_tool_calls_per_episode": sum(e.model_tool_calls for e in episodes) / n,
-        "runtime_errors_per_episode": sum(e.runtime_errors for e in episodes) / n,
-        "dtc_like_program_share": (sum(e.dtc_like_programs for e in episodes) / programs) if programs else 0.0,
-        "episode_length_tokens": sum(len(e.completion_ids) for e in episodes) / n,
-        "turns_per_episode": sum(e.turns for e in episodes) / n,
-        "truncation_rate": sum(e.truncated for e in episodes) / n,
-        "claim_done_rate": sum(e.end_reason == "claim_done" for e in episodes) / n,
+        "errored_episodes": len(episodes) - len(scored),
+        "mean_reward": sum(e.reward for e in scored) / n,
+        "mean_score": sum(e.score for e in scored) / n,
+        "tool_output_tokens_per_episode": sum(e.tool_output_tokens for e in scored) / n,
+        "tool_calls_per_episode": sum(e.tool_calls for e in scored) / n,
+        "model_tool_calls_per_episode": sum(e.model_tool_calls for e in scored) / n,
+        "runtime_errors_per_episode": sum(e.runtime_errors for e in scored) / n,
+        "malformed_calls_per_episode": sum(e.malformed_calls for e in scored) / n,
+        "dtc_like_program_share": (sum(p.dtc_like for p in programs) / len(programs)) if programs else 0.0,
+        "episode_length_tokens": sum(len(e.completion_ids) for e in scored) / n,
+        "turns_per_episode": sum(e.turns for e in scored) / n,
+        "truncation_rate": sum(e.truncated for e in scored) / n,
+        "claim_done_rate": sum(e.end_reason == "claim_done" for e in scored) / n,
+        "end_reasons": reasons,
         "seconds_generate": sum(e.seconds_generate for e in episodes),
         "seconds_environment": sum(e.seconds_environment for e in episodes),
     }

@@ -19,7 +19,8 @@ from .models import TinyModelConfig, build_tiny_model, load_model, save_model
 class SFTRunConfig:
     """Everything an SFT run needs."""
 
-    model: str = "tiny"                      # "tiny": build the cpu-smoke model; else a local folder or hub id
+    model: str = "tiny"                      # "tiny": build a from-scratch model; else a registered name, folder or hub id
+    chat_template: str | None = None         # None: the model's own (or its registered choice); "qwen3" | a .jinja path
     tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
     output_dir: str = "runs/sft"
     tasks_root: str = "tasks"
@@ -30,7 +31,7 @@ class SFTRunConfig:
     seeds: list[int] = field(default_factory=lambda: [0])       # for teacher trajectories played here
     min_score: float = 0.7
     per_harness: int | None = None           # trajectories per harness; None: as many as the smallest harness has
-    max_length: int | None = 4096            # tokens per trajectory (longer ones are cut at the end)
+    max_length: int | None = 8192            # tokens per trajectory; a longer teacher trajectory is refused, not cut
     num_train_epochs: float = 1.0
     max_steps: int = -1
     learning_rate: float = 1e-5
@@ -77,7 +78,8 @@ def chat_row(trajectory: Any) -> dict:
 
 
 def select_sft_trajectories(trajectories: Iterable[Any], *, min_score: float = 0.7, per_harness: int | None = None,
-                            task_ids: list[str] | None = None) -> tuple[list[Any], SFTDatasetReport]:
+                            task_ids: list[str] | None = None,
+                            harnesses: list[str] | None = None) -> tuple[list[Any], SFTDatasetReport]:
     """Keep R~ >= min_score; the same number per harness; every task covered under every harness."""
     by_harness: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     dropped = 0
@@ -88,6 +90,10 @@ def select_sft_trajectories(trajectories: Iterable[Any], *, min_score: float = 0
         by_harness[_field(trajectory, "harness")][_field(trajectory, "task_id")].append(trajectory)
     if not by_harness:
         raise ValueError(f"no trajectory has R~ >= {min_score}; play more teacher episodes or lower min_score")
+    for harness in harnesses or []:
+        if harness not in by_harness:
+            raise ValueError(f"harness {harness!r} keeps no trajectory with R~ >= {min_score}: its SFT dataset would be "
+                             "empty; add teacher episodes for it or drop it from harnesses")
     tasks = sorted(task_ids or {t for per_task in by_harness.values() for t in per_task})
     for harness, per_task in by_harness.items():
         missing = [t for t in tasks if not per_task.get(t)]
@@ -114,12 +120,25 @@ def select_sft_trajectories(trajectories: Iterable[Any], *, min_score: float = 0
     return selected, report
 
 
-def build_sft_dataset(trajectories: Iterable[Any], **selection: Any):
-    """A `datasets.Dataset` of conversational rows, and the selection report."""
+def build_sft_dataset(trajectories: Iterable[Any], chat: Any = None, *, max_length: int | None = None, **selection: Any):
+    """A `datasets.Dataset` and the selection report. With a `ChatFormat`, rows are tokenised here (input_ids and
+    assistant_masks: exactly the spans the model generates turn by turn in rollouts); without, conversational rows."""
     from datasets import Dataset
 
     selected, report = select_sft_trajectories(trajectories, **selection)
-    return Dataset.from_list([chat_row(t) for t in selected]), report
+    if chat is None:
+        return Dataset.from_list([chat_row(t) for t in selected]), report
+    rows = []
+    for trajectory in selected:
+        row = chat_row(trajectory)
+        ids, mask = chat.tokenize_conversation(row["messages"], json.loads(row["tools"]))
+        if max_length is not None and len(ids) > max_length:
+            raise ValueError(f"SFT max_length={max_length} is shorter than the {_field(trajectory, 'harness')} teacher "
+                             f"trajectory of {_field(trajectory, 'task_id')} (seed {_field(trajectory, 'seed')}), which "
+                             f"needs {len(ids)} tokens: cutting it would drop its claim_done. Raise max_length to at "
+                             f"least {len(ids)} or leave that task out")
+        rows.append({"input_ids": ids, "assistant_masks": mask})
+    return Dataset.from_list(rows), report
 
 
 def teacher_trajectories(config: SFTRunConfig, tasks: list[Any], save_to: Path | None = None) -> list[Any]:
@@ -153,7 +172,8 @@ def sft_args(config: SFTRunConfig):
 
     on_cpu = not torch.cuda.is_available()
     return SFTConfig(
-        output_dir=config.output_dir, assistant_only_loss=True, max_length=config.max_length,
+        # Rows come tokenised with their assistant masks (ChatFormat), so TRL neither renders nor truncates them.
+        output_dir=config.output_dir, assistant_only_loss=False, max_length=None,
         num_train_epochs=config.num_train_epochs, max_steps=config.max_steps, learning_rate=config.learning_rate,
         weight_decay=config.weight_decay, per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps, logging_steps=1, save_strategy="no",
@@ -163,9 +183,15 @@ def sft_args(config: SFTRunConfig):
     )
 
 
-def run_sft(config: SFTRunConfig) -> dict:
-    """Build (or load) the model, build the dataset, train, and save model + tokenizer to `<output_dir>/final`."""
+def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, preselected: bool = False) -> dict:
+    """Build (or load) the model, build the dataset, train, and save model + tokenizer to `<output_dir>/final`.
+
+    `trajectories` (else the config's files, else the teacher played now) are selected by R~ and balanced over
+    harnesses and tasks, unless `preselected` (the pipeline balances all harnesses first, then trains one per harness).
+    """
     from trl import SFTTrainer
+
+    from ..harness.chat_format import ChatFormat
 
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -174,17 +200,24 @@ def run_sft(config: SFTRunConfig) -> dict:
     if config.model == "tiny":
         model, tokenizer = build_tiny_model(config.tasks_root, config.tiny, save_to=output_dir / "initial")
     else:
-        model, tokenizer = load_model(config.model)
-    if config.trajectories:
+        model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+    chat = ChatFormat(tokenizer, model_name=config.model)
+    if trajectories is None and config.trajectories:
         trajectories = load_trajectories(config.trajectories)
-    else:
+    elif trajectories is None:
         teacher_file = output_dir / "teacher.jsonl"
         teacher_file.unlink(missing_ok=True)
         trajectories = teacher_trajectories(config, tasks, save_to=teacher_file)
     wanted = {t.id for t in tasks}
-    trajectories = [t for t in trajectories if _field(t, "task_id") in wanted]
-    dataset, report = build_sft_dataset(trajectories, min_score=config.min_score, per_harness=config.per_harness,
-                                        task_ids=sorted(wanted))
+    trajectories = [t for t in trajectories if _field(t, "task_id") in wanted and _field(t, "harness") in config.harnesses]
+    # Before any compute: the template renders a teacher episode the same whole and turn by turn.
+    for harness in config.harnesses:
+        sample = next((t for t in trajectories if _field(t, "harness") == harness), None)
+        if sample is not None:
+            chat.check_conversation(_field(sample, "messages"), _field(sample, "tools"))
+    selection = {"min_score": config.min_score, "task_ids": sorted(wanted), "harnesses": config.harnesses,
+                 "per_harness": None if preselected else config.per_harness}
+    dataset, report = build_sft_dataset(trajectories, chat, max_length=config.max_length, **selection)
     peft_config = None
     if config.lora is not None:
         from peft import LoraConfig
@@ -192,17 +225,40 @@ def run_sft(config: SFTRunConfig) -> dict:
         peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = SFTTrainer(model=model, args=sft_args(config), train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=peft_config)
-    if len(trainer.train_dataset) == 0:
-        raise ValueError(f"max_length={config.max_length} cuts every trajectory before its first assistant token "
-                         "(the system prompt and tool schemas come first): raise max_length")
+                         peft_config=peft_config, callbacks=[_progress_callback()])
     result = trainer.train()
     final = output_dir / "final"
     trained = trainer.model.merge_and_unload() if config.lora is not None else trainer.model
     save_model(trained, tokenizer, final)
-    losses = [entry["loss"] for entry in trainer.state.log_history if "loss" in entry]
+    logs = [entry for entry in trainer.state.log_history if "loss" in entry]
+    (output_dir / "log_history.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in logs))
+    losses = [entry["loss"] for entry in logs]
     summary = {"final_model": str(final), "dataset": asdict(report), "steps": trainer.state.global_step,
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-               "train_seconds": result.metrics.get("train_runtime")}
+               "train_seconds": result.metrics.get("train_runtime"), "chat_format": chat.describe(),
+               "tokens": sum(len(r) for r in dataset["input_ids"]),
+               "trained_tokens": sum(sum(m) for m in dataset["assistant_masks"])}
     (output_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def _progress_callback():
+    """A progress bar over optimizer steps (a widget in notebooks), with the last loss."""
+    from tqdm.auto import tqdm
+    from transformers import TrainerCallback
+
+    class Progress(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            self.bar = tqdm(total=state.max_steps, desc="SFT", leave=False)
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs and "loss" in logs:
+                self.bar.set_postfix(loss=f"{logs['loss']:.4f}")
+
+        def on_step_end(self, args, state, control, **kwargs):
+            self.bar.update(1)
+
+        def on_train_end(self, args, state, control, **kwargs):
+            self.bar.close()
+
+    return Progress()
