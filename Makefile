@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install reproduce test lab certify stats bench clean
+.PHONY: install engine reproduce test lab certify stats bench bench-engine clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -23,11 +23,27 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 install: $(VENV)/.installed
 
+# The inference engine's own environment: vLLM's CPU build pins a transformers older than the project's.
+# torchvision/torchaudio/torchcodec come with it but their operators do not register against the CPU torch,
+# and vLLM's import dies on them: removed. Rebuilt only when requirements-engine.txt changes.
+ENGINE_VENV := .venv-engine
+ENGINE_PY := $(ENGINE_VENV)/bin/python
+$(ENGINE_VENV)/.installed: requirements-engine.txt
+	$(PYTHON) -m venv $(ENGINE_VENV)
+	$(ENGINE_PY) -m pip install --quiet --upgrade pip
+	$(ENGINE_PY) -m pip install --quiet torch==2.13.0
+	$(ENGINE_PY) -m pip install --quiet -r requirements-engine.txt
+	$(ENGINE_PY) -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	$(ENGINE_PY) -c "import vllm.entrypoints.openai.api_server"
+	touch $@
+
+engine: $(ENGINE_VENV)/.installed
+
 reproduce: install
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
 
 # The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
-test: install
+test: install engine
 	PROGAGENT_PROFILE=ci $(PY) -m pytest -q tests --nbval-lax notebooks
 
 # JupyterLab in the repository on 127.0.0.1 (a token in the printed URL); notebooks open with the progagent kernel.
@@ -46,5 +62,9 @@ stats: install
 bench: install
 	$(PY) bench/runtime.py
 
+# Generation throughput, engine vs transformers' generate (starts its own server), and the weight-sync cost.
+bench-engine: install engine
+	$(PY) bench/engine.py
+
 clean:
-	rm -rf $(VENV) .cache runs
+	rm -rf $(VENV) $(ENGINE_VENV) .cache runs

@@ -13,6 +13,7 @@ COMMAND_MODULES = [
     "progagent_lib.harness.serve_cli",  # serve (the harness as an MCP server)
     "progagent_lib.harness.cli",     # run
     "progagent_lib.train.cli",       # train sft | gspo | eval
+    "progagent_lib.engine.cli",      # engine serve (vLLM as a server process)
     "progagent_lib.synthesis.cli",   # synth | audit | filter | export | import
     "progagent_lib.analysis.cli",    # reproduce
 ]

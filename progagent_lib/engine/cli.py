@@ -1,0 +1,69 @@
+"""`progagent engine serve`: vLLM on loopback with tool calling configured, until Ctrl-C.
+
+    progagent engine serve --model smollm2 --port 8000
+    progagent run --tasks tasks/retail --policy openai:http://127.0.0.1:8000/v1#smollm2 --out runs/smollm2.jsonl
+
+The model is a registered short name (served under that name), a model folder or a hub id. Flags after `--`
+go to vLLM as they are, e.g. `-- --dtype bfloat16 --gpu-memory-utilization 0.8` on a GPU.
+"""
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("engine", help="the inference engine (vLLM as a server process)",
+                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    commands = parser.add_subparsers(dest="engine_command", required=True)
+    serve = commands.add_parser("serve", help="serve a model on 127.0.0.1 (OpenAI-compatible, tool calling on)",
+                                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    serve.add_argument("--model", required=True, help="registered name (smollm2), model folder or hub id")
+    serve.add_argument("--port", type=int, default=8000, help="port on 127.0.0.1 (default 8000)")
+    serve.add_argument("--served-model-name", help="the name requests use (default: the short name, or the folder's name)")
+    serve.add_argument("--max-model-len", type=int, default=8192, help="context length the server accepts (default 8192)")
+    serve.add_argument("--kv-cache-gib", type=int, default=2, help="KV cache on CPU in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)")
+    serve.add_argument("--tool-call-parser", default="hermes", help="vLLM's tool-call parser (default hermes: <tool_call>{json})")
+    serve.add_argument("--chat-template", help="a chat template file that renders tools (default: the model's own)")
+    serve.add_argument("--no-compile", action="store_true",
+                       help="skip torch.compile (-O0): a much faster start on CPU, somewhat slower generation")
+    serve.add_argument("--startup-timeout", type=float, default=900.0, help="seconds to wait for the server to answer")
+    serve.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: flags passed to vLLM as they are")
+    serve.set_defaults(func=serve_command)
+
+
+def serve_command(args) -> int:
+    from .errors import EngineError
+    from .server import EngineServer
+
+    extra = list(args.vllm_args)
+    if extra[:1] == ["--"]:
+        extra = extra[1:]
+    server = EngineServer(args.model, args.port, served_name=args.served_model_name, max_model_len=args.max_model_len,
+                          kv_cache_gib=args.kv_cache_gib, tool_call_parser=args.tool_call_parser,
+                          chat_template=args.chat_template, compile=not args.no_compile, extra_args=extra,
+                          startup_timeout=args.startup_timeout)
+
+    def on_terminate(signum, frame):  # SIGTERM as Ctrl-C: one path that stops the server
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, on_terminate)
+    try:
+        print(f"starting vLLM for {args.model!r} on 127.0.0.1:{args.port} (log: {server.log_path}) ...", flush=True)
+        server.start()
+        print(f"ready: {server.base_url} serves {server.served_name!r}\n"
+              f"  use it with: --policy {server.policy_spec}\n  Ctrl-C stops it.", flush=True)
+        code = server.wait()
+        print(f"error: the vLLM server exited with code {code}.\n--- {server.log_path} (end) ---\n{server.log_tail()}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("stopping the server ...", flush=True)
+        return 0
+    except EngineError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        server.stop()
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,31 @@
+"""What can go wrong with the engine, each with the fix in its message."""
+from __future__ import annotations
+
+from ..harness.episode import PolicyError
+
+
+class EngineError(RuntimeError):
+    """The engine could not be started or kept running."""
+
+
+class EngineNotInstalled(EngineError):
+    """The engine's own environment (.venv-engine) is missing."""
+
+
+class PortInUse(EngineError):
+    """Something already listens on the port the engine was asked to use."""
+
+
+class EngineStartError(EngineError):
+    """The server exited (or never answered) while starting, e.g. a model it cannot load."""
+
+
+class EngineDied(EngineError):
+    """The server was up and then exited."""
+
+
+class EngineRequestError(EngineError, PolicyError):
+    """A request to a running server failed: an infrastructure error, not a wrong answer.
+
+    A PolicyError too, so an episode that meets it ends as "policy_error" (errored, retried on resume).
+    """

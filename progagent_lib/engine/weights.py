@@ -1,0 +1,72 @@
+"""How a trainer's updated weights reach a running vLLM server on CPU, where there is no NCCL.
+
+The path taken: the trainer saves its model as a Hugging Face folder (safetensors), and the server reloads its
+weights in place from that folder (`reload_weights` through vLLM's `/collective_rpc`, a dev-mode route that
+`EngineServer` turns on; the server listens on loopback only). Generation is paused around the reload, and
+the prefix cache (KV blocks computed with the old weights) is dropped, so no request mixes two policies.
+
+Why not LoRA adapters loaded at run time: it works only for LoRA training (GSPO here trains all weights),
+vLLM's CPU build runs a LoRA server without compilation (slower generation every step), and each request
+then pays the adapter's extra matmuls. Why not a restart: about a minute and a half of start-up per step.
+A reload costs the save plus reading the folder back, about a second for the 135M model
+(`bench/engine.py` measures it).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .errors import EngineRequestError
+
+
+def save_for_engine(model: Any, folder: str | Path) -> Path:
+    """Write `model`'s weights where the server can read them (safetensors; the config and tokenizer stay the server's)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder, safe_serialization=True)
+    return folder
+
+
+def _post(client: httpx.Client, url: str, **kwargs: Any) -> httpx.Response:
+    try:
+        response = client.post(url, **kwargs)
+    except httpx.HTTPError as exc:
+        raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running?") from exc
+    if response.status_code == 404:
+        raise EngineRequestError(f"{url} is not there: the server runs without its dev-mode routes; start it with "
+                                 "VLLM_SERVER_DEV_MODE=1 (`progagent engine serve` does)")
+    if response.status_code != 200:
+        raise EngineRequestError(f"{url} answered HTTP {response.status_code}: {response.text[:500]}")
+    return response
+
+
+def reload_weights(base_url: str, folder: str | Path, *, timeout: float = 600.0) -> float:
+    """Make the server at `base_url` (its `/v1` root or the bare host) generate with the weights in `folder`.
+
+    Waits for requests in flight to finish, reloads in place, drops the prefix cache, resumes. Returns seconds.
+    """
+    root = base_url.rstrip("/").removesuffix("/v1")
+    folder = Path(folder).resolve()
+    if not any(folder.glob("*.safetensors")):
+        raise FileNotFoundError(f"no *.safetensors in {folder}; save the model there first (save_for_engine)")
+    started = time.perf_counter()
+    with httpx.Client(timeout=timeout) as client:
+        _post(client, f"{root}/pause", params={"mode": "wait"})
+        try:
+            _post(client, f"{root}/collective_rpc",
+                  json={"method": "reload_weights", "kwargs": {"weights_path": str(folder)}, "timeout": timeout})
+            _post(client, f"{root}/reset_prefix_cache")
+        finally:
+            _post(client, f"{root}/resume")
+    return time.perf_counter() - started
+
+
+def sync_weights(model: Any, base_url: str, folder: str | Path) -> dict[str, float]:
+    """Save `model` to `folder` and have the server reload it: the per-step weight sync on CPU. Seconds of each part."""
+    started = time.perf_counter()
+    save_for_engine(model, folder)
+    saved = time.perf_counter() - started
+    return {"seconds_save": saved, "seconds_reload": reload_weights(base_url, folder)}

@@ -1,0 +1,169 @@
+"""The real engine: a vLLM server (the engine's own venv, `make engine`) serving the small pretrained model.
+
+One server for the whole module (start-up takes minutes on 2 cores), on a free loopback port, stopped at
+the end. Without the engine's venv the module is skipped, except in CI (CI=true), where that is a failure.
+The infrastructure-error tests that need a server which misbehaves on purpose use the local fake in
+test_policy_openai.py: a real vLLM cannot be made to answer 503 or an empty turn on demand.
+"""
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from progagent_lib.engine import (EngineDied, EngineNotInstalled, EngineServer, EngineStartError, PortInUse, engine_available,
+                                  free_port)
+from progagent_lib.harness.summary import is_infra_error
+
+pytestmark = pytest.mark.slow
+
+if not engine_available():
+    if os.environ.get("CI") == "true":
+        raise RuntimeError("CI: the engine's venv (.venv-engine) is missing; `make test` creates it (`make engine`)")
+    pytest.skip("the engine's venv (.venv-engine) is absent; create it with `make engine`", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def engine():
+    # compile=False: vLLM's CPU compile cache does not reload, so a compiled start costs minutes every time.
+    with EngineServer("smollm2", free_port(), compile=False) as server:
+        yield server
+    assert server.process.poll() is not None  # stopped, with its process group
+
+
+@pytest.fixture(scope="module")
+def tokenizer(engine):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(engine.model_path)
+
+
+def test_served_under_the_short_name_with_a_tool_template(engine):
+    import httpx
+
+    models = httpx.get(f"{engine.base_url}/models").json()["data"]
+    assert [m["id"] for m in models] == ["smollm2"]
+    assert "--enable-auto-tool-choice" in engine.command() and "hermes" in engine.command()
+    assert engine.policy_spec == f"openai:http://127.0.0.1:{engine.port}/v1#smollm2"
+
+
+def test_openai_policy_episodes_end_without_errors_and_tool_calls_come_back_as_calls(engine, restock_task):
+    from progagent_lib.harness import run_episode
+    from progagent_lib.harness.episode import Limits
+    from progagent_lib.policy import OpenAIPolicy
+
+    free = OpenAIPolicy(engine.base_url, "smollm2", temperature=0.0, max_tokens=128, max_retries=1, backoff=0.1)
+    t = run_episode(restock_task, "v0", 0, "ptc", free, Limits(max_turns=2))
+    assert not is_infra_error(t), t.error
+    assert t.turns >= 1 and t.context_tokens > 500  # the server's usage report: system prompt and tools were sent
+    # The model is too small to choose a tool by itself; forcing the choice on a one-tool request shows the
+    # server's side of tool calling (a template that renders tools, the hermes parser) returns structured calls.
+    tools = [{"type": "function", "function": {"name": "get_weather", "description": "The weather in a city.",
+              "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    forced = OpenAIPolicy(engine.base_url, "smollm2", temperature=0.0, max_tokens=200, max_retries=1, backoff=0.1,
+                          extra_body={"tool_choice": "required"})
+    turn = forced.act([{"role": "user", "content": "What is the weather in Paris? Use the tool."}], tools)
+    assert [c.name for c in turn.tool_calls] == ["get_weather"] and not turn.parse_errors and turn.text == ""
+
+
+def test_progagent_run_ptc_and_dtc_against_the_engine(engine, restock_task, tmp_path):
+    out = tmp_path / "smollm2.jsonl"
+    command = [sys.executable, "-m", "progagent_lib.cli", "run", "--tasks", str(restock_task.root), "--harness",
+               "ptc,dtc", "--policy", engine.policy_spec, "--out", str(out), "--max-turns", "2", "--no-progress",
+               "--policy-arg", "max_tokens=128", "--policy-arg", "temperature=0"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["harness"] for r in rows) == ["dtc", "ptc"]
+    assert all(r["end_reason"] != "policy_error" for r in rows), [r["error"] for r in rows]
+    assert "errored" in done.stdout and "openai:smollm2" in done.stdout  # the summary table, with its errored column
+
+
+def test_turn_generator_token_in_token_out(engine, tokenizer):
+    from progagent_lib.engine.generator import EngineTurnGenerator
+
+    generate = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=0.0)
+    end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
+    contexts = [tokenizer.apply_chat_template([{"role": "user", "content": question}], add_generation_prompt=True,
+                                              tokenize=True, return_dict=True)["input_ids"]
+                for question in ("What is the capital of France?", "Write a long story about a dragon.")]
+    short, cut = generate([list(c) for c in contexts], max_new_tokens=24)
+    assert short.token_ids[-1] == end_of_turn and len(short.token_ids) < 24  # stopped at the end of its turn, kept
+    assert "Paris" in tokenizer.decode(short.token_ids)
+    assert len(cut.token_ids) == 24 and end_of_turn not in cut.token_ids   # ran out of budget
+    for turn in (short, cut):
+        assert len(turn.logprobs) == len(turn.token_ids) and all(lp <= 0.0 for lp in turn.logprobs)
+    again = generate([list(contexts[0])], max_new_tokens=24)[0]
+    assert again.token_ids == short.token_ids  # greedy: the same tokens from the same token context
+
+
+def test_weights_reload_in_place_changes_what_the_server_generates(engine, tokenizer, tmp_path):
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.engine.weights import sync_weights
+
+    generate = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=0.0)
+    context = list(tokenizer.apply_chat_template([{"role": "user", "content": "Name a colour."}],
+                                                 add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+    before = generate([context], 8)[0]
+    model = AutoModelForCausalLM.from_pretrained(engine.model_path, dtype=torch.float32)
+    with torch.no_grad():  # a policy with no preference: the final norm zeroed, so every logit is 0
+        model.model.norm.weight.zero_()
+    seconds = sync_weights(model, engine.base_url, tmp_path / "step")
+    uniform = generate([context], 8)[0]
+    assert uniform.logprobs == pytest.approx([-math.log(len(tokenizer))] * len(uniform.token_ids), abs=1e-3)
+    original = AutoModelForCausalLM.from_pretrained(engine.model_path, dtype=torch.float32)
+    sync_weights(original, engine.base_url, tmp_path / "back")
+    assert generate([context], 8)[0].token_ids == before.token_ids and seconds["seconds_reload"] > 0
+
+
+def test_bench_quick_mode_against_the_running_engine(engine):
+    done = subprocess.run([sys.executable, "bench/engine.py", "--quick", "--url", engine.base_url, "--served-name",
+                           "smollm2"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["concurrent"] for r in result["rows"]] == [1, 8]
+    assert all(r["engine_over_generate"] > 0 for r in result["rows"])
+
+
+def test_bad_input_port_in_use_and_a_model_the_server_cannot_load(engine, tmp_path):
+    with pytest.raises(PortInUse, match=f"port {engine.port} on 127.0.0.1 is already in use"):
+        EngineServer("smollm2", engine.port).start()
+    done = subprocess.run([sys.executable, "-m", "progagent_lib.cli", "engine", "serve", "--model", "smollm2", "--port",
+                           str(engine.port)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "already in use" in done.stderr and "--port" in done.stderr
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "config.json").write_text('{"model_type": "no_such_architecture"}')
+    started = time.monotonic()
+    with pytest.raises(EngineStartError, match=r"(?s)could not load the model.*--- .* \(end\) ---"):
+        EngineServer(str(broken), free_port()).start()
+    assert time.monotonic() - started < 600
+
+
+def test_missing_engine_venv_says_make_engine(monkeypatch):
+    import progagent_lib.engine.server as server
+
+    monkeypatch.setattr(server, "ENGINE_VENV", server.REPO / ".venv-engine-absent")
+    monkeypatch.delenv("PROGAGENT_ENGINE_PYTHON", raising=False)
+    with pytest.raises(EngineNotInstalled, match="make engine"):
+        EngineServer("smollm2", free_port()).start()
+
+
+def test_a_server_that_dies_mid_run_is_an_errored_episode(engine, restock_task):
+    """Last in this module: it kills the module's server (a second start would cost minutes)."""
+    from progagent_lib.harness import run_episode
+    from progagent_lib.policy import OpenAIPolicy
+
+    policy = OpenAIPolicy(engine.base_url, "smollm2", max_tokens=64, max_retries=1, backoff=0.1)
+    engine.process.kill()  # the API process dies; the fixture's stop() takes its process group down
+    engine.process.wait()
+    t = run_episode(restock_task, "v0", 0, "ptc", policy)
+    assert is_infra_error(t) and engine.base_url in t.error and "progagent engine serve" in t.error
+    with pytest.raises(EngineDied, match="exited with code"):
+        engine.check_alive()
