@@ -59,7 +59,7 @@ def test_killed_run_resumes_step_count_and_dynamics(tiny_path, tmp_path, repo, m
                 "episode_length_tokens", "truncation_rate", "loss"):
         assert key in log[0]
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
-    assert [s["step"] for s in samples] == [1, 2] and all(s["messages"] for s in samples)
+    assert [s["step"] for s in samples] == [1, 1, 2, 2] and all(s["messages"] for s in samples)  # 2 kept per batch
 
 
 @pytest.mark.slow

@@ -259,17 +259,23 @@ def _dynamics_callback(dynamics: DynamicsLog):
                 self.step_started = time.perf_counter()
 
         def on_log(self, args, state, control, logs=None, **kwargs):
+            # The trainer logs a step after on_step_end, so the line of a generation batch is written here, once
+            # its last optimisation pass is logged (and at the end of training, for a batch cut short).
             if logs and "loss" in logs:
                 dynamics.train_logs.append(dict(logs))
+                if state.global_step % dynamics.num_iterations == 0:
+                    self._write(state)
 
-        def on_step_end(self, args, state, control, **kwargs):
+        def on_train_end(self, args, state, control, **kwargs):
+            if dynamics.pending or dynamics.train_logs:
+                self._write(state)
+
+        def _write(self, state):
             from accelerate.utils import gather_object
 
-            if state.global_step % dynamics.num_iterations and state.global_step < state.max_steps:
-                return  # the same generation batch is trained on again
             # Every process played part of the batch's episodes; all of them must join this collective.
             episodes = gather_object(dynamics.pending)
-            if state.is_world_process_zero:
+            if state.is_world_process_zero and episodes:
                 dynamics.write(state.global_step, time.perf_counter() - self.step_started, episodes)
             dynamics.reset()
             self.step_started = None

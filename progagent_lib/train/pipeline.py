@@ -45,9 +45,9 @@ class Recipe:
         self.config = config
         self.out = Path(output_dir or config.output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
-        self.seconds: dict[str, float] = {}
-        base_model = config.sft.model if config.sft.model == "tiny" else config.model
-        self.base_model = base_model
+        seconds = self.out / "seconds.json"
+        self.seconds: dict[str, float] = json.loads(seconds.read_text()) if seconds.exists() else {}
+        self.base_model = config.model   # "tiny": a from-scratch model built from config.sft.tiny
 
     # --- paths -------------------------------------------------------------------------------------
     def model_for(self, stage: str, harness: str) -> str:
@@ -60,7 +60,7 @@ class Recipe:
         raise ValueError(f"unknown stage {stage!r}; stages are {STAGES}")
 
     def _timed(self, name: str, started: float) -> None:
-        self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - started
+        self.seconds[name] = time.perf_counter() - started   # the stage's latest run
         (self.out / "seconds.json").write_text(json.dumps(self.seconds, indent=2))
 
     # --- stages ------------------------------------------------------------------------------------
@@ -186,7 +186,7 @@ def run_pipeline(config: PipelineConfig) -> dict:
     teacher = recipe.teacher()
     rows = []
     for harness in config.rl_harnesses:
-        if "base" in config.stages and config.sft.model != "tiny":
+        if "base" in config.stages and config.model != "tiny":
             rows += recipe.evaluate("base", harness)
         if "sft" in config.stages:
             recipe.sft(harness, teacher[harness])
