@@ -40,6 +40,8 @@ class EvalConfig:
     max_tool_calls: int = 100
     error_mode: str = "is_error"
     vllm_server_base_url: str | None = None   # gpu-paper: a `trl vllm-serve` server holding `model` generates
+    engine_url: str | None = None            # a `progagent engine serve` server (http://127.0.0.1:P/v1) generates
+    engine_model: str | None = None          # its served name (default: the model's short name)
     seed: int = 0
 
 
@@ -88,7 +90,17 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
 
     torch.manual_seed(config.seed)
     greedy = config.temperature <= 0
-    if config.vllm_server_base_url:
+    if config.engine_url:
+        from transformers import AutoTokenizer
+
+        from ..engine.generator import EngineTurnGenerator
+        from .models import resolve_model_source
+
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve_model_source(config.model, config.chat_template))
+        chat = ChatFormat(tokenizer, model_name=config.model)
+        generate = EngineTurnGenerator(config.engine_url, config.engine_model or Path(str(config.model)).name,
+                                       chat.end_of_turn, temperature=max(config.temperature, 0.0), seed=config.seed)
+    elif config.vllm_server_base_url:
         from transformers import AutoTokenizer
         from trl.generation.vllm_client import VLLMClient
 
@@ -101,8 +113,13 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
         chat = ChatFormat(tokenizer, model_name=config.model)
         generate = HFTurnGenerator(model, chat, temperature=config.temperature if not greedy else 1.0, do_sample=not greedy)
     limits = limits_of(config)
-    specs = [EpisodeSpec(task, scale, seed, sample) for task in select_tasks(config.tasks_root, config.task_ids)
+    tasks = select_tasks(config.tasks_root, config.task_ids)
+    specs = [EpisodeSpec(task, scale, seed, sample) for task in tasks
              for scale in config.scales for seed in config.seeds for sample in range(config.samples)]
+    from .feasibility import check_template_on_teacher
+
+    for harness in config.harnesses:  # before any generation: the template renders a teacher episode consistently
+        check_template_on_teacher(chat, tasks[0], harness)
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     out_file = output_dir / TRAJECTORIES_FILE

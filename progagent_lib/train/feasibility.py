@@ -112,5 +112,16 @@ def check_learnable(tasks: list[Any], harnesses: list[str], chat: Any, limits: L
     return measured
 
 
+def check_template_on_teacher(chat: Any, task: Any, harness: str, *, turns: int = 3) -> None:
+    """Before training or evaluation: a short teacher episode (its first `turns` turns, real tool results) rendered
+    whole and turn by turn must agree (ChatFormatError, naming the model, template and position, if not)."""
+    from ..harness.episode import run_episode
+    from ..policy import OracleTeacher
+
+    short = Limits(max_turns=turns, max_tool_calls=None, max_context_tokens=None)
+    played = run_episode(task, "v0", 0, harness, OracleTeacher(harness), short, tokenizer=chat.tokenizer)
+    chat.check_conversation(played.messages, played.tools)
+
+
 def needs_table(measured: list[TeacherNeeds]) -> list[dict]:
     return [asdict(n) for n in measured]

@@ -60,6 +60,8 @@ class GSPORunConfig:
     max_context_tokens: int = 8192           # prompt + turns + observations (must fit the model's positions)
     max_observation_chars: int = 4000
     max_tool_calls: int = 100                # per episode (the paper's budget)
+    engine_url: str | None = None            # CPU or GPU: a `progagent engine serve` server generates; the trainer's
+    engine_model: str | None = None          # weights reach it by a reload from a saved folder each batch
     use_vllm: bool = False                   # gpu-paper: generation by a `trl vllm-serve` server
     vllm_server_base_url: str | None = None
     bf16: bool = False
@@ -200,19 +202,43 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         return client
 
     chat_formats: dict[int, Any] = {}
+    engine_state: dict[str, Any] = {}
+
+    def engine_generator(trainer: Any, chat: Any) -> Any:
+        """The engine generates; when the trainer has stepped since the last batch, its weights are saved and the
+        server reloads them first (no NCCL on CPU: see progagent_lib.engine.weights)."""
+        from ..engine.generator import EngineTurnGenerator
+        from ..engine.weights import sync_weights
+
+        if engine_state.get("step") != trainer.state.global_step:
+            if trainer.state.global_step > 0 or engine_state:
+                seconds = sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
+                                       Path(config.output_dir) / "engine-weights")
+                engine_state["sync_seconds"] = engine_state.get("sync_seconds", 0.0) + sum(seconds.values())
+            engine_state["step"] = trainer.state.global_step
+        if "generator" not in engine_state:
+            engine_state["generator"] = EngineTurnGenerator(
+                config.engine_url, config.engine_model or Path(str(config.model)).name, chat.end_of_turn,
+                temperature=config.temperature, seed=config.seed)
+        return engine_state["generator"]
 
     def rollout_func(prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
         from ..harness.chat_format import ChatFormat
 
         started = time.perf_counter()
         tokenizer = trainer.processing_class
-        chat = chat_formats.setdefault(id(tokenizer), ChatFormat(tokenizer, model_name=config.model))
+        if id(tokenizer) not in chat_formats:  # the template is checked once and recorded with the run
+            chat_formats[id(tokenizer)] = ChatFormat(tokenizer, model_name=config.model)
+            (Path(config.output_dir) / "chat_format.json").write_text(json.dumps(chat_formats[id(tokenizer)].describe(), indent=2))
+        chat = chat_formats[id(tokenizer)]
         specs = []
         for prompt in prompts:
             task_id, scale, seed = prompt[-1]["episode"].split("|")
             specs.append(EpisodeSpec(tasks_by_id[task_id], scale, int(seed)))
         if turn_generator is not None:
             generate_turn = turn_generator(trainer, specs)
+        elif config.engine_url:
+            generate_turn = engine_generator(trainer, chat)
         elif config.use_vllm:
             generate_turn = VLLMServerTurnGenerator(vllm_client(trainer), temperature=config.temperature)
         else:
@@ -344,6 +370,11 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
         raise ValueError(f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "
                          f"{config.model!r}: lower it, or configure rope scaling in the model's config")
+
+    from ..harness.chat_format import ChatFormat
+    from .feasibility import check_template_on_teacher
+
+    check_template_on_teacher(ChatFormat(tokenizer, model_name=config.model), tasks[0], config.harness)
 
     dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
                            config.num_iterations)
