@@ -26,8 +26,8 @@ def register(subparsers) -> None:
     serve.add_argument("--kv-cache-gib", type=int, default=2, help="KV cache on CPU in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)")
     serve.add_argument("--tool-call-parser", default="hermes", help="vLLM's tool-call parser (default hermes: <tool_call>{json})")
     serve.add_argument("--chat-template", help="a chat template file that renders tools (default: the model's own)")
-    serve.add_argument("--no-compile", action="store_true",
-                       help="skip torch.compile (-O0): a much faster start on CPU, somewhat slower generation")
+    serve.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
+                       help="torch.compile the model (default: only with a GPU; on CPU it costs minutes at every start)")
     serve.add_argument("--startup-timeout", type=float, default=900.0, help="seconds to wait for the server to answer")
     serve.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: flags passed to vLLM as they are")
     serve.set_defaults(func=serve_command)
@@ -42,13 +42,14 @@ def serve_command(args) -> int:
         extra = extra[1:]
     server = EngineServer(args.model, args.port, served_name=args.served_model_name, max_model_len=args.max_model_len,
                           kv_cache_gib=args.kv_cache_gib, tool_call_parser=args.tool_call_parser,
-                          chat_template=args.chat_template, compile=not args.no_compile, extra_args=extra,
+                          chat_template=args.chat_template, compile=args.compile, extra_args=extra,
                           startup_timeout=args.startup_timeout)
 
     def on_terminate(signum, frame):  # SIGTERM as Ctrl-C: one path that stops the server
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, on_terminate)
+    # SIGINT too: a shell starting us in the background hands it down ignored, and Ctrl-C must always stop vLLM.
+    previous = {sig: signal.signal(sig, on_terminate) for sig in (signal.SIGTERM, signal.SIGINT)}
     try:
         print(f"starting vLLM for {args.model!r} on 127.0.0.1:{args.port} (log: {server.log_path}) ...", flush=True)
         server.start()
@@ -66,4 +67,5 @@ def serve_command(args) -> int:
         return 1
     finally:
         server.stop()
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
