@@ -81,6 +81,18 @@ def test_progagent_run_ptc_and_dtc_against_the_engine(engine, restock_task, tmp_
     assert "errored" in done.stdout and "openai:smollm2" in done.stdout  # the summary table, with its errored column
 
 
+def test_difficulty_filter_over_the_engine_has_no_errored_episodes(engine, restock_task, tmp_path):
+    from progagent_lib.harness.episode import Limits
+    from progagent_lib.policy import OpenAIPolicy
+    from progagent_lib.synthesis.difficulty import difficulty_filter
+
+    policy = OpenAIPolicy(engine.base_url, "smollm2", max_tokens=128, max_retries=1, backoff=0.1)
+    policy.default_limits = Limits(max_turns=2)  # the small model's episodes are cut short: the filter's machinery is the point
+    result = difficulty_filter([restock_task], policy, tmp_path / "filter.jsonl", k=2, scales=("v0",), progress=False)
+    assert result.errored == 0 and result.pass_rates["episodes"].to_list() == [2]
+    assert result.kept == [] and "outside" in result.decisions["reason"][0]  # it never solves the task: too hard
+
+
 def test_turn_generator_token_in_token_out(engine, tokenizer):
     from progagent_lib.engine.generator import EngineTurnGenerator
 

@@ -167,3 +167,13 @@ def test_errored_episodes_are_kept_out_of_pass_rates_and_retried_on_resume(serve
     rerun = [t for t in read_jsonl(out) if not is_infra_error(t)]
     row = summarize(rerun).row(0, named=True)
     assert len(rerun) == 2 and row["errored"] == 0 and row["pass_rate"] == 0.0
+
+
+def test_difficulty_filter_leaves_a_task_with_errored_episodes_undecided(server, restock_task, tmp_path):
+    from progagent_lib.synthesis.difficulty import difficulty_filter
+
+    down = server([(400, {"error": "model not loaded"})] * 2)
+    result = difficulty_filter([restock_task], OpenAIPolicy(down.url, "m", backoff=0.01), tmp_path / "f.jsonl", k=2,
+                               scales=("v0",), progress=False)
+    assert result.errored == 2 and result.kept == [] and result.pass_rates["pass_rate"].to_list() == [None]
+    assert result.decisions["reason"][0].startswith("undecided: errored episodes (v0: 2)")
