@@ -177,3 +177,21 @@ def test_difficulty_filter_leaves_a_task_with_errored_episodes_undecided(server,
                                scales=("v0",), progress=False)
     assert result.errored == 2 and result.kept == [] and result.pass_rates["pass_rate"].to_list() == [None]
     assert result.decisions["reason"][0].startswith("undecided: errored episodes (v0: 2)")
+
+
+def test_engine_turn_generator_errors_name_the_server(server):
+    """The token-level generator (progagent_lib.engine) against the fake: no server, and a reply without tokens."""
+    from progagent_lib.engine import EngineRequestError, free_port
+    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.harness.episode import PolicyError
+
+    gone = EngineTurnGenerator(f"http://127.0.0.1:{free_port()}/v1", "smollm2", end_of_turn_id=2)
+    with pytest.raises(EngineRequestError, match=r"completions: ConnectError.*progagent engine serve"):
+        gone([[1, 2, 3]], 8)
+    empty = server([(200, {"choices": [{"index": 0, "text": "", "token_ids": [], "finish_reason": "abort",
+                                        "logprobs": {"token_logprobs": []}}]})])
+    generate = EngineTurnGenerator(empty.url, "smollm2", end_of_turn_id=2)
+    with pytest.raises(PolicyError, match=r"returned 0 tokens .*'abort'"):  # an infrastructure error for rollouts too
+        generate([[1, 2, 3]], 8)
+    sent = empty.requests[0]["body"]
+    assert sent["prompt"] == [[1, 2, 3]] and sent["stop_token_ids"] == [2] and sent["return_token_ids"] is True
