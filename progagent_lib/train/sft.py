@@ -35,6 +35,8 @@ class SFTRunConfig:
     num_train_epochs: float = 1.0
     max_steps: int = -1
     learning_rate: float = 1e-5
+    lr_scheduler_type: str = "linear"        # transformers' schedulers: linear | constant | cosine | ...
+    warmup_steps: int = 0
     weight_decay: float = 0.0
     per_device_train_batch_size: int = 1
     gradient_accumulation_steps: int = 1
@@ -175,6 +177,7 @@ def sft_args(config: SFTRunConfig):
         # Rows come tokenised with their assistant masks (ChatFormat), so TRL neither renders nor truncates them.
         output_dir=config.output_dir, assistant_only_loss=False, max_length=None,
         num_train_epochs=config.num_train_epochs, max_steps=config.max_steps, learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler_type, warmup_steps=config.warmup_steps,
         weight_decay=config.weight_decay, per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps, logging_steps=1, save_strategy="no",
         report_to="none", seed=config.seed, disable_tqdm=True, use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
