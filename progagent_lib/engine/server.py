@@ -88,9 +88,9 @@ class EngineServer:
     Tool calls are parsed server-side (`--enable-auto-tool-choice --tool-call-parser hermes`: the
     `<tool_call>{json}</tool_call>` form of Qwen3-style templates). Log-probs are those of the sampling
     distribution after temperature (`--logprobs-mode processed_logprobs`), as the `generate` path gives.
-    Compilation is off on CPU by default (`-O0`): a start takes about half a minute instead of about five on
-    2 cores (vLLM's CPU compile cache does not reload, so every start would compile), and generation of the
-    135M model was no faster compiled. With a GPU visible it stays on (CUDA graphs). The dev-mode routes are on so
+    Compilation is off on CPU by default (`-O0`): a start takes about 35 s instead of 2-5 minutes on 2 cores
+    (vLLM's CPU compile cache does not reload, so every start compiles), for generation 10-30% slower with
+    the 135M model; long runs can turn it on. With a GPU visible it stays on (CUDA graphs). The dev-mode routes are on so
     that weights can be reloaded in place (see `weights.py`); the server
     only listens on loopback. `extra_args` go to vLLM as they are (e.g. `--dtype bfloat16` on a GPU).
     """
