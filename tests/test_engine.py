@@ -133,6 +133,26 @@ def test_weights_reload_in_place_changes_what_the_server_generates(engine, token
     assert generate([context], 8)[0].token_ids == before.token_ids and seconds["seconds_reload"] > 0
 
 
+def test_a_lora_model_is_saved_merged_and_left_as_it_was(engine, tmp_path):
+    import copy
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+
+    from progagent_lib.engine.weights import save_for_engine
+
+    base = AutoModelForCausalLM.from_pretrained(engine.model_path, dtype=torch.float32)
+    model = get_peft_model(base, LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    saved = load_file(str(save_for_engine(model, tmp_path / "lora") / "model.safetensors"))
+    assert all(torch.equal(before[k], v) for k, v in model.state_dict().items())  # no merge-and-back drift
+    merged = copy.deepcopy(model).merge_and_unload().state_dict()
+    assert sorted(saved) == sorted(k for k in merged if k != "lm_head.weight")  # tied to the embedding
+    assert all(torch.allclose(saved[k], merged[k]) for k in saved)
+
+
 def test_bench_quick_mode_against_the_running_engine(engine):
     done = subprocess.run([sys.executable, "bench/engine.py", "--quick", "--url", engine.base_url, "--served-name",
                            "smollm2"], capture_output=True, text=True, timeout=900)

@@ -5,9 +5,9 @@ weights in place from that folder (`reload_weights` through vLLM's `/collective_
 `EngineServer` turns on; the server listens on loopback only). Generation is paused around the reload, and
 the prefix cache (KV blocks computed with the old weights) is dropped, so no request mixes two policies.
 
-Why not LoRA adapters loaded at run time: it works only for LoRA training (GSPO here trains all weights),
-vLLM's CPU build runs a LoRA server without compilation (slower generation every step), and each request
-then pays the adapter's extra matmuls. Why not a restart: about a minute and a half of start-up per step.
+Why not LoRA adapters loaded at run time: it works only for LoRA training (GSPO here trains all weights
+unless `lora` is set; a LoRA model is merged into full weights for the save), vLLM's CPU build runs a LoRA
+server without compilation, and each request then pays the adapter's extra matmuls. Why not a restart: about a minute and a half of start-up per step.
 A reload costs the save plus reading the folder back, about a second for the 135M model
 (`bench/engine.py` measures it).
 """
@@ -23,10 +23,33 @@ from .errors import EngineRequestError
 
 
 def save_for_engine(model: Any, folder: str | Path) -> Path:
-    """Write `model`'s weights where the server can read them (safetensors; the config and tokenizer stay the server's)."""
+    """Write `model`'s full weights where the server can read them (safetensors; config and tokenizer stay the server's).
+
+    A peft (LoRA) model is saved merged (each adapted weight plus its adapter's delta), without touching the
+    model itself: merging in place and back would leave rounding drift in the weights being trained.
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    model.save_pretrained(folder, safe_serialization=True)
+    if not hasattr(model, "get_base_model"):
+        model.save_pretrained(folder, safe_serialization=True)
+        return folder
+    import torch
+    from safetensors.torch import save_file
+
+    base = model.get_base_model()
+    with torch.no_grad():
+        weights = {name.replace(".base_layer.", "."): tensor.detach().clone()
+                   for name, tensor in base.state_dict().items() if ".lora_" not in name}
+        for name, module in base.named_modules():
+            if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer"):
+                for adapter in module.active_adapters:
+                    if adapter in getattr(module, "lora_A", {}):
+                        weights[f"{name}.weight"] += module.get_delta_weight(adapter).to(weights[f"{name}.weight"].dtype)
+    weights = {name: tensor.contiguous() for name, tensor in weights.items()}
+    if getattr(base.config, "tie_word_embeddings", False):
+        weights.pop("lm_head.weight", None)  # tied: saved once, as the embedding
+    save_file(weights, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    base.config.save_pretrained(folder)
     return folder
 
 
