@@ -33,6 +33,10 @@ def chat():
 @pytest.mark.parametrize("name", PIPELINE_CONFIGS)
 def test_the_teacher_finishes_under_every_shipped_config(chat, name):
     config = load_config(PipelineConfig, REPO / "configs" / f"{name}.yaml")
+    if config.model == "tiny":  # a from-scratch model: its own tokenizer, trained on the pool
+        from progagent_lib.train.models import build_tiny_model
+
+        chat = ChatFormat(build_tiny_model(REPO / "tasks", config.sft.tiny)[1], model_name="tiny")
     tasks = select_tasks(REPO / "tasks", config.gspo.task_ids or config.sft.task_ids)[: config.check_tasks or None]
     assert tasks, name
     for harness in config.rl_harnesses:
