@@ -153,6 +153,29 @@ def test_a_lora_model_is_saved_merged_and_left_as_it_was(engine, tmp_path):
     assert all(torch.allclose(saved[k], merged[k]) for k in saved)
 
 
+def test_evaluation_and_a_gspo_step_generate_through_the_engine(engine, repo, tmp_path, monkeypatch):
+    """The token adapter on the engine: evaluation writes trajectories; GSPO's second generation batch comes after
+    the trainer's weights were saved and reloaded by the server (no NCCL)."""
+    from progagent_lib.harness import read_jsonl
+    from progagent_lib.train.evaluate import EvalConfig, evaluate
+    from progagent_lib.train.gspo import GSPORunConfig, run_gspo
+
+    monkeypatch.chdir(repo)
+    trajectories, table = evaluate(EvalConfig(model="smollm2", stage="base", engine_url=engine.base_url, engine_model="smollm2",
+                                              output_dir=str(tmp_path / "eval"), task_ids=["retail/restock_orders"],
+                                              harnesses=["ptc"], seeds=[1000], max_turns=1, max_new_tokens=16))
+    assert len(trajectories) == 1 and not trajectories[0].errored and trajectories[0].turns == 1
+    assert read_jsonl(tmp_path / "eval" / "trajectories.jsonl")[0].policy == "hf:smollm2@base"
+    result = run_gspo(GSPORunConfig(model="smollm2", engine_url=engine.base_url, engine_model="smollm2",
+                                    output_dir=str(tmp_path / "gspo"), task_ids=["retail/restock_orders"], harness="ptc",
+                                    scales=["v0"], train_seeds=[0], num_generations=2, num_iterations=1, max_steps=2,
+                                    save_steps=2, max_turns=1, max_new_tokens=16, max_context_tokens=4096))
+    log = result["dynamics"]
+    assert [line["episodes"] for line in log] == [2, 2] and all(line["errored_episodes"] == 0 for line in log)
+    assert log[0]["seconds_weight_sync"] == 0.0 < log[1]["seconds_weight_sync"]  # synced before the second batch
+    assert any((tmp_path / "gspo" / "engine-weights").glob("*.safetensors"))
+
+
 def test_bench_quick_mode_against_the_running_engine(engine):
     done = subprocess.run([sys.executable, "bench/engine.py", "--quick", "--url", engine.base_url, "--served-name",
                            "smollm2"], capture_output=True, text=True, timeout=900)

@@ -118,6 +118,7 @@ class DynamicsLog:
         self.pending: list[EpisodeTokens] = []
         self.rollout_seconds = 0.0
         self.train_logs: list[dict] = []   # TRL's logs (loss, clip fractions) of the optimizer steps since the last line
+        self.weight_sync_seconds = 0.0     # saving the weights and the engine reloading them (engine generation)
         self.seconds = 0.0
 
     def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
@@ -129,7 +130,8 @@ class DynamicsLog:
         distributed) default to this process's."""
         episodes = self.pending if episodes is None else episodes
         record = {"step": step, **episode_summary(episodes), **zero_variance(episodes, self.group_size),
-                  **_mean_logs(self.train_logs), "seconds_rollout": self.rollout_seconds, "seconds_step": step_seconds}
+                  **_mean_logs(self.train_logs), "seconds_rollout": self.rollout_seconds, "seconds_step": step_seconds,
+                  "seconds_weight_sync": self.weight_sync_seconds}
         record["seconds_update"] = max(step_seconds - self.rollout_seconds, 0.0)
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
@@ -141,7 +143,7 @@ class DynamicsLog:
         return record
 
     def reset(self) -> None:
-        self.pending, self.rollout_seconds, self.train_logs = [], 0.0, []
+        self.pending, self.rollout_seconds, self.train_logs, self.weight_sync_seconds = [], 0.0, [], 0.0
 
     def truncate_after(self, step: int) -> None:
         """Drop lines of steps past `step` (written by a killed run after its last checkpoint)."""
@@ -214,7 +216,8 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             if trainer.state.global_step > 0 or engine_state:
                 seconds = sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
                                        Path(config.output_dir) / "engine-weights")
-                engine_state["sync_seconds"] = engine_state.get("sync_seconds", 0.0) + sum(seconds.values())
+                if dynamics is not None:
+                    dynamics.weight_sync_seconds += sum(seconds.values())
             engine_state["step"] = trainer.state.global_step
         if "generator" not in engine_state:
             engine_state["generator"] = EngineTurnGenerator(
