@@ -63,7 +63,7 @@ def shares(kind: str, harness: str, steps: list[dict]) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default=str(REPO / "runs/cpu-smoke-pipeline/sft/final"))
+    parser.add_argument("--model", default=str(REPO / "runs/cpu-smoke/sft-ptc/final"))
     parser.add_argument("--config", default=str(REPO / "configs/cpu-smoke.yaml"))
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--harnesses", default="dtc,ptc")
@@ -77,17 +77,24 @@ def main() -> int:
         print(f"{model} not found: using an untrained tiny model (run the cpu-smoke pipeline for a representative one)")
         model = str(work / "tiny")
         build_tiny_model(smoke.sft.tasks_root, smoke.sft.tiny, save_to=model)
+    from transformers import AutoConfig
+
+    from progagent_lib.train.pipeline import model_positions
+
+    positions = model_positions(AutoConfig.from_pretrained(model))  # a teacher replay may use all of them
     rows = []
     try:
         for harness in args.harnesses.split(","):
-            base = replace(smoke.gspo, model=model, harness=harness, max_steps=args.steps, save_steps=args.steps)
+            passes = smoke.gspo.num_iterations if args.steps % smoke.gspo.num_iterations == 0 else 1
+            base = replace(smoke.gspo, model=model, harness=harness, max_steps=args.steps, save_steps=args.steps,
+                           num_iterations=passes)
             if "model" in args.kinds:
                 config = replace(base, output_dir=str(work / f"model-{harness}"))
                 rows.append(shares("model", harness, run_gspo(config, resume=False)["dynamics"]))
             if "teacher-replay" in args.kinds:
                 config = replace(base, output_dir=str(work / f"replay-{harness}"), task_ids=REPLAY_TASKS,
                                  train_seeds=[0, 1], num_generations=2, max_turns=10_000, max_new_tokens=100_000,
-                                 max_context_tokens=1_000_000)
+                                 max_context_tokens=positions)
                 runs = teacher_runs(config, harness)
 
                 def replay(trainer, specs, runs=runs):
