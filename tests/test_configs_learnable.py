@@ -77,6 +77,6 @@ def test_train_pipeline_refuses_before_any_compute(tmp_path, monkeypatch, capsys
         "sft: {task_ids: [retail/restock_orders], max_length: 8192}\n"
         "gspo: {task_ids: [retail/restock_orders], scales: [v0], max_turns: 4, max_new_tokens: 192, max_context_tokens: 8192}\n"
         "eval: {task_ids: [retail/restock_orders], max_new_tokens: 2048}\n")
-    with pytest.raises(SystemExit, match=r"refused.*max_new_tokens=192: the ptc teacher on retail/restock_orders"):
+    with pytest.raises(SystemExit, match=r"(?s)refused.*max_new_tokens=192: the ptc teacher on retail/restock_orders"):
         main(["train", "pipeline", "--config", str(config)])
     assert not (tmp_path / "run" / "sft-ptc").exists() and (tmp_path / "run" / "teacher_needs.json").exists()
