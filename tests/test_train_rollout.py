@@ -199,3 +199,21 @@ def test_teacher_turns_replayed_as_tokens_solve_the_task(tiny, chat, restock_tas
     for episode, script in zip(episodes, scripts):
         assert (episode.reward, episode.end_reason, episode.turns) == (1.0, "claim_done", len(script))
         assert episode.tool_calls >= 3 and 0 in episode.env_mask
+
+
+def test_observation_tokens_when_the_template_rerenders_earlier_turns(tiny, chat):
+    """Qwen3's template drops earlier turns' reasoning once a user message (parse feedback) follows them; the
+    tokens the model saw stay as appended, and the new messages still get exactly their own tokens."""
+    _, tokenizer = tiny
+    call = {"id": "c0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    before = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
+              {"role": "assistant", "content": "", "reasoning_content": "R1", "tool_calls": [call]},
+              {"role": "tool", "tool_call_id": "c0", "name": "f", "content": "T1"}]
+    previous = chat.render(before, None, generation_prompt=True)
+    after = before + [{"role": "assistant", "content": "", "reasoning_content": "R2", "tool_calls": [dict(call, id="c1")]},
+                      {"role": "tool", "tool_call_id": "c1", "name": "f", "content": "T2"},
+                      {"role": "user", "content": "FEEDBACK"}]
+    assert chat.render(after, None, generation_prompt=True)[:len(previous)] != previous  # the template re-rendered turn 1
+    block = tokenizer.decode(chat.environment_tokens(previous, after, None))
+    assert block == ("\n<|im_start|>user\n<tool_response>\nT2\n</tool_response><|im_end|>\n"
+                     "<|im_start|>user\nFEEDBACK<|im_end|>\n<|im_start|>assistant\n")

@@ -89,8 +89,18 @@ class ChatFormat:
         `previous` is the render (with generation prompt) of the conversation before that assistant turn;
         `messages` ends with the assistant turn and the messages the environment added after it."""
         full = self.render(messages, tools, generation_prompt=True)
-        self._require_prefix(previous, full, "the conversation before the turn", "the conversation after it")
-        return full[self.turn_end(full, len(previous)):]
+        if full[:len(previous)] == previous:
+            return full[self.turn_end(full, len(previous)):]
+        # The template renders earlier turns differently once the conversation grows (Qwen3's drops the reasoning
+        # of turns before a new user message, e.g. parse feedback). What the model saw stays as it was appended;
+        # the new messages are rendered after a fixed stand-in turn, so no earlier turn can change their tokens.
+        last = max(i for i, m in enumerate(messages) if m["role"] == "assistant")
+        first_user = next(i for i, m in enumerate(messages) if m["role"] == "user")
+        head = messages[:first_user + 1]
+        start = len(self.render(head, tools, generation_prompt=True))
+        probe = self.render(head + [{"role": "assistant", "content": _TEXT_PROBE}] + messages[last + 1:], tools,
+                            generation_prompt=True)
+        return probe[self.turn_end(probe, start):]
 
     def tokenize_conversation(self, messages: list[dict], tools: list[dict] | None) -> tuple[list[int], list[int]]:
         """A whole conversation's tokens and a mask that is 1 on the spans a model generates (each assistant turn
