@@ -32,6 +32,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..task.task import pid_alive
+
 GiB = 1 << 30
 MiB = 1 << 20
 SECCOMP_SOURCE = (Path(__file__).parent / "_seccomp.py").read_text()
@@ -205,16 +207,6 @@ class ProcessGroup:
         _rmdir_cgroup(self.path)
 
 
-def _host_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _unmount(path: Path) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     libc.umount2(str(path).encode(), 2)  # MNT_DETACH
@@ -232,18 +224,18 @@ def sweep_orphans() -> None:
     groups = CGROUP_PIDS_ROOT / "progagent"
     for path in (groups.iterdir() if groups.is_dir() else []):
         owner = path.name.split("-", 1)[0]
-        if path.is_dir() and owner.isdigit() and not _host_alive(int(owner)):
+        if path.is_dir() and owner.isdigit() and not pid_alive(int(owner)):
             group = ProcessGroup.__new__(ProcessGroup)
             group.path = path
             group.remove()
     memory_parent = _own_memory_cgroup()
     for path in (memory_parent.glob("progagent-*") if memory_parent is not None else []):
         owner = path.name.split("-")[1]
-        if owner.isdigit() and not _host_alive(int(owner)):
+        if owner.isdigit() and not pid_alive(int(owner)):
             _rmdir_cgroup(path)
     for path in (RUNTIME_ROOT.iterdir() if RUNTIME_ROOT.is_dir() else []):
         parts = path.name.split("-")
-        if len(parts) >= 3 and parts[1].isdigit() and not _host_alive(int(parts[1])):
+        if len(parts) >= 3 and parts[1].isdigit() and not pid_alive(int(parts[1])):
             slot = path / "bind" / "workspace"
             if os.path.ismount(slot):
                 _unmount(slot)

@@ -62,7 +62,8 @@ _EPISODE_OWNER = re.compile(r"-p(\d+)-[^-]+$")
 _swept_episodes = False
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process of this host with that pid exists (one we may not signal counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -87,7 +88,7 @@ def sweep_episode_copies(root: Path | None = None) -> list[Path]:
     removed = []
     for path in root.iterdir():
         owner = _EPISODE_OWNER.search(path.name)
-        if owner is None or not path.is_dir() or _pid_alive(int(owner.group(1))):
+        if owner is None or not path.is_dir() or pid_alive(int(owner.group(1))):
             continue
         workspace = path / "workspace"
         if os.path.ismount(workspace):

@@ -182,7 +182,7 @@ def _mean_logs(logs: list[dict]) -> dict[str, float]:
 
 
 def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
-                      turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None):
+                      turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None, chat: Any = None):
     """The function TRL calls instead of its own generation: one full episode per prompt it is given.
 
     `turn_generator(trainer, specs)` replaces the trainer's model as the source of assistant turns (bench/train.py
@@ -203,7 +203,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             client = http_clients["own"]
         return client
 
-    chat_formats: dict[int, Any] = {}
+    chat_formats: dict[int, Any] = {id(chat.tokenizer): chat} if chat is not None else {}
     engine_state: dict[str, Any] = {}
 
     def engine_generator(trainer: Any, chat: Any) -> Any:
@@ -230,9 +230,8 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
 
         started = time.perf_counter()
         tokenizer = trainer.processing_class
-        if id(tokenizer) not in chat_formats:  # the template is checked once and recorded with the run
+        if id(tokenizer) not in chat_formats:  # a trainer whose tokenizer is not the one run_gspo checked
             chat_formats[id(tokenizer)] = ChatFormat(tokenizer, model_name=config.model)
-            (Path(config.output_dir) / "chat_format.json").write_text(json.dumps(chat_formats[id(tokenizer)].describe(), indent=2))
         chat = chat_formats[id(tokenizer)]
         specs = []
         for prompt in prompts:
@@ -377,7 +376,9 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     from ..harness.chat_format import ChatFormat
     from .feasibility import check_template_on_teacher
 
-    check_template_on_teacher(ChatFormat(tokenizer, model_name=config.model), tasks[0], config.harness)
+    chat = ChatFormat(tokenizer, model_name=config.model)
+    check_template_on_teacher(chat, tasks[0], config.harness)
+    (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))  # recorded with the run
 
     dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
                            config.num_iterations)
@@ -396,7 +397,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = GRPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=grpo_args(config),
-        train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator), peft_config=peft_config,
+        train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat), peft_config=peft_config,
         callbacks=[_dynamics_callback(dynamics)],
     )
     trainer.train(resume_from_checkpoint=checkpoint)
