@@ -17,12 +17,21 @@ QUICK_ARGS = {
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
     "train.py": ["--steps", "1", "--harnesses", "dtc", "--kinds", "teacher-replay"],
 }
+# Scripts whose quick mode another test runs, because they need a fixture that lives there (named here, and
+# checked to exist, so moving or renaming that test fails this file).
+QUICK_ELSEWHERE = {
+    # needs the vLLM server that tests/test_engine.py starts once for its module
+    "engine.py": ("test_engine.py", "def test_bench_quick_mode_against_the_running_engine("),
+}
 
 
 def test_every_bench_script_has_a_quick_mode_here():
-    missing = sorted(p.name for p in BENCH.glob("*.py") if p.name not in QUICK_ARGS)
+    missing = sorted(p.name for p in BENCH.glob("*.py") if p.name not in QUICK_ARGS and p.name not in QUICK_ELSEWHERE)
     assert not missing, (f"bench/{', bench/'.join(missing)}: no quick mode in tests/test_bench.py QUICK_ARGS; give the "
                          "script a quick mode (a few repeats) and add its arguments there, so CI runs it")
+    for script, (test_file, test_def) in QUICK_ELSEWHERE.items():
+        assert test_def in (REPO / "tests" / test_file).read_text(), \
+            f"bench/{script}: its quick mode should run in tests/{test_file} ({test_def.strip('(')}), which is gone"
 
 
 @pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.slow) if name == "train.py" else name
