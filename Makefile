@@ -39,7 +39,8 @@ $(ENGINE_VENV)/.installed: requirements-engine.txt
 
 engine: $(ENGINE_VENV)/.installed
 
-reproduce: install
+# The profile's engine (cpu-smoke: vLLM serving smollm2) generates GSPO rollouts and evaluations: one server for the run.
+reproduce: install engine
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
 
 # The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).

@@ -111,6 +111,22 @@ def test_turn_generator_token_in_token_out(engine, tokenizer):
     assert again.token_ids == short.token_ids  # greedy: the same tokens from the same token context
 
 
+def test_a_seeded_group_of_one_context_gets_different_samples_and_a_rerun_the_same(engine, tokenizer):
+    """A GSPO group is one context sampled G times: one seed for the whole request would give G copies of one
+    sample (zero reward variance by construction). Each context gets its own seed; the same seed replays the run."""
+    from progagent_lib.engine.generator import EngineTurnGenerator
+
+    context = list(tokenizer.apply_chat_template([{"role": "user", "content": "Write a poem about the sea."}],
+                                                 add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+    first = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=1.0, seed=7)
+    group = [turn.token_ids for turn in first([context] * 4, max_new_tokens=24)]
+    assert len({tuple(ids) for ids in group}) == 4
+    next_turn = [turn.token_ids for turn in first([context] * 4, max_new_tokens=24)]
+    assert next_turn != group  # a later call draws new seeds
+    rerun = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=1.0, seed=7)
+    assert [turn.token_ids for turn in rerun([context] * 4, max_new_tokens=24)] == group
+
+
 def test_weights_reload_in_place_changes_what_the_server_generates(engine, tokenizer, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
@@ -172,7 +188,8 @@ def test_evaluation_and_a_gspo_step_generate_through_the_engine(engine, repo, tm
                                     save_steps=2, max_turns=1, max_new_tokens=16, max_context_tokens=4096))
     log = result["dynamics"]
     assert [line["episodes"] for line in log] == [2, 2] and all(line["errored_episodes"] == 0 for line in log)
-    assert log[0]["seconds_weight_sync"] == 0.0 < log[1]["seconds_weight_sync"]  # synced before the second batch
+    # the starting weights are loaded before the first batch, the trained ones before the second
+    assert log[0]["seconds_weight_sync"] > 0.0 and log[1]["seconds_weight_sync"] > 0.0
     assert any((tmp_path / "gspo" / "engine-weights").glob("*.safetensors"))
 
 
@@ -221,3 +238,46 @@ def test_a_server_that_dies_mid_run_is_an_errored_episode(engine, restock_task):
     assert is_infra_error(t) and engine.base_url in t.error and "progagent engine serve" in t.error
     with pytest.raises(EngineDied, match="exited with code"):
         engine.check_alive()
+
+
+def test_reproduce_serves_the_profiles_engine_to_its_notebooks(tmp_path, monkeypatch):
+    """`progagent reproduce` under a profile with `engine:` starts one server for the run; the notebooks' training
+    recipe generates through it ($PROGAGENT_ENGINE_URL), and the server is gone when the run ends."""
+    import httpx
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    from progagent_lib.analysis.reproduce import reproduce
+
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text("eng:\n  description: engine\n  tasks: [tasks/retail/restock_orders]\n"
+                        "  train_config: configs/ci.yaml\n  engine: smollm2\n")
+    monkeypatch.setenv("PROGAGENT_PROFILES", str(profiles))
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    nb = new_notebook(cells=[
+        new_code_cell("profile = None\nrun_dir = None", metadata={"tags": ["parameters"]}),
+        new_code_cell("import json, httpx\nfrom progagent_lib.analysis.profiles import load_profile\n"
+                      "P = load_profile(profile, run_dir)\nc = P.training_recipe()\n"
+                      "served = [m['id'] for m in httpx.get(c.engine_url + '/models').json()['data']]\n"
+                      "P.path('seen.json').write_text(json.dumps({'url': c.engine_url, 'model': c.engine_model, "
+                      "'served': served}))")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, folder / "00_engine.ipynb")
+    reproduce("eng", run_dir=tmp_path / "run", notebooks_dir=folder)
+    seen = json.loads((tmp_path / "run" / "seen.json").read_text())
+    assert seen["served"] == ["smollm2"] and seen["model"] == "smollm2"
+    assert "engine_start" in json.loads((tmp_path / "run" / "reproduce.json").read_text())
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(seen["url"] + "/models", timeout=5)   # stopped with the run
+    assert "PROGAGENT_ENGINE_URL" not in os.environ
+
+
+def test_reproduce_without_the_engines_environment_says_how_to_get_it(tmp_path, monkeypatch):
+    profiles = tmp_path / "profiles.yaml"
+    profiles.write_text("eng:\n  description: engine\n  tasks: [tasks/retail/restock_orders]\n"
+                        "  train_config: configs/ci.yaml\n  engine: smollm2\n")
+    env = {**os.environ, "PROGAGENT_PROFILES": str(profiles), "PROGAGENT_ENGINE_PYTHON": str(tmp_path / "no-python")}
+    done = subprocess.run([sys.executable, "-m", "progagent_lib.cli", "reproduce", "--profile", "eng", "--run-dir",
+                           str(tmp_path / "run"), "--only", "none"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 1 and "make engine" in done.stderr and "--no-engine" in done.stderr, done.stderr

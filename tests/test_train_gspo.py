@@ -28,15 +28,37 @@ def test_gspo_is_grpo_with_sequence_ratio_and_no_kl(tmp_path):
 
 
 def test_several_passes_per_generation_batch_in_micro_batches(tmp_path):
-    """The ratio is 1 on the first pass over a batch; only a later pass (num_iterations > 1) lets the clip act.
-    Episodes go through the model in micro-batches, their gradients accumulated over the batch."""
+    """The ratio is 1 on the first optimizer step over a batch; only later ones (minibatches or num_iterations > 1)
+    let the clip act. Episodes go through the model in micro-batches, their gradients accumulated over a minibatch."""
     args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, prompts_per_step=2, micro_batch_size=2,
                                    num_iterations=2, max_steps=4))
     assert (args.per_device_train_batch_size, args.gradient_accumulation_steps, args.num_iterations) == (2, 4, 2)
+    assert args.steps_per_generation == 4   # TRL counts micro-batches: the whole generation batch
+    # The GSPO paper's minibatches: the batch of 8 split into 2 optimizer steps of 4 episodes (2 micro-batches each).
+    args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, prompts_per_step=2, micro_batch_size=2,
+                                   minibatches=2, num_iterations=1, max_steps=4))
+    assert (args.gradient_accumulation_steps, args.steps_per_generation, args.num_iterations) == (2, 4, 1)
     with pytest.raises(ValueError, match="micro_batch_size=3"):
         grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, micro_batch_size=3))
-    with pytest.raises(ValueError, match="multiple of num_iterations"):
-        grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_iterations=2, max_steps=3))
+    with pytest.raises(ValueError, match="minibatches=3 must divide"):
+        grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, minibatches=3))
+    with pytest.raises(ValueError, match="multiple of minibatches x num_iterations = 4"):
+        grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=4, minibatches=2, num_iterations=2, max_steps=6))
+
+
+def test_dynamics_lines_say_which_batch_and_pass(tmp_path):
+    log = DynamicsLog(tmp_path / DYNAMICS_FILE, group_size=2, sample_episodes=0, steps_per_batch=2)
+    assert [log.position(step) for step in (1, 2, 3)] == [{"generation": 1, "pass": 1, "passes": 2},
+                                                          {"generation": 1, "pass": 2, "passes": 2},
+                                                          {"generation": 2, "pass": 1, "passes": 2}]
+    log.rollout_seconds, log.weight_sync_seconds = 5.0, 1.0
+    log.summarise([])
+    first = log.write(1, 8.0, {"loss": 0.5, "clip_ratio/region_mean": 0.0})
+    second = log.write(2, 2.0, {"loss": 0.25, "clip_ratio/region_mean": 0.5})
+    # rollout and sync are spent once per batch: on its first line only
+    assert (first["seconds_rollout"], first["seconds_weight_sync"], first["seconds_update"]) == (5.0, 1.0, 2.0)
+    assert (second["seconds_rollout"], second["seconds_update"], second["clip_region"]) == (0.0, 2.0, 0.5)
+    assert [line["step"] for line in DynamicsLog.read(log.path)] == [1, 2]
 
 
 @pytest.mark.slow
@@ -71,8 +93,10 @@ def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(ti
                      epsilon=1e-4, epsilon_high=1e-4)
     result = run_gspo(config)
     log = result["dynamics"]
-    assert len(log) == 1 and log[0]["optimizer_steps"] == 2  # one generation batch, trained on twice
-    assert "clip_region" in log[0] and 0.0 <= log[0]["clip_region"] <= 1.0
+    # one generation batch, trained on twice: a line per optimizer step
+    assert [(line["generation"], line["pass"]) for line in log] == [(1, 1), (1, 2)]
+    assert log[0]["episodes"] == log[1]["episodes"] == 2
+    assert all("clip_region" in line and 0.0 <= line["clip_region"] <= 1.0 for line in log)
 
 
 @pytest.mark.slow

@@ -27,4 +27,4 @@ def test_one_sft_step_then_one_gspo_step_on_smollm2(tmp_path, repo, monkeypatch,
                                 learning_rate=1e-6))
     assert rl["global_step"] == 1 and len(rl["dynamics"]) == 1
     step = rl["dynamics"][0]
-    assert step["episodes"] == 2 and step["optimizer_steps"] == 1 and "loss" in step
+    assert step["episodes"] == 2 and (step["generation"], step["pass"]) == (1, 1) and "loss" in step

@@ -64,7 +64,12 @@ class Profile:
         recipe = load_config(PipelineConfig, self.resolve(self["train_config"]))
         root = str(self.pool_path)
         # The profile names the trained harnesses (notebooks 05-08 read them there); the recipe follows it.
-        return replace(recipe, rl_harnesses=list(self.get("rl_harnesses", recipe.rl_harnesses)),
+        # `progagent reproduce` starts the profile's engine and names it here ($PROGAGENT_ENGINE_URL); generation
+        # then runs there, not in the notebook's process.
+        engine = {"engine_url": os.environ["PROGAGENT_ENGINE_URL"],
+                  "engine_model": os.environ.get("PROGAGENT_ENGINE_MODEL") or None} \
+            if os.environ.get("PROGAGENT_ENGINE_URL") else {}
+        return replace(recipe, rl_harnesses=list(self.get("rl_harnesses", recipe.rl_harnesses)), **engine,
                        output_dir=str(self.run_dir), sft=replace(recipe.sft, tasks_root=root),
                        gspo=replace(recipe.gspo, tasks_root=root), eval=replace(recipe.eval, tasks_root=root))
 

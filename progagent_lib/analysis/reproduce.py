@@ -1,6 +1,8 @@
 """Run the numbered notebooks in order through papermill, headless, for one profile."""
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,14 +54,52 @@ def _stamp_profile(executed: Path, profile: str) -> None:
 
 
 def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, only: list[str] | None = None,
-              kernel_name: str = "python3", notebooks_dir: Path = NOTEBOOKS_DIR) -> list[NotebookRun]:
+              kernel_name: str = "python3", notebooks_dir: Path = NOTEBOOKS_DIR, engine: bool | None = None) -> list[NotebookRun]:
     """Execute each notebook with parameters (profile, run_dir); keep executed copies in the run folder.
 
     `kernel_name` "python3" is the interpreter running this (jupyter_client's native kernel), whatever kernel
-    the notebooks name for JupyterLab ("progagent", registered inside .venv by `make install`)."""
+    the notebooks name for JupyterLab ("progagent", registered inside .venv by `make install`).
+
+    A profile with `engine: MODEL` gets one vLLM server for the whole run (`engine` None: as the profile says;
+    False: none, generation in the notebooks' processes): the notebooks find it through $PROGAGENT_ENGINE_URL,
+    and GSPO rollouts and evaluations generate there. Seconds per notebook go to `<run_dir>/reproduce.json`."""
+    prof = load_profile(profile, run_dir)
+    model = prof.get("engine") if engine is not False else None
+    with contextlib.ExitStack() as stack:
+        seconds: dict[str, float] = {}
+        if model:
+            from ..engine import EngineServer, free_port
+
+            started = time.perf_counter()
+            print(f"engine: starting vLLM for {model} (profile {prof.name}) ...", flush=True)
+            server = stack.enter_context(EngineServer(str(model), free_port()))
+            seconds["engine_start"] = time.perf_counter() - started
+            print(f"engine: {server.base_url} serves {server.served_name!r} ({seconds['engine_start']:.0f}s)", flush=True)
+            stack.enter_context(_environment(PROGAGENT_ENGINE_URL=server.base_url,
+                                             PROGAGENT_ENGINE_MODEL=server.served_name))
+        runs = _run_notebooks(prof, only, kernel_name, notebooks_dir, seconds)
+    return runs
+
+
+@contextlib.contextmanager
+def _environment(**values: str):
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def _run_notebooks(prof, only, kernel_name: str, notebooks_dir: Path, seconds: dict[str, float]) -> list[NotebookRun]:
+    import json
+
     import papermill
 
-    prof = load_profile(profile, run_dir)
     out_dir = prof.path("notebooks", ".keep").parent
     runs = []
     paths = notebook_paths(only, notebooks_dir)
@@ -72,8 +112,10 @@ def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, onl
                                        kernel_name=kernel_name, cwd=str(notebooks_dir), progress_bar=False)
         except papermill.PapermillExecutionError as exc:
             raise NotebookFailed(f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})") from exc
-        seconds = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
         _stamp_profile(executed, prof.name)
-        print(f"[{i}/{len(paths)}] {notebook.name} done in {seconds:.0f}s", flush=True)
-        runs.append(NotebookRun(notebook.name, seconds, executed))
+        print(f"[{i}/{len(paths)}] {notebook.name} done in {elapsed:.0f}s", flush=True)
+        runs.append(NotebookRun(notebook.name, elapsed, executed))
+        seconds[notebook.name] = elapsed
+        (prof.run_dir / "reproduce.json").write_text(json.dumps(seconds, indent=2))
     return runs

@@ -2,11 +2,15 @@
 
 One POST to `/v1/completions` carries every context of the batch as a list of token ids (vLLM batches them
 itself); `return_token_ids` gives the sampled ids back, `logprobs: 0` the log-prob of each sampled token.
+With a `seed`, vLLM would seed every prompt of one request alike, so the rollouts of a GSPO group (the same
+context) would be one sample repeated: each context then gets a request of its own, all in flight at once, with
+a seed of its own drawn from (seed, call, position), so a run is reproducible and a group's samples differ.
 Contexts are never re-tokenised, so what the trainer scores is exactly what the engine generated. Each turn
 stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
 import httpx
@@ -28,31 +32,52 @@ class EngineTurnGenerator:
         self.base_url, self.model = base_url.rstrip("/"), model
         self.stop_token_ids = [end_of_turn_id] if isinstance(end_of_turn_id, int) else list(end_of_turn_id)
         self.temperature, self.top_p, self.seed = temperature, top_p, seed
-        self.client = httpx.Client(timeout=timeout)
+        self.calls = 0   # turns generated so far: with `seed`, each call's requests get seeds of their own
+        self.client = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
 
     @classmethod
-    def from_tokenizer(cls, base_url: str, model: str, tokenizer: Any, end_of_turn: str = "<|im_end|>",
+    def from_tokenizer(cls, base_url: str, model: str, tokenizer: Any, end_of_turn: str | None = None,
                        **kwargs: Any) -> "EngineTurnGenerator":
+        """The end-of-turn token is the one the tokenizer's chat template writes after an assistant message."""
+        if end_of_turn is None:
+            from ..train.models import end_of_turn_token
+
+            end_of_turn = end_of_turn_token(tokenizer)
         eot = tokenizer.convert_tokens_to_ids(end_of_turn)
         if eot is None or eot == tokenizer.unk_token_id:
             raise ValueError(f"the tokenizer has no {end_of_turn!r} token; pass end_of_turn=<its end-of-turn token>")
         return cls(base_url, model, eot, **kwargs)
 
-    def request_body(self, contexts: list[list[int]], max_new_tokens: int) -> dict:
+    def request_body(self, contexts: list[list[int]], max_new_tokens: int, seed: int | None = None) -> dict:
         body = {"model": self.model, "prompt": contexts, "max_tokens": max_new_tokens,
                 "temperature": self.temperature, "top_p": self.top_p, "top_k": -1, "logprobs": 0,
                 "return_token_ids": True, "stop_token_ids": self.stop_token_ids, "skip_special_tokens": False,
                 "spaces_between_special_tokens": False}
-        if self.seed is not None:
-            body["seed"] = self.seed
+        if seed is not None:
+            body["seed"] = seed
         return body
+
+    def request_seeds(self, n: int) -> list[int | None]:
+        """One seed per context of this call: distinct within the call and across calls (None: unseeded)."""
+        if self.seed is None:
+            return [None] * n
+        return [(self.seed * 1_000_003 + self.calls * 65_537 + i) % (2 ** 31 - 1) for i in range(n)]
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         if not contexts:
             return []
+        seeds = self.request_seeds(len(contexts))
+        self.calls += 1
+        if self.seed is None or self.temperature <= 0 or len(contexts) == 1:
+            return self._complete(contexts, max_new_tokens, seeds[0])
+        with ThreadPoolExecutor(max_workers=min(len(contexts), 64)) as pool:
+            parts = list(pool.map(lambda pair: self._complete([pair[0]], max_new_tokens, pair[1]), zip(contexts, seeds)))
+        return [turn for part in parts for turn in part]
+
+    def _complete(self, contexts: list[list[int]], max_new_tokens: int, seed: int | None) -> list[TurnOutput]:
         url = f"{self.base_url}/completions"
         try:
-            response = self.client.post(url, json=self.request_body(contexts, max_new_tokens))
+            response = self.client.post(url, json=self.request_body(contexts, max_new_tokens, seed))
         except httpx.HTTPError as exc:
             raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running? start it with "
                                      f"`progagent engine serve --model {self.model} --port PORT`") from exc

@@ -30,13 +30,20 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         sub.add_argument("--config", required=True, help="YAML preset, e.g. configs/cpu-smoke.yaml")
         sub.add_argument("--output-dir", help="override the config's output_dir")
         sub.add_argument("--model", help="override the config's model: a registered name (smollm2), a folder, a GGUF file or a hub id")
+        if name != "sft":
+            sub.add_argument("--engine-url", help="generate through a `progagent engine serve` server at this URL "
+                             "(http://127.0.0.1:P/v1); its weights are replaced by the trained model's")
+        if name == "pipeline":
+            sub.add_argument("--engine", action="store_true",
+                             help="start an engine for the run (needs `make engine`) and generate through it")
         if name == "gspo":
             sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
         sub.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    overrides = {"output_dir": args.output_dir, "model": getattr(args, "model", None)}
+    overrides = {"output_dir": args.output_dir, "model": getattr(args, "model", None),
+                 "engine_url": getattr(args, "engine_url", None)}
     command = args.train_command
     if command == "sft":
         from .sft import SFTRunConfig, run_sft
@@ -61,7 +68,15 @@ def run(args: argparse.Namespace) -> int:
 
         config = load_config(PipelineConfig, args.config, overrides)
         try:
-            run_pipeline(config)
+            if args.engine and not config.engine_url:
+                from dataclasses import replace
+
+                from ..engine import EngineServer, free_port
+
+                with EngineServer(config.model, free_port()) as server:
+                    run_pipeline(replace(config, engine_url=server.base_url, engine_model=server.served_name))
+            else:
+                run_pipeline(config)
         except NotLearnableError as exc:
             raise SystemExit(f"progagent train pipeline: refused: {exc}") from None
         print(open(f"{config.output_dir}/summary.md").read())

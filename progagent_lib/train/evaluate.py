@@ -42,6 +42,7 @@ class EvalConfig:
     vllm_server_base_url: str | None = None   # gpu-paper: a `trl vllm-serve` server holding `model` generates
     engine_url: str | None = None            # a `progagent engine serve` server (http://127.0.0.1:P/v1) generates
     engine_model: str | None = None          # its served name (default: the model's short name)
+    engine_load_weights: bool = True         # reload the server's weights from `model` first (a local folder)
     seed: int = 0
 
 
@@ -96,7 +97,12 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
         from ..engine.generator import EngineTurnGenerator
         from .models import resolve_model_source
 
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(resolve_model_source(config.model, config.chat_template))
+        source = Path(resolve_model_source(config.model, config.chat_template))
+        if config.engine_load_weights and any(source.glob("*.safetensors")):
+            from ..engine.weights import reload_weights
+
+            reload_weights(config.engine_url, source)   # the server generates with the evaluated model's weights
+        tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
         chat = ChatFormat(tokenizer, model_name=config.model)
         generate = EngineTurnGenerator(config.engine_url, config.engine_model or Path(str(config.model)).name,
                                        chat.end_of_turn, temperature=max(config.temperature, 0.0), seed=config.seed)

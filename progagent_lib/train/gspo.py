@@ -3,7 +3,7 @@
 TRL does the policy-gradient part (sequence-level importance ratio = GSPO, clipping, group-normalised
 advantages, the optimizer, checkpoints); `rollout_func` below plays the episodes with the trainer's own model
 and hands back token ids, an `env_mask` that removes observation tokens from the loss, and the verifier's
-reward. Each RL step appends one line to `<output_dir>/dynamics.jsonl`.
+reward. Each optimizer step appends one line to `<output_dir>/dynamics.jsonl` (see DynamicsLog).
 """
 from __future__ import annotations
 
@@ -50,9 +50,13 @@ class GSPORunConfig:
     temperature: float = 1.0
     num_generations: int = 4                 # rollouts per task in a group
     prompts_per_step: int = 1                # tasks per generation batch
-    num_iterations: int = 2                  # optimisation passes over each generation batch (>1: the ratio and clip act)
-    micro_batch_size: int = 1                # episodes per forward pass; gradients accumulate over the batch
-    max_steps: int = 2                       # optimizer steps (generation batches = max_steps / num_iterations)
+    # Each generation batch (num_generations x prompts_per_step episodes) is split into `minibatches`, one optimizer
+    # step each, and passed over `num_iterations` times: minibatches x num_iterations optimizer steps per batch.
+    # Past the first, the policy has moved since the batch was sampled, so the sequence ratio and its clip act.
+    minibatches: int = 1
+    num_iterations: int = 2                  # passes over each generation batch
+    micro_batch_size: int = 1                # episodes per forward pass; gradients accumulate over a minibatch
+    max_steps: int = 2                       # optimizer steps (generation batches = max_steps / (minibatches x num_iterations))
     save_steps: int = 1
     sample_episodes: int = 2                 # decoded episodes kept per generation batch (samples.jsonl)
     max_turns: int = 8
@@ -109,41 +113,60 @@ def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
 
 
 class DynamicsLog:
-    """Collects the episodes of the current RL step and writes their summary as one JSON line per step."""
+    """One JSON line per optimizer step: the step's loss and clip fractions, and the summary of the generation
+    batch it trained on.
 
-    def __init__(self, path: Path, group_size: int = 1, sample_episodes: int = 2, num_iterations: int = 1):
-        self.path, self.num_iterations = path, num_iterations
+    A generation batch is trained on `steps_per_batch` times (`minibatches` x `num_iterations`); its lines say
+    which (`generation`, `pass` of `passes`), and carry the batch's episode summary, the same on each of them.
+    Rollout and weight-sync seconds are on the batch's first line (they are spent once per batch).
+    Samples (`samples.jsonl`): the first `sample_episodes` decoded episodes of each batch.
+    """
+
+    def __init__(self, path: Path, group_size: int = 1, sample_episodes: int = 2, steps_per_batch: int = 1,
+                 reward: str = "binary"):
+        self.path, self.steps_per_batch, self.reward = path, max(steps_per_batch, 1), reward
         self.samples_path = path.with_name(SAMPLES_FILE)
         self.group_size, self.sample_episodes = group_size, sample_episodes
-        self.pending: list[EpisodeTokens] = []
+        self.pending: list[EpisodeTokens] = []   # this process's episodes of the batch not yet summarised
         self.rollout_seconds = 0.0
-        self.train_logs: list[dict] = []   # TRL's logs (loss, clip fractions) of the optimizer steps since the last line
         self.weight_sync_seconds = 0.0     # saving the weights and the engine reloading them (engine generation)
-        self.seconds = 0.0
+        self.batch: dict[str, Any] = {}    # the summary of the generation batch being trained on
 
     def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
         self.pending.extend(episodes)
         self.rollout_seconds += seconds
 
-    def write(self, step: int, step_seconds: float, episodes: list[EpisodeTokens] | None = None) -> dict:
-        """Append one line for the generation batch just trained on; `episodes` (every process's, when
-        distributed) default to this process's."""
+    def position(self, step: int) -> dict[str, int]:
+        """Which generation batch optimizer step `step` (1-based) trained on, and which pass over it."""
+        return {"generation": (step - 1) // self.steps_per_batch + 1, "pass": (step - 1) % self.steps_per_batch + 1,
+                "passes": self.steps_per_batch}
+
+    def summarise(self, episodes: list[EpisodeTokens] | None = None) -> dict[str, Any]:
+        """Start a new generation batch from `episodes` (every process's, when distributed; default this process's)."""
         episodes = self.pending if episodes is None else episodes
-        record = {"step": step, **episode_summary(episodes), **zero_variance(episodes, self.group_size),
-                  **_mean_logs(self.train_logs), "seconds_rollout": self.rollout_seconds, "seconds_step": step_seconds,
-                  "seconds_weight_sync": self.weight_sync_seconds}
-        record["seconds_update"] = max(step_seconds - self.rollout_seconds, 0.0)
+        self.batch = {**episode_summary(episodes), **zero_variance(episodes, self.group_size, self.reward),
+                      "seconds_rollout": self.rollout_seconds, "seconds_weight_sync": self.weight_sync_seconds}
+        self.batch_episodes = list(episodes)
+        self.pending, self.rollout_seconds, self.weight_sync_seconds = [], 0.0, 0.0
+        return self.batch
+
+    def write(self, step: int, step_seconds: float, log: dict | None = None) -> dict:
+        """Append the line of optimizer step `step` (TRL's `log` of it: loss, clip fractions, grad norm)."""
+        where = self.position(step)
+        first = where["pass"] == 1
+        record = {"step": step, **where, **self.batch, **_step_log(log or {}), "seconds_step": step_seconds}
+        if not first:
+            record["seconds_rollout"] = record["seconds_weight_sync"] = 0.0
+        record["seconds_update"] = max(step_seconds - record.get("seconds_rollout", 0.0)
+                                       - record.get("seconds_weight_sync", 0.0), 0.0)
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
-        if self.sample_episodes:
+        if first and self.sample_episodes:
             with self.samples_path.open("a", encoding="utf-8") as f:
-                for episode in episodes[: self.sample_episodes]:
-                    f.write(json.dumps({"step": step, **episode.trajectory.to_dict()}, ensure_ascii=False) + "\n")
-        self.reset()
+                for episode in getattr(self, "batch_episodes", [])[: self.sample_episodes]:
+                    f.write(json.dumps({"step": step, "generation": where["generation"], **episode.trajectory.to_dict()},
+                                       ensure_ascii=False) + "\n")
         return record
-
-    def reset(self) -> None:
-        self.pending, self.rollout_seconds, self.train_logs, self.weight_sync_seconds = [], 0.0, [], 0.0
 
     def truncate_after(self, step: int) -> None:
         """Drop lines of steps past `step` (written by a killed run after its last checkpoint)."""
@@ -156,29 +179,26 @@ class DynamicsLog:
 
     @staticmethod
     def read(path: str | Path) -> list[dict]:
-        """The dynamics lines of a run (one per generation batch)."""
+        """The dynamics lines of a run (one per optimizer step)."""
         path = Path(path)
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def zero_variance(episodes: list[EpisodeTokens], group_size: int) -> dict[str, float]:
-    """The share of groups (consecutive `group_size` rollouts of one prompt) whose rewards are all equal:
-    such a group has zero advantage everywhere and teaches nothing."""
+def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = "binary") -> dict[str, float]:
+    """The share of groups (consecutive `group_size` rollouts of one prompt) whose rewards (the ones optimised:
+    R, or R~ when `reward` is dense) are all equal: such a group has zero advantage everywhere and teaches nothing."""
     groups = [episodes[i:i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
     groups = [g for g in groups if g]
-    flat = sum(len({e.reward for e in g if not e.errored}) <= 1 for g in groups)
+    value = (lambda e: e.reward) if reward == "binary" else (lambda e: e.score)
+    flat = sum(len({value(e) for e in g if not e.errored}) <= 1 for g in groups)
     return {"groups": len(groups), "zero_variance_group_share": flat / len(groups) if groups else 0.0}
 
 
-def _mean_logs(logs: list[dict]) -> dict[str, float]:
+def _step_log(log: dict) -> dict[str, float]:
+    """What the dynamics line keeps of TRL's log of one optimizer step."""
     keys = ("loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "learning_rate")
-    out = {}
-    for key in keys:
-        values = [log[key] for log in logs if isinstance(log.get(key), (int, float))]
-        if values:
-            out[key.replace("clip_ratio/", "clip_").replace("_mean", "")] = sum(values) / len(values)
-    out["optimizer_steps"] = len(logs)
-    return out
+    return {key.replace("clip_ratio/", "clip_").replace("_mean", ""): log[key] for key in keys
+            if isinstance(log.get(key), (int, float))}
 
 
 def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
@@ -214,10 +234,16 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
 
         if engine_state.get("step") != trainer.state.global_step:
             if trainer.state.global_step > 0 or engine_state:
-                seconds = sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
-                                       Path(config.output_dir) / "engine-weights")
-                if dynamics is not None:
-                    dynamics.weight_sync_seconds += sum(seconds.values())
+                seconds = sum(sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
+                                           Path(config.output_dir) / "engine-weights").values())
+            else:  # the run's first batch: the server may hold other weights (an earlier stage's, another run's)
+                from ..engine.weights import reload_weights
+                from .models import resolve_model_source
+
+                source = Path(resolve_model_source(config.model, config.chat_template))
+                seconds = reload_weights(config.engine_url, source) if any(source.glob("*.safetensors")) else 0.0
+            if dynamics is not None:
+                dynamics.weight_sync_seconds += seconds
             engine_state["step"] = trainer.state.global_step
         if "generator" not in engine_state:
             engine_state["generator"] = EngineTurnGenerator(
@@ -280,32 +306,24 @@ def _dynamics_callback(dynamics: DynamicsLog):
     from transformers import TrainerCallback
 
     class DynamicsCallback(TrainerCallback):
-        """One dynamics line per generation batch, written after its last optimisation pass."""
+        """One dynamics line per optimizer step, written when TRL logs it (after on_step_end)."""
+
+        step_started: float | None = None
 
         def on_step_begin(self, args, state, control, **kwargs):
-            if not hasattr(self, "step_started") or self.step_started is None:
+            if self.step_started is None:
                 self.step_started = time.perf_counter()
 
         def on_log(self, args, state, control, logs=None, **kwargs):
-            # The trainer logs a step after on_step_end, so the line of a generation batch is written here, once
-            # its last optimisation pass is logged (and at the end of training, for a batch cut short).
-            if logs and "loss" in logs:
-                dynamics.train_logs.append(dict(logs))
-                if state.global_step % dynamics.num_iterations == 0:
-                    self._write(state)
+            if not (logs and "loss" in logs):
+                return
+            if dynamics.position(state.global_step)["pass"] == 1 or dynamics.pending:
+                from accelerate.utils import gather_object
 
-        def on_train_end(self, args, state, control, **kwargs):
-            if dynamics.pending or dynamics.train_logs:
-                self._write(state)
-
-        def _write(self, state):
-            from accelerate.utils import gather_object
-
-            # Every process played part of the batch's episodes; all of them must join this collective.
-            episodes = gather_object(dynamics.pending)
-            if state.is_world_process_zero and episodes:
-                dynamics.write(state.global_step, time.perf_counter() - self.step_started, episodes)
-            dynamics.reset()
+                # A new generation batch: every process played part of it, and all must join this collective.
+                dynamics.summarise(gather_object(dynamics.pending))
+            if state.is_world_process_zero:
+                dynamics.write(state.global_step, time.perf_counter() - self.step_started, logs)
             self.step_started = None
 
     return DynamicsCallback()
@@ -323,12 +341,13 @@ def grpo_args(config: GSPORunConfig):
 
     on_cpu = not torch.cuda.is_available()
     group = config.num_generations * config.prompts_per_step
-    if group % config.micro_batch_size:
-        raise ValueError(f"micro_batch_size={config.micro_batch_size} must divide the generation batch of "
-                         f"{group} episodes (num_generations x prompts_per_step)")
-    if config.max_steps % config.num_iterations:
-        raise ValueError(f"max_steps={config.max_steps} must be a multiple of num_iterations={config.num_iterations} "
-                         "(each generation batch is trained on num_iterations times)")
+    if group % (config.micro_batch_size * config.minibatches):
+        raise ValueError(f"micro_batch_size={config.micro_batch_size} x minibatches={config.minibatches} must divide "
+                         f"the generation batch of {group} episodes (num_generations x prompts_per_step)")
+    per_batch = config.minibatches * config.num_iterations
+    if config.max_steps % per_batch:
+        raise ValueError(f"max_steps={config.max_steps} must be a multiple of minibatches x num_iterations = {per_batch} "
+                         "(the optimizer steps of one generation batch)")
     return GRPOConfig(
         output_dir=config.output_dir,
         # GSPO = GRPO's machinery with a sequence-level importance ratio and no KL term.
@@ -336,10 +355,11 @@ def grpo_args(config: GSPORunConfig):
         epsilon=config.epsilon, epsilon_high=config.epsilon_high,
         learning_rate=config.learning_rate, weight_decay=config.weight_decay, temperature=config.temperature,
         num_generations=config.num_generations,
-        # Micro-batches of a few episodes, accumulated over the generation batch: one optimizer step per pass
-        # over it, `num_iterations` passes per batch (the second and later are off-policy: the ratio acts).
+        # Micro-batches of a few episodes, accumulated over a minibatch (one optimizer step); TRL's
+        # steps_per_generation counts micro-batches, so a generation batch holds all of them.
         per_device_train_batch_size=config.micro_batch_size,
-        gradient_accumulation_steps=group // config.micro_batch_size,
+        gradient_accumulation_steps=group // (config.micro_batch_size * config.minibatches),
+        steps_per_generation=group // config.micro_batch_size,
         num_iterations=config.num_iterations,
         max_steps=config.max_steps, save_strategy="steps", save_steps=config.save_steps,
         logging_steps=1, report_to="none", seed=config.seed, disable_tqdm=True,
@@ -381,7 +401,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))  # recorded with the run
 
     dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
-                           config.num_iterations)
+                           config.minibatches * config.num_iterations, config.reward)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if checkpoint is not None:
         state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())

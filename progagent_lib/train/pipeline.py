@@ -33,6 +33,10 @@ class PipelineConfig:
     stages: list[str] = field(default_factory=lambda: list(STAGES))
     check: bool = True                       # refuse a config the teacher cannot finish under
     check_tasks: int | None = 4              # training tasks the check replays the teacher on (None: all)
+    # A `progagent engine serve --model <model>` server: GSPO's rollouts and every evaluation generate there
+    # (each stage's weights are loaded into it first); None: transformers' generate in this process.
+    engine_url: str | None = None
+    engine_model: str | None = None          # its served name (default: the model's short name)
     sft: SFTRunConfig = field(default_factory=SFTRunConfig)      # model, harnesses and output_dir are set per recipe
     gspo: GSPORunConfig = field(default_factory=GSPORunConfig)   # model, harness and output_dir are set per recipe
     eval: EvalConfig = field(default_factory=EvalConfig)         # model, stage and output_dir are set per evaluation
@@ -58,6 +62,13 @@ class Recipe:
         if stage == "gspo":
             return str(self.out / f"gspo-{harness}" / "final")
         raise ValueError(f"unknown stage {stage!r}; stages are {STAGES}")
+
+    def engine(self) -> dict[str, str]:
+        """The GSPO and evaluation settings that make them generate through the pipeline's engine, if it has one."""
+        if not self.config.engine_url:
+            return {}
+        return {"engine_url": self.config.engine_url,
+                "engine_model": self.config.engine_model or Path(str(self.base_model)).name}
 
     def _timed(self, name: str, started: float) -> None:
         self.seconds[name] = time.perf_counter() - started   # the stage's latest run
@@ -130,7 +141,7 @@ class Recipe:
         """Stage 2: GSPO under the harness, from its own SFT model."""
         started = time.perf_counter()
         config = replace(self.config.gspo, model=self.model_for("sft", harness), harness=harness,
-                         output_dir=str(self.out / f"gspo-{harness}"))
+                         output_dir=str(self.out / f"gspo-{harness}"), **self.engine())
         result = run_gspo(config)
         self._timed(f"gspo_{harness}", started)
         return result
@@ -143,7 +154,7 @@ class Recipe:
         harnesses = harnesses or [harness]
         name = f"{stage}-{harness}"
         _, table = evaluate(replace(self.config.eval, model=model, stage=name, chat_template=self.config.chat_template,
-                                    harnesses=harnesses, output_dir=str(self.out / "eval" / name)))
+                                    harnesses=harnesses, output_dir=str(self.out / "eval" / name), **self.engine()))
         rows = [{"stage": stage, "recipe": harness, "harness": r.harness, "scale": r.scale, "episodes": r.episodes,
                  "errored": r.errored, "pass_rate": r.pass_rate, "mean_score": r.mean_score,
                  "claim_done_rate": r.claim_done_rate, "model": model,
