@@ -19,3 +19,11 @@ def restock_task():
     from progagent_lib import load_task
 
     return load_task(TASKS_DIR / "retail" / "restock_orders")
+
+
+@pytest.fixture(scope="module")
+def episode(restock_task):
+    """An instantiated restock_orders episode (v0, seed 0), one per test module, closed after it."""
+    env = restock_task.instantiate("v0", 0)
+    yield env
+    env.close()

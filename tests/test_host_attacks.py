@@ -29,13 +29,6 @@ TRIES = 2000  # per race: the old resolve-then-open lost within ~40
 
 
 @pytest.fixture(scope="module")
-def episode(restock_task):
-    env = restock_task.instantiate("v0", 0)
-    yield env
-    env.close()
-
-
-@pytest.fixture(scope="module")
 def rt(episode):
     with PTCRuntime(episode, timeout=30, memory_limit=2 * GiB, file_size_limit=64 << 20, max_processes=48,
                     max_output_chars=5000) as runtime:

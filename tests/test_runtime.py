@@ -48,15 +48,8 @@ def make_tiny_env(tmp_path, name="tiny"):
 
 
 @pytest.fixture(scope="module")
-def restock_env(restock_task):
-    env = restock_task.instantiate("v0", 0)
-    yield env
-    env.close()
-
-
-@pytest.fixture(scope="module")
-def rt(restock_env):
-    with PTCRuntime(restock_env, timeout=20) as runtime:
+def rt(episode):
+    with PTCRuntime(episode, timeout=20) as runtime:
         yield runtime
 
 
@@ -120,19 +113,19 @@ def test_ansi_codes_are_removed(rt):
     assert rt.execute("print('\\x1b[31mred\\x1b[0m plain')").output == "red plain\n"
 
 
-def test_the_kernel_cannot_import_the_project_nor_read_the_database(rt, restock_env):
+def test_the_kernel_cannot_import_the_project_nor_read_the_database(rt, episode):
     result = rt.execute(f"import progagent_lib")
     assert result.error is not None
     assert result.error.name in ("PermissionError", "ModuleNotFoundError", "ImportError")
-    db = rt.execute(f"open({str(restock_env.db_path)!r}, 'rb').read(16)")
+    db = rt.execute(f"open({str(episode.db_path)!r}, 'rb').read(16)")
     assert db.error.name == "PermissionError"
 
 
-def test_writes_land_in_the_episode_workspace(rt, restock_env):
+def test_writes_land_in_the_episode_workspace(rt, episode):
     result = rt.execute("import os\nos.makedirs('notes', exist_ok=True)\n"
                         "open('notes/kernel.txt', 'w').write('from the kernel')")
     assert result.error is None
-    assert (restock_env.workspace / "notes" / "kernel.txt").read_text() == "from the kernel"
+    assert (episode.workspace / "notes" / "kernel.txt").read_text() == "from the kernel"
     helper = rt.execute("open('helper_mod.py', 'w').write('ANSWER = 42')\nimport helper_mod\nprint(helper_mod.ANSWER)")
     assert helper.output == "42\n"  # modules written to the workspace are importable
 
@@ -234,10 +227,10 @@ def test_terminal_runs_confined_in_the_workspace(tmp_path, repo):
     assert slow.timed_out and slow.exit_code is None
 
 
-def test_runtime_terminal_shares_the_workspace(rt, restock_env):
+def test_runtime_terminal_shares_the_workspace(rt, episode):
     result = rt.terminal("ls docs | head -3; touch from_terminal.txt")
     assert result.exit_code == 0 and result.output.strip()
-    assert (restock_env.workspace / "from_terminal.txt").exists()
+    assert (episode.workspace / "from_terminal.txt").exists()
 
 
 def test_pool_hands_out_fresh_kernels_bound_to_each_workspace(tmp_path):

@@ -22,13 +22,6 @@ GiB = 1 << 30
 
 
 @pytest.fixture(scope="module")
-def episode(restock_task):
-    env = restock_task.instantiate("v0", 0)
-    yield env
-    env.close()
-
-
-@pytest.fixture(scope="module")
 def other_episode(restock_task):
     env = restock_task.instantiate("v0", 1)
     (env.workspace / "secret_of_other_episode.txt").write_text("other-episode-secret")
