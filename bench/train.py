@@ -89,6 +89,7 @@ ENGINE: dict[str, str] = {}
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default=str(REPO / "runs/cpu-smoke/sft-ptc/final"))
+    parser.add_argument("--rollouts", type=int, help="rollouts per group (default: the config's num_generations)")
     parser.add_argument("--engine-url", help="a running `progagent engine serve` server for the engine kind")
     parser.add_argument("--engine-model", help="its served name (default: the config's model's short name)")
     parser.add_argument("--config", default=str(REPO / "configs/cpu-smoke.yaml"))
@@ -120,7 +121,10 @@ def main() -> int:
         for harness in args.harnesses.split(","):
             per_batch = smoke.gspo.minibatches * smoke.gspo.num_iterations
             fits = args.steps % per_batch == 0
+            group = args.rollouts or smoke.gspo.num_generations
+            fits = fits and group % smoke.gspo.minibatches == 0
             base = replace(smoke.gspo, model=model, harness=harness, max_steps=args.steps, save_steps=args.steps,
+                           num_generations=group,
                            num_iterations=smoke.gspo.num_iterations if fits else 1,
                            minibatches=smoke.gspo.minibatches if fits else 1)
             if "model" in args.kinds.split(","):
