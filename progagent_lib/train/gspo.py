@@ -131,6 +131,7 @@ class DynamicsLog:
         self.rollout_seconds = 0.0
         self.weight_sync_seconds = 0.0     # saving the weights and the engine reloading them (engine generation)
         self.batch: dict[str, Any] = {}    # the summary of the generation batch being trained on
+        self.batch_episodes: list[EpisodeTokens] = []   # and its episodes (samples.jsonl takes the first few)
 
     def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
         self.pending.extend(episodes)
@@ -163,7 +164,7 @@ class DynamicsLog:
             f.write(json.dumps(record) + "\n")
         if first and self.sample_episodes:
             with self.samples_path.open("a", encoding="utf-8") as f:
-                for episode in getattr(self, "batch_episodes", [])[: self.sample_episodes]:
+                for episode in self.batch_episodes[: self.sample_episodes]:
                     f.write(json.dumps({"step": step, "generation": where["generation"], **episode.trajectory.to_dict()},
                                        ensure_ascii=False) + "\n")
         return record
