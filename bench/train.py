@@ -14,7 +14,8 @@ Kinds of GSPO steps per harness, each through the real GRPOTrainer with the cpu-
   and verifier, and the update sees full-length sequences. Its generation share is ~0 by construction.
 
 Shares are of a generation batch's wall time (its rollouts plus its optimizer steps; comparable across machines);
-seconds per batch are printed too. The first batch of each run pays one-off costs and is left out when there are more.
+seconds per batch are printed too, and the model's generated tokens per second of generation (the two generators
+sample different episodes, so their seconds differ by length as well as by speed). The first batch of each run pays one-off costs and is left out when there are more.
 """
 from __future__ import annotations
 
@@ -64,10 +65,13 @@ def shares(kind: str, harness: str, lines: list[dict]) -> dict:
     env, gen, sync = (sum(b[0].get(k, 0.0) for b in measured) for k in ("seconds_environment", "seconds_generate",
                                                                          "seconds_weight_sync"))
     update = sum(s["seconds_update"] for b in measured for s in b)
+    generated = sum(b[0].get("generated_tokens", 0) for b in measured)
     n = len(measured)
     return {"kind": kind, "harness": harness, "batches": n, "seconds_per_batch": total / n,
             "environment_share": env / total, "generation_share": gen / total, "weight_sync_share": sync / total,
             "update_share": update / total, "other_share": max(total - env - gen - sync - update, 0.0) / total,
+            # the model's tokens per second of generation (a replay generates nothing: its turns are given)
+            "generated_tokens_per_second": generated / gen if gen > 0 and kind != "teacher-replay" else None,
             "tool_calls_per_episode": sum(b[0]["tool_calls_per_episode"] for b in measured) / n,
             "episode_tokens": sum(b[0]["episode_length_tokens"] for b in measured) / n,
             "mean_reward": sum(b[0]["mean_reward"] for b in measured) / n}
@@ -151,11 +155,13 @@ def main() -> int:
     finally:
         stack.close()
         shutil.rmtree(work, ignore_errors=True)
-    print("| rollouts | harness | batches | s/batch | environment | generation | weight sync | update | other | task-tool calls/episode | tokens/episode | mean reward |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| rollouts | harness | batches | s/batch | environment | generation | weight sync | update | other | "
+          "generated tokens/s | task-tool calls/episode | tokens/episode | mean reward |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['kind']} | {r['harness']} | {r['batches']} | {r['seconds_per_batch']:.1f} | {r['environment_share']:.1%} | "
               f"{r['generation_share']:.1%} | {r['weight_sync_share']:.1%} | {r['update_share']:.1%} | {r['other_share']:.1%} | "
+              f"{'-' if r['generated_tokens_per_second'] is None else format(r['generated_tokens_per_second'], '.1f')} | "
               f"{r['tool_calls_per_episode']:.1f} | {r['episode_tokens']:.0f} | {r['mean_reward']:.2f} |")
     print(json.dumps(rows))
     return 0

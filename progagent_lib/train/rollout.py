@@ -305,6 +305,7 @@ def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, Any]:
         "malformed_calls_per_episode": sum(e.malformed_calls for e in scored) / n,
         "dtc_like_program_share": (sum(p.dtc_like for p in programs) / len(programs)) if programs else 0.0,
         "episode_length_tokens": sum(len(e.completion_ids) for e in scored) / n,
+        "generated_tokens": sum(sum(e.env_mask) for e in episodes),   # the model's tokens, errored episodes included
         "turns_per_episode": sum(e.turns for e in scored) / n,
         "truncation_rate": sum(e.truncated for e in scored) / n,
         "claim_done_rate": sum(e.end_reason == "claim_done" for e in scored) / n,
