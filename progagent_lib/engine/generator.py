@@ -4,7 +4,10 @@ One POST to `/v1/completions` carries every context of the batch as a list of to
 itself); `return_token_ids` gives the sampled ids back, `logprobs: 0` the log-prob of each sampled token.
 With a `seed`, vLLM would seed every prompt of one request alike, so the rollouts of a GSPO group (the same
 context) would be one sample repeated: each context then gets a request of its own, all in flight at once, with
-a seed of its own drawn from (seed, call, position), so a run is reproducible and a group's samples differ.
+a seed of its own drawn from (seed, call, position), so a group's samples differ. Requests in flight together
+are batched by vLLM, and batched numerics (bfloat16 on CPU) can move a sampled token, so a rerun of concurrent
+requests replays only approximately; with `concurrency=1` they go one at a time and a rerun replays exactly
+(measured: 0 of 24 samples differed one at a time, 9 of 24 concurrently; `tests/test_engine.py`).
 Contexts are never re-tokenised, so what the trainer scores is exactly what the engine generated. Each turn
 stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
 """
@@ -28,10 +31,12 @@ class EngineTurnGenerator:
     """
 
     def __init__(self, base_url: str, model: str, end_of_turn_id: int | Sequence[int], *, temperature: float = 1.0,
-                 top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None):
+                 top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None, concurrency: int = 64):
+        if concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1 (requests in flight at once), got {concurrency}")
         self.base_url, self.model = base_url.rstrip("/"), model
         self.stop_token_ids = [end_of_turn_id] if isinstance(end_of_turn_id, int) else list(end_of_turn_id)
-        self.temperature, self.top_p, self.seed = temperature, top_p, seed
+        self.temperature, self.top_p, self.seed, self.concurrency = temperature, top_p, seed, concurrency
         self.calls = 0   # turns generated so far: with `seed`, each call's requests get seeds of their own
         self.client = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
 
@@ -70,7 +75,7 @@ class EngineTurnGenerator:
         self.calls += 1
         if self.seed is None or self.temperature <= 0 or len(contexts) == 1:
             return self._complete(contexts, max_new_tokens, seeds[0])
-        with ThreadPoolExecutor(max_workers=min(len(contexts), 64)) as pool:
+        with ThreadPoolExecutor(max_workers=min(len(contexts), self.concurrency)) as pool:
             parts = list(pool.map(lambda pair: self._complete([pair[0]], max_new_tokens, pair[1]), zip(contexts, seeds)))
         return [turn for part in parts for turn in part]
 
