@@ -15,7 +15,8 @@ Kinds of GSPO steps per harness, each through the real GRPOTrainer with the cpu-
 
 Shares are of a generation batch's wall time (its rollouts plus its optimizer steps; comparable across machines);
 seconds per batch are printed too, and the model's generated tokens per second of generation (the two generators
-sample different episodes, so their seconds differ by length as well as by speed). The first batch of each run pays one-off costs and is left out when there are more.
+sample different episodes, so their seconds differ by length as well as by speed). The first batch of each run
+pays one-off costs and is left out when there are more.
 """
 from __future__ import annotations
 
