@@ -240,7 +240,8 @@ def test_pool_hands_out_fresh_kernels_bound_to_each_workspace(tmp_path):
             a = rt_a.execute("import os\nopen('mine.txt', 'w').write('a')\nprint(os.getpid())")
             b = rt_b.execute(f"import os\nprint(os.getpid())\nprint(sorted(os.listdir('.')))\nopen({str(env_a.workspace / 'x.txt')!r}, 'w')")
             assert a.error is None and (env_a.workspace / "mine.txt").read_text() == "a"
-            assert a.output.split()[0] != b.output.split()[0]  # two kernels, never shared
+            # Two kernels, never shared (each is pid 2 of its own PID namespace: compare their host pids).
+            assert rt_a.session.kernel_pid != rt_b.session.kernel_pid and a.output.split()[0] == b.output.split()[0] == "2"
             assert "mine.txt" not in b.output and b.error.name == "PermissionError"
             # Bound through the slot, the kernel still cannot reach its episode's database or folder.
             db = rt_a.execute(f"open({str(env_a.db_path)!r}, 'rb').read(16)")

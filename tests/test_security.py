@@ -48,7 +48,8 @@ def serves(rt, keep_state=True):
     if keep_state:
         assert lines[1] == "still-here"
     group = rt.session.sandbox.group
-    assert len(group.pids()) == 1, f"processes left behind: {group.pids()}"
+    pids, main = rt.session.sandbox.group.pids(), rt.session.main_pids()
+    assert sorted(pids) == sorted(main) and len(main) == 3, f"processes left behind: {pids} (the waiter, pid 1 and the kernel: {main})"
 
 
 def denied(result):
@@ -235,10 +236,13 @@ def test_raising_the_limits_is_refused(rt):
 def test_cannot_signal_the_host(rt):
     host = os.getpid()
     result = rt.execute(f"import os, signal\nos.kill({host}, signal.SIGKILL)")
-    assert result.error is not None and result.error.name == "PermissionError"
+    # The sandbox has its own PID namespace: the host's pid names no process there (ESRCH); where
+    # the number happens to name one of the sandbox's own, Landlock's signal scope still applies.
+    assert result.error is not None and result.error.name in ("ProcessLookupError", "PermissionError"), result.observation
     group = rt.execute(f"import os, signal\nos.killpg(os.getpgid({host}), signal.SIGTERM)")
     assert group.error is not None
-    everyone = rt.execute("import os, signal\nos.kill(-1, signal.SIGKILL)\nprint('kernel alive')")
+    everyone = rt.execute("import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept ProcessLookupError:\n"
+                          "    pass  # the kernel is alone in its PID namespace\nprint('kernel alive')")
     assert "kernel alive" in everyone.output  # and this test process is evidently still alive
     serves(rt)
 
@@ -268,8 +272,9 @@ def test_ctypes_cannot_regain_privileges(rt):
     assert result.error is None, result.observation
     values = eval(result.output)  # noqa: S307 - our own program's printed dict
     assert all(value == -1 for value in values.values()), values
-    caps = rt.execute("print([l for l in open('/proc/self/status') if l.startswith('CapEff')])")
-    assert "0000000000000000" in caps.output
+    caps = rt.execute("import ctypes\nheader = (ctypes.c_uint32 * 2)(0x20080522, 0)\ndata = (ctypes.c_uint32 * 6)()\n"
+                      "print(ctypes.CDLL(None).capget(header, data), list(data))")  # no /proc: capget(2) itself
+    assert caps.output.strip() == "0 [0, 0, 0, 0, 0, 0]", caps.observation
     serves(rt)
 
 
@@ -289,7 +294,6 @@ def test_replacing_tools_forges_nothing_on_the_host(rt, episode):
 
 def test_raw_bridge_frames_cannot_call_non_tool_methods(rt, episode):
     code = ("import socket, json, struct, os\n"
-            "fd = [int(f) for f in os.listdir('/proc/self/fd') if os.path.realpath('/proc/self/fd/' + f).startswith('socket:')]\n"
             "tools._functions.clear()\n"
             "for name in ('verify', 'criteria', 'close', '__class__', 'query'):\n"
             "    try:\n        getattr(tools, name)\n    except AttributeError as exc:\n        print('refused', name)\n"

@@ -7,15 +7,25 @@ cannot read). It depends on the standard library only and must stay that way.
 Order matters: every step that needs root's capabilities (joining the cgroup, new namespaces,
 secure bits) happens before the capabilities are dropped; Landlock comes last because it forbids
 the writes the earlier steps do.
+
+The sandbox has its own PID namespace. The launcher stays outside it as a small waiter, so that the
+host's `Popen` keeps a process it can wait for and signal; its child is pid 1 inside (a small init
+that reaps orphans), whose child, pid 2, becomes the program. Both relay the signals the host sends
+(SIGINT interrupts a program) down to the program and end with its exit status; the waiter kills
+the sandbox if the host goes away. When pid 1 ends, the Linux kernel kills every process of the
+namespace.
 """
 import ctypes
 import json
 import os
 import resource
+import signal
 import sys
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
+PR_SET_PDEATHSIG = 1
 PR_SET_NO_NEW_PRIVS = 38
 PR_CAPBSET_DROP = 24
 PR_SET_SECUREBITS = 28
@@ -109,16 +119,76 @@ def landlock(read_paths, write_paths):
     os.close(ruleset)
 
 
+FORWARDED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2}
+
+
+def relay(child, host_pid=None):
+    """Life after a fork: pass the signals on to `child`, reap, and end as `child` ends.
+
+    Outside the namespace (`host_pid` given) this is the waiter, which also kills the sandbox when
+    the host goes away; inside it is pid 1, which reaps every orphan of the sandbox as well.
+    """
+    # Hold none of the child's descriptors: the host sees the end of its pipes and of the tool
+    # bridge when the program's side closes, not when this process exits.
+    null = os.open("/dev/null", os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.closerange(3, 1 << 16)
+    watched = FORWARDED | {signal.SIGCHLD}
+    while True:
+        info = signal.sigtimedwait(watched, 1.0)
+        if info is None:
+            if host_pid is not None and os.getppid() != host_pid:  # the host died without closing the sandbox
+                os.kill(child, signal.SIGKILL)
+            continue
+        if info.si_signo != signal.SIGCHLD:
+            try:
+                os.kill(child, info.si_signo)
+            except ProcessLookupError:
+                pass
+            continue
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                os._exit(1)
+            if pid == 0:
+                break
+            if pid == child:
+                # A signal's death is told as 128 + its number: pid 1 cannot end itself by a signal.
+                os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
+
+
 def main():
     config = json.loads(sys.argv[1])
+    host_pid = os.getppid()
     join_cgroups(config.get("cgroup_procs", []))
-    if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC) != 0:
-        fail("unshare(CLONE_NEWNET | CLONE_NEWIPC)")
+    if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) != 0:
+        fail("unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID)")
+    # Blocked before the forks so that none is lost in between; the program unblocks them before exec.
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED | {signal.SIGCHLD})
+    init = os.fork()  # pid 1 of the new PID namespace
+    if init:
+        relay(init, host_pid)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:  # the waiter killed: so is the sandbox
+        fail("prctl(PR_SET_PDEATHSIG)")
+    # The program runs as pid 2, not 1: pid 1 ignores every signal it has no handler for, so a program
+    # could not even kill itself, and it would inherit the duty of reaping every orphan.
+    program = os.fork()
+    if program:
+        relay(program)
+    if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        fail("prctl(PR_SET_PDEATHSIG)")
     set_limits(config["rlimits"])
     drop_capabilities()
     landlock(config["read_paths"], config["write_paths"])
-    if config.get("deny_unix_sockets"):
-        install_unix_socket_filter()  # defined by _seccomp.py, whose source precedes this file's
+    # Defined by _seccomp.py, whose source precedes this file's: io_uring, new user namespaces and,
+    # for terminal commands, unix sockets (the kernel refuses those itself once its sockets exist).
+    try:
+        install_filter(deny_unix_sockets=bool(config.get("deny_unix_sockets")))
+    except OSError as exc:
+        fail("seccomp", str(exc))
+    signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
     for fd in config.get("inherit_fds", []):
         os.set_inheritable(fd, True)
     os.chdir(config["cwd"])

@@ -1,56 +1,101 @@
-"""A seccomp filter that refuses to create unix-domain sockets (standard library only, run as source).
+"""Seccomp filters of the sandbox (standard library only, run as source: the sandbox cannot import the project).
 
-Why: Landlock (up to ABI 7) does not mediate connect() to a *pathname* unix socket, and the sandbox
-runs as uid 0 (without capabilities), which owns most sockets on the host. Refusing socket(AF_UNIX)
-closes that door. The kernel installs this filter on itself right after start-up (its zmq sockets and
-the tool bridge exist by then; later it only accepts connections) with TSYNC, so that every thread of
-the process is covered; terminal commands get it before exec. socketpair() stays allowed: it makes
-an unconnected pair, reaching nothing, and Python's asyncio and multiprocessing pipes rely on it.
+Two filters, stacked (a later filter can only add refusals):
+- `install_filter()`, installed by the launcher before exec on every sandboxed process (kernel and
+  terminal commands alike), refuses what Landlock and the dropped capabilities leave open:
+  * io_uring (`io_uring_setup`, `io_uring_enter`, `io_uring_register`): its socket and connect
+    operations run in the kernel's own workers and go around a filter on `socket()`;
+  * new user namespaces: `unshare` and `clone` with CLONE_NEWUSER (a user namespace hands back full
+    capabilities inside it, and with them network namespaces, netfilter and other kernel surface
+    that normally needs CAP_NET_ADMIN); `clone3` keeps its flags in memory a filter cannot read, so
+    it is refused whole with ENOSYS, on which glibc falls back to `clone`;
+  * foreign ABIs (int 0x80 on x86_64) and x32 system calls, whose numbers would slip past the checks.
+- `install_filter(deny_unix_sockets=True)` also refuses `socket(AF_UNIX, ...)`: Landlock (up to ABI 7)
+  does not mediate connect() to a *pathname* unix socket, and the sandbox runs as uid 0 (without
+  capabilities), which owns most sockets on the host. Terminal commands get it before exec; the
+  kernel adds it on itself (`install_unix_socket_filter`) right after start-up, once its zmq sockets
+  and the tool bridge exist (later it only accepts connections), with TSYNC so that every thread of
+  the process is covered. socketpair() stays allowed: it makes an unconnected pair, reaching
+  nothing, and Python's asyncio and multiprocessing pipes rely on it.
 """
 import ctypes
 import platform
 
-# (AUDIT_ARCH, __NR_socket) per machine. Other architectures: refuse to pretend.
-_ARCH = {"x86_64": (0xC000003E, 41), "aarch64": (0xC00000B7, 198)}
+# Per machine: AUDIT_ARCH and the numbers of the system calls the filters look at. Others: refuse to pretend.
+_SECCOMP_ARCH = {
+    "x86_64": {"arch": 0xC000003E, "seccomp": 317, "socket": 41, "clone": 56, "unshare": 272, "clone3": 435,
+               "io_uring": (425, 426, 427)},
+    "aarch64": {"arch": 0xC00000B7, "seccomp": 277, "socket": 198, "clone": 220, "unshare": 97, "clone3": 435,
+                "io_uring": (425, 426, 427)},
+}
 _SECCOMP_RET_ALLOW = 0x7FFF0000
-_SECCOMP_RET_ERRNO_EPERM = 0x00050000 | 1
-_X32_SYSCALL_BIT = 0x40000000
+_SECCOMP_RET_EPERM = 0x00050000 | 1
+_SECCOMP_RET_ENOSYS = 0x00050000 | 38
+_SECCOMP_X32_BIT = 0x40000000
+_SECCOMP_CLONE_NEWUSER = 0x10000000
+_SECCOMP_AF_UNIX = 1
 
 
-class _SockFilter(ctypes.Structure):
+class _SeccompInsn(ctypes.Structure):
     _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
 
 
-class _SockFprog(ctypes.Structure):
-    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SockFilter))]
+class _SeccompProg(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_uint16), ("filter", ctypes.POINTER(_SeccompInsn))]
 
 
-def install_unix_socket_filter():
-    machine = platform.machine()
-    if machine not in _ARCH:
+def seccomp_program(machine, base=True, deny_unix_sockets=False):
+    """The BPF program as (code, jt, jf, k) tuples: `base` the launcher's refusals, then the AF_UNIX one."""
+    if machine not in _SECCOMP_ARCH:
         raise OSError(f"no seccomp filter for {machine}: the sandbox supports x86_64 and aarch64")
-    audit_arch, nr_socket = _ARCH[machine]
+    nr = _SECCOMP_ARCH[machine]
     LD_W_ABS, JEQ_K, JSET_K, RET_K = 0x20, 0x15, 0x45, 0x06
+    NR, ARCH, ARG0_LOW = 0, 4, 16  # offsets in struct seccomp_data (little-endian: args[0]'s low word)
+    # Each check: (syscall number, what to refuse it with, None | ("arg0_eq", v) | ("arg0_has", bit)).
+    checks = []
+    if base:
+        checks += [(n, _SECCOMP_RET_EPERM, None) for n in nr["io_uring"]]
+        checks += [(nr["clone3"], _SECCOMP_RET_ENOSYS, None),
+                   (nr["unshare"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER)),
+                   (nr["clone"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER))]
+    if deny_unix_sockets:
+        checks.append((nr["socket"], _SECCOMP_RET_EPERM, ("arg0_eq", _SECCOMP_AF_UNIX)))
     program = [
-        (LD_W_ABS, 0, 0, 4),  # seccomp_data.arch
-        (JEQ_K, 1, 0, audit_arch),
-        (RET_K, 0, 0, _SECCOMP_RET_ERRNO_EPERM),  # a foreign ABI (e.g. int 0x80): refuse everything
-        (LD_W_ABS, 0, 0, 0),  # seccomp_data.nr
-        (JSET_K, 0, 1, _X32_SYSCALL_BIT),
-        (RET_K, 0, 0, _SECCOMP_RET_ERRNO_EPERM),  # x32 syscalls
-        (JEQ_K, 0, 3, nr_socket),
-        (LD_W_ABS, 0, 0, 16),  # seccomp_data.args[0] (low 32 bits): the address family
-        (JEQ_K, 0, 1, 1),  # AF_UNIX
-        (RET_K, 0, 0, _SECCOMP_RET_ERRNO_EPERM),
-        (RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+        (LD_W_ABS, 0, 0, ARCH),
+        (JEQ_K, 1, 0, nr["arch"]),
+        (RET_K, 0, 0, _SECCOMP_RET_EPERM),  # a foreign ABI (e.g. int 0x80): refuse everything
+        (LD_W_ABS, 0, 0, NR),
+        (JSET_K, 0, 1, _SECCOMP_X32_BIT),
+        (RET_K, 0, 0, _SECCOMP_RET_EPERM),  # x32 system calls
     ]
-    filters = (_SockFilter * len(program))(*[_SockFilter(*ins) for ins in program])
-    prog = _SockFprog(len(program), filters)
+    for number, refusal, condition in checks:
+        if condition is None:
+            program += [(JEQ_K, 0, 1, number), (RET_K, 0, 0, refusal)]
+        else:
+            test = JEQ_K if condition[0] == "arg0_eq" else JSET_K
+            # Not this call: skip the 4 instructions below. This call: load arg0, refuse if it matches,
+            # else allow (the checks are on distinct numbers, so nothing later could refuse it).
+            program += [(JEQ_K, 0, 4, number), (LD_W_ABS, 0, 0, ARG0_LOW), (test, 0, 1, condition[1]),
+                        (RET_K, 0, 0, refusal), (RET_K, 0, 0, _SECCOMP_RET_ALLOW)]
+    program.append((RET_K, 0, 0, _SECCOMP_RET_ALLOW))
+    return program
+
+
+def install_filter(base=True, deny_unix_sockets=False):
+    machine = platform.machine()
+    program = seccomp_program(machine, base, deny_unix_sockets)
+    insns = (_SeccompInsn * len(program))(*[_SeccompInsn(*ins) for ins in program])
+    prog = _SeccompProg(len(program), insns)
     libc = ctypes.CDLL(None, use_errno=True)
     libc.syscall.restype = ctypes.c_long
-    nr_seccomp = {"x86_64": 317, "aarch64": 277}[machine]
     SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, required for an unprivileged filter
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.syscall(nr_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog)) != 0:
+    if libc.syscall(_SECCOMP_ARCH[machine]["seccomp"], SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
+                    ctypes.byref(prog)) != 0:
         raise OSError(ctypes.get_errno(), "seccomp(SECCOMP_SET_MODE_FILTER) failed")
+
+
+def install_unix_socket_filter():
+    """The kernel's second filter, once its own sockets exist (the first came from the launcher)."""
+    install_filter(base=False, deny_unix_sockets=True)

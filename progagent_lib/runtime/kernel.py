@@ -20,10 +20,11 @@ import weakref
 from collections import deque
 from dataclasses import dataclass, field
 
+import zmq
 from jupyter_client.blocking import BlockingKernelClient
 
 from .bridge import BridgeServer, ToolRouter, install_code
-from .sandbox import Sandbox, kernel_seccomp_code
+from .sandbox import Sandbox, kernel_seccomp_code, main_pids
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
@@ -68,6 +69,77 @@ class KernelProtocolError(RuntimeError):
 
 
 MAX_ENAME_CHARS = 200
+# What the host's zmq sockets accept from a kernel. The kernel-side guard keeps an honest program's
+# messages far below these (its prints, its last value and its traceback are bounded there); a larger
+# message can only be forged, and zmq drops the connection that carries it before reading it whole.
+MAX_MESSAGE_BYTES = 8 << 20
+IOPUB_QUEUE = 32  # messages held for the host while it does not read (zmq RCVHWM): memory <= 32 x 8 MiB
+PROGRAM_MESSAGE_BYTES = 64 << 20  # bytes of iopub messages one program (or the pause before it) may send
+DELIMITER = b"<IDS|MSG>"
+SEND_TIMEOUT_MS = 5000
+
+_host_context: zmq.Context | None = None
+
+
+def host_context() -> zmq.Context:
+    """One zmq context for every kernel client of this host, whose sockets carry the bounds above."""
+    global _host_context
+    if _host_context is None or _host_context.closed:
+        context = zmq.Context()
+        context.setsockopt(zmq.MAXMSGSIZE, MAX_MESSAGE_BYTES)
+        context.setsockopt(zmq.RCVHWM, IOPUB_QUEUE)
+        # A kernel that forged an oversized message has lost its connection and takes no more requests;
+        # a send must then fail (and the kernel be restarted), not block for ever.
+        context.setsockopt(zmq.SNDTIMEO, SEND_TIMEOUT_MS)
+        _host_context = context
+    return _host_context
+
+
+class IOPubReader:
+    """Reads a kernel's iopub socket with a byte budget, decoding only the messages of one program.
+
+    A message whose parent header does not name the program is dropped on its raw bytes, before its
+    signature is checked or its JSON parsed: a thread left running by an earlier program (or a forger)
+    can flood the socket, and decoding every message of the flood is what made the next program late.
+    """
+
+    def __init__(self, client: BlockingKernelClient):
+        self.socket = client.iopub_channel.socket
+        self.session = client.session
+
+    def drain(self, budget: int = PROGRAM_MESSAGE_BYTES) -> int:
+        """Discard what arrived while no program ran (undecoded); raise if it is more than `budget` bytes."""
+        used = 0
+        while True:
+            try:
+                frames = self.socket.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                return used
+            used += sum(len(frame) for frame in frames)
+            if used > budget:
+                raise KernelProtocolError(f"more than {budget >> 20} MiB of messages between two programs")
+
+    def get(self, msg_id: bytes, timeout: float, spent: list[int]) -> dict | None:
+        """The next message of program `msg_id`, or None for a message of anyone else (raises queue.Empty)."""
+        if not self.socket.poll(int(timeout * 1000)):
+            raise queue.Empty
+        frames = self.socket.recv_multipart()
+        spent[0] += sum(len(frame) for frame in frames)
+        if spent[0] > PROGRAM_MESSAGE_BYTES:
+            raise KernelProtocolError(f"more than {PROGRAM_MESSAGE_BYTES >> 20} MiB of messages in one program")
+        try:
+            start = frames.index(DELIMITER) + 1
+        except ValueError:
+            raise KernelProtocolError("a message without the Jupyter delimiter") from None
+        if len(frames) < start + 5:
+            raise KernelProtocolError("a message with too few frames")
+        if msg_id not in frames[start + 2]:  # the parent header's raw JSON: not this program's message
+            return None
+        try:
+            msg = self.session.deserialize(frames[start:])
+        except Exception as exc:  # noqa: BLE001 - the parser's errors on bytes the kernel chose
+            raise KernelProtocolError(f"unreadable message ({type(exc).__name__})") from None
+        return _checked(msg)
 
 
 def _read_message(get, timeout: float) -> dict:
@@ -81,6 +153,10 @@ def _read_message(get, timeout: float) -> dict:
         raise
     except Exception as exc:  # noqa: BLE001 - the message parser's errors on bytes the kernel chose
         raise KernelProtocolError(f"unreadable message ({type(exc).__name__})") from None
+    return _checked(msg)
+
+
+def _checked(msg: object) -> dict:
     if not isinstance(msg, dict) or not isinstance(msg.get("parent_header"), dict) \
             or not isinstance(msg.get("msg_type"), str) or not isinstance(msg.get("content"), dict):
         raise KernelProtocolError("a message without the Jupyter shape")
@@ -176,11 +252,14 @@ class KernelSession:
         self._pending: list[str] = []  # silent cells sent but whose replies are not read yet
         self._dead_calls: list = []
         self.extra_setup = ""  # code every (re)started kernel runs before the first program
+        self._main_pids: tuple[int, ...] = ()
+        self._shell_broken = False  # a reply that never came: the channel lost its connection
         self.generation = 0
 
     # --- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> None:
         self.generation += 1
+        self._shell_broken = False
         for stale in self.sandbox.ipc.iterdir():
             stale.unlink()
         info = {
@@ -195,8 +274,9 @@ class KernelSession:
         argv = [self.python, "-I", "-m", "ipykernel_launcher", "-f", str(connection_file),
                 "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor", "--InteractiveShell.xmode=Plain",
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
-        # ipykernel exits by itself when its parent (this host process) goes away.
-        env = self.sandbox.environment({"JPY_PARENT_PID": str(os.getpid())})
+        # Something must end the kernel when this host process goes away: confined, the sandbox's waiter
+        # does (`_launcher.py`; ipykernel's own poller would take the sandbox's init for a lost parent).
+        env = self.sandbox.environment({} if self.sandbox.confined else {"JPY_PARENT_PID": str(os.getpid())})
         self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), deny_unix_sockets=False, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # The kernel's own stdout/stderr (start-up errors, and an echo of what programs write to
@@ -205,10 +285,11 @@ class KernelSession:
         self._log = deque(maxlen=64)
         threading.Thread(target=_drain, args=(self.process.stdout, self._log), name="ptc-kernel-log", daemon=True).start()
         self.bridge.release_kernel_end()
-        client = BlockingKernelClient()
+        client = BlockingKernelClient(context=host_context())
         client.load_connection_info(info)
         client.start_channels()
         self.client = client
+        self.iopub = IOPubReader(client)
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while True:
             if self.process.poll() is not None:
@@ -280,7 +361,14 @@ class KernelSession:
     # --- running code --------------------------------------------------------------------------------
     def send_silent(self, code: str) -> None:
         """Queue a setup cell without waiting; its reply is checked before the next real cell runs."""
-        self._pending.append(self.client.execute(code, silent=True, store_history=False, allow_stdin=False))
+        self._pending.append(self._execute(code, silent=True, store_history=False, allow_stdin=False))
+
+    def _execute(self, code: str, **kwargs) -> str:
+        try:
+            return self.client.execute(code, **kwargs)
+        except zmq.Again:
+            self._shell_broken = True
+            raise KernelProtocolError("the kernel's shell channel takes no more requests") from None
 
     def _drain_pending(self, deadline: float) -> None:
         while self._pending:
@@ -337,14 +425,16 @@ class KernelSession:
     def _run_cell(self, code: str, timeout: float, max_output_chars: int, started: float) -> CellOutcome:
         died_before = not self.alive()  # e.g. killed by a thread of an earlier program: start afresh
         # A tool channel the kernel put out of step cannot carry calls again: start afresh too.
-        channel_broken = self.bridge is not None and self.bridge.broken is not None
+        channel_broken = (self.bridge is not None and self.bridge.broken is not None) or self._shell_broken
         if died_before or channel_broken:
             died_before = True
             self.restart()
         else:
             self.reap_strays()  # started by a thread an earlier program left running
         self._drain_pending(started + max(timeout, 30.0))
-        msg_id = self.client.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        self.iopub.drain()  # what came while no program ran belongs to no program
+        msg_id = self._execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        wanted, spent = msg_id.encode(), [0]
         output = BoundedText(max_output_chars)
         outcome = CellOutcome()
         deadline = time.monotonic() + timeout  # the program's own time, not the set-up's
@@ -366,14 +456,14 @@ class KernelSession:
                 outcome.kernel_died = True
                 break
             try:
-                msg = _read_message(self.client.get_iopub_msg, min(0.25, deadline - now))
+                msg = self.iopub.get(wanted, min(0.25, deadline - now), spent)
             except queue.Empty:
                 if not self.alive():
                     self.restart()
                     outcome.kernel_died = True
                     break
                 continue
-            if msg["parent_header"].get("msg_id") != msg_id:
+            if msg is None or msg["parent_header"].get("msg_id") != msg_id:
                 continue
             kind, content = msg["msg_type"], msg["content"]
             if kind == "stream":
@@ -390,13 +480,30 @@ class KernelSession:
             elif kind == "status" and content.get("execution_state") == "idle":
                 break
         if not outcome.kernel_died:
-            self._shell_reply(msg_id, time.monotonic() + 5.0)
+            if self._shell_reply(msg_id, time.monotonic() + 5.0) is None and self.alive():
+                self._shell_broken = True  # e.g. a reply over MAX_MESSAGE_BYTES: zmq dropped the connection
             self.reap_strays()
         outcome.restarted_before = died_before
         outcome.output = strip_ansi(output.text())
         outcome.truncated = output.truncated
         outcome.seconds = time.monotonic() - started
         return outcome
+
+    def main_pids(self) -> tuple[int, ...]:
+        """Host pids of the kernel's sandbox that are not strays: the launcher's waiter, pid 1, the kernel."""
+        if self.process is None:
+            return ()
+        if not self.sandbox.confined:
+            return (self.process.pid,)
+        if len(self._main_pids) < 3 or self._main_pids[0] != self.process.pid:
+            self._main_pids = main_pids(self.process)
+        return self._main_pids
+
+    @property
+    def kernel_pid(self) -> int | None:
+        """The kernel's own host pid (the waiter forwards signals to it; this is what uses memory)."""
+        pids = self.main_pids()
+        return pids[-1] if len(pids) == (3 if self.sandbox.confined else 1) else None
 
     def interrupt(self) -> None:
         try:
@@ -408,9 +515,9 @@ class KernelSession:
         """A program may not leave processes behind (fork bombs, forgotten servers): kill them."""
         group = self.sandbox.group
         if group is not None and self.process is not None:
-            pids = group.pids()
-            if len(pids) > 1:
-                group.kill_all(except_pid=self.process.pid)
+            keep = self.main_pids()
+            if any(pid not in keep for pid in group.pids()):
+                group.kill_all(except_pids=keep)
                 # Killed children stay zombies, counted against the process limit, until their
                 # parent waits for them; the kernel's own children are reaped by this cell.
                 self.send_silent(REAP_CHILDREN_CODE)

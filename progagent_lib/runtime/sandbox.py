@@ -31,6 +31,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Collection
 
 from ..task.task import pid_alive
 
@@ -44,7 +45,7 @@ RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettem
 
 # Readable by every sandbox: the interpreter, its libraries and a few harmless system files.
 SYSTEM_READ_PATHS = [
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/proc", "/sys/devices/system/cpu",
+    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys/devices/system/cpu",
     "/dev/urandom", "/dev/random", "/dev/zero",
     "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
     "/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/mime.types", "/etc/os-release", "/etc/bash.bashrc",
@@ -186,11 +187,11 @@ class ProcessGroup:
         except OSError:
             return []
 
-    def kill_all(self, except_pid: int | None = None, timeout: float = 5.0) -> None:
+    def kill_all(self, except_pids: Collection[int] = (), timeout: float = 5.0) -> None:
         """SIGKILL every process in the group (a fork bomb may keep forking: repeat until empty)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            pids = [p for p in self.pids() if p != except_pid]
+            pids = [p for p in self.pids() if p not in except_pids]
             if not pids:
                 return
             for pid in pids:
@@ -205,6 +206,25 @@ class ProcessGroup:
         if getattr(self, "memory_path", None) is not None:
             _rmdir_cgroup(self.memory_path)
         _rmdir_cgroup(self.path)
+
+
+def main_pids(process: subprocess.Popen) -> tuple[int, ...]:
+    """Host pids of what a confined `popen` started: the launcher's waiter, the sandbox's pid 1, the program.
+
+    Anything else in the sandbox's cgroup was started by the program. The waiter's only child is pid 1,
+    and pid 1's first child is the program (orphans it adopts are listed after it), so the Linux
+    kernel's children lists name them; shorter for a moment right after the start, before the forks.
+    """
+    pids = [process.pid]
+    while len(pids) < 3:
+        try:
+            children = Path(f"/proc/{pids[-1]}/task/{pids[-1]}/children").read_text().split()
+        except OSError:
+            break
+        if not children:
+            break
+        pids.append(int(children[0]))
+    return tuple(pids)
 
 
 def _unmount(path: Path) -> None:
@@ -244,12 +264,12 @@ def sweep_orphans() -> None:
 
 
 def kernel_seccomp_code() -> str:
-    """Cell a confined kernel runs on itself once its own sockets exist (see `_seccomp.py`)."""
-    return (f"exec(compile({SECCOMP_SOURCE!r}, '<ptc-sandbox>', 'exec'))\n"
-            "install_unix_socket_filter()\n"
-            "for _ptc_name in [n for n in list(globals()) if n.startswith('_SECCOMP') or n in "
-            "('_ARCH', '_X32_SYSCALL_BIT', '_SockFilter', '_SockFprog', 'install_unix_socket_filter')]:\n"
-            "    del globals()[_ptc_name]\n")
+    """Cell a confined kernel runs on itself once its own sockets exist (see `_seccomp.py`).
+
+    The filter's source runs in a namespace of its own, so none of its names is left in the program's.
+    """
+    return (f"_ptc_ns = {{}}\nexec(compile({SECCOMP_SOURCE!r}, '<ptc-sandbox>', 'exec'), _ptc_ns)\n"
+            "_ptc_ns['install_unix_socket_filter']()\ndel _ptc_ns\n")
 
 
 @dataclass
