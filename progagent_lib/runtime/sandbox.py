@@ -7,12 +7,13 @@ A confined process (see `_launcher.py`, which runs inside it before the real pro
   libraries, write only its workspace and a private temporary folder, make no TCP connection, signal
   no process outside its own sandbox and reach no abstract unix socket outside it. Everything else —
   the task folder, the project tree, other episodes, the environment cache — is unreadable;
-- lives in its own network namespace (no interface but a down loopback) and IPC namespace;
+- lives in its own network namespace (no interface but a down loopback), IPC namespace and PID
+  namespace (the launcher waits outside; a small init is pid 1, the program pid 2), with no /proc;
 - is bounded by rlimits (address space, CPU time, file size, open files, no core dumps), by a pids
   cgroup (the process count; rlimit NPROC does not bind uid 0) and, where the machine allows, by a
   memory cgroup (all its processes together). The pids cgroup also lets the host kill every process
   the sandbox ever forked;
-- cannot create unix-domain sockets (seccomp, see `_seccomp.py`).
+- cannot create unix-domain sockets, use io_uring or make a user namespace (seccomp, see `_seccomp.py`).
 
 Why uid 0 without capabilities and not a dedicated uid: the Python installation lives under /root
 (mode 0700) here, so an unprivileged uid could not even start the interpreter.
