@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -29,8 +30,13 @@ WORKSPACE_QUOTA = 256 << 20  # bytes one episode's workspace may hold (a tmpfs b
 WORKSPACE_MAX_FILES = 20_000  # files and folders one workspace may hold (the tmpfs's inodes)
 
 
+VERIFIER_FAILED = "verifier_ran"  # the one criterion of a verification that could not judge the episode
+MAX_VERIFIER_ERROR_CHARS = 500     # characters of the exception's message kept in that criterion's detail
+
+
 class VerifierError(Exception):
-    """The task's `criteria()` raised or returned something that is not a list of Criterion."""
+    """A defect of the task's verifier: `criteria()` returned something that is not a list of Criterion,
+    or raised on the very state the episode began from, or did not finish within its time limit."""
 
 
 @dataclass
@@ -51,6 +57,46 @@ def bounded_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
+def describe_exception(exc: BaseException, limit: int = MAX_VERIFIER_ERROR_CHARS) -> str:
+    """`Type: message` of an exception, the message cut to `limit` characters (it may quote hostile input)."""
+    kind = type(exc).__qualname__ if type(exc).__module__ == "builtins" else \
+        f"{type(exc).__module__}.{type(exc).__qualname__}"
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a message that cannot be shown is left out
+        message = "(the message could not be shown)"
+    return f"{kind}: {bounded_text(message, limit)}"
+
+
+def _same_files(left: Path, right: Path) -> bool:
+    """Whether two host-private folders hold the same regular files (relative paths and bytes).
+
+    Empty folders are not compared, as `state_fingerprint` leaves them out of a state."""
+    def files(root: Path) -> dict[str, Path]:
+        found = {}
+        for folder, _, names in os.walk(root):
+            for name in names:
+                path = Path(folder, name)
+                if path.is_file() and not path.is_symlink():
+                    found[str(path.relative_to(root))] = path
+        return found
+
+    ours, theirs = files(left), files(right)
+    return ours.keys() == theirs.keys() and all(_same_bytes(ours[k], theirs[k]) for k in ours)
+
+
+def _same_bytes(left: Path, right: Path) -> bool:
+    if left.stat().st_size != right.stat().st_size:
+        return False
+    with left.open("rb") as a, right.open("rb") as b:
+        while True:
+            chunk = a.read(1 << 20)
+            if chunk != b.read(1 << 20):
+                return False
+            if not chunk:
+                return True
 
 
 def loggable_arguments(arguments: Any, limit: int = MAX_LOGGED_ARGUMENT_CHARS) -> Any:
@@ -255,24 +301,37 @@ class Environment(Closeable):
 
         The verifier reads a frozen copy of the workspace, made through the safe file layer (regular
         files and folders only; no link followed, no FIFO opened), so nothing the kernel still runs
-        can change or redirect what it reads. Past the time limit a VerifierError says so.
+        can change or redirect what it reads.
+
+        What the verifier reads was written by the program, so it may be built to break a parser (a
+        CSV field past `csv.field_size_limit()`, invalid UTF-8, JSON nested past the recursion limit).
+        An exception while copying the workspace or in `criteria()` therefore scores the episode 0: the
+        whole list becomes one failed criterion `VERIFIER_FAILED` whose detail names the exception
+        (criteria are computed eagerly, as one list, so no criterion can be kept when one raises). The
+        exception is a task defect instead, raised as VerifierError, when the database and workspace
+        are byte for byte the state the episode began from: then only the final response was the
+        episode's own, and a verifier must take any string. A non-list result, and a verification
+        still running past its time limit, are VerifierErrors too.
         """
         where = f"task {self.task.id!r} (environment.py)" if self.task is not None else type(self).__name__
         timeout = self.verify_timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         response = final_response if isinstance(final_response, str) else str(final_response)
         outcome: dict[str, Any] = {}
+        judged = threading.Event()  # set once the verdict is in; removing the snapshot is not waited for
 
         def run() -> None:
             try:
                 self._acquire(deadline, "the verification")
             except ToolError as exc:
                 outcome["error"] = exc
+                judged.set()
                 return
-            snapshot = Path(tempfile.mkdtemp(prefix="verify-", dir=self.episode_dir))
+            snapshot: Path | None = None
             real_workspace, real_fs = self.workspace, self.fs
             try:
                 outcome["stage"] = "copying the workspace for the verifier"
+                snapshot = Path(tempfile.mkdtemp(prefix="verify-", dir=self.episode_dir))
                 real_fs.copy_to(snapshot, deadline_check(deadline, outcome["stage"]), max_bytes=self.workspace_quota)
                 outcome["stage"] = "criteria()"
                 self.workspace, self.fs = snapshot, WorkspaceFS(snapshot)
@@ -280,28 +339,45 @@ class Environment(Closeable):
                 outcome["criteria"] = self.criteria(response)
             except BaseException as exc:  # noqa: BLE001 - reported to the caller below
                 outcome["error"] = exc
+                if outcome.get("stage") == "criteria()":  # the snapshot is removed below: compare it now
+                    outcome["unchanged"] = self._unchanged_since_start(snapshot)
             finally:
                 self._deadline = None
                 if self.fs is not real_fs:
                     self.fs.close()
                 self.workspace, self.fs = real_workspace, real_fs
                 self._busy.release()
-                shutil.rmtree(snapshot, ignore_errors=True)
+                judged.set()
+                if snapshot is not None:  # a copy of ~20k folders takes seconds to remove: after the verdict
+                    shutil.rmtree(snapshot, ignore_errors=True)
 
         worker = threading.Thread(target=run, name="progagent-verify", daemon=True)
         worker.start()
-        worker.join(timeout + 1.0)
-        if worker.is_alive():
+        if not judged.wait(timeout + 1.0):
             raise VerifierError(f"{where}: the verification did not finish within {timeout:.0f} s")
         if "error" in outcome:
             exc = outcome["error"]
             late = " (it ran past its time limit)" if time.monotonic() > deadline else ""
             stage = outcome.get("stage", "the verification")
-            raise VerifierError(bounded_text(f"{where}: {stage} raised {type(exc).__name__}: {exc}{late}")) from exc
+            if not isinstance(exc, Exception) or outcome.get("unchanged"):
+                raise VerifierError(bounded_text(f"{where}: {stage} raised {type(exc).__name__}: {exc}{late}")) from exc
+            return VerifyResult([Criterion(VERIFIER_FAILED, False, 1.0, f"{stage} raised {describe_exception(exc)}{late}")])
         criteria = outcome.get("criteria")
         if not isinstance(criteria, list) or not criteria or not all(isinstance(c, Criterion) for c in criteria):
             raise VerifierError(f"{where}: criteria() must return a non-empty list of Criterion, got {criteria!r:.200}")
         return VerifyResult(criteria)
+
+    def _unchanged_since_start(self, snapshot: Path) -> bool:
+        """Whether the database and the workspace (its frozen copy) are byte for byte the generated state
+        this episode was instantiated from. False where that cannot be told (no task, a missing state)."""
+        scale, seed = getattr(self, "scale", None), getattr(self, "seed", None)
+        if self.task is None or scale is None or seed is None:
+            return False
+        try:
+            source = self.task.state_dir(scale, seed)
+            return _same_bytes(source / "data.db", self.db_path) and _same_files(source / "workspace", snapshot)
+        except Exception:  # noqa: BLE001 - not provably unchanged: the episode's input is blamed, not the task
+            return False
 
     # --- the authors' released interface -------------------------------------------------------------
     def get_assistant_tools(self) -> list[dict]:
@@ -380,4 +456,4 @@ class Environment(Closeable):
 
 
 
-__all__ = ["Environment", "ToolBox", "ToolCallRecord", "VerifierError", "ToolDefinitionError"]
+__all__ = ["Environment", "ToolBox", "ToolCallRecord", "VerifierError", "ToolDefinitionError", "VERIFIER_FAILED"]

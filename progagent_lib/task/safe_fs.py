@@ -12,6 +12,13 @@ that blocks `open()` for ever. Every open here is therefore:
 - checked on the opened descriptor (`fstat`): only regular files and folders are used, and a file
   is written only if it has a single link.
 
+A walk holds descriptors only for the folders on its current path (the root and the chain of parents
+of the folder it reads), never one per folder waiting its turn: a program can make any number of
+sibling folders, and the host must not run out of descriptors listing them. Something that vanished
+or was swapped for a link while the walk ran is left out, as a link is; any other failure (out of
+descriptors, an I/O error) is raised as `WorkspaceReadError`, because a listing or a copy that drops
+an existing file without a word tells the model, or the verifier, that the file is not there.
+
 Linux >= 5.6 (openat2). Where the syscall is missing this module refuses to work rather than fall
 back to a racy path walk.
 """
@@ -35,6 +42,7 @@ _RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOL
 _BASE_FLAGS = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 
 MAX_WALK_ENTRIES = 50_000  # a listing or snapshot visits at most this many entries
+MAX_WALK_DEPTH = 256       # folders nested this deep at most; the walk holds one descriptor per level
 
 
 class _OpenHow(ctypes.Structure):
@@ -47,6 +55,18 @@ _libc.syscall.restype = ctypes.c_long
 
 class WorkspaceUnsafe(ToolError):
     """A workspace path names something the host will not open (a link, a FIFO, a path outside)."""
+
+
+class WorkspaceReadError(ToolError):
+    """The host could not read the workspace: out of file descriptors, an I/O error, a folder it may not read.
+
+    Unlike a file that vanished or became a link meanwhile, this is never left out quietly: callers
+    that skip what they cannot use (`copy_to`) re-raise it, so a tool reports it and a verifier fails.
+    """
+
+
+_VANISHED = (errno.ENOENT, errno.ENOTDIR)   # removed, or replaced by a file, while the walk ran
+_NOT_FOLLOWED = (errno.ELOOP, errno.EXDEV)  # replaced by a link, or a mount: skipped like a link
 
 
 def openat2(dir_fd: int, path: str, flags: int, mode: int = 0) -> int:
@@ -86,7 +106,16 @@ def _explain(exc: OSError, path: str) -> ToolError:
         return WorkspaceUnsafe(f"{shown} is not a regular file")
     if exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return ToolError("the workspace is full (its disk quota is used up); delete files you no longer need")
-    return ToolError(f"cannot open {shown}: {exc.strerror}")
+    return _read_error(exc, f"opening {shown}")
+
+
+def _read_error(exc: OSError, doing: str) -> WorkspaceReadError:
+    """The error a tool reports for an OSError the workspace layer does not expect (EMFILE, EIO, ...)."""
+    name = errno.errorcode.get(exc.errno, str(exc.errno))
+    if exc.errno in (errno.EMFILE, errno.ENFILE):
+        return WorkspaceReadError(f"the host ran out of file descriptors ({name}) {doing}; "
+                                  "the workspace could not be read completely")
+    return WorkspaceReadError(f"the host could not read the workspace {doing}: {exc.strerror} ({name})")
 
 
 class WorkspaceFS:
@@ -145,7 +174,10 @@ class WorkspaceFS:
                 raise ToolError(f"{path!r:.200} has {info.st_size} bytes, more than {max_bytes}; it cannot be read whole")
             chunks, got = [], 0
             while got <= max_bytes:
-                chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+                try:
+                    chunk = os.read(fd, min(1 << 20, max_bytes + 1 - got))
+                except OSError as exc:
+                    raise _read_error(exc, f"reading {path!r:.200}") from None
                 if not chunk:
                     break
                 chunks.append(chunk)
@@ -170,7 +202,10 @@ class WorkspaceFS:
         parts = normal.split("/")
         if parts[-1] in (".", ""):
             raise ToolError(f"path {path!r:.200} names a folder, not a file")
-        dir_fd = os.dup(self.root_fd())
+        try:
+            dir_fd = os.dup(self.root_fd())
+        except OSError as exc:
+            raise _read_error(exc, "opening the workspace") from None
         try:
             for part in parts[:-1]:  # one component at a time: each is opened beneath the one before
                 try:
@@ -219,49 +254,90 @@ class WorkspaceFS:
             os.close(fd)
 
     # --- walking ---------------------------------------------------------------------------------------
-    def walk(self, check: Callable[[], None] = lambda: None,
-             max_entries: int = MAX_WALK_ENTRIES) -> Iterator[tuple[str, int, bool]]:
+    def walk(self, check: Callable[[], None] = lambda: None, max_entries: int = MAX_WALK_ENTRIES,
+             max_depth: int = MAX_WALK_DEPTH) -> Iterator[tuple[str, int, bool]]:
         """(relative path, size, is_dir) of every regular file and folder; links and the rest are skipped.
 
-        Folders are opened one by one beneath their parent's descriptor, so a folder swapped for a
-        link while the walk runs is skipped, never followed. `check` runs every few entries (a
-        deadline); more than `max_entries` entries raise ToolError.
+        Depth first: a folder's entries come in name order, then its subfolders are walked one by one.
+        A folder is opened only when it is walked, beneath its parent's descriptor, and closed once its
+        subfolders are done, so the walk holds one descriptor per level of the current path (at most
+        `max_depth` + 2 with the one `scandir` takes), however many folders wait. A folder swapped for a
+        link while the walk runs is skipped, never followed; an entry that vanished is left out.
+
+        `check` runs every few entries (a deadline). Raises ToolError past `max_entries` entries or
+        `max_depth` levels, and WorkspaceReadError for any other failure (EMFILE, EIO, EACCES, ...).
         """
         seen = 0
         check()
-        stack = [("", os.dup(self.root_fd()))]
         try:
-            while stack:
-                prefix, dir_fd = stack.pop()
-                try:
-                    with os.scandir(dir_fd) as entries:
-                        names = sorted(entry.name for entry in entries)
-                    for name in names:
-                        seen += 1
-                        if seen > max_entries:
-                            raise ToolError(f"the workspace holds more than {max_entries} entries; "
-                                            "it is too large to list or copy")
-                        if seen % 256 == 0:
-                            check()
-                        try:
-                            info = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                        except OSError:
+            current: int | None = os.dup(self.root_fd())
+        except OSError as exc:
+            raise _read_error(exc, "opening the workspace") from None
+        prefix = ""
+        # The folders on the current path: (prefix, descriptor, names of the subfolders not walked yet).
+        path: list[tuple[str, int, Iterator[str]]] = []
+        try:
+            while current is not None:
+                folders = []
+                for name in self._names(current, prefix, check, max_entries - seen):
+                    seen += 1
+                    if seen > max_entries:
+                        raise ToolError(f"the workspace holds more than {max_entries} entries; "
+                                        "it is too large to list or copy")
+                    if seen % 256 == 0:
+                        check()
+                    try:
+                        info = os.stat(name, dir_fd=current, follow_symlinks=False)
+                    except OSError as exc:
+                        if exc.errno in _VANISHED:
                             continue
-                        rel = f"{prefix}{name}"
-                        if stat.S_ISREG(info.st_mode):
-                            yield rel, info.st_size, False
-                        elif stat.S_ISDIR(info.st_mode):
-                            try:
-                                child = self._open_dir(dir_fd, name)
-                            except OSError:
-                                continue  # swapped for a link or removed meanwhile
-                            stack.append((rel + "/", child))
-                            yield rel, 0, True
-                finally:
-                    os.close(dir_fd)
+                        raise _read_error(exc, f"reading {prefix + name!r:.200}") from None
+                    rel = f"{prefix}{name}"
+                    if stat.S_ISREG(info.st_mode):
+                        yield rel, info.st_size, False
+                    elif stat.S_ISDIR(info.st_mode):
+                        folders.append(name)
+                        yield rel, 0, True
+                path.append((prefix, current, iter(folders)))
+                current = None
+                while path and current is None:  # the next folder: the deepest one with a subfolder left
+                    parent, parent_fd, pending = path[-1]
+                    name = next(pending, None)
+                    if name is None:
+                        path.pop()
+                        os.close(parent_fd)
+                        continue
+                    if len(path) > max_depth:
+                        raise ToolError(f"the workspace nests folders more than {max_depth} levels deep "
+                                        f"(at {parent + name!r:.200}); it is too deep to list or copy")
+                    try:
+                        current = self._open_dir(parent_fd, name)
+                    except OSError as exc:
+                        if exc.errno in _VANISHED or exc.errno in _NOT_FOLLOWED:
+                            continue  # removed, or swapped for a file or a link, since it was listed
+                        raise _read_error(exc, f"opening the folder {parent + name!r:.200}") from None
+                    prefix = f"{parent}{name}/"
         finally:
-            for _, fd in stack:
+            if current is not None:
+                os.close(current)
+            for _, fd, _ in path:
                 os.close(fd)
+
+    @staticmethod
+    def _names(dir_fd: int, prefix: str, check: Callable[[], None], room: int) -> list[str]:
+        """The sorted entry names of the folder `dir_fd`, at most `room` + 1 of them (the walk's bound then says so)."""
+        names: list[str] = []
+        try:
+            with os.scandir(dir_fd) as entries:  # scandir reads a duplicate: one more descriptor meanwhile
+                for entry in entries:
+                    names.append(entry.name)
+                    if len(names) > room:
+                        break
+                    if len(names) % 4096 == 0:
+                        check()
+        except OSError as exc:
+            raise _read_error(exc, f"listing the folder {prefix or '.'!r:.200}") from None
+        return sorted(names)
 
     def files(self, check: Callable[[], None] = lambda: None) -> list[tuple[str, int]]:
         return sorted((rel, size) for rel, size, is_dir in self.walk(check) if not is_dir)
@@ -288,8 +364,10 @@ class WorkspaceFS:
             limit = max_bytes - copied if max_bytes is not None else size
             try:
                 data = self.read_bytes(rel, max(0, limit))
+            except WorkspaceReadError:
+                raise  # the host failed (EMFILE, EIO): a copy without the file would say it is missing
             except ToolError:
-                continue  # swapped for something else, or past the bound: the copy leaves it out
+                continue  # vanished, swapped for something else, or past the bound: the copy leaves it out
             copied += len(data)
             destination.write_bytes(data)
 

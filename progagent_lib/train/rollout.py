@@ -6,6 +6,10 @@ episode, which runs the calls, cuts observations, writes feedback and keeps ever
 environment adds between turns come from the tokenizer's own chat template (`ChatFormat`: the difference
 between two renders) and go in with `env_mask` 0, so the loss never trains the model to predict them.
 
+One episode that raises (its environment cannot be built, a turn's dispatch or the verifier fails) must not
+take the batch down: it ends errored, with the exception's text, and GSPO leaves it out of the loss (no token
+trained, its group's mean reward) as it does an episode whose policy failed; the other episodes go on.
+
     completion_ids = [turn 1 tokens][env block 1][turn 2 tokens][env block 2] ... [last turn tokens]
     env_mask       = [1 1 1 ... 1  ][0 0 ... 0  ][1 1 ... 1     ][0 0 ... 0  ] ... [1 ... 1        ]
 """
@@ -16,10 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..harness.chat_format import ChatFormat
-from ..harness.episode import Episode, Limits, PolicyError
+from ..harness.episode import INFRASTRUCTURE_END_REASONS, Episode, Limits, PolicyError
 from ..harness.parsing import parse_tool_calls
 from ..harness.trajectory import Trajectory
 from ..policy.base import PolicyTurn
+from ..task.environment import describe_exception
 
 
 @dataclass
@@ -75,18 +80,42 @@ class EpisodeTokens:
         return self.end_reason in ("max_turns", "max_context_tokens", "turn_cut", "max_tool_calls")
 
 
+# The end reason of an errored episode: the one infrastructure reason, which `Trajectory.errored`, the
+# summaries and GSPO's loss mask all read; `Trajectory.error` says what failed.
+ERRORED = "policy_error"
+assert ERRORED in INFRASTRUCTURE_END_REASONS
+
+
+def mark_errored(trajectory: Trajectory, error: str) -> None:
+    """End the episode as errored (whatever ended it before): no verdict, left out of every mean and the loss."""
+    trajectory.end_reason = ERRORED
+    trajectory.error = error
+    trajectory.reward = trajectory.score = 0.0
+    trajectory.criteria = []
+
+
+def episode_error(exc: BaseException, doing: str) -> str:
+    return f"the episode raised while {doing}: {describe_exception(exc, 2_000)}"
+
+
 class TokenEpisode:
     """An `Episode` advanced by generated tokens, so a batch of them can share each generate call."""
 
     def __init__(self, episode: Episode, chat: ChatFormat):
         self.episode, self.chat = episode, chat
+        self.failed = False  # the episode raised: it is closed without a verdict
         self._rendered = chat.prompt_ids(episode.messages, episode.tools)
         self.tokens = EpisodeTokens(prompt_ids=list(self._rendered), trajectory=episode.trajectory)
         episode.report_context_tokens(len(self._rendered))
 
     @property
     def finished(self) -> bool:
-        return self.episode.finished
+        return self.failed or self.episode.finished
+
+    def fail(self, exc: BaseException, doing: str) -> None:
+        """The episode raised `exc`: it ends errored and takes no more turns."""
+        self.failed = True
+        mark_errored(self.episode.trajectory, episode_error(exc, doing))
 
     def context_ids(self) -> list[int]:
         return self.tokens.prompt_ids + self.tokens.completion_ids
@@ -130,15 +159,41 @@ class TokenEpisode:
             tokens.seconds_environment += time.perf_counter() - started
 
     def close(self) -> EpisodeTokens:
-        """Score (the episode's own verdict) and release the environment."""
+        """Score (the episode's own verdict) and release the environment. Never raises for the episode's own
+        failure: a verifier or a release that raises marks it errored."""
         started = time.perf_counter()
         try:
-            if not self.episode.finished:
-                self.episode.fail("the rollout stopped before the episode ended")
-            self.episode.to_trajectory()
+            if not self.failed:
+                if not self.episode.finished:
+                    self.episode.fail("the rollout stopped before the episode ended")
+                try:
+                    self.episode.to_trajectory()
+                except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
+                    self.fail(exc, "scoring the episode")
         finally:
-            self.episode.close()
+            try:
+                self.episode.close()
+            except Exception as exc:  # noqa: BLE001 - as above: its resources may leak, the batch goes on
+                self.fail(exc, "releasing its environment")
             self.tokens.seconds_environment += time.perf_counter() - started
+        return self.tokens
+
+
+class _UnbuiltEpisode:
+    """An episode whose environment or session could not be built: errored from the start, nothing to play."""
+
+    def __init__(self, spec: EpisodeSpec, harness: str, chat: ChatFormat, policy_name: str, exc: BaseException):
+        trajectory = Trajectory(task_id=getattr(spec.task, "id", str(spec.task)), scale=spec.scale, seed=spec.seed,
+                                harness=harness, policy=policy_name, sample=spec.sample)
+        mark_errored(trajectory, episode_error(exc, "starting"))
+        try:  # the task's instruction, so the trainer gets a prompt as for any episode (its loss is masked)
+            prompt = chat.prompt_ids([{"role": "user", "content": spec.task.prompt}], None)
+        except Exception:  # noqa: BLE001 - no prompt can be rendered: an empty one
+            prompt = []
+        self.tokens = EpisodeTokens(prompt_ids=list(prompt), trajectory=trajectory)
+        self.finished = True
+
+    def close(self) -> EpisodeTokens:
         return self.tokens
 
 
@@ -153,14 +208,26 @@ def run_token_episodes(
     error_mode: str = "is_error",
     session_kwargs: dict | None = None,
 ) -> list[EpisodeTokens]:
-    """Play a batch of episodes in lockstep: each round, one generate call continues every unfinished episode."""
-    episodes: list[TokenEpisode] = []
+    """Play a batch of episodes in lockstep: each round, one generate call continues every unfinished episode.
+
+    An episode that raises (while it is built, in a turn, when it is scored or released) ends errored with
+    the exception's text, and the others go on; a failure of the generator itself still ends the batch."""
+    episodes: list[TokenEpisode | _UnbuiltEpisode] = []
     try:
         for spec in specs:
-            episode = Episode(spec.task, spec.scale, spec.seed, harness, limits=limits, policy_name=policy_name,
-                              sample=spec.sample, error_mode=error_mode, session_kwargs=session_kwargs,
-                              tokenizer=chat.tokenizer)
-            episodes.append(TokenEpisode(episode, chat))
+            episode = None
+            try:
+                episode = Episode(spec.task, spec.scale, spec.seed, harness, limits=limits, policy_name=policy_name,
+                                  sample=spec.sample, error_mode=error_mode, session_kwargs=session_kwargs,
+                                  tokenizer=chat.tokenizer)
+                episodes.append(TokenEpisode(episode, chat))
+            except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
+                if episode is not None:
+                    try:
+                        episode.close()
+                    except Exception:  # noqa: BLE001 - already errored; the first failure is the one reported
+                        pass
+                episodes.append(_UnbuiltEpisode(spec, harness, chat, policy_name, exc))
         while live := [e for e in episodes if not e.finished]:
             started = time.perf_counter()
             try:
@@ -175,7 +242,10 @@ def run_token_episodes(
             for episode, turn in zip(live, turns):
                 episode.tokens.seconds_generate += share
                 budget = episode.turn_budget()
-                episode.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
+                try:
+                    episode.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
+                except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
+                    episode.fail(exc, "playing a turn")
     finally:
         results = [episode.close() for episode in episodes]
     return results
