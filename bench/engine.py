@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
+from progagent_lib.engine.access import auth_headers  # noqa: E402
 from progagent_lib.engine.model_source import resolve_model_source  # noqa: E402
 
 TOPICS = ["tides", "bread", "volcanoes", "chess", "bees", "glass", "rivers", "clocks"]
@@ -58,10 +59,12 @@ def generate_throughput(model, tokenizer, prompts: list[list[int]], new_tokens: 
 
 
 def engine_throughput(url: str, model_name: str, prompts: list[list[int]], new_tokens: int) -> float:
+    headers = auth_headers(url)  # the engine's key, found by the URL (progagent_lib.engine.access)
+
     def one(prompt: list[int]) -> int:
         body = {"model": model_name, "prompt": prompt, "max_tokens": new_tokens, "min_tokens": new_tokens,
                 "ignore_eos": True, "temperature": 1.0, "return_token_ids": True, "logprobs": 0}
-        response = httpx.post(f"{url}/completions", json=body, timeout=3600)
+        response = httpx.post(f"{url}/completions", json=body, headers=headers, timeout=3600)
         response.raise_for_status()
         return len(response.json()["choices"][0]["token_ids"])
 

@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from progagent_lib.engine import (EngineDied, EngineNotInstalled, EngineServer, EngineStartError, PortInUse, engine_available,
-                                  free_port)
+from progagent_lib.engine import (EngineConfigError, EngineDied, EngineNotInstalled, EngineRequestError, EngineServer,
+                                  EngineStartError, PortInUse, engine_available, free_port)
 from progagent_lib.harness.summary import is_infra_error
 
 pytestmark = pytest.mark.slow
@@ -31,6 +31,7 @@ def engine():
     with EngineServer("smollm2", free_port()) as server:  # on CPU without compilation: about 30 s to start
         yield server
     assert server.process.poll() is not None  # stopped, with its process group
+    assert not server.key_path.exists()       # and its key with it
 
 
 @pytest.fixture(scope="module")
@@ -43,10 +44,78 @@ def tokenizer(engine):
 def test_served_under_the_short_name_with_a_tool_template(engine):
     import httpx
 
-    models = httpx.get(f"{engine.base_url}/models").json()["data"]
+    models = httpx.get(f"{engine.base_url}/models", headers=engine.headers).json()["data"]
     assert [m["id"] for m in models] == ["smollm2"]
     assert "--enable-auto-tool-choice" in engine.command() and "hermes" in engine.command()
     assert engine.policy_spec == f"openai:http://127.0.0.1:{engine.port}/v1#smollm2"
+
+
+# Routes of the running server, by method. vLLM's own key check covers /v1 only: the dev-mode routes the
+# weight reload uses (/pause, /collective_rpc, ...) and the others need the workbench's middleware.
+ROUTES = [("POST", "/v1/completions"), ("POST", "/v1/chat/completions"), ("GET", "/v1/models"),
+          ("POST", "/pause"), ("POST", "/resume"), ("POST", "/collective_rpc"), ("POST", "/reset_prefix_cache"),
+          ("GET", "/is_paused"), ("POST", "/sleep"), ("POST", "/tokenize"), ("POST", "/invocations"),
+          ("GET", "/metrics"), ("GET", "/health"), ("GET", "/version"), ("GET", "/docs")]
+
+
+def test_every_route_refuses_a_request_without_the_servers_key(engine, tokenizer):
+    import httpx
+
+    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.engine.weights import reload_weights
+
+    root = engine.base_url.removesuffix("/v1")
+    wrong = {"Authorization": "Bearer " + "x" * len(engine.api_key)}
+    for headers in ({}, wrong):
+        for method, path in ROUTES:  # refused before any handler runs: /pause and /sleep change nothing
+            response = httpx.request(method, root + path, headers=headers, json={}, timeout=30)
+            assert response.status_code == 401, (method, path, response.status_code, response.text[:200])
+    assert httpx.get(f"{root}/is_paused", headers=engine.headers).json() == {"is_paused": False}
+    # the workbench's clients with a wrong key: generation and the weight reload say what to do
+    with pytest.raises(EngineRequestError, match=r"completions refused the request \(HTTP 401\).*engine-keys"):
+        EngineTurnGenerator(engine.base_url, "smollm2", 2, api_key="x" * 43)([[1, 2, 3]], 2)
+    with pytest.raises(EngineRequestError, match=r"/pause refused the request \(HTTP 401\)"):
+        reload_weights(engine.base_url, engine.model_path, api_key="x" * 43)
+    # with the key (found by the URL, as every client finds it) both work
+    assert reload_weights(engine.base_url, engine.model_path) > 0     # the model's own weights: nothing changes
+    turn = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=0.0)([[1, 2, 3]], 2)[0]
+    assert len(turn.token_ids) == 2
+
+
+def test_the_key_is_new_at_each_start_kept_off_the_command_line_and_readable_by_its_user_only(engine):
+    import stat
+
+    from progagent_lib.engine import engine_api_key
+
+    assert len(engine.api_key) >= 40 and engine_api_key(engine.base_url) == engine.api_key
+    assert stat.S_IMODE(engine.key_path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(engine.key_path.parent.stat().st_mode) == 0o700
+    assert engine.api_key not in " ".join(engine.command())
+    for pid in [engine.process.pid, *_children(engine.process.pid)]:   # what `ps` shows every local user
+        assert engine.api_key.encode() not in open(f"/proc/{pid}/cmdline", "rb").read()
+    assert engine.api_key not in engine.log_path.read_text(errors="replace")
+    assert EngineServer("smollm2", engine.port).api_key is None  # made at start(), one per start
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as children:
+            found += [int(c) for c in children.read().split()]
+    return found + [grand for child in found for grand in _children(child)]
+
+
+def test_a_host_other_than_loopback_and_the_servers_own_flags_are_refused():
+    with pytest.raises(EngineConfigError, match="not a loopback address.*allow_non_loopback"):
+        EngineServer("smollm2", free_port(), host="0.0.0.0")
+    assert EngineServer("smollm2", free_port(), host="0.0.0.0", allow_non_loopback=True).host == "0.0.0.0"
+    assert EngineServer("smollm2", free_port(), host="localhost").base_url.startswith("http://localhost:")
+    for extra in (["--host", "0.0.0.0"], ["--ho=0.0.0.0"], ["--api_key", "k"], ["--port=1"], ["--uds", "/tmp/s"]):
+        with pytest.raises(EngineConfigError, match="sets --host, --port, --uds, --api-key itself"):
+            EngineServer("smollm2", free_port(), extra_args=extra)
+    done = subprocess.run([sys.executable, "-m", "progagent_lib.cli", "engine", "serve", "--model", "smollm2", "--host",
+                           "0.0.0.0"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "--allow-non-loopback" in done.stderr, done.stderr
 
 
 def test_openai_policy_episodes_end_without_errors_and_tool_calls_come_back_as_calls(engine, restock_task):
@@ -268,7 +337,9 @@ def test_reproduce_serves_the_profiles_engine_to_its_notebooks(tmp_path, monkeyp
         new_code_cell("profile = None\nrun_dir = None", metadata={"tags": ["parameters"]}),
         new_code_cell("import json, httpx\nfrom progagent_lib.analysis.profiles import load_profile\n"
                       "P = load_profile(profile, run_dir)\nc = P.training_recipe()\n"
-                      "served = [m['id'] for m in httpx.get(c.engine_url + '/models').json()['data']]\n"
+                      "from progagent_lib.engine import auth_headers\n"
+                      "served = [m['id'] for m in httpx.get(c.engine_url + '/models', headers=auth_headers(c.engine_url))"
+                      ".json()['data']]\n"
                       "P.path('seen.json').write_text(json.dumps({'url': c.engine_url, 'model': c.engine_model, "
                       "'served': served}))")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
@@ -279,6 +350,9 @@ def test_reproduce_serves_the_profiles_engine_to_its_notebooks(tmp_path, monkeyp
     assert "engine_start" in json.loads((tmp_path / "run" / "reproduce.json").read_text())
     with pytest.raises(httpx.HTTPError):
         httpx.get(seen["url"] + "/models", timeout=5)   # stopped with the run
+    from progagent_lib.engine import engine_api_key
+
+    assert engine_api_key(seen["url"]) is None        # and its key file removed
     assert "PROGAGENT_ENGINE_URL" not in os.environ
 
 

@@ -26,9 +26,9 @@ class FakeChatServer:
                 pass
 
             def do_POST(self):
-                length = int(self.headers["Content-Length"])
+                length = int(self.headers.get("Content-Length") or 0)
                 outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"),
-                                       "body": json.loads(self.rfile.read(length))})
+                                       "body": json.loads(self.rfile.read(length)) if length else None})
                 status, body = outer.script.pop(0)
                 if status == "drop":
                     self.close_connection = True
@@ -195,3 +195,46 @@ def test_engine_turn_generator_errors_name_the_server(server):
         generate([[1, 2, 3]], 8)
     sent = empty.requests[0]["body"]
     assert sent["prompt"] == [[1, 2, 3]] and sent["stop_token_ids"] == [2] and sent["return_token_ids"] is True
+
+
+def test_engine_clients_find_the_servers_key_by_its_url_and_never_send_it_elsewhere(server, tmp_path, monkeypatch):
+    """The key a `progagent engine serve` wrote (0600) reaches every engine client of its port by the URL alone;
+    $PROGAGENT_ENGINE_API_KEY is the fallback; a remote API gets $OPENAI_API_KEY, never the engine's key."""
+    import os
+    import stat
+
+    from progagent_lib.engine.access import engine_api_key, key_file, remove_key_file, write_key_file
+    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.engine.weights import reload_weights
+    from progagent_lib.harness.episode import PolicyError
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("PROGAGENT_ENGINE_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai")
+    fake = server([reply("hi"), (200, {"choices": [{"index": 0, "token_ids": [5, 2], "logprobs": {"token_logprobs": [-0.1, -0.2]}}]}),
+                   (401, {"error": "Unauthorized"})])
+    port = int(fake.url.split(":")[2].split("/")[0])
+    path = write_key_file("127.0.0.1", port, "k" * 43)
+    assert path == key_file("localhost", port) and stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700 and path.read_text().strip() == "k" * 43
+    assert engine_api_key(fake.url.replace("127.0.0.1", "localhost")) == "k" * 43
+    OpenAIPolicy(fake.url, "smollm2", max_retries=0).act([{"role": "user", "content": "hi"}], [])
+    EngineTurnGenerator(fake.url, "smollm2", end_of_turn_id=2)([[1]], 4)
+    assert [r["auth"] for r in fake.requests] == ["Bearer " + "k" * 43] * 2
+    weights = tmp_path / "weights"
+    weights.mkdir()
+    (weights / "model.safetensors").write_bytes(b"")
+    with pytest.raises(PolicyError, match=r"/pause refused the request \(HTTP 401\).*engine-keys"):
+        reload_weights(fake.url, weights)
+    assert fake.requests[-1]["auth"] == "Bearer " + "k" * 43
+
+    remove_key_file("127.0.0.1", port, "another key")           # a later server's file stays
+    assert path.exists()
+    remove_key_file("127.0.0.1", port, "k" * 43)
+    assert not path.exists() and engine_api_key(fake.url) is None
+    monkeypatch.setenv("PROGAGENT_ENGINE_API_KEY", "from-env")
+    assert engine_api_key(fake.url) == "from-env"
+    assert OpenAIPolicy(fake.url, "m").client.headers["Authorization"] == "Bearer from-env"
+    remote = OpenAIPolicy("https://api.example.com/v1", "m")   # not loopback: the engine's key is not sent
+    assert remote.client.headers["Authorization"] == "Bearer sk-openai"
+    assert os.environ["PROGAGENT_ENGINE_API_KEY"] not in str(dict(remote.client.headers))

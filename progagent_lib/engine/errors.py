@@ -8,6 +8,10 @@ class EngineError(RuntimeError):
     """The engine could not be started or kept running."""
 
 
+class EngineConfigError(EngineError):
+    """The engine was asked for a setting it refuses (a host other than loopback, a flag it sets itself)."""
+
+
 class EngineNotInstalled(EngineError):
     """The engine's own environment (.venv-engine) is missing."""
 

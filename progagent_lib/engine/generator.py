@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import httpx
 
 from ..train.rollout import TurnOutput
+from .access import KEY_HELP, auth_headers
 from .errors import EngineRequestError
 
 
@@ -26,19 +27,22 @@ class EngineTurnGenerator:
     """`EngineTurnGenerator(base_url, model, end_of_turn_id)`: `__call__(contexts, max_new_tokens) -> [TurnOutput]`.
 
     `base_url` is the server's OpenAI root (`http://127.0.0.1:P/v1`), `model` its served name (or a LoRA
-    adapter's name). A failed request, a server that is gone or a reply without tokens raises
-    EngineRequestError (a PolicyError), naming the server and the fix.
+    adapter's name), `api_key` the server's key (default: found by the URL, `access.engine_api_key`). A failed
+    request, a server that is gone or a reply without tokens raises EngineRequestError (a PolicyError), naming
+    the server and the fix.
     """
 
     def __init__(self, base_url: str, model: str, end_of_turn_id: int | Sequence[int], *, temperature: float = 1.0,
-                 top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None, concurrency: int = 64):
+                 top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None, concurrency: int = 64,
+                 api_key: str | None = None):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1 (requests in flight at once), got {concurrency}")
         self.base_url, self.model = base_url.rstrip("/"), model
         self.stop_token_ids = [end_of_turn_id] if isinstance(end_of_turn_id, int) else list(end_of_turn_id)
         self.temperature, self.top_p, self.seed, self.concurrency = temperature, top_p, seed, concurrency
         self.calls = 0   # turns generated so far: with `seed`, each call's requests get seeds of their own
-        self.client = httpx.Client(timeout=timeout, limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+        self.client = httpx.Client(timeout=timeout, headers=auth_headers(self.base_url, api_key),
+                                   limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
 
     @classmethod
     def from_tokenizer(cls, base_url: str, model: str, tokenizer: Any, end_of_turn: str | None = None,
@@ -86,6 +90,9 @@ class EngineTurnGenerator:
         except httpx.HTTPError as exc:
             raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running? start it with "
                                      f"`progagent engine serve --model {self.model} --port PORT`") from exc
+        if response.status_code == 401:
+            raise EngineRequestError(f"{url} refused the request (HTTP 401): the engine's API key is missing or stale; "
+                                     f"{KEY_HELP}")
         if response.status_code != 200:
             raise EngineRequestError(f"{url} answered HTTP {response.status_code}: {response.text[:500]}")
         try:

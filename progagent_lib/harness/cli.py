@@ -16,6 +16,7 @@ import json
 import sys
 
 from ..task import load_pool_report, parse_scales
+from ..textsafe import clean_text
 from .spec import HARNESSES
 from .summary import cost_by_harness, is_infra_error, print_table
 
@@ -101,7 +102,7 @@ def run_command(args) -> int:
         print(f"{result.errored} episode(s) errored (the policy or its server failed; see each trajectory's error) and "
               "are left out of the pass rates; run the command again to retry them.", file=sys.stderr)
         first = next(t for t in result.trajectories if is_infra_error(t))
-        print(f"first error ({first.key}): {first.error}", file=sys.stderr)
+        print(f"first error ({first.key}): {clean_text(first.error)}", file=sys.stderr)  # it may quote a server's reply
     if result.failures:
         print(f"{len(result.failures)} episode(s) failed and were not written; run the command again to retry them.",
               file=sys.stderr)

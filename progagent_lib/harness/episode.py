@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..textsafe import clean_text
 from .metrics import TokenCounter, analyze_program
 from .session import Observation, Session, ToolCall
 from .spec import PROGRAMMATIC_TOOL_CALL, HarnessSpec, get_harness
@@ -62,9 +63,9 @@ class Limits:
 
 
 def parse_error_feedback(problem: str) -> str:
-    """What the model reads after a tool-call block that could not be parsed."""
-    return (f"Error: your tool call could not be read: {problem} No tool was run; "
-            "write the call again in the expected format.")
+    """What the model reads after a tool-call block that could not be parsed (the problem may quote the block)."""
+    return clean_text(f"Error: your tool call could not be read: {problem} No tool was run; "
+                      "write the call again in the expected format.")
 
 
 def tool_budget_message(max_tool_calls: int) -> str:

@@ -8,7 +8,9 @@ descriptions), calls them, and ends with `claim_done`, whose result carries the 
 Every call goes through `Session.dispatch`, so this module only translates between MCP and the
 session: an observation's text becomes the result's text content and its `is_error` becomes
 `isError`. The episode's rules (what is refused under which harness, the end after claim_done)
-live in the session, once, for the episode loop, the trainer and this server alike.
+live in the session, once, for the episode loop, the trainer and this server alike. What a reply adds
+to the observation (the verdict, a direct tool's result as structured data, an error) is cleaned the
+same way (`textsafe.clean_text`): no reply carries a character that a client's terminal would obey.
 
     server = build_server("tasks/retail/restock_orders", scale="v2", seed=0, harness="ptc")
     server.run_stdio()                       # or server.run_http(port=8765): http://127.0.0.1:8765/mcp
@@ -43,6 +45,7 @@ from mcp.server import Server
 
 from progagent_lib.harness.spec import HarnessSpec, get_harness
 from progagent_lib.task.task import Task, load_task
+from progagent_lib.textsafe import clean_text, clean_value
 
 SERVER_NAME = "progagent"
 logger = logging.getLogger(__name__)
@@ -120,8 +123,8 @@ class HarnessMCPServer:
             structured = {"reward": verdict.reward, "score": verdict.score,
                           "criteria": verdict.to_dict()["criteria"], "final_answer": self.session.final_answer}
             text = f"{text}\n\n{verdict.summary()}"
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=text)],
-                                        structured_content=structured, is_error=bool(observation.is_error))
+        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=clean_text(text))],
+                                        structured_content=clean_value(structured), is_error=bool(observation.is_error))
 
     # -- transports ---------------------------------------------------------------------------
     def run_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
@@ -350,7 +353,7 @@ class BearerTokenGate:
 
 
 def _error_result(message: str) -> mcp_types.CallToolResult:
-    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=message)], is_error=True)
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=clean_text(message))], is_error=True)
 
 
 def _version() -> str:

@@ -7,7 +7,10 @@ server and the RL rollouts, so every front end applies the same rules:
 - `terminal(command)` runs a shell command confined to the workspace;
 - `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused);
 - a task tool runs directly under DTC and Hybrid; under PTC the model is told to call it from a program;
-- an unknown tool or bad arguments give an error observation. `dispatch` never raises for model mistakes.
+- an unknown tool or bad arguments give an error observation. `dispatch` never raises for model mistakes;
+- every observation's text is cleaned (`textsafe.clean_text`) on its way out, whatever produced it (a
+  program, a shell command, a direct tool's text or JSON result, an error message): what reaches the
+  model, the MCP client and the trajectory holds no character that a terminal or a renderer would obey.
 
 The kernel is started lazily, on the first program or terminal command, so DTC episodes that never
 use them cost no kernel.
@@ -21,6 +24,7 @@ from typing import Any
 
 from ..runtime.error_modes import check_error_mode, looks_like_error  # one definition for both paths
 from ..task import ToolError, VerifyResult
+from ..textsafe import clean_text
 from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
 
 
@@ -37,7 +41,7 @@ class ToolCall:
 class Observation:
     """What the model gets back for one ToolCall, plus what the harness records about it."""
 
-    content: str                    # text that enters the model's context
+    content: str                    # text that enters the model's context (cleaned: textsafe.clean_text)
     is_error: bool
     done: bool = False              # True after claim_done
     kind: str = "invalid"           # "task_tool" | "program" | "terminal" | "claim_done" | "invalid"
@@ -101,6 +105,7 @@ class Session:
     def dispatch(self, call: ToolCall) -> Observation:
         started = time.perf_counter()
         observation = self._dispatch(call)
+        observation.content = clean_text(observation.content)
         observation.seconds = time.perf_counter() - started
         return observation
 

@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Iterable, Iterator
 
+from ..textsafe import escape_controls_in_json
 from .metrics import ProgramStructure
 
 
@@ -117,8 +118,11 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 
 def _json_line(trajectory: Trajectory) -> bytes:
     """One record as UTF-8 bytes. A lone surrogate (a file name that is not UTF-8, decoded with
-    surrogateescape) cannot be encoded: it is written as its JSON escape, which reads back the same."""
-    line = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", trajectory.to_json())
+    surrogateescape) cannot be encoded: it is written as its JSON escape, which reads back the same.
+    So are DEL, the C1 and the bidirectional controls (JSON escapes the C0 ones itself): a record
+    shown in a terminal (`cat`, `tail -f`) cannot reverse its text or start a terminal command, and
+    what it holds (the model's own turns too) reads back exactly as it was."""
+    line = _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", escape_controls_in_json(trajectory.to_json()))
     return line.encode("utf-8") + b"\n"
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 
+from ..engine.access import KEY_HELP, engine_api_key, is_loopback_host
 from ..harness.episode import PolicyError
 from ..harness.parsing import parse_tool_calls
 from ..harness.session import ToolCall
@@ -28,12 +29,16 @@ def _fix_for(status: int, text: str, model: str) -> str:
     if status == 404 and "model" in lowered:
         return f"\nfix: the server does not serve a model named {model!r}; write the name it serves after '#' (GET /v1/models lists them)"
     if status in (401, 403):
-        return "\nfix: set OPENAI_API_KEY (or pass api_key) to a key this server accepts"
+        return f"\nfix: set OPENAI_API_KEY (or pass api_key) to a key this server accepts; for the workbench's engine, {KEY_HELP}"
     return ""
 
 
 class OpenAIPolicy:
     """`OpenAIPolicy(base_url, model, api_key=None)`: POSTs to `{base_url}/chat/completions`.
+
+    Without `api_key`, a loopback `base_url` gets the key of the workbench's engine there if one runs
+    (`engine.access.engine_api_key`: $PROGAGENT_ENGINE_API_KEY or the server's key file); otherwise, and
+    for every other URL, $OPENAI_API_KEY is sent. The engine's key never goes to a remote API.
 
     A failed request is retried `max_retries` times, waiting `backoff * 2**attempt` seconds (with
     jitter, at most `max_backoff`, or the server's Retry-After); after that the episode ends with a
@@ -45,7 +50,10 @@ class OpenAIPolicy:
                  timeout: float = 300.0, extra_body: dict | None = None, tokenizer: Any = None, name: str | None = None):
         self.base_url = base_url.rstrip("/")
         self.model = model
-        self.api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        if api_key is None:
+            local = is_loopback_host(httpx.URL(self.base_url).host)
+            api_key = (engine_api_key(self.base_url) if local else None) or os.environ.get("OPENAI_API_KEY")
+        self.api_key = api_key
         self.temperature = temperature
         self.max_tokens = max_tokens
         self.max_retries = max_retries

@@ -10,7 +10,7 @@ from ..task.closeable import Closeable
 from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
 from .sandbox import GiB, Limits, Sandbox, SandboxUnavailable
-from .terminal import TerminalResult, run_terminal
+from .terminal import TerminalResult, clean_bounded, run_terminal
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
 TRACEBACK_LINES = 12
@@ -22,7 +22,7 @@ class ErrorInfo:
 
     name: str
     message: str
-    traceback: str  # the last frames only, ANSI removed
+    traceback: str  # the last frames only, control characters removed or escaped (textsafe.clean_text)
 
     def __str__(self) -> str:
         return f"{self.name}: {self.message}"
@@ -30,7 +30,12 @@ class ErrorInfo:
 
 @dataclass
 class ExecutionResult:
-    """What one program produced. `observation` is the text a model should see."""
+    """What one program produced. `observation` is the text a model should see.
+
+    Every text in it has been through `textsafe.clean_text` (and is cut again if escaping lengthened it past
+    `max_output_chars`): nothing a program prints can move a reader's cursor, reverse text or send a terminal
+    command, here or in the trajectory that records it.
+    """
 
     output: str
     error: ErrorInfo | None = None
@@ -158,14 +163,16 @@ class PTCRuntime(Closeable):
             outcome.restarted_before = True
         error = None
         if outcome.error is not None:  # its fields arrive bounded (kernel.bounded_error)
-            error = ErrorInfo(outcome.error["ename"], outcome.error["evalue"],
-                              _short_traceback(outcome.error, self.max_output_chars))
+            limit = self.max_output_chars
+            name, message = (clean_bounded(outcome.error[key], limit)[0] for key in ("ename", "evalue"))
+            error = ErrorInfo(name, message, clean_bounded(_short_traceback(outcome.error, limit), limit)[0])
         elif outcome.kernel_died and not outcome.timed_out:
             error = ErrorInfo("KernelDied", "the kernel process died while running the program "
                               "(out of memory, a crash, or it was killed)", "")
         not_recorded = session.calls_not_recorded
+        output, cut = clean_bounded(outcome.output, self.max_output_chars)
         return ExecutionResult(
-            output=outcome.output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated,
+            output=output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated or cut,
             tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died or outcome.restarted_before,
             seconds=outcome.seconds, tool_calls_not_recorded=not_recorded,
         )

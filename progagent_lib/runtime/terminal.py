@@ -8,6 +8,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..textsafe import clean_text
 from .sandbox import Limits, Sandbox
 
 
@@ -29,10 +30,25 @@ class TerminalResult:
         return text + (f"\n[exit code {self.exit_code}]" if self.exit_code else "")
 
 
+def clean_bounded(text: str, limit: int) -> tuple[str, bool]:
+    """`text` cleaned (textsafe.clean_text) and cut again (head and tail kept) if its escapes made it longer
+    than `limit`, so an output bound holds for what the model reads; and whether it was cut."""
+    from .kernel import BoundedText
+
+    text = clean_text(text)
+    if len(text) <= limit:
+        return text, False
+    bounded = BoundedText(limit)
+    bounded.add(text)
+    return bounded.text(), True
+
+
 def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, max_output_chars: int = 20_000,
                  limits: Limits | None = None, unsafe_no_sandbox: bool = False) -> TerminalResult:
-    """Run `command` with bash in `workspace`; every process it starts is killed when it ends or times out."""
-    from .kernel import BoundedText, strip_ansi
+    """Run `command` with bash in `workspace`; every process it starts is killed when it ends or times out.
+
+    The output is cleaned (textsafe.clean_text: escape sequences removed, other control characters escaped)."""
+    from .kernel import BoundedText
 
     sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or Limits(), confined=not unsafe_no_sandbox)
     started = time.monotonic()
@@ -76,5 +92,6 @@ def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, 
         process.stdout.close()
     finally:
         sandbox.cleanup()
-    return TerminalResult(strip_ansi(output.text()), None if timed_out else exit_code, timed_out, output.truncated,
+    text, cut = clean_bounded(output.text(), max_output_chars)
+    return TerminalResult(text, None if timed_out else exit_code, timed_out, output.truncated or cut,
                           time.monotonic() - started)

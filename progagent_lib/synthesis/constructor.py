@@ -22,8 +22,13 @@ class OpenAIConstructor:
 
     def __init__(self, base_url: str, model: str, api_key: str | None = None, temperature: float = 0.7,
                  max_tokens: int = 16000, retries: int = 4, backoff: float = 2.0, timeout: float = 600.0):
+        import httpx
         from openai import OpenAI
 
+        from ..engine.access import engine_api_key, is_loopback_host
+
+        if api_key is None and is_loopback_host(httpx.URL(base_url).host):  # the workbench's engine, if it runs there
+            api_key = engine_api_key(base_url)
         self.client = OpenAI(base_url=base_url, api_key=api_key or "EMPTY", timeout=timeout, max_retries=0)
         self.model, self.temperature, self.max_tokens = model, temperature, max_tokens
         self.retries, self.backoff = retries, backoff
