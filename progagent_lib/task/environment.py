@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
+from ..textsafe import clean_text, clean_value
 from .closeable import Closeable
 from .pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .safe_fs import WorkspaceFS, deadline_check, unmount
@@ -400,10 +401,11 @@ class Environment(Closeable):
             result = self.verify(arguments.get("action", ""))
             self.done = True
             return result.reward, {"done": True, "score": result.score, **result.to_dict()}
+        # What a model reads: control characters and bidirectional overrides shown as visible escapes.
         try:
-            return 0.0, {"done": False, "observation": self.call_tool(name, arguments), "is_error": False}
+            return 0.0, {"done": False, "observation": clean_value(self.call_tool(name, arguments)), "is_error": False}
         except ToolError as exc:
-            return 0.0, {"done": False, "observation": str(exc), "is_error": True}
+            return 0.0, {"done": False, "observation": clean_text(str(exc)), "is_error": True}
 
     # --- helpers for task authors ------------------------------------------------------------------
     def query(self, sql: str, params: tuple | dict = ()) -> list[dict]:
