@@ -1,8 +1,12 @@
 """The kernel's `tools` object: `tools.name(...)` and `tools["name"](...)` run the tool on the host.
 
 Runs inside the kernel (see `kernel_side/__init__.py`). `install(fd)` wraps the kernel's end of the
-bridge socketpair and returns `(tools, ToolError)`. Frames are a 4-byte big-endian length and a
-JSON body; see `runtime/bridge.py` for the host's end.
+bridge socketpair and returns `(tools, ToolError)`; the host's replies come on a second socket, whose
+descriptor is the first message on the first. Frames are a 4-byte big-endian length and a JSON body;
+see `runtime/bridge.py` for the host's end.
+
+A call is on the path of every tool use, so it does little: one `sendall` of header and body, one
+`recv` that normally brings the whole reply, and JSON by the C encoder and scanner directly.
 """
 import inspect
 import itertools
@@ -11,33 +15,88 @@ import socket
 import struct
 import threading
 
+READ_SIZE = 1 << 16  # bytes asked of one recv: an ordinary reply, header and body, comes in at once
 
-def install(fd):
+
+def _json_codec():
+    """(dumps, loads) for the bridge: compact ASCII JSON, by the C encoder and scanner where there are."""
+    try:
+        from json.encoder import c_make_encoder, encode_basestring_ascii
+    except ImportError:
+        c_make_encoder = None
+    if c_make_encoder is None:
+        def dumps(value):
+            return json.dumps(value, separators=(",", ":"))
+    else:
+        # No cycle check: arguments that hold themselves end in RecursionError rather than ValueError.
+        encoder = c_make_encoder(None, json.JSONEncoder().default, encode_basestring_ascii, None, ":", ",",
+                                 False, False, True)
+
+        def dumps(value):
+            return "".join(encoder(value, 0))
+
+    scan_once = json.JSONDecoder().scan_once
+
+    def loads(data):
+        text = data.decode()
+        try:
+            value, end = scan_once(text, 0)  # the host writes no space around its replies
+        except StopIteration:
+            return json.loads(text)  # says what is wrong
+        if end != len(text):
+            return json.loads(text)
+        return value
+
+    return dumps, loads
+
+
+def install(fd, max_frame=None):
     class ToolError(Exception):
         """A tool call failed. The message says what went wrong; fix the call and try again."""
 
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fd)  # requests go out here
+    _, fds, _, _ = socket.recv_fds(sock, 1, 1, getattr(socket, "MSG_CMSG_CLOEXEC", 0))
+    replies = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM, fileno=fds[0])  # replies come back here
     lock = threading.Lock()
     ids = itertools.count(1)
+    header = struct.Struct("!I")
+    dumps, loads = _json_codec()
+    unread = [b""]  # bytes read past the last frame taken (a reply to an abandoned call may precede ours)
 
     def recv_exact(n):
-        data = b""
-        while len(data) < n:
-            chunk = sock.recv(n - len(data))
+        data = unread[0]
+        if len(data) < n:
+            chunk = replies.recv(max(n - len(data), READ_SIZE))
             if not chunk:
                 raise ToolError("the tool bridge is closed; the episode may have ended")
-            data += chunk
-        return data
+            data = data + chunk if data else chunk
+            if len(data) < n:  # a large reply: the rest into one buffer of its size, and no further
+                whole = bytearray(n)
+                whole[:len(data)] = data
+                view, got = memoryview(whole), len(data)
+                while got < n:
+                    more = replies.recv_into(view[got:])
+                    if not more:
+                        raise ToolError("the tool bridge is closed; the episode may have ended")
+                    got += more
+                view.release()
+                unread[0] = b""
+                return whole
+        unread[0] = data[n:]
+        return data[:n]  # all of `data` (no copy) when it held just this
 
     def request(message):
         __tracebackhide__ = True
         message["id"] = request_id = next(ids)
-        body = json.dumps(message).encode()
+        body = dumps(message).encode()
+        if max_frame is not None and len(body) > max_frame:  # the host would refuse it unread
+            raise ToolError(f"the call's arguments are {len(body)} bytes as JSON, more than the tool bridge carries "
+                            f"({max_frame}); write a large text into the workspace's files directly")
         with lock:
-            sock.sendall(struct.pack("!I", len(body)) + body)
+            sock.sendall(header.pack(len(body)) + body)
             while True:  # skip replies to calls abandoned by an interrupt
-                (length,) = struct.unpack("!I", recv_exact(4))
-                reply = json.loads(recv_exact(length))
+                (length,) = header.unpack(recv_exact(4))
+                reply = loads(recv_exact(length))
                 if reply.get("id") == request_id:
                     break
         if "error" in reply:
@@ -57,10 +116,14 @@ def install(fd):
         params.sort(key=lambda p: not p[0])  # required parameters first
         signature = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
                                        for _, n, d in params])
+        names = [n for _, n, _ in params]
+        known = frozenset(names)
         name = spec["name"]
 
         def tool(*args, **kwargs):
             __tracebackhide__ = True
+            if not args and known.issuperset(kwargs):  # what bind_partial gives, without its cost
+                return request({"name": name, "arguments": {n: kwargs[n] for n in names if n in kwargs}})
             try:
                 bound = signature.bind_partial(*args, **kwargs)
                 arguments = dict(bound.arguments)
