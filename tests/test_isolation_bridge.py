@@ -28,6 +28,7 @@ import pytest
 
 from progagent_lib.runtime import PTCRuntime
 from progagent_lib.runtime import bridge as bridge_module
+from test_host_attacks import RAW as HOST_ATTACKS_RAW
 from progagent_lib.runtime.bridge import BadFrame, BridgeServer, check_shape, parse_request
 
 GiB = 1 << 30
@@ -90,22 +91,9 @@ def answers(rt):
     assert rt.session.bridge.serving and rt.session.bridge.broken is None
 
 
-# The program's way into the bridge: the proxy's own socket, lock and reader, from its closure.
-RAW = """
-import json, struct
-def _bridge():
-    req = next(c.cell_contents for c in tools.get_supplier.__closure__
-               if getattr(c.cell_contents, '__name__', '') == 'request')
-    cells = dict(zip(req.__code__.co_freevars, (c.cell_contents for c in req.__closure__)))
-    return cells['sock'], cells['lock'], cells['recv_exact']
-sock, lock, recv_exact = _bridge()
-def send_frame(body):
-    '''Write one frame straight into the bridge's descriptor and return the host's reply.'''
-    with lock:
-        sock.sendall(struct.pack('!I', len(body)) + body)
-        (n,) = struct.unpack('!I', recv_exact(4))
-        return json.loads(recv_exact(n))
-"""
+# The program's way into the bridge: the proxy's own socket, lock and reader, from its closure
+# (test_host_attacks.py's prelude, whose `raw(body)` sends one frame and returns the host's reply).
+RAW = HOST_ATTACKS_RAW + "send_frame = raw\n"
 
 
 def run_raw(rt, code: str) -> dict:
