@@ -30,11 +30,24 @@ def test_near_miss_solution_is_rejected(task):
     spec.loader.exec_module(module)
     env = task.instantiate("v0", 1)
     try:
-        result = env.verify(module.solve(env.tools))
+        result = env.verify(module.solve(env.tools, **env.params))
     finally:
         env.close()
     assert result.reward == 0.0, f"{task.id}: the near miss passed every criterion"
     assert result.score > 0.0, f"{task.id}: the near miss is not near (R~=0); make it plausible"
+
+
+def test_near_miss_takes_the_instance_parameters(task):
+    """A parametrised task's near miss is a wrong program for the same request: it takes the same parameters."""
+    if not task.parametrised:
+        pytest.skip(f"{task.id} draws no instance parameters")
+    import inspect
+    spec = importlib.util.spec_from_file_location(f"near_miss_sig_{task.id.replace('/', '_')}", task.root / "near_miss.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    parameters = inspect.signature(module.solve).parameters
+    assert all(name in parameters for name in task.param_names) or \
+        any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
 
 
 def test_pool_covers_several_domains():

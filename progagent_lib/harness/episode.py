@@ -122,9 +122,10 @@ class Episode:
             raise
         self.tools = self.session.tool_schemas()
         self.messages: list[dict] = [{"role": "system", "content": self.session.system_prompt(system_prompt)},
-                                     {"role": "user", "content": task.prompt}]
+                                     {"role": "user", "content": self.env.instruction}]
         self.trajectory.tools, self.trajectory.messages = self.tools, self.messages
-        self.context_tokens = self.count(self.messages[0]["content"]) + self.count(task.prompt) + \
+        self.trajectory.instruction, self.trajectory.params = self.env.instruction, dict(self.env.params)
+        self.context_tokens = self.count(self.messages[0]["content"]) + self.count(self.env.instruction) + \
             self.count(json.dumps(self.tools))
         self.final_response = ""
         self.last_observations: list[Observation] = []   # the Observations of the last turn's calls, structured
@@ -293,8 +294,8 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                 system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None) -> Trajectory:
     """Run one episode and return its trajectory.
 
-    `policy` answers `act(messages, tools) -> PolicyTurn`; it may offer `start_episode(task)` returning
-    a per-episode policy (the oracle teacher does), `tokenizer` (to count tokens exactly) and
+    `policy` answers `act(messages, tools) -> PolicyTurn`; it may offer `start_episode(task, params)` returning
+    a per-episode policy (the oracle teacher does; `params` are the instance's parameters), `tokenizer` (to count tokens exactly) and
     `default_limits`. `limits` defaults to the policy's `default_limits`, else the task's limits.
     `system_prompt` is a file whose text replaces the harness's prompt; `session_kwargs` go to
     `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...). `tokenizer` counts
@@ -308,7 +309,7 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                       tokenizer=tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None))
     agent = None
     try:
-        agent = policy.start_episode(task) if hasattr(policy, "start_episode") else policy
+        agent = policy.start_episode(task, episode.env.params) if hasattr(policy, "start_episode") else policy
         while not episode.finished:
             try:
                 turn = agent.act(episode.messages, episode.tools)

@@ -227,7 +227,7 @@ def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harn
             env.close()
             raise
 
-    instructions = f"{spec.system_prompt()}\n\n# Task ({task.id}, scale {scale}, seed {seed})\n\n{task.prompt}"
+    instructions = f"{spec.system_prompt()}\n\n# Task ({task.id}, scale {scale}, seed {seed})\n\n{task.instruction(seed)}"
     return HarnessMCPServer(make_session, name=name, instructions=instructions)
 
 

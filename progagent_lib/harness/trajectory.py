@@ -45,6 +45,8 @@ class Trajectory:
     harness: str
     policy: str
     sample: int = 0                       # index among the K samples of the same (task, scale, seed, harness)
+    instruction: str = ""                 # the instance's rendered instruction (the first user message)
+    params: dict = field(default_factory=dict)  # the instance's parameters (generator.params); {} for a task without
     messages: list[dict] = field(default_factory=list)   # OpenAI chat format
     tools: list[dict] = field(default_factory=list)      # the schemas the model saw
     calls: list[CallRecord] = field(default_factory=list)

@@ -48,9 +48,10 @@ class OracleTeacher:
         self.harness = get_harness(harness).name
         self.tokenizer = tokenizer  # only for counting tokens in the episode loop
 
-    def start_episode(self, task) -> "_OracleEpisode":
+    def start_episode(self, task, params: dict | None = None) -> "_OracleEpisode":
+        """The player of one episode; `params` are the instance's parameters (the episode's `env.params`)."""
         episode_class = {"dtc": DirectOracleEpisode, "ptc": ProgramOracleEpisode, "hybrid": HybridOracleEpisode}[self.harness]
-        return episode_class(task, self.harness)
+        return episode_class(task, self.harness, params)
 
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
         raise TypeError("OracleTeacher plays one task at a time: run it through run_episode, which calls start_episode(task)")
@@ -59,9 +60,10 @@ class OracleTeacher:
 class _OracleEpisode:
     """Shared pieces of the three episode players."""
 
-    def __init__(self, task, harness: str):
+    def __init__(self, task, harness: str, params: dict | None = None):
         self.task = task
         self.harness = harness
+        self.params = dict(params) if params is not None else task.params_for(0) if task.parametrised else {}
         self.specs = task.env_class.tool_specs
         self.step = 0
         self.observed: Any = None  # the harness's Observation of our last call, when the episode hands it over
@@ -154,8 +156,8 @@ class _Stopped(BaseException):
 class DirectOracleEpisode(_OracleEpisode):
     """DTC: one oracle tool call per turn."""
 
-    def __init__(self, task, harness: str):
-        super().__init__(task, harness)
+    def __init__(self, task, harness: str, params: dict | None = None):
+        super().__init__(task, harness, params)
         self.requests: queue.Queue = queue.Queue()    # oracle thread -> teacher: ("call", name, args) | ("done", answer) | ("failed", exc)
         self.replies: queue.Queue = queue.Queue()     # teacher -> oracle thread: (is_error, text) | None to stop
         self.thread: threading.Thread | None = None
@@ -175,7 +177,7 @@ class DirectOracleEpisode(_OracleEpisode):
 
     def _run_oracle(self) -> None:
         try:
-            answer = self.task.oracle(_QueueTools(self.specs, self._proxy_call))
+            answer = self.task.oracle(_QueueTools(self.specs, self._proxy_call), self.params)
             self.requests.put(("done", answer))
         except _Stopped:
             pass
@@ -212,8 +214,8 @@ class DirectOracleEpisode(_OracleEpisode):
 class ProgramOracleEpisode(_OracleEpisode):
     """PTC: inspect, define, run, claim_done."""
 
-    def __init__(self, task, harness: str):
-        super().__init__(task, harness)
+    def __init__(self, task, harness: str, params: dict | None = None):
+        super().__init__(task, harness, params)
         self.plan = self._plan()
 
     def _plan(self) -> list[tuple[str, Any]]:
@@ -221,12 +223,13 @@ class ProgramOracleEpisode(_OracleEpisode):
             ("program", (inspection_program(self.specs),
                          "Before writing the solution I look at the data: which documents the workspace holds and "
                          "what one page of each listing tool returns.")),
-            ("program", (oracle_program(self.task) + "\n\nprint('Defined solve(tools).')",
+            ("program", (oracle_program(self.task) + f"\n\nprint('Defined {solve_signature(self.task)}.')",
                          "I now know the shape of the records. I define the whole procedure as functions in the "
                          "session: read every document for rules and notices, read all pages, decide, act, and "
                          "write the report.")),
-            ("program", ("answer = solve(tools)\nprint(answer)",
-                         "The functions are defined; I run them and print only the short summary.")),
+            ("program", (f"answer = {solve_call(self.params)}\nprint(answer)",
+                         "The functions are defined; I run them " + ("with the values the request gives " if self.params else "")
+                         + "and print only the short summary.")),
             ("claim", None),
         ]
 
@@ -262,11 +265,21 @@ class HybridOracleEpisode(ProgramOracleEpisode):
             plan.append(("direct", ("list_files", {}, "First, which documents does the workspace hold?")))
         for name in listing_tools(self.specs)[:1]:
             plan.append(("direct", (name, {}, f"One page of {name} shows the shape of the records.")))
-        plan.append(("program", (oracle_program(self.task) + "\n\nanswer = solve(tools)\nprint(answer)",
+        plan.append(("program", (oracle_program(self.task) + f"\n\nanswer = {solve_call(self.params)}\nprint(answer)",
                                  "Reading every page and every document and placing each change takes many calls: "
                                  "one program does it all and prints only the summary.")))
         plan.append(("claim", None))
         return plan
+
+
+def solve_call(params: dict) -> str:
+    """The call that runs the oracle in a program, the instance's parameters bound as literals from the request:
+    `solve(tools)`, or `solve(tools, min_days=14, region='north')`."""
+    return "solve(" + ", ".join(["tools"] + [f"{name}={value!r}" for name, value in params.items()]) + ")"
+
+
+def solve_signature(task) -> str:
+    return "solve(" + ", ".join(("tools",) + tuple(task.param_names)) + ")"
 
 
 def _program_failed(text: str, observation: Any = None) -> bool:

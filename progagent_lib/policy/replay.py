@@ -24,7 +24,7 @@ class ReplayPolicy:
         text = Path(path).read_text()
         return cls([t.strip("\n") for t in text.split("\n---\n")], name=f"replay:{path}")
 
-    def start_episode(self, task) -> "_Replay":
+    def start_episode(self, task, params: dict | None = None) -> "_Replay":
         return _Replay(self.texts)
 
 

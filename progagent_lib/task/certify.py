@@ -4,6 +4,10 @@ For every task, scale and seed, certification checks what makes a task usable fo
 evaluation: the oracle reaches R = 1, the instruction and tool schemas do not change across scales,
 generation is deterministic, an empty answer scores R = 0, and the oracle's work is long-horizon
 (several distinct tools, more than one page of some listing at v0, changes to the environment).
+
+A task with instance parameters is certified on at least `MIN_PARAM_DRAWS` seeds whose parameters differ
+(more seeds are taken when the given ones draw fewer), and on each instance the oracle bound to another
+draw's parameters must fail (`one_program_cannot_pass_all`): no single program passes every instance.
 """
 from __future__ import annotations
 
@@ -17,6 +21,10 @@ from typing import Iterable
 
 from .scales import SCALES
 from .task import Task, TaskLoadError, find_task_dirs, state_fingerprint
+
+MIN_PARAM_DRAWS = 4        # distinct parameter draws a parametrised task is certified on
+MIN_PARAM_VALUES = 4       # values each parameter must take across the draws checked by `param_ranges`
+PARAM_RANGE_SEEDS = 64     # seeds drawn to see a parameter's range
 
 WRITE_HINTS = ("create", "update", "write", "set", "add", "assign", "cancel", "delete", "record", "approve",
                "reject", "book", "schedule", "issue", "send", "place", "post", "flag", "mark", "close", "submit")
@@ -65,11 +73,67 @@ class CertifyReport:
         return pl.DataFrame(records) if records else pl.DataFrame({"task": []})
 
 
+def param_draw_seeds(task: Task, seeds: Iterable[int], draws: int = MIN_PARAM_DRAWS, search: int = 256) -> list[int]:
+    """`seeds`, extended by the smallest further seeds until at least `draws` distinct parameter draws are covered."""
+    chosen = list(dict.fromkeys(int(s) for s in seeds))
+    if not task.parametrised:
+        return chosen
+    distinct = {json.dumps(task.params_for(s), sort_keys=True) for s in chosen}
+    candidate = 0
+    while len(distinct) < draws and candidate < search:
+        key = json.dumps(task.params_for(candidate), sort_keys=True)
+        if candidate not in chosen and key not in distinct:
+            chosen.append(candidate)
+            distinct.add(key)
+        candidate += 1
+    return chosen
+
+
+def param_ranges(task: Task, seeds: int = PARAM_RANGE_SEEDS) -> dict[str, list]:
+    """Each parameter's distinct values over the first `seeds` seeds (JSON-encoded, sorted)."""
+    values: dict[str, set] = {name: set() for name in task.param_names}
+    for seed in range(seeds):
+        for name, value in task.params_for(seed).items():
+            values[name].add(json.dumps(value, sort_keys=True))
+    return {name: sorted(found) for name, found in values.items()}
+
+
+def _certify_params(task: Task, report: CertifyReport) -> None:
+    """Each parameter takes at least MIN_PARAM_VALUES values, and there are at least two parameters."""
+    ranges = param_ranges(task)
+    report.add(task.id, "all", None, "params_ge_2", len(ranges) >= 2, f"parameters: {list(ranges)}")
+    narrow = {name: len(values) for name, values in ranges.items() if len(values) < MIN_PARAM_VALUES}
+    report.add(task.id, "all", None, "param_values_ge_4", not narrow,
+               f"values over {PARAM_RANGE_SEEDS} seeds: " + ", ".join(f"{n}: {len(v)}" for n, v in ranges.items()))
+
+
+def _certify_other_draw(task: Task, scale: str, seed: int, others: list[int], report: CertifyReport) -> None:
+    """The oracle bound to another draw's parameters, on this instance, must not reach R = 1."""
+    mine = task.params_for(seed)
+    other = next((s for s in others if task.params_for(s) != mine), None)
+    if other is None:
+        report.add(task.id, scale, seed, "one_program_cannot_pass_all", False, "no other seed draws different parameters")
+        return
+    env = task.instantiate(scale, seed)
+    try:
+        try:
+            answer = task.oracle(env.tools, task.params_for(other))
+        except Exception as exc:  # noqa: BLE001 - the other draw's program failing on this instance is a pass
+            answer = f"(the program raised {type(exc).__name__})"
+        result = env.verify(answer)
+        report.add(task.id, scale, seed, "one_program_cannot_pass_all", result.reward == 0.0,
+                   f"the oracle bound to seed {other}'s parameters {task.params_for(other)} scored R={result.reward} "
+                   f"(R~={result.score:.2f}) on seed {seed} {mine}")
+    finally:
+        env.close()
+
+
 def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) -> tuple[str, str]:
-    """Oracle and empty-answer checks for one (scale, seed). Returns (prompt, schemas json) for cross-scale checks."""
+    """Oracle and empty-answer checks for one (scale, seed). Returns (instruction, schemas json) for cross-scale checks."""
     env = task.instantiate(scale, seed)
     try:
         schemas = json.dumps(env.tool_schemas(), sort_keys=True)
+        instruction = env.instruction
         before = state_fingerprint(env.db_path, env.workspace)
         started = time.perf_counter()
         answer = task.oracle(env.tools)
@@ -97,7 +161,7 @@ def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) 
         report.add(task.id, scale, seed, "empty_R0", empty.reward == 0.0, f"an empty answer scored R={empty.reward}")
     finally:
         env.close()
-    return task.prompt, schemas
+    return instruction, schemas
 
 
 def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyReport) -> None:
@@ -114,12 +178,18 @@ def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyRepor
 
 def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), report: CertifyReport | None = None) -> CertifyReport:
     report = report or CertifyReport()
+    seeds = param_draw_seeds(task, seeds)
+    if task.parametrised:
+        _certify_params(task, report)
     seen: dict[str, tuple[str, str]] = {}
     for scale in scales:
         for seed in seeds:
             try:
                 _certify_determinism(task, scale, seed, report)
-                seen.setdefault(scale, _certify_instance(task, scale, seed, report))
+                instruction, schemas = _certify_instance(task, scale, seed, report)
+                seen.setdefault(scale, (instruction if seed == seeds[0] else "", schemas))
+                if task.parametrised:
+                    _certify_other_draw(task, scale, seed, seeds[seeds.index(seed) + 1:] + seeds[:seeds.index(seed)], report)
             except Exception as exc:  # a broken task is reported, and certification goes on
                 report.add(task.id, scale, seed, "runs", False, f"{type(exc).__name__}: {exc}")
     if len({prompt for prompt, _ in seen.values()}) > 1 or len({s for _, s in seen.values()}) > 1:

@@ -221,6 +221,10 @@ class Environment(Closeable):
         self.closed = False
         self.done = False
         self.tools = ToolBox(self)
+        # The instance: its parameters (generator.params, for the criteria) and its rendered instruction.
+        # Task.instantiate sets both; an environment built by hand has none.
+        self.params: dict = {}
+        self.instruction: str = getattr(task, "prompt", "") if task is not None else ""
 
     def _past_deadline(self) -> int:
         return 1 if self._deadline is not None and time.monotonic() > self._deadline else 0

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
+import json
 import os
 import random
 import re
@@ -110,6 +112,7 @@ class GenContext:
     seed: int
     rng: random.Random
     config: dict = field(default_factory=dict)
+    params: dict = field(default_factory=dict)   # the instance's parameters (generator.params), the same at every scale
 
     def rows(self, n: int) -> int:
         """n database rows at v0, scaled ×1/×2/×4/×8."""
@@ -132,6 +135,56 @@ class GenContext:
 
 def _seed_for(task_id: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{task_id}:{seed}".encode()).digest()[:8], "big")
+
+
+class ParamContext:
+    """What `params(ctx)` receives: the seed and a random generator seeded by (task, seed) alone.
+
+    It has no scale, database or workspace: an instance's parameters are the same at every scale, so the
+    instruction and the reference program of (task, seed) never change with the scale.
+    """
+
+    def __init__(self, task_id: str, seed: int, config: dict):
+        self.task_id, self.seed, self.config = task_id, seed, config
+        # A stream of its own: drawing parameters does not move the generator's draws (ctx.rng).
+        self.rng = random.Random(_seed_for(task_id + "#params", seed))
+
+    def __getattr__(self, name: str):
+        if name in ("scale", "db", "workspace", "rows", "files", "size"):
+            raise AttributeError(f"params(ctx) must not depend on the scale or the state (it read ctx.{name}): an instance's "
+                                 "parameters are drawn for the seed alone, the same at v0..v3")
+        raise AttributeError(name)
+
+
+PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+PARAM_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def prompt_placeholders(prompt: str) -> list[str]:
+    """The `{name}` placeholders of an instruction, in order of first use (`{{` and `}}` are literal braces)."""
+    names = [m.group(1) for m in PLACEHOLDER.finditer(prompt) if m.group(1) is not None]
+    return list(dict.fromkeys(names))
+
+
+def format_param(value: Any) -> str:
+    """How a parameter's value reads in the instruction: lists as `a, b and c`, numbers and text as themselves."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        items = [format_param(v) for v in value]
+        return items[0] if len(items) == 1 else (", ".join(items[:-1]) + " and " + items[-1]) if items else "none"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def render_instruction(prompt: str, params: dict) -> str:
+    """The instruction with each `{name}` replaced by its parameter's value (`format_param`)."""
+    def replace(match: re.Match) -> str:
+        if match.group(1) is None:
+            return match.group(0)[0]
+        return format_param(params[match.group(1)])
+    return PLACEHOLDER.sub(replace, prompt)
 
 
 def _load_module(task_id: str, path: Path) -> ModuleType:
@@ -200,10 +253,18 @@ class Task:
         if not self.prompt:
             raise TaskLoadError(f"task {self.id!r} (prompt.md): the instruction is empty")
         self._generator: Callable | None = None
+        self._params_fn: Callable | None = None
+        self._params_cache: dict[int, dict] = {}
         self._env_class: type[Environment] | None = None
         self._solve: Callable | None = None
-        # Load eagerly so that a broken tool definition is reported at load time.
+        # Load eagerly so that a broken tool definition, parameter or placeholder is reported at load time.
         self.env_class  # noqa: B018
+        self.param_names: tuple[str, ...] = self._check_params()
+
+    @property
+    def parametrised(self) -> bool:
+        """Whether the task draws instance parameters (generator.py defines params(ctx))."""
+        return bool(self.param_names)
 
     def __repr__(self) -> str:
         return f"Task({self.id!r})"
@@ -233,8 +294,94 @@ class Task:
             module = _load_module(self.id, self.root / "generator.py")
             if not callable(getattr(module, "generate", None)):
                 raise TaskLoadError(f"task {self.id!r} (generator.py): no function generate(ctx)")
-            self._generator = module.generate
+            params = getattr(module, "params", None)
+            if params is not None and not callable(params):
+                raise TaskLoadError(f"task {self.id!r} (generator.py): `params` must be a function params(ctx) -> dict")
+            self._generator, self._params_fn = module.generate, params
         return self._generator
+
+    # --- instance parameters ---------------------------------------------------------------------
+    def _draw_params(self, seed: int) -> dict:
+        where = f"task {self.id!r} (generator.py params, seed {seed})"
+        try:
+            drawn = self._params_fn(ParamContext(self.id, seed, self.config))
+        except AttributeError as exc:
+            raise TaskLoadError(f"{where}: {exc}") from None
+        except Exception as exc:
+            raise TaskLoadError(f"{where}: params(ctx) raised {type(exc).__name__}: {exc}") from exc
+        if not isinstance(drawn, dict) or not drawn:
+            raise TaskLoadError(f"{where}: params(ctx) must return a non-empty dict of name -> value, got {type(drawn).__name__}")
+        for name, value in drawn.items():
+            if not isinstance(name, str) or not PARAM_NAME.match(name):
+                raise TaskLoadError(f"{where}: parameter name {name!r} is not a Python identifier")
+            try:
+                same = json.loads(json.dumps(value, allow_nan=False)) == value
+            except (TypeError, ValueError):
+                same = False
+            if not same:
+                raise TaskLoadError(f"{where}: parameter {name!r} = {value!r} is not a JSON value (str, int, float, bool, "
+                                    "None, or lists and dicts of them, with string keys and no tuples)")
+        return drawn
+
+    def params_for(self, seed: int) -> dict:
+        """The instance parameters of `seed` (the same at every scale); {} for a task without parameters."""
+        self.generator  # noqa: B018 - loads params(ctx)
+        if self._params_fn is None:
+            return {}
+        seed = int(seed)
+        if seed not in self._params_cache:
+            drawn = self._draw_params(seed)
+            if self.param_names and tuple(drawn) != self.param_names:
+                raise TaskLoadError(f"task {self.id!r} (generator.py params): seed {seed} drew the parameters "
+                                    f"{sorted(drawn)}, seed 0 drew {sorted(self.param_names)}: every seed must draw the same names")
+            again = self._draw_params(seed)
+            changed = sorted(k for k in drawn if again.get(k) != drawn[k])
+            if changed:
+                raise TaskLoadError(f"task {self.id!r} (generator.py params): not deterministic: parameter(s) {changed} came out "
+                                    f"differently for the same seed {seed}; draw only from ctx.rng")
+            self._params_cache[seed] = drawn
+        return dict(self._params_cache[seed])
+
+    def _check_params(self) -> tuple[str, ...]:
+        """Load-time checks: placeholders and parameters match one to one, the oracle takes the parameters."""
+        used = prompt_placeholders(self.prompt)
+        bad = [u for u in used if not PARAM_NAME.match(u)]
+        if bad:
+            raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder {{{bad[0]}}} is not a parameter name "
+                                "(write literal braces as {{ and }})")
+        self.generator  # noqa: B018
+        if self._params_fn is None:
+            if used:
+                raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder(s) {', '.join('{%s}' % u for u in used)} but "
+                                    "generator.py defines no params(ctx)")
+            return ()
+        self.param_names = ()
+        names = tuple(self._draw_params(0))
+        self.param_names = names
+        self.params_for(0)  # determinism of seed 0
+        missing = [u for u in used if u not in names]
+        if missing:
+            raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder {{{missing[0]}}} names no parameter; "
+                                f"params(ctx) draws {list(names)}")
+        unused = [n for n in names if n not in used]
+        if unused:
+            raise TaskLoadError(f"task {self.id!r} (prompt.md): parameter {unused[0]!r} is never mentioned in the instruction; "
+                                f"write it as {{{unused[0]}}} where the request states it")
+        signature = inspect.signature(self.solve)
+        accepts_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
+        absent = [n for n in names if n not in signature.parameters]
+        if absent and not accepts_all:
+            raise TaskLoadError(f"task {self.id!r} (oracle.py): solve(tools, ...) does not take the parameter(s) {absent}; "
+                                "write solve(tools, " + ", ".join(names) + ")")
+        return names
+
+    def instruction(self, seed_or_params: int | dict = 0) -> str:
+        """The rendered instruction of an instance: `instruction(seed)` or `instruction(params)`."""
+        params = self.params_for(seed_or_params) if isinstance(seed_or_params, int) else seed_or_params
+        missing = [n for n in self.param_names if n not in params]
+        if missing:
+            raise KeyError(f"task {self.id!r}: no value for parameter(s) {missing}")
+        return render_instruction(self.prompt, params)
 
     @property
     def solve(self) -> Callable:
@@ -245,9 +392,19 @@ class Task:
             self._solve = module.solve
         return self._solve
 
-    def oracle(self, tools: Any) -> str:
-        """Run the reference solution against `tools`; returns its final response."""
-        return self.solve(tools)
+    def oracle(self, tools: Any, params: dict | None = None) -> str:
+        """Run the reference solution against `tools`; returns its final response.
+
+        `params`: the instance's parameters; by default those of the environment behind `env.tools`.
+        """
+        if params is None:
+            env = getattr(tools, "_env", None)
+            params = dict(getattr(env, "params", None) or {})
+        missing = [n for n in self.param_names if n not in params]
+        if missing:
+            raise TypeError(f"task {self.id!r} draws parameters {list(self.param_names)}: call oracle(tools, params=env.params) "
+                            f"(missing {missing})")
+        return self.solve(tools, **params)
 
     def tool_schemas(self) -> list[dict]:
         return [spec.openai_schema() for spec in self.env_class.tool_specs.values()]
@@ -271,7 +428,8 @@ class Task:
         # Small pages: a table's fixed cost is one page, so with 4 KB pages the empty tables of a v0
         # database would outweigh its rows and hide the x1/x2/x4/x8 growth of the data.
         con.execute(f"PRAGMA page_size = {DB_PAGE_SIZE}")
-        ctx = GenContext(con, workspace, scale, seed, random.Random(_seed_for(self.id, seed)), self.config)
+        ctx = GenContext(con, workspace, scale, seed, random.Random(_seed_for(self.id, seed)), self.config,
+                         self.params_for(seed))
         try:
             self.generator(ctx)
             con.commit()
@@ -330,6 +488,8 @@ class Task:
             shutil.rmtree(episode, ignore_errors=True)
             raise
         env.scale, env.seed = scale, seed
+        env.params = self.params_for(seed)
+        env.instruction = self.instruction(env.params)
         return env
 
 

@@ -106,7 +106,7 @@ def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
     from datasets import Dataset
 
     rows = [
-        {"prompt": [{"role": "user", "content": task.prompt, "episode": episode_key(task.id, scale, seed)}]}
+        {"prompt": [{"role": "user", "content": task.instruction(seed), "episode": episode_key(task.id, scale, seed)}]}
         for seed in seeds for task in tasks for scale in scales
     ]
     return Dataset.from_list(rows)

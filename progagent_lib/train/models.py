@@ -84,7 +84,7 @@ def pool_corpus(tasks_root: str | Path = "tasks", *, scale: str = "v0", seed: in
     texts: list[str] = [p.read_text() for p in sorted(PROMPTS.glob("*.md"))]
     # strict=False: a task still being written elsewhere must not stop the tokenizer from being built.
     for task in load_pool(tasks_root, strict=False):
-        texts.append(task.prompt)
+        texts.append(task.instruction(seed))
         schemas = task.tool_schemas()
         for harness in HARNESSES.values():
             texts.extend(json.dumps(s) for s in model_tool_schemas(harness, schemas))
@@ -94,7 +94,7 @@ def pool_corpus(tasks_root: str | Path = "tasks", *, scale: str = "v0", seed: in
         except Exception:  # a broken generator only costs us its sample observations
             continue
         try:
-            texts.append(str(task.oracle(_RecordingTools(env, texts))))
+            texts.append(str(task.oracle(_RecordingTools(env, texts), env.params)))
         except Exception:
             pass
         finally:

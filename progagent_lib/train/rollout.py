@@ -187,7 +187,7 @@ class _UnbuiltEpisode:
                                 harness=harness, policy=policy_name, sample=spec.sample)
         mark_errored(trajectory, episode_error(exc, "starting"))
         try:  # the task's instruction, so the trainer gets a prompt as for any episode (its loss is masked)
-            prompt = chat.prompt_ids([{"role": "user", "content": spec.task.prompt}], None)
+            prompt = chat.prompt_ids([{"role": "user", "content": spec.task.instruction(spec.seed)}], None)
         except Exception:  # noqa: BLE001 - no prompt can be rendered: an empty one
             prompt = []
         self.tokens = EpisodeTokens(prompt_ids=list(prompt), trajectory=trajectory)

@@ -79,10 +79,10 @@ class RestockEnv(WorkspaceEnvironment):
         names = {r["id"]: r["name"] for r in self.query("SELECT id, name FROM suppliers")}
         expected = {}
         for p in self.query("SELECT * FROM products WHERE on_hand < reorder_point"):
-            if p["sku"] in facts["discontinued"]:
+            if p["sku"] in facts["discontinued"] or p["category"] == self.params["excluded_category"]:
                 continue
             supplier = p["backup_supplier_id"] if p["preferred_supplier_id"] == facts["suspended_supplier"] else p["preferred_supplier_id"]
-            need = p["target_stock"] - p["on_hand"]
+            need = math.ceil(p["target_stock"] * self.params["target_pct"] / 100) - p["on_hand"]
             quantity = math.ceil(need / packs[supplier]) * packs[supplier]
             expected[p["sku"]] = {"product_id": p["id"], "supplier_id": supplier, "supplier": names[supplier],
                                   "quantity": quantity, "cost": round(quantity * p["unit_cost"], 2)}
@@ -102,11 +102,13 @@ class RestockEnv(WorkspaceEnvironment):
         right_set = set(placed) == set(expected)
         suppliers_ok = all(len(placed.get(s, [])) == 1 and placed[s][0]["supplier_id"] == e["supplier_id"] for s, e in expected.items())
         quantities_ok = all(len(placed.get(s, [])) == 1 and placed[s][0]["quantity"] == e["quantity"] for s, e in expected.items())
-        no_banned = not any(sku in facts["discontinued"] for sku in placed) and not any(
+        excluded = {r["sku"] for r in self.query("SELECT sku FROM products WHERE category = ?", (self.params["excluded_category"],))}
+        no_banned = not any(sku in facts["discontinued"] or sku in excluded for sku in placed) and not any(
             o["supplier_id"] == facts["suspended_supplier"] for o in orders)
 
-        report_ok, report_detail = False, "restock_report.csv not found"
-        path = self.workspace / "restock_report.csv"
+        report_name = self.params["report_name"]
+        report_ok, report_detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text())))
@@ -122,9 +124,9 @@ class RestockEnv(WorkspaceEnvironment):
         total_ok = any(abs(n - total) < 0.01 for n in numbers)
         return [
             Criterion("orders_for_exactly_the_low_stock_products", right_set and single, 2.0, f"{len(placed)} products ordered, {len(expected)} expected"),
-            Criterion("notices_respected", no_banned, 1.0, "no orders for delisted products or with the suspended supplier"),
+            Criterion("notices_respected", no_banned, 1.0, "no orders for delisted or excluded products or with the suspended supplier"),
             Criterion("correct_suppliers", suppliers_ok, 1.0, "preferred supplier, or the backup where the preferred is on hold"),
-            Criterion("quantities_rounded_to_case_packs", quantities_ok, 1.0, "target minus on hand, rounded up to the case pack"),
+            Criterion("quantities_rounded_to_case_packs", quantities_ok, 1.0, "the requested share of target minus on hand, rounded up to the case pack"),
             Criterion("report_written", report_ok, 1.0, report_detail),
             Criterion("total_cost_reported", total_ok, 1.0, f"expected total {total:.2f}"),
         ]

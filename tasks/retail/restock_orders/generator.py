@@ -9,6 +9,18 @@ SUPPLIER_NAMES = ["Northwind", "Blue Harbor", "Keystone", "Maple Ridge", "Cedar 
                   "Fairview", "Westbrook"]
 
 
+REPORT_NAMES = ["restock_report.csv", "purchase_orders.csv", "reorder_list.csv", "stock_orders.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a category left alone, how far above target to fill, and the report's name."""
+    return {
+        "excluded_category": ctx.rng.choice(CATEGORIES),
+        "target_pct": ctx.rng.choice([100, 110, 120, 125, 150]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -48,6 +60,13 @@ def generate(ctx):
         pid, sku, name, cat, _, reorder, target, cost, _, backup = products[idx * 7 + 3]
         backup = backup if backup != suspended else (suspended % n_suppliers) + 1
         products[idx * 7 + 3] = (pid, sku, name, cat, reorder - 3, reorder, target, cost, suspended, backup)
+    # Every category has low-stock products (rows 20..25 of every scale), so whichever category the request
+    # leaves alone changes the orders.
+    for offset, category in enumerate(CATEGORIES):
+        pid, sku, name, _, _, reorder, target, cost, preferred, backup = products[20 + offset]
+        if preferred == suspended:
+            preferred, backup = backup, preferred
+        products[20 + offset] = (pid, sku, name, category, max(0, reorder - 5), reorder, target, cost, preferred, backup)
     db.executemany("INSERT INTO products VALUES (?,?,?,?,?,?,?,?,?,?)", products)
 
     low = [p for p in products if p[4] < p[5] and p[8] != suspended]

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_category, target_pct, report_name) -> str:
     texts = read_files(tools)
     suspended_name, delisted = None, set()
     for path, text in texts.items():
@@ -25,16 +25,16 @@ def solve(tools) -> str:
 
     rows, total = [], 0.0
     for p in products:
-        if p["on_hand"] >= p["reorder_point"] or p["sku"] in delisted:
+        if p["on_hand"] >= p["reorder_point"] or p["sku"] in delisted or p["category"] == excluded_category:
             continue
         chosen = supplier(p["preferred_supplier_id"])
         if chosen["name"] == suspended_name:
             chosen = supplier(p["backup_supplier_id"])
-        need = p["target_stock"] - p["on_hand"]
+        need = math.ceil(p["target_stock"] * target_pct / 100) - p["on_hand"]
         quantity = math.ceil(need / chosen["case_pack"]) * chosen["case_pack"]
         tools.create_purchase_order(product_id=p["id"], supplier_id=chosen["id"], quantity=quantity)
         cost = round(quantity * p["unit_cost"], 2)
         total += cost
         rows.append(f"{p['sku']},{chosen['name']},{quantity},{cost:.2f}")
-    tools.write_file(path="restock_report.csv", content="sku,supplier,quantity,cost\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="sku,supplier,quantity,cost\n" + "\n".join(rows) + "\n")
     return f"I placed {len(rows)} purchase orders. The total cost of all the orders is {total:.2f}."
