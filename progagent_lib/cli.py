@@ -16,6 +16,7 @@ COMMAND_MODULES = [
     "progagent_lib.engine.cli",      # engine serve (vLLM as a server process)
     "progagent_lib.synthesis.cli",   # synth | audit | filter | export | import
     "progagent_lib.analysis.cli",    # reproduce
+    "progagent_lib.analysis.memorization",  # memorization (the fixed-replay baseline over the pool)
 ]
 
 

@@ -9,7 +9,7 @@ from progagent_lib.policy.oracle import inspection_program, oracle_program
 
 def test_oracle_program_inlines_the_kit_and_compiles(restock_task):
     code = oracle_program(restock_task)
-    assert "progagent_lib" not in code and "def read_all(" in code and "def solve(tools)" in code
+    assert "progagent_lib" not in code and "def read_all(" in code and "def solve(tools, excluded_category, target_pct, report_name)" in code
     assert '"""' not in code and "Reference solution" not in code and "page loop" not in code  # no docstrings
     namespace = {}
     exec(compile(code, "oracle", "exec"), namespace)  # defines only; the kernel runs it the same way

@@ -3,6 +3,7 @@ import json
 import os
 import shutil
 import subprocess
+import tomllib
 import sys
 from pathlib import Path
 
@@ -41,7 +42,10 @@ class ScriptedConstructor:
         self.requests.append(messages)
         prompt = messages[-1]["content"]
         if "Answer with a JSON list" in prompt:
-            return json.dumps(["Restock the shop shelves", "Restock after a supplier dispute"])
+            pct = {"name": "target_pct", "values": [100, 110, 120, 150], "changes": "how far above target to fill"}
+            return json.dumps([{"request": "Restock the shop shelves", "parameters": [pct]},
+                               {"request": "Restock after a supplier dispute", "parameters": [
+                                   pct, {"name": "report_name", "values": ["a.csv", "b.csv", "c.csv", "d.csv"]}]}])
         task_id = next(line.split(": ", 1)[1] for line in messages[0]["content"].splitlines() if line.startswith("Task id to use:"))
         if "supplier_dispute" in task_id and len(messages) == 1:
             return answer_from(EXAMPLE, task_id, lambda s: s.replace(
@@ -61,8 +65,30 @@ def test_pipeline_certifies_a_task_and_repairs_a_broken_one(tmp_path, monkeypatc
     repair_prompt = constructor.requests[-1][-1]["content"]
     assert "quantities_rounded_to_case_packs" in repair_prompt and "create_purchase_order" in repair_prompt
     assert load_task(second.output).id == "retail/restock_after_a_supplier_dispute"
+    # Stage I's proposed parameters reach construction and the report
+    assert "target_pct: values [100, 110, 120, 150]" in constructor.requests[1][0]["content"]
+    assert second.parameters[1]["name"] == "report_name"
     report = json.loads((tmp_path / "staging" / "synth_report.json").read_text())
     assert [c["certified"] for c in report] == [True, True]
+
+
+def test_a_candidate_without_parameters_is_sent_back(tmp_path, monkeypatch):
+    """One fixed program passes every instance of a task without parameters: synthesis asks for them."""
+    monkeypatch.setenv("PROGAGENT_CACHE", str(tmp_path / "cache"))
+    from progagent_lib.synthesis.pipeline import construct_task
+    from test_task_format import GOOD_ENV
+
+    class Unparametrised:
+        def complete(self, messages):
+            files = {"task.toml": 'id = "tmp/fixed"\ndomain = "tmp"\ntitle = "A fixed request"\n', "prompt.md": "Count the rows.\n",
+                     "generator.py": "def generate(ctx):\n    ctx.db.execute('CREATE TABLE t (v)')\n",
+                     "environment.py": GOOD_ENV, "oracle.py": "def solve(tools):\n    return str(tools.count())\n"}
+            return "".join(f"=== FILE: {n} ===\n{t}" for n, t in files.items())
+
+    candidate = construct_task(Unparametrised(), "tmp", "rows", "Count the rows", "tmp/fixed",
+                               tmp_path / "staging", tmp_path / "pool", EXAMPLE, max_repairs=0, scales=("v0",), seeds=(0,))
+    assert not candidate.certified
+    assert any("defines no params(ctx), so one fixed program passes every instance" in p for p in candidate.attempts[0].problems)
 
 
 def test_parse_files_strips_fences():
@@ -77,9 +103,16 @@ def run_script(script: Path, app: Path, logs: Path) -> subprocess.CompletedProce
 
 
 def test_harbor_export_scores_oracle_end_state_1_and_empty_run_0(tmp_path, restock_task):
-    folder = export_harbor(restock_task, tmp_path / "harbor", scales=["v1"])[0]
+    seed = next(s for s in range(1, 50) if restock_task.params_for(s) != restock_task.params_for(0))
+    folder = export_harbor(restock_task, tmp_path / "harbor", scales=["v1"], seed=seed)[0]
     for required in ("task.toml", "instruction.md", "environment/Dockerfile", "tests/test.sh", "solution/solve.sh"):
         assert (folder / required).is_file(), required
+    # One instance: its rendered instruction and its parameters travel (the verifier and the solution read them).
+    params = restock_task.params_for(seed)
+    instruction = (folder / "instruction.md").read_text()
+    assert restock_task.instruction(seed) in instruction and "{" not in instruction.split("---")[0]
+    assert json.loads((folder / "environment/app/task/params.json").read_text()) == params
+    assert json.loads(tomllib.loads((folder / "task.toml").read_text())["metadata"]["params"]) == params
     con_tables = subprocess.run([sys.executable, "-c", (
         "import sqlite3,sys; print([r[0] for r in sqlite3.connect(sys.argv[1]).execute("
         "\"select name from sqlite_master where type='table'\")])"), str(folder / "environment/app/state/data.db")],

@@ -8,7 +8,7 @@ import pytest
 
 from progagent_lib import Criterion, Environment, ToolError, VerifyResult, load_pool, load_task, paginate, tool
 from progagent_lib.task import GenerationError, TaskLoadError, VerifierError, state_fingerprint
-from progagent_lib.task.certify import certify_paths
+from progagent_lib.task.certify import certify_paths, certify_task
 from progagent_lib.task.tools import ToolDefinitionError, build_spec
 
 
@@ -208,6 +208,78 @@ def test_bad_task_folders_name_the_task_the_file_and_the_problem(tmp_path, monke
     with pytest.raises(VerifierError, match=r"tmp/verifier_raises.*environment.py.*KeyError"):
         env.verify("1")
     env.close()
+
+
+PARAM_GENERATOR = textwrap.dedent('''
+    def params(ctx):
+        return {"limit": ctx.rng.choice([1, 2, 3, 4, 5]), "label": ctx.rng.choice(["a", "b", "c", "d"])}
+
+    def generate(ctx):
+        ctx.db.execute("CREATE TABLE t (v)")
+        ctx.db.executemany("INSERT INTO t VALUES (?)", [(i,) for i in range(ctx.params["limit"])])
+''')
+PARAM_PROMPT = "Count at most {limit} rows and call the result {label}. Braces stay: {{not a placeholder}}."
+PARAM_ORACLE = "def solve(tools, limit, label):\n    return f'{label}={tools.count()}'\n"
+
+
+def test_instance_parameters_render_and_reach_the_environment_and_the_oracle(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROGAGENT_CACHE", str(tmp_path / "cache"))
+    env_code = GOOD_ENV.replace('return [Criterion("said", final_response == "1")]',
+                                'return [Criterion("said", final_response == f"{self.params[\'label\']}={self.params[\'limit\']}")]')
+    task = load_task(write_task(tmp_path, "param", **{"generator.py": PARAM_GENERATOR, "prompt.md": PARAM_PROMPT,
+                                                      "oracle.py": PARAM_ORACLE, "environment.py": env_code}))
+    assert task.parametrised and task.param_names == ("limit", "label")
+    draws = [task.params_for(seed) for seed in range(8)]
+    assert len({json.dumps(d, sort_keys=True) for d in draws}) > 1, "different seeds draw different parameters"
+    assert task.params_for(3) == task.params_for(3)
+    env = task.instantiate("v2", 3)
+    try:
+        assert env.params == draws[3]
+        assert env.instruction == (f"Count at most {draws[3]['limit']} rows and call the result {draws[3]['label']}. "
+                                   "Braces stay: {not a placeholder}.")
+        assert env.verify(task.oracle(env.tools)).reward == 1.0       # the oracle takes env.params by default
+        other = next(d for d in draws if d != draws[3])
+        assert env.verify(task.oracle(env.tools, other)).reward == 0.0
+    finally:
+        env.close()
+    # the same parameters at every scale
+    for scale in ("v0", "v3"):
+        other_scale = task.instantiate(scale, 3)
+        assert other_scale.params == draws[3]
+        other_scale.close()
+
+
+def test_bad_instance_parameters_are_refused_naming_the_task_and_the_parameter(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROGAGENT_CACHE", str(tmp_path / "cache"))
+    base = {"generator.py": PARAM_GENERATOR, "prompt.md": PARAM_PROMPT, "oracle.py": PARAM_ORACLE}
+
+    def load(name, **changes):
+        return load_task(write_task(tmp_path, name, **{**base, **changes}))
+
+    load("fine")
+    with pytest.raises(TaskLoadError, match=r"tmp/unknown_placeholder.*prompt.md.*\{region\} names no parameter"):
+        load("unknown_placeholder", **{"prompt.md": PARAM_PROMPT + " Skip {region}."})
+    with pytest.raises(TaskLoadError, match=r"tmp/unmentioned.*prompt.md.*parameter 'label' is never mentioned"):
+        load("unmentioned", **{"prompt.md": "Count at most {limit} rows."})
+    with pytest.raises(TaskLoadError, match=r"tmp/no_params.*placeholder\(s\) \{limit\}.*defines no params"):
+        load("no_params", **{"generator.py": "def generate(ctx):\n    pass\n", "prompt.md": "Count {limit}."})
+    with pytest.raises(TaskLoadError, match=r"tmp/by_scale.*must not depend on the scale.*ctx.scale"):
+        load("by_scale", **{"generator.py": PARAM_GENERATOR.replace('ctx.rng.choice([1, 2, 3, 4, 5])',
+                                                                     '{"v0": 1}.get(ctx.scale, 2)')})
+    with pytest.raises(TaskLoadError, match=r"tmp/clock.*not deterministic.*\['limit'\]"):
+        load("clock", **{"generator.py": "import time\n" + PARAM_GENERATOR.replace(
+            'ctx.rng.choice([1, 2, 3, 4, 5])', 'time.perf_counter_ns()')})
+    with pytest.raises(TaskLoadError, match=r"tmp/not_json.*parameter 'label'.*is not a JSON value"):
+        load("not_json", **{"generator.py": PARAM_GENERATOR.replace('ctx.rng.choice(["a", "b", "c", "d"])', '("a", "b")')})
+    with pytest.raises(TaskLoadError, match=r"tmp/oracle_without.*oracle.py.*does not take the parameter\(s\) \['limit', 'label'\]"):
+        load("oracle_without", **{"oracle.py": "def solve(tools):\n    return ''\n"})
+    with pytest.raises(TaskLoadError, match=r"tmp/bad_name.*placeholder \{1x\} is not a parameter name"):
+        load("bad_name", **{"prompt.md": PARAM_PROMPT + " {1x}"})
+    # certification: a task whose other draws pass with one fixed program is caught
+    fixed_env = GOOD_ENV.replace('return [Criterion("said", final_response == "1")]', 'return [Criterion("said", True)]')
+    report = certify_task(load("one_program", **{"environment.py": fixed_env}), scales=["v0"], seeds=[0])
+    assert [c.passed for c in report.checks if c.name == "one_program_cannot_pass_all"] == [False] * 4
+    assert {c.name: c.passed for c in report.checks}["param_values_ge_4"]
 
 
 def test_certify_reports_broken_tasks_and_goes_on(tmp_path, monkeypatch):

@@ -15,6 +15,7 @@ whether task tools are direct calls) is data in `spec.py`, applied by `Session`.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import time
 from dataclasses import dataclass, replace
@@ -309,7 +310,7 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                       tokenizer=tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None))
     agent = None
     try:
-        agent = policy.start_episode(task, episode.env.params) if hasattr(policy, "start_episode") else policy
+        agent = start_agent(policy, task, episode.env.params)
         while not episode.finished:
             try:
                 turn = agent.act(episode.messages, episode.tools)
@@ -327,6 +328,18 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
         if agent is not None and agent is not policy and hasattr(agent, "close"):  # a per-episode player
             agent.close()
         episode.close()
+
+
+def start_agent(policy: Any, task: "Task", params: dict) -> Any:
+    """The per-episode player of `policy`: `start_episode(task, params)`, or `start_episode(task)` for a policy written
+    before tasks had instance parameters (it reads the instruction from the messages), or the policy itself."""
+    if not hasattr(policy, "start_episode"):
+        return policy
+    try:
+        takes_params = len(inspect.signature(policy.start_episode).parameters) >= 2
+    except (TypeError, ValueError):
+        takes_params = True
+    return policy.start_episode(task, params) if takes_params else policy.start_episode(task)
 
 
 def _assistant_message(turn: Any, calls: list[ToolCall]) -> dict:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from .base import Policy, PolicyError, PolicyTurn, policy_name
+from .memorize import MemorizationPolicy
 from .oracle import OracleTeacher
 from .replay import ReplayPolicy
 
@@ -20,4 +21,4 @@ def __getattr__(name: str):
     raise AttributeError(name)
 
 
-__all__ = ["Policy", "PolicyError", "PolicyTurn", "policy_name", "OracleTeacher", "ReplayPolicy", "HFPolicy", "OpenAIPolicy", "make_policy"]
+__all__ = ["Policy", "PolicyError", "PolicyTurn", "policy_name", "OracleTeacher", "MemorizationPolicy", "ReplayPolicy", "HFPolicy", "OpenAIPolicy", "make_policy"]

@@ -5,11 +5,12 @@ from typing import Any
 
 from .oracle import OracleTeacher
 
-SPEC_HELP = "oracle | hf:NAME_PATH_GGUF_OR_HUB_ID (e.g. hf:smollm2) | openai:BASE_URL#MODEL | replay:FILE"
+SPEC_HELP = ("oracle | memorize[:TRAIN_SEED] | hf:NAME_PATH_GGUF_OR_HUB_ID (e.g. hf:smollm2) | openai:BASE_URL#MODEL | "
+             "replay:FILE")
 
 
 def make_policy(spec: str, harness: str, **kwargs: Any):
-    """`make_policy("oracle" | "hf:SOURCE" | "openai:URL#model" | "replay:FILE", harness)`.
+    """`make_policy("oracle" | "memorize[:SEED]" | "hf:SOURCE" | "openai:URL#model" | "replay:FILE", harness)`.
 
     `hf:SOURCE` is anything `train.models.load_model` takes: a registered name (`hf:smollm2`), a GGUF file,
     a saved model folder or a hub id (org/name).
@@ -19,6 +20,11 @@ def make_policy(spec: str, harness: str, **kwargs: Any):
     kind, _, rest = spec.partition(":")
     if kind == "oracle" and not rest:
         return OracleTeacher(harness, **kwargs)
+    if kind == "memorize":  # the teacher's turns of one training instance replayed on every instance (v0)
+        from .memorize import MemorizationPolicy
+        if rest and not rest.lstrip("-").isdigit():
+            raise ValueError(f"policy {spec!r}: write memorize or memorize:TRAIN_SEED, e.g. memorize:0")
+        return MemorizationPolicy(harness, train_seed=int(rest or 0), **kwargs)
     if kind == "hf" and rest:
         from .hf import HFPolicy
         return HFPolicy(rest, **kwargs)

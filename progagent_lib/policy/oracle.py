@@ -63,7 +63,9 @@ class _OracleEpisode:
     def __init__(self, task, harness: str, params: dict | None = None):
         self.task = task
         self.harness = harness
-        self.params = dict(params) if params is not None else task.params_for(0) if task.parametrised else {}
+        if params is None:  # played outside an episode: the first instance's parameters
+            params = task.params_for(0) if getattr(task, "parametrised", False) else {}
+        self.params = dict(params)
         self.specs = task.env_class.tool_specs
         self.step = 0
         self.observed: Any = None  # the harness's Observation of our last call, when the episode hands it over
@@ -177,7 +179,8 @@ class DirectOracleEpisode(_OracleEpisode):
 
     def _run_oracle(self) -> None:
         try:
-            answer = self.task.oracle(_QueueTools(self.specs, self._proxy_call), self.params)
+            tools = _QueueTools(self.specs, self._proxy_call)
+            answer = self.task.oracle(tools, self.params) if self.params else self.task.oracle(tools)
             self.requests.put(("done", answer))
         except _Stopped:
             pass

@@ -3,6 +3,9 @@
 Harbor (one task folder per scale):
     task.toml, instruction.md, environment/Dockerfile (+ app/: state, workspace, tools CLI, task code),
     tests/test.sh (writes the reward to /logs/verifier/reward.txt), solution/solve.sh
+A parametrised task is exported as one instance (the seed's parameters): instruction.md is its rendered
+instruction, app/task/params.json its parameters (read by the tools CLI, the verifier and the solution),
+and task.toml's [metadata] carries them as JSON.
 The agent's image never holds the verifier-only tables (names starting with "_"): they travel in
 tests/hidden_facts.sql, which Harbor copies in only when it verifies.
 
@@ -10,9 +13,12 @@ Authors' layout (our reading of their release: one folder per scale):
     <task>/v0..v3/{data.py, env.py, prompt.md, task_verification.py}
 data.py embeds the generator pinned to its scale, env.py is the environment module, and
 task_verification.py embeds the oracle and the task's metadata; `import_authors` rebuilds the native folder.
+prompt.md keeps the `{name}` placeholders of a parametrised task; `python data.py OUT SEED` also writes the
+instance's params.json and rendered instruction.md, and `verify(env)` runs the oracle with `env.params`.
 """
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 import textwrap
@@ -86,6 +92,8 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
         hidden_sql = _split_hidden_tables(app / "state" / "data.db")
         (app / "task").mkdir()
         shutil.copy2(task.root / "environment.py", app / "task" / "environment.py")
+        params = task.params_for(seed)
+        (app / "task" / "params.json").write_text(json.dumps(params, sort_keys=True) + "\n")
         _copy_task_library(app / "lib")
         (app / "bin").mkdir()
         (app / "bin" / "tools").write_text(
@@ -98,7 +106,7 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
             ENV APP_DIR=/app PATH=/app/bin:$PATH
             WORKDIR /app/workspace
             """))
-        (folder / "instruction.md").write_text(task.prompt + INSTRUCTION_APPENDIX)
+        (folder / "instruction.md").write_text(task.instruction(params) + INSTRUCTION_APPENDIX)
         limits = task.limits
         (folder / "task.toml").write_text(textwrap.dedent(f"""\
             version = "1.0"
@@ -110,6 +118,7 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
             progagent_task = "{task.id}"
             scale = "{scale}"
             seed = {seed}
+            params = {json.dumps(json.dumps(params, sort_keys=True))}
             title = {task.title!r}
 
             [verifier]
@@ -188,13 +197,18 @@ def export_authors(task: Task, out_root: str | Path) -> Path:
             if __name__ == "__main__":
                 import random, sqlite3, sys, tomllib
                 from pathlib import Path
-                from progagent_lib.task.task import GenContext, _seed_for
+                import json
+                from progagent_lib.task.task import GenContext, ParamContext, _seed_for, render_instruction
                 from task_verification import TASK_TOML
                 out, seed = Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0
                 config = tomllib.loads(TASK_TOML)
+                params = params(ParamContext(config["id"], seed, config)) if "params" in globals() else {}
                 (out / "workspace").mkdir(parents=True)
+                (out / "params.json").write_text(json.dumps(params, sort_keys=True))
+                (out / "instruction.md").write_text(render_instruction((Path(__file__).parent / "prompt.md").read_text(), params))
                 con = sqlite3.connect(out / "data.db")
-                generate(GenContext(con, out / "workspace", SCALE, seed, random.Random(_seed_for(config["id"], seed)), config))
+                generate(GenContext(con, out / "workspace", SCALE, seed, random.Random(_seed_for(config["id"], seed)), config,
+                                    params))
                 con.commit()
             """))
         (target / "task_verification.py").write_text(
@@ -202,8 +216,9 @@ def export_authors(task: Task, out_root: str | Path) -> Path:
             f"TASK_TOML = {toml_text!r}\n\n" + _embed("oracle", oracle) + textwrap.dedent("""
 
             def verify(env):
-                \"\"\"Run the oracle against env's tools and submit its answer; returns (reward, info).\"\"\"
-                return env.step({"name": "claim_done", "arguments": {"action": solve(env.tools)}})
+                \"\"\"Run the oracle against env's tools (with the instance's env.params) and submit its answer.\"\"\"
+                answer = solve(env.tools, **(getattr(env, "params", None) or {}))
+                return env.step({"name": "claim_done", "arguments": {"action": answer}})
             """))
     return folder
 

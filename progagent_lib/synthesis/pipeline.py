@@ -23,6 +23,20 @@ _FILE_HEADER = re.compile(r"^=== FILE: (\S+) ===\s*$", re.MULTILINE)
 
 
 @dataclass
+class Intent:
+    """A Stage I request template and the instance parameters proposed for it (name, values, what changes)."""
+
+    request: str
+    parameters: list[dict] = field(default_factory=list)
+
+    def describe_parameters(self) -> str:
+        if not self.parameters:
+            return "(none proposed: choose two or three that change the correct work, with four or more values each)"
+        return "\n".join(f"- {p.get('name')}: values {json.dumps(p.get('values'))}; {p.get('changes', '')}".rstrip("; ")
+                         for p in self.parameters)
+
+
+@dataclass
 class Attempt:
     round: int
     passed: bool
@@ -34,6 +48,7 @@ class Candidate:
     task_id: str
     intent: str
     staging: str
+    parameters: list[dict] = field(default_factory=list)  # what Stage I proposed
     certified: bool = False
     attempts: list[Attempt] = field(default_factory=list)
     output: str | None = None
@@ -58,16 +73,31 @@ def parse_files(text: str) -> dict[str, str]:
     return files
 
 
-def propose_intents(constructor: Constructor, domain: str, subcategory: str, n: int, prompts_dir=None) -> list[str]:
+def _intent(item) -> Intent | None:
+    if isinstance(item, str):  # a request without proposed parameters: construction is asked to choose them
+        return Intent(item)
+    if not isinstance(item, dict) or not isinstance(item.get("request"), str):
+        return None
+    parameters = item.get("parameters") or []
+    if not isinstance(parameters, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                                                   and isinstance(p.get("values"), list) for p in parameters):
+        return None
+    return Intent(item["request"], parameters)
+
+
+def propose_intents(constructor: Constructor, domain: str, subcategory: str, n: int, prompts_dir=None) -> list[Intent]:
+    """Stage I: request templates, each with the instance parameters it proposes and their values."""
     prompt = load_prompt("intents.md", prompts_dir).format(domain=domain, subcategory=subcategory, n=n)
     answer = constructor.complete([{"role": "user", "content": prompt}])
     match = re.search(r"\[.*\]", answer, re.DOTALL)
     try:
-        intents = json.loads(match.group(0)) if match else None
+        items = json.loads(match.group(0)) if match else None
     except json.JSONDecodeError:
-        intents = None
-    if not isinstance(intents, list) or not all(isinstance(i, str) for i in intents):
-        raise ConstructorError(f"Stage I answer is not a JSON list of strings: {answer[:200]!r}")
+        items = None
+    intents = [_intent(i) for i in items] if isinstance(items, list) else [None]
+    if None in intents:
+        raise ConstructorError('Stage I answer is not a JSON list of {"request": ..., "parameters": [{"name", "values", '
+                               f'"changes"}}]}} objects: {answer[:200]!r}')
     return intents[:n]
 
 
@@ -100,14 +130,19 @@ def _example_task(root: Path) -> str:
     return "\n".join(f"=== FILE: {name} ===\n{(root / name).read_text()}" for name in REQUIRED_FILES)
 
 
-def construct_task(constructor: Constructor, domain: str, subcategory: str, intent: str, task_id: str,
+def construct_task(constructor: Constructor, domain: str, subcategory: str, intent: Intent | str, task_id: str,
                    staging_root: Path, out_root: Path, example: Path, max_repairs: int = 3,
-                   scales=SCALES, seeds=(0, 1), prompts_dir=None) -> Candidate:
-    """Build one candidate, certify it, repair it until it passes or the rounds run out."""
+                   scales=SCALES, seeds=(0, 1), prompts_dir=None, require_parameters: bool = True) -> Candidate:
+    """Build one candidate, certify it, repair it until it passes or the rounds run out.
+
+    With `require_parameters` a candidate that draws no instance parameters is sent back for repair like any
+    other failure: one fixed program would pass all of its instances."""
+    intent = intent if isinstance(intent, Intent) else Intent(intent)
     staging = staging_root / task_id
-    candidate = Candidate(task_id, intent, str(staging))
+    candidate = Candidate(task_id, intent.request, str(staging), parameters=intent.parameters)
     messages = [{"role": "user", "content": load_prompt("construct.md", prompts_dir).format(
-        domain=domain, subcategory=subcategory, intent=intent, task_id=task_id, example=_example_task(example))}]
+        domain=domain, subcategory=subcategory, intent=intent.request, task_id=task_id,
+        parameters=intent.describe_parameters(), example=_example_task(example))}]
     for round_ in range(max_repairs + 1):
         answer = constructor.complete(messages)
         messages.append({"role": "assistant", "content": answer})
@@ -126,11 +161,14 @@ def construct_task(constructor: Constructor, domain: str, subcategory: str, inte
             task = load_task(staging)
             report = certify_task(task, scales, seeds)
             problems = [f"{c.scale}/{c.seed} {c.name}: {c.detail}" for c in report.failures()]
+            if require_parameters and not task.parametrised:
+                problems.append("all/- params: generator.py defines no params(ctx), so one fixed program passes every "
+                                "instance; draw the request's parameters and name them in prompt.md as {name}")
             failed = report.failures()
             if failed:
                 trace_scale, trace_seed = failed[0].scale if failed[0].scale in SCALES else trace_scale, failed[0].seed or 0
             trace = oracle_trace(task, trace_scale, trace_seed) if problems else ""
-            report_text = _report_text(report)
+            report_text = _report_text(report) + ("\n- " + problems[-1] if require_parameters and not task.parametrised else "")
         except Exception as exc:  # a candidate that does not even load is repaired like any other
             problems = [f"{type(exc).__name__}: {exc}"]
             report_text, trace = problems[0], "(the task did not load, so the oracle did not run)"
@@ -162,7 +200,7 @@ def synthesize(constructor: Constructor, domain: str, subcategory: str, n_intent
     intents = propose_intents(constructor, domain, subcategory, n_intents, prompts_dir)
     candidates = []
     for intent in tqdm(intents, desc=f"synth {domain}", unit="task", disable=not progress):
-        task_id = f"{slugify(domain)}/{slugify(intent)}"
+        task_id = f"{slugify(domain)}/{slugify(intent.request)}"
         candidates.append(construct_task(constructor, domain, subcategory, intent, task_id, staging_root, out_root,
                                          Path(example), max_repairs, scales, seeds, prompts_dir))
     staging_root.mkdir(parents=True, exist_ok=True)

@@ -39,6 +39,8 @@ def main() -> int:
     cls = next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Environment)
                and v.__module__ == module.__name__)
     env = cls(db, APP / "workspace")
+    params = APP / "task" / "params.json"  # the instance's parameters, for a parametrised task
+    env.params = json.loads(params.read_text()) if params.is_file() else {}
     answer_file = APP / "final_response.md"
     answer = answer_file.read_text() if answer_file.is_file() else ""
     result = env.verify(answer)

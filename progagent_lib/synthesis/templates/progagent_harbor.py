@@ -23,7 +23,10 @@ def load_env():
     spec.loader.exec_module(module)
     cls = next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Environment)
                and v.__module__ == module.__name__)
-    return cls(APP / "state" / "data.db", APP / "workspace")
+    env = cls(APP / "state" / "data.db", APP / "workspace")
+    params = APP / "task" / "params.json"  # the instance's parameters, for a parametrised task
+    env.params = json.loads(params.read_text()) if params.is_file() else {}
+    return env
 
 
 def main(argv):
