@@ -34,7 +34,7 @@ def oracle_program(task) -> str:
     kit = (REPO / "progagent_lib" / "task" / "oracle_kit.py").read_text()
     program, replaced = re.subn(r"^from progagent_lib\.task\.oracle_kit import .*$", lambda _: kit, source, flags=re.M)
     assert replaced == 1
-    return program + "\n\nanswer = solve(tools)\nprint(answer)\n"
+    return program + f"\n\nanswer = solve(tools, **{task.params_for(0)!r})\nprint(answer)\n"  # the server's seed 0
 
 
 def text(result) -> str:
@@ -161,7 +161,7 @@ def test_dtc_episode_with_direct_task_tool_calls_reaches_reward_1(restock_task):
         assert is_error and "page" in message
 
         tools = _MCPTools(server)
-        answer = restock_task.oracle(tools)
+        answer = restock_task.oracle(tools, restock_task.params_for(0))
         verdict, is_error = server.call("claim_done", {"action": answer})
         assert not is_error and verdict["reward"] == 1.0, verdict
         assert tools.calls > 10
@@ -203,7 +203,7 @@ def test_build_server_in_process_hybrid_offers_programs_and_direct_tools(restock
 
         names, supplier, missing, instructions = anyio.run(main)
     # the client is told the task (and the harness's system prompt) when it connects
-    assert restock_task.prompt in instructions
+    assert restock_task.instruction(0) in instructions
     assert names == [s["function"]["name"] for s in server.session.tool_schemas()]
     assert {"programmatic_tool_call", "get_supplier", "terminal", "claim_done"} <= set(names)
     assert not supplier.is_error and supplier.structured_content["id"] == 1

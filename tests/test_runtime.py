@@ -137,7 +137,7 @@ def test_oracle_run_inside_the_kernel_solves_the_task(restock_task, repo):
     oracle = (restock_task.root / "oracle.py").read_text().replace("from progagent_lib.task.oracle_kit import read_all, read_files", "")
     try:
         with PTCRuntime(env) as runtime:
-            result = runtime.execute(kit + "\n" + oracle + "\nanswer = solve(tools)\nprint(answer)", timeout=60)
+            result = runtime.execute(kit + "\n" + oracle + f"\nanswer = solve(tools, **{env.params!r})\nprint(answer)", timeout=60)
             assert result.error is None, result.observation
             assert len(result.tool_calls) > 5
         assert env.verify(result.output.strip()).reward == 1

@@ -173,6 +173,7 @@ def test_difficulty_filter_keeps_only_tasks_in_range(tmp_path, restock_task):
     mixed = difficulty_filter([restock_task], lambda harness: SometimesGivesUp(), tmp_path / "b.jsonl", k=2,
                               scales=("v0",), progress=False)
     assert mixed.pass_rates["pass_rate"].to_list() == [0.5] and mixed.kept == [restock_task.id]
+    assert json.loads(mixed.pass_rates["params"][0]) == restock_task.params_for(0)  # the instance the rollouts played
 
 
 def test_audit_checks_scales_and_runs_an_independent_solver(restock_task):

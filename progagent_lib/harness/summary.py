@@ -1,6 +1,7 @@
 """Tables over trajectories (polars), shared by `progagent run` and the notebooks."""
 from __future__ import annotations
 
+import json
 from math import comb
 from typing import Iterable
 
@@ -25,7 +26,7 @@ def trajectories_frame(trajectories: Iterable[Trajectory]) -> pl.DataFrame:
     """One row per episode with its verdict and metrics."""
     rows = [{
         "task_id": t.task_id, "scale": t.scale, "seed": t.seed, "harness": t.harness, "policy": t.policy,
-        "sample": t.sample, "reward": t.reward, "score": t.score, "end_reason": t.end_reason,
+        "sample": t.sample, "params": json.dumps(getattr(t, "params", None) or {}, sort_keys=True), "reward": t.reward, "score": t.score, "end_reason": t.end_reason,
         "errored": is_infra_error(t), "turns": t.turns,
         "tool_output_tokens": t.tool_output_tokens, "context_tokens": t.context_tokens, "tool_calls": t.tool_calls,
         "model_tool_calls": t.model_tool_calls, "runtime_errors": t.runtime_errors, "malformed_calls": t.malformed_calls,

@@ -17,7 +17,7 @@ from ..task import SCALES
 
 @dataclass
 class FilterResult:
-    pass_rates: pl.DataFrame    # task_id, scale, episodes, errored, pass_rate (over the episodes that did not error)
+    pass_rates: pl.DataFrame    # task_id, scale, params (the instance's, JSON), episodes, errored, pass_rate (scored episodes)
     decisions: pl.DataFrame     # task_id, keep, reason
     kept: list[str]
 
@@ -36,9 +36,10 @@ def difficulty_filter(tasks: Sequence[Any], policy: str | Any, out: str | Path, 
 
     result = run_batch(tasks, scales, [harness], policy, out, seeds=(seed,), samples=k, workers=workers, progress=progress)
     frame = trajectories_frame(result.trajectories)
-    rates_schema = {"task_id": pl.String, "scale": pl.String, "episodes": pl.UInt32, "errored": pl.Int64, "pass_rate": pl.Float64}
+    rates_schema = {"task_id": pl.String, "scale": pl.String, "params": pl.String, "episodes": pl.UInt32, "errored": pl.Int64,
+                    "pass_rate": pl.Float64}
     rates = pl.DataFrame(schema=rates_schema) if frame.is_empty() else with_errored(frame).group_by(["task_id", "scale"]).agg(
-        pl.len().alias("episodes"), pl.col("errored").sum().cast(pl.Int64).alias("errored"),
+        pl.col("params").first(), pl.len().alias("episodes"), pl.col("errored").sum().cast(pl.Int64).alias("errored"),
         (pl.col("reward") >= 1.0).filter(~pl.col("errored")).mean().alias("pass_rate")).sort(["task_id", "scale"])
     decisions = []
     for task in tasks:

@@ -80,10 +80,12 @@ class RefundApprovalEnv(WorkspaceEnvironment):
             days = (date.fromisoformat(r["requested_on"]) - date.fromisoformat(r["delivered_on"])).days
             left = round(r["total"] - issued.get(r["oid"], 0), 2)
             amount = round(min(r["amount"], left), 2)
+            if r["reason"] == "changed_mind":
+                amount = round(amount - self.params["restocking_fee"], 2)  # flat restocking fee
             auto = f["auto_limit"] * (2 if r["loyalty_tier"] == "gold" else 1)
             if r["cid"] in f["held"]:
                 out[r["id"]] = ("hold", 0.0)
-            elif days > (f["warranty"] if r["reason"] == "defective" else f["window"]) or amount <= 0:
+            elif days > (f["warranty"] if r["reason"] == "defective" else f["window"] + self.params["grace_days"]) or amount <= 0:
                 out[r["id"]] = ("decline", 0.0)
             elif amount <= auto:
                 out[r["id"]] = ("approve", amount)
@@ -98,8 +100,8 @@ class RefundApprovalEnv(WorkspaceEnvironment):
         approvals_ok = all(abs(got[k][1] - v[1]) < 0.005 for k, v in expected.items() if v[0] == "approve") and codes_ok
         holds_ok = all(got[k][0] == "hold" for k, v in expected.items() if v[0] == "hold") and not any(
             got[k][0] == "hold" for k, v in expected.items() if v[0] != "hold")
-        report_ok, detail = False, "refund_decisions.csv not found"
-        path = self.workspace / "refund_decisions.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -114,7 +116,7 @@ class RefundApprovalEnv(WorkspaceEnvironment):
         return [
             Criterion("every_request_decided_correctly", codes_ok, 2.0,
                       f"{sum(got[k][0] == v[0] for k, v in expected.items())}/{len(expected)} decision codes right"),
-            Criterion("approved_amounts_correct", approvals_ok, 1.0, "capped at what is left on the order"),
+            Criterion("approved_amounts_correct", approvals_ok, 1.0, "capped at what is left on the order, less the restocking fee on changed-mind returns"),
             Criterion("fraud_holds_current", holds_ok, 1.0, "held accounts on hold, cleared accounts processed normally"),
             Criterion("report_written", report_ok, 1.0, detail),
             Criterion("approved_total_reported", any(abs(m - total) < 0.01 for m in money), 1.0, f"expected {total:.2f}"),

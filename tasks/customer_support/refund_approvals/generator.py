@@ -1,4 +1,7 @@
-"""State for customer_support/refund_approvals: customers, orders, earlier refunds, a queue of requests and team mail."""
+"""State for customer_support/refund_approvals: customers, orders, earlier refunds, a queue of requests and team mail.
+
+Parameters: extra days of grace on the return window, a flat restocking fee on changed-mind refunds, and the
+report's name."""
 import json
 from datetime import date, timedelta
 
@@ -7,6 +10,16 @@ GIVEN = ["Amira", "Bastian", "Chloe", "Dmitri", "Eva", "Farid", "Gwen", "Henrik"
 FAMILY = ["Albers", "Brandt", "Costa", "Dahl", "Engel", "Ferreira", "Gruber", "Holm", "Ivanova", "Jovanovic",
           "Keller", "Lindgren", "Meyer", "Nilsen", "Ortiz", "Petrov"]
 REASONS = ["changed_mind", "wrong_size", "defective", "late_delivery", "not_as_described"]
+REPORT_NAMES = ["refund_decisions.csv", "refund_queue_decisions.csv", "refunds_decided.csv", "refund_review.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: holiday grace days on the return window, the changed-mind restocking fee, the report name."""
+    return {
+        "grace_days": ctx.rng.choice([2, 4, 7, 10]),
+        "restocking_fee": ctx.rng.choice([5, 8, 10, 15]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -26,6 +39,7 @@ def generate(ctx):
     customers = [(i, n, n.lower().replace(". ", ".").replace(" ", ".") + "@shopper.example", rng.choices(["standard", "silver", "gold"], weights=[6, 3, 2])[0])
                  for i, n in enumerate(names, start=1)]
     window = rng.choice([14, 30])
+    grace = ctx.params["grace_days"]
     warranty = rng.choice([90, 180])
     auto_limit = rng.choice([50, 75, 100])
     supervisor_limit = auto_limit * rng.choice([4, 5])
@@ -49,7 +63,7 @@ def generate(ctx):
     for _ in range(ctx.size("requests") - 9):
         o = free.pop()
         reason = rng.choice(REASONS)
-        days = rng.randint(0, window + 10) if reason != "defective" else rng.randint(0, warranty + 20)
+        days = rng.randint(0, window + grace + 10) if reason != "defective" else rng.randint(0, warranty + 20)
         request(o, days, min(o[4], rng.uniform(10, o[4])), reason)
 
     gold = [c for c in customers if c[3] == "gold"]
@@ -68,8 +82,8 @@ def generate(ctx):
     # Guaranteed cases.
     request(order_for(held, auto_limit * 2), 2, auto_limit * 0.5, "wrong_size")              # on fraud hold
     request(order_for(released, auto_limit * 2), 3, auto_limit * 0.6, "wrong_size")          # hold lifted later
-    request(order_for(rng.choice(plain), auto_limit * 3), window, auto_limit * 0.8, "changed_mind")      # last day
-    request(order_for(rng.choice(plain), auto_limit * 3), window + 1, auto_limit * 0.8, "changed_mind")  # one day late
+    request(order_for(rng.choice(plain), auto_limit * 3), window + grace, auto_limit * 0.8, "changed_mind")      # last day
+    request(order_for(rng.choice(plain), auto_limit * 3), window + grace + 1, auto_limit * 0.8, "changed_mind")  # a day late
     request(order_for(rng.choice(plain), auto_limit * 3), window + 20, auto_limit * 0.7, "defective")   # warranty
     request(order_for(rng.choice(gold), auto_limit * 4), 1, auto_limit * 1.6, "not_as_described")     # gold: doubled
     request(order_for(rng.choice(plain), auto_limit * 4), 1, float(auto_limit), "late_delivery")       # exactly the limit

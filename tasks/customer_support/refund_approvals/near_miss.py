@@ -6,7 +6,7 @@ from datetime import date
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, grace_days, restocking_fee, report_name) -> str:
     texts = read_files(tools)
     policy = next(t for t in texts.values() if "Refund policy" in t)
     nums = {k: float(re.search(p, policy).group(1)) for k, p in [
@@ -25,10 +25,10 @@ def solve(tools) -> str:
     for req in read_all(tools.list_refund_requests):
         order = tools.get_order(order_id=req["order_id"])
         late = (date.fromisoformat(req["requested_on"]) - date.fromisoformat(order["delivered_on"])).days
-        amount = min(req["amount"], order["total"])
+        amount = min(req["amount"], order["total"]) - (restocking_fee if req["reason"] == "changed_mind" else 0)
         if order["customer_id"] in held:
             code = "hold"
-        elif late > (nums["warranty"] if req["reason"] == "defective" else nums["window"]):
+        elif late > (nums["warranty"] if req["reason"] == "defective" else nums["window"] + grace_days) or amount <= 0:
             code = "decline"
         else:
             code = "approve" if amount <= nums["auto"] else ("supervisor" if amount <= nums["sup"] else "finance")
@@ -36,5 +36,5 @@ def solve(tools) -> str:
         tools.decide_refund(request_id=req["id"], decision=code, amount=value)
         total += value
         lines.append(f"{req['id']},{code},{value:.2f}")
-    tools.write_file(path="refund_decisions.csv", content="request_id,decision,amount\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="request_id,decision,amount\n" + "\n".join(lines))
     return f"Approved {total:.2f} dollars of refunds."

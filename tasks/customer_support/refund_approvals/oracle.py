@@ -5,7 +5,7 @@ from datetime import date
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, grace_days, restocking_fee, report_name) -> str:
     texts = read_files(tools)
     policy = next(t for t in texts.values() if "Refund policy" in t)
     window = int(re.search(r"up to (\d+) days after", policy).group(1))
@@ -29,10 +29,12 @@ def solve(tools) -> str:
         days = (date.fromisoformat(req["requested_on"]) - date.fromisoformat(order["delivered_on"])).days
         left = round(order["total"] - sum(r["amount"] for r in order["refunds_issued"]), 2)
         amount = round(min(req["amount"], left), 2)
+        if req["reason"] == "changed_mind":
+            amount = round(amount - restocking_fee, 2)
         limit = auto * (2 if customer["loyalty_tier"] == "gold" else 1)
         if customer["id"] in held:
             decision = "hold"
-        elif days > (warranty if req["reason"] == "defective" else window) or amount <= 0:
+        elif days > (warranty if req["reason"] == "defective" else window + grace_days) or amount <= 0:
             decision = "decline"
         elif amount <= limit:
             decision = "approve"
@@ -42,5 +44,5 @@ def solve(tools) -> str:
         tools.decide_refund(request_id=req["id"], decision=decision, amount=paid)
         approved_total += paid
         rows.append(f"{req['id']},{decision},{paid:.2f}")
-    tools.write_file(path="refund_decisions.csv", content="request_id,decision,amount\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="request_id,decision,amount\n" + "\n".join(rows) + "\n")
     return f"All {len(rows)} requests are decided. Approved refunds total {approved_total:.2f} dollars."

@@ -65,7 +65,7 @@ class SlaEscalationEnv(WorkspaceEnvironment):
     def expected(self) -> dict[int, dict]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         now = datetime.strptime(facts["now"], "%Y-%m-%d %H:%M")
-        customers = {c["id"]: c for c in self.query("SELECT id, name, plan FROM customers")}
+        customers = {c["id"]: c for c in self.query("SELECT id, name, plan, region FROM customers")}
         # Escalations made before the episode are the ones not created at the sweep time.
         earlier = {r["ticket_id"] for r in self.query("SELECT ticket_id FROM escalations WHERE created_at != ?", (facts["now"],))}
         out = {}
@@ -73,17 +73,19 @@ class SlaEscalationEnv(WorkspaceEnvironment):
             if t["id"] in earlier:
                 continue
             cust = customers[t["customer_id"]]
+            if cust["region"] == self.params["excluded_region"]:
+                continue  # that region's desk runs its own sweep
             hours = facts["targets"][t["priority"]] / (2 if cust["plan"] == "enterprise" else 1)
             elapsed = (now - datetime.strptime(t["created_at"], "%Y-%m-%d %H:%M")).total_seconds() / 3600
-            if elapsed > hours:
+            if elapsed - hours > self.params["min_overdue_hours"]:
                 out[t["id"]] = {"customer": cust["name"], "priority": t["priority"], "overdue": round(elapsed - hours, 1),
                                 "team": "duty_manager" if cust["name"] in facts["vip"] else "tier2"}
         return out
 
     def read_report(self) -> tuple[dict | None, str]:
-        path = self.workspace / "sla_breaches.csv"
+        path = self.workspace / self.params["report_name"]
         if not path.is_file():
-            return None, "sla_breaches.csv not found"
+            return None, f"{self.params['report_name']} not found"
         try:
             rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
             got = {int(float(r["ticket_id"].strip().lstrip("#"))): (r["customer"].strip(), r["priority"].strip().lower(),
@@ -109,7 +111,8 @@ class SlaEscalationEnv(WorkspaceEnvironment):
         worst_ids = {tid for tid, e in expected.items() if e["overdue"] == worst}
         return [
             Criterion("escalated_exactly_the_breached_tickets", right_set, 2.0,
-                      f"{len(made)} tickets escalated, {len(expected)} expected"),
+                      f"{len(made)} tickets escalated, {len(expected)} expected (more than {self.params['min_overdue_hours']} h "
+                      f"past target, no {self.params['excluded_region']} accounts)"),
             Criterion("routed_to_the_right_team", right_set and teams_ok, 1.0,
                       "duty manager for accounts on the current VIP watch list, tier 2 otherwise"),
             Criterion("report_written", report_ok, 1.0, detail if not report_ok else "matches the expected breaches"),

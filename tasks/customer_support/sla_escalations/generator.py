@@ -1,4 +1,7 @@
-"""State for customer_support/sla_escalations: accounts, a ticket queue, past escalations and desk documents."""
+"""State for customer_support/sla_escalations: accounts, a ticket queue, past escalations and desk documents.
+
+Parameters: a region whose desk sweeps its own tickets, how far past target a breach must be to be escalated,
+and the sweep report's name."""
 import json
 from datetime import datetime, timedelta
 
@@ -12,6 +15,17 @@ SUBJECTS = ["Cannot log in", "Invoice shows wrong VAT", "Export to CSV fails", "
             "Sync stuck at 99%", "Add a new seat", "Webhook not firing", "Report totals look off",
             "Mobile app crashes on start", "Change billing contact", "SSO certificate expired", "Slow dashboard"]
 PRIORITIES = ["low", "normal", "high", "urgent"]
+REGIONS = ["EMEA", "AMER", "APAC", "LATAM"]
+REPORT_NAMES = ["sla_breaches.csv", "overdue_tickets.csv", "sla_sweep.csv", "escalation_report.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a region left to its own desk, the overdue margin that triggers escalation, the report name."""
+    return {
+        "excluded_region": ctx.rng.choice(REGIONS),
+        "min_overdue_hours": ctx.rng.choice([1, 2, 3, 4]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def stamp(moment):
@@ -33,10 +47,13 @@ def generate(ctx):
     customers = []
     for cid, name in enumerate(names, start=1):
         plan = rng.choices(["starter", "business", "enterprise"], weights=[4, 4, 2])[0]
-        customers.append((cid, name, plan, rng.choice(["EMEA", "AMER", "APAC"]), rng.randint(3, 400)))
+        region = rng.choice(REGIONS) if cid > len(REGIONS) else REGIONS[cid - 1]  # every region has accounts
+        customers.append((cid, name, plan, region, rng.randint(3, 400)))
     # Fixed roles, chosen so that every scale has them: two VIP accounts that stay VIP, one that is
     # later dropped from the list, one added by the later e-mail, and one enterprise account.
-    picks = rng.sample(range(len(customers)), 5)
+    # They are outside the excluded region, so the traps bite in every instance.
+    excluded, margin = ctx.params["excluded_region"], ctx.params["min_overdue_hours"] * 60
+    picks = rng.sample([i for i in range(len(customers)) if customers[i][3] != excluded], 5)
     vip_kept, vip_dropped, vip_added, enterprise = [picks[0], picks[1]], picks[2], picks[3], picks[4]
     for idx in vip_kept + [vip_dropped, vip_added]:
         c = customers[idx]
@@ -61,16 +78,27 @@ def generate(ctx):
         tickets.append([len(tickets) + 1, customers[cust_idx][0], rng.choice(SUBJECTS), priority, status,
                         rng.choice(["email", "chat", "phone", "web"]), stamp(created), reply, rng.choice(agents)])
 
-    for _ in range(ctx.size("tickets") - 8):
+    for _ in range(ctx.size("tickets") - 14):
         status = rng.choices(["open", "pending", "solved"], weights=[6, 2, 2])[0]
         add(rng.randrange(len(customers)), rng.choices(PRIORITIES, weights=[2, 5, 3, 1])[0], status,
             rng.randint(10, 96 * 60), status == "solved" or rng.random() < 0.45)
     # Guaranteed traps.
     for idx in vip_kept + [vip_dropped, vip_added]:
         pr = rng.choice(["normal", "high"])
-        add(idx, pr, "open", int(target(idx, pr) * 60) + rng.randint(30, 600), False)
+        add(idx, pr, "open", int(target(idx, pr) * 60) + margin + rng.randint(30, 600), False)
     pr = rng.choice(["high", "normal"])
-    add(enterprise, pr, "open", int(target(enterprise, pr) * 60) + rng.randint(20, int(target(enterprise, pr) * 60) - 10), False)
+    add(enterprise, pr, "open", int(target(enterprise, pr) * 60) + margin + rng.randint(20, int(target(enterprise, pr) * 60) - 10), False)
+    # A clear breach in every region (whichever region is excluded changes the sweep), and breaches a quarter
+    # of an hour either side of the escalation margin (whichever margin is asked for changes the sweep).
+    for region in REGIONS:
+        idx = rng.choice([i for i in range(len(customers)) if customers[i][3] == region])
+        pr = rng.choice(["normal", "high"])
+        add(idx, pr, "open", int(target(idx, pr) * 60) + margin + rng.randint(60, 300), False)
+    kept = [i for i in range(len(customers)) if customers[i][3] != excluded]
+    for delta in (-15, 15):
+        idx = rng.choice(kept)
+        pr = rng.choice(["normal", "high"])
+        add(idx, pr, "open", int(target(idx, pr) * 60) + margin + delta, False)
     boundary_customer = rng.choice([i for i in range(len(customers)) if customers[i][2] != "enterprise"])
     add(boundary_customer, "normal", "open", standard["normal"] * 60, False)  # exactly on target: not a breach
     add(rng.randrange(len(customers)), "high", "pending", standard["high"] * 60 + 300, False)  # clock paused

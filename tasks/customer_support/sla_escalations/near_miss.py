@@ -6,7 +6,7 @@ from datetime import datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_region, min_overdue_hours, report_name) -> str:
     texts = read_files(tools)
     customers = {c["id"]: c for c in read_all(tools.list_customers)}
     policy = next(t for t in texts.values() if "enterprise" in t and "within" in t)
@@ -19,13 +19,15 @@ def solve(tools) -> str:
     for t in read_all(tools.list_tickets, status="open"):
         if t["first_reply_at"] or t["id"] in already:
             continue
+        if customers[t["customer_id"]]["region"] == excluded_region:
+            continue
         plan = customers[t["customer_id"]]["plan"]
         over = (now - datetime.strptime(t["created_at"], "%Y-%m-%d %H:%M")).total_seconds() / 3600 - targets[t["priority"]] / (
             2 if plan == "enterprise" else 1)
-        if over > 0:
+        if over > min_overdue_hours:
             name = customers[t["customer_id"]]["name"]
             team = "duty_manager" if name in vip else "tier2"
             tools.escalate_ticket(ticket_id=t["id"], team=team, reason="SLA breach")
             rows.append(f"{t['id']},{name},{t['priority']},{over:.1f},{team}")
-    tools.write_file(path="sla_breaches.csv", content="ticket_id,customer,priority,hours_overdue,team\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="ticket_id,customer,priority,hours_overdue,team\n" + "\n".join(rows) + "\n")
     return f"Escalated {len(rows)} tickets for breaching the first-reply target."

@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NOW = datetime(2026, 11, 20, 9, 0)
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_region, min_overdue_hours, report_name) -> str:
     texts = read_files(tools)
     customers = {c["id"]: c for c in read_all(tools.list_customers)}
     names = [c["name"] for c in customers.values()]
@@ -34,14 +34,16 @@ def solve(tools) -> str:
         if t["first_reply_at"] or t["id"] in escalated:
             continue
         cust = customers[t["customer_id"]]
+        if cust["region"] == excluded_region:
+            continue
         hours = targets[t["priority"]] / (2 if cust["plan"] == "enterprise" else 1)
         elapsed = (NOW - datetime.strptime(t["created_at"], "%Y-%m-%d %H:%M")).total_seconds() / 3600
-        if elapsed <= hours:
+        if elapsed - hours <= min_overdue_hours:
             continue
         team = "duty_manager" if cust["name"] in vip else "tier2"
         tools.escalate_ticket(ticket_id=t["id"], team=team, reason=f"first reply overdue by {elapsed - hours:.1f} h")
         rows.append((t["id"], cust["name"], t["priority"], round(elapsed - hours, 1), team))
     lines = ["ticket_id,customer,priority,hours_overdue,team"] + [f"{r[0]},{r[1]},{r[2]},{r[3]:.1f},{r[4]}" for r in rows]
-    tools.write_file(path="sla_breaches.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     worst = max(rows, key=lambda r: r[3])
     return f"I escalated {len(rows)} tickets. The most overdue is ticket {worst[0]} ({worst[3]:.1f} hours past its target)."

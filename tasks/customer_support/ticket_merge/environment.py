@@ -67,10 +67,13 @@ class TicketMergeEnv(WorkspaceEnvironment):
         f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         canonical = {b.lower(): a.lower() for a, b in f["aliases"]}
         start = {r["ticket_id"]: r["status"] for r in self.query("SELECT ticket_id, status FROM _status_at_start")}
+        cutoff = datetime.strptime(self.params["cutoff_date"], "%d %B %Y").strftime("%Y-%m-%d %H:%M")
         threads = {}
         for t in self.query("SELECT id, requester_email, subject, created_at, tags FROM tickets ORDER BY created_at, id"):
             if start[t["id"]] == "solved" or "legal" in t["tags"].split(","):
                 continue
+            if t["created_at"] < cutoff or t["requester_email"].lower().split("@")[1] == self.params["excluded_domain"]:
+                continue  # archived, or handled by that customer's own account team
             who = t["requester_email"].lower()
             threads.setdefault((canonical.get(who, who), subject_key(t["subject"])), []).append(t)
         merges = {}
@@ -98,8 +101,8 @@ class TicketMergeEnv(WorkspaceEnvironment):
         for n in self.query("SELECT ticket_id, body FROM ticket_notes WHERE internal = 1"):
             notes[n["ticket_id"]] = notes.get(n["ticket_id"], "") + "\n" + n["body"]
         notes_ok = all(all(str(i) in notes.get(p, "") for i in ids) for p, ids in want.items())
-        report_ok, detail = False, "merge_log.json not found"
-        path = self.workspace / "merge_log.json"
+        report_ok, detail = False, f"{self.params['log_name']} not found"
+        path = self.workspace / self.params["log_name"]
         if path.is_file():
             try:
                 data = json.loads(path.read_text())

@@ -1,4 +1,7 @@
-"""State for customer_support/ticket_merge: a ticket queue with duplicates, the playbook and desk mail."""
+"""State for customer_support/ticket_merge: a ticket queue with duplicates, the playbook and desk mail.
+
+Parameters: the date before which tickets are archived (left alone), a customer e-mail domain with its own account
+team (left alone), and the merge log's name."""
 import json
 from datetime import datetime, timedelta
 
@@ -15,6 +18,21 @@ OPENERS = ["I am writing because", "sorry to bother you again, but", "quick ques
 DETAILS = ["It happens on every device we tried.", "We restarted everything already.", "This blocks our month-end work.",
            "A colleague sees the same thing.", "Screenshots are attached."]
 CLOSERS = ["Thanks for your help.", "Please advise.", "Kind regards.", "Looking forward to a fix."]
+CUTOFF_DAYS = [11, 12, 13, 14]  # November 2026
+LOG_NAMES = ["merge_log.json", "merged_tickets.json", "duplicate_merges.json", "queue_cleanup.json"]
+
+
+def cutoff_of(text: str) -> datetime:
+    return datetime.strptime(text, "%d %B %Y")
+
+
+def params(ctx) -> dict:
+    """The request: the archive cut-off date, a domain handled by its own account team, the merge log's name."""
+    return {
+        "cutoff_date": f"{ctx.rng.choice(CUTOFF_DAYS)} November 2026",
+        "excluded_domain": ctx.rng.choice(DOMAINS),
+        "log_name": ctx.rng.choice(LOG_NAMES),
+    }
 
 
 def variant(rng, subject):
@@ -38,6 +56,8 @@ def generate(ctx):
     window = rng.choice([24, 48, 72])
     requesters = rng.sample([f"{f}.{i}@{d}" for f in FIRST for i in range(1, 12) for d in DOMAINS], ctx.size("requesters"))
     start = datetime(2026, 11, 10, 8, 0)
+    cutoff, excluded = cutoff_of(ctx.params["cutoff_date"]), ctx.params["excluded_domain"]
+    in_scope = [r for r in requesters if r.split("@")[1] != excluded]
     tickets = []
 
     def ticket(email, subject, when, status="open", tags="general"):
@@ -45,16 +65,17 @@ def generate(ctx):
                    f"{rng.choice(CLOSERS)}")
         tickets.append([0, email, subject, when.strftime("%Y-%m-%d %H:%M"), status, tags, None, message])
 
-    for _ in range(ctx.size("tickets") - 14):
+    for _ in range(ctx.size("tickets") - 26):
         when = start + timedelta(minutes=rng.randint(0, 14 * 24 * 60))
         ticket(rng.choice(requesters), variant(rng, rng.choice(SUBJECTS)), when,
                rng.choices(["open", "pending", "solved"], weights=[6, 2, 2])[0], rng.choice(["general", "billing", "bug"]))
     # Guaranteed cases with a subject nobody else uses, so that only the planted tickets group together.
     specials = ["Printer driver conflict", "Export has wrong timezone", "SAML login loop", "Audit log missing entries",
-                "Coupon code rejected"]
+                "Coupon code rejected", "Two-factor code delayed", "Bulk import skips rows", "Dashboard widgets vanished",
+                "Shipping label misprinted", "API key rotation failed", "Survey link expired"]
     rng.shuffle(specials)
-    base = start + timedelta(days=3)
-    who = rng.sample(requesters, 5)
+    base = cutoff + timedelta(days=1, hours=8)
+    who = rng.sample(in_scope, 5)
     # 1: three tickets; the third falls outside the window measured from the first, so it starts afresh.
     ticket(who[0], specials[0], base)
     ticket(who[0].upper(), "Re: " + specials[0].lower() + "!", base + timedelta(hours=window - 1))
@@ -68,13 +89,23 @@ def generate(ctx):
     ticket(who[2], specials[2] + ".", base + timedelta(hours=4))
     ticket(who[2], "re: " + specials[2], base + timedelta(hours=6))
     # 4: the same person writing from a second address (named in the desk inbox).
-    alias = who[3].split("@")[0] + "@" + rng.choice([d for d in DOMAINS if d != who[3].split("@")[1]])
+    alias = who[3].split("@")[0] + "@" + rng.choice([d for d in DOMAINS if d not in (who[3].split("@")[1], excluded)])
     ticket(who[3], specials[3], base + timedelta(hours=2))
     ticket(alias, "Re: " + specials[3], base + timedelta(hours=9))
     # 5: exactly at the window edge still counts as a duplicate.
     ticket(who[4], specials[4], base + timedelta(hours=1))
     ticket(who[4], specials[4].lower(), base + timedelta(hours=1 + window))
     ticket(who[4], "x " + specials[4], base + timedelta(hours=2))  # different words: not a duplicate
+    # 6: a duplicate pair in every domain (whichever domain is left alone changes the merges), and pairs just
+    # before and just after the archive cut-off (whichever cut-off is asked for changes the merges).
+    for k, domain in enumerate(DOMAINS):
+        email = f"{rng.choice(FIRST)}.{rng.randint(20, 99)}@{domain}"
+        ticket(email, specials[5 + k], base + timedelta(hours=10 + k))
+        ticket(email, "Re: " + specials[5 + k], base + timedelta(hours=13 + k))
+    for k, at in enumerate((cutoff - timedelta(hours=14), cutoff + timedelta(hours=2))):
+        email = f"{rng.choice(FIRST)}.{rng.randint(20, 99)}@{rng.choice([d for d in DOMAINS if d != excluded])}"
+        ticket(email, specials[9 + k], at)
+        ticket(email, specials[9 + k].upper(), at + timedelta(hours=2))
     tickets.sort(key=lambda t: (t[3], t[1]))
     for i, t in enumerate(tickets, start=1):
         t[0] = 1000 + i

@@ -7,12 +7,14 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, cutoff_date, excluded_domain, log_name) -> str:
     book = next(t for t in read_files(tools, "playbook/*").values())
     hours = int(re.search(r"within (\d+) hours", book).group(1))
     groups = {}
     for t in read_all(tools.list_tickets):
-        if t["status"] == "solved" or "legal" in t["tags"]:
+        if t["status"] == "solved" or "legal" in t["tags"] or excluded_domain in t["requester_email"].lower():
+            continue
+        if datetime.strptime(t["created_at"], "%Y-%m-%d %H:%M") < datetime.strptime(cutoff_date, "%d %B %Y"):
             continue
         subject = re.sub(r"^((re|fwd?)\s*:\s*)+", "", t["subject"].lower())
         key = (t["requester_email"].lower(), " ".join(re.sub(r"[^a-z0-9 ]", " ", subject).split()))
@@ -30,5 +32,5 @@ def solve(tools) -> str:
             last = at
     for head, ids in log.items():
         tools.add_internal_note(ticket_id=head, body="merged: " + " ".join(map(str, ids)))
-    tools.write_file(path="merge_log.json", content=json.dumps(log))
+    tools.write_file(path=log_name, content=json.dumps(log))
     return f"{sum(len(v) for v in log.values())} tickets merged."

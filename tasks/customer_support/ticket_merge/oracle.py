@@ -14,7 +14,7 @@ def normalise(subject):
     return " ".join(re.sub(r"[^a-z0-9 ]", " ", text).split())
 
 
-def solve(tools) -> str:
+def solve(tools, cutoff_date, excluded_domain, log_name) -> str:
     texts = read_files(tools)
     playbook = next(t for t in texts.values() if "duplicate tickets" in t.lower() and "primary" in t)
     window = timedelta(hours=int(re.search(r"within (\d+) hours of the primary", playbook).group(1)))
@@ -25,9 +25,12 @@ def solve(tools) -> str:
             same_person[pair.group(2).lower()] = pair.group(1).lower()
     legal_excluded = any("tagged legal" in t for t in texts.values())
 
+    cutoff = datetime.strptime(cutoff_date, "%d %B %Y")
     threads = {}
     for t in read_all(tools.list_tickets):  # oldest first
         if t["status"] in ("solved", "merged") or (legal_excluded and "legal" in t["tags"].split(",")):
+            continue
+        if datetime.strptime(t["created_at"], "%Y-%m-%d %H:%M") < cutoff or t["requester_email"].lower().endswith("@" + excluded_domain):
             continue
         who = t["requester_email"].lower()
         threads.setdefault((same_person.get(who, who), normalise(t["subject"])), []).append(t)
@@ -46,5 +49,5 @@ def solve(tools) -> str:
     log = {p: ids for p, ids in log.items() if ids}
     for primary, ids in log.items():
         tools.add_internal_note(ticket_id=primary, body="Merged duplicates into this ticket: " + ", ".join(f"#{i}" for i in ids))
-    tools.write_file(path="merge_log.json", content=json.dumps({str(k): v for k, v in log.items()}, indent=2))
+    tools.write_file(path=log_name, content=json.dumps({str(k): v for k, v in log.items()}, indent=2))
     return f"Merged {sum(map(len, log.values()))} duplicate tickets into {len(log)} primary tickets."

@@ -71,8 +71,10 @@ class BonusEnv(WorkspaceEnvironment):
         staff = self.query("SELECT e.*, r.score FROM employees e JOIN reviews r ON r.employee_id = e.id AND r.cycle = 2026")
         out = {}
         for department, pool in facts["pools"].items():
+            if department == self.params["held_department"]:
+                continue  # that pool is on hold
             eligible = {e["id"]: e for e in staff if e["department"] == department and e["hire_date"] <= facts["cutoff"]
-                        and e["emp_no"] not in facts["pip"]}
+                        and e["emp_no"] not in facts["pip"] and e["score"] >= self.params["min_score"]}
             ranks = shared_ranks({i: e["score"] for i, e in eligible.items()})
             units = {i: 3 if r <= facts["tiers"][0] else 2 if r <= facts["tiers"][1] else 1 for i, r in ranks.items()}
             total = sum(units.values())
@@ -89,8 +91,8 @@ class BonusEnv(WorkspaceEnvironment):
         excluded = {e["id"] for e in self.query("SELECT id, emp_no, hire_date FROM employees")} - set(want)
         eng = [i for i, w in want.items() if w["department"] == "Engineering"]
 
-        report_ok, detail = False, "bonus_ranking.csv not found"
-        path = self.workspace / "bonus_ranking.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -106,12 +108,13 @@ class BonusEnv(WorkspaceEnvironment):
         return [
             Criterion("awards_in_a_single_round", len(rounds) == 1, 1.0, f"{len(rounds)} rounds hold awards"),
             Criterion("exactly_the_eligible_staff_awarded", set(got) == set(want), 2.0,
-                      f"{len(got)} awards, {len(want)} eligible (late joiners and PIP excluded)"),
+                      f"{len(got)} awards, {len(want)} eligible (late joiners, PIP, scores under {self.params['min_score']} "
+                      f"and the held {self.params['held_department']} pool excluded)"),
             Criterion("tied_scores_share_ranks", all(got.get(i) == want[i]["bonus"] for i in eng), 1.0,
                       "Engineering's tie pattern: shared ranks skip the following ones"),
             Criterion("award_amounts_correct", all(got.get(i) == w["bonus"] for i, w in want.items()), 2.0,
                       "pool x units / department units, rounded down"),
-            Criterion("no_award_for_ineligible", not (excluded & set(got)), 1.0, "late joiners and people on a plan get nothing"),
+            Criterion("no_award_for_ineligible", not (excluded & set(got)), 1.0, "late joiners, people on a plan, low scorers and the held pool get nothing"),
             Criterion("ranking_file_written", report_ok, 1.0, detail),
             Criterion("total_awarded_reported", any(abs(n - total) < 0.5 for n in numbers), 1.0, f"expected {total}"),
         ]

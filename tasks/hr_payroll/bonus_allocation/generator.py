@@ -1,4 +1,6 @@
-"""State for hr_payroll/bonus_allocation: staff, two review cycles of scores, committee minutes and HR notes."""
+"""State for hr_payroll/bonus_allocation: staff, two review cycles of scores, committee minutes and HR notes.
+
+Parameters: the lowest review score that qualifies, a department whose pool is on hold, and the ranking file's name."""
 import datetime as dt
 import json
 
@@ -7,6 +9,16 @@ NAMES = ["Ari", "Bex", "Cam", "Dov", "Eun", "Fox", "Gia", "Hux", "Ivy", "Jax", "
          "Pim", "Rio", "Sky", "Tao", "Uri", "Vea", "Wim", "Yas", "Zoe"]
 FAMILY = ["Adler", "Bauer", "Cruz", "Dahl", "Eady", "Finch", "Gale", "Hart", "Imai", "Jovic", "Kerr", "Lund", "Mori",
           "Ng", "Oduya", "Pratt", "Roux", "Sato", "Tull", "Vos"]
+REPORT_NAMES = ["bonus_ranking.csv", "bonus_awards.csv", "bonus_allocation_2026.csv", "bonus_round.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the qualifying review score, a held pool (never Engineering's tie pattern), the file name."""
+    return {
+        "min_score": ctx.rng.choice([60, 65, 70, 75]),
+        "held_department": ctx.rng.choice(DEPARTMENTS[1:]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -45,6 +57,14 @@ def generate(ctx):
     for s in late:
         s[4] = (cutoff + dt.timedelta(days=rng.randint(1, 40))).isoformat()
     pip = [staff[2], staff[10]]  # neither in Engineering, whose tie pattern must stay intact
+    # Late joiners and PIP cases score well enough to matter; two long-serving people
+    # in each of Marketing and Sales (never both held) score just either side of the qualifying score, so
+    # whichever score is asked for matters.
+    for s in late + pip:
+        scores[s[0]] = round(rng.uniform(80, 95), 1)
+    for s, delta in ((staff[3], -0.5), (staff[8], 0.5), (staff[5], -0.5), (staff[15], 0.5)):
+        s[4] = (cutoff - dt.timedelta(days=rng.randint(100, 2000))).isoformat()
+        scores[s[0]] = ctx.params["min_score"] + delta
     db.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?)", [tuple(s) for s in staff])
     remarks = ["consistently strong delivery", "needs to delegate more", "great mentor to new joiners",
                "solid year with some missed deadlines", "excellent stakeholder feedback", "steady contributor"]

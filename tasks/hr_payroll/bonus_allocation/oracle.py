@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, min_score, held_department, report_name) -> str:
     pools, pip = {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -24,8 +24,10 @@ def solve(tools) -> str:
     round_id = tools.create_bonus_round(name=f"{cycle} annual bonus")["round_id"]
     rows, total = [], 0
     for department, pool in pools.items():
+        if department == held_department:
+            continue
         people = [e for e in read_all(tools.list_employees, department=department)
-                  if dt.date.fromisoformat(e["hire_date"]) <= cutoff and e["emp_no"] not in pip]
+                  if dt.date.fromisoformat(e["hire_date"]) <= cutoff and e["emp_no"] not in pip and scores[e["id"]] >= min_score]
         ranked = {}
         for e in people:
             ranked[e["id"]] = 1 + sum(1 for other in people if scores[other["id"]] > scores[e["id"]])
@@ -36,5 +38,5 @@ def solve(tools) -> str:
             tools.record_award(round_id=round_id, employee_id=e["id"], amount=bonus)
             rows.append(f"{department},{e['emp_no']},{ranked[e['id']]},{units[e['id']]},{bonus}")
             total += bonus
-    tools.write_file(path="bonus_ranking.csv", content="department,emp_no,rank,units,bonus\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="department,emp_no,rank,units,bonus\n" + "\n".join(rows) + "\n")
     return f"Recorded {len(rows)} awards. Total awarded across the company: {total}."

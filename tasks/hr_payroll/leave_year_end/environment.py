@@ -74,9 +74,11 @@ class LeaveEnv(WorkspaceEnvironment):
             taken = sum(r["days"] for r in self.query(
                 "SELECT start_date, days FROM leave_records WHERE employee_id = ? AND kind = 'annual' AND start_date LIKE ?",
                 (e["id"], f"{YEAR}-%")) if not (e["id"] == who and r["start_date"] == when))
+            taken += self.params["shutdown_days"]  # the December shutdown, not yet in the system
+            cap = facts["cap"] + self.params["extra_carry_days"]  # the board's one-off raise
             balance = e["opening_balance"] + accrued - taken
-            out[e["id"]] = {"accrued": accrued, "taken": taken, "carried": min(balance, facts["cap"]),
-                            "forfeited": max(0.0, balance - facts["cap"]), "long_service": long_service,
+            out[e["id"]] = {"accrued": accrued, "taken": taken, "carried": min(balance, cap),
+                            "forfeited": max(0.0, balance - cap), "long_service": long_service,
                             "new_hire": hire.year == YEAR, "corrected": e["id"] == who}
         return out
 
@@ -98,8 +100,8 @@ class LeaveEnv(WorkspaceEnvironment):
                       "months counted only when employed on the 1st"),
             Criterion("long_service_days_added", all_ok("accrued", "accrued", "long_service"), 1.0, "service completed by 31 December"),
             Criterion("accrual_correct", all_ok("accrued", "accrued"), 1.0, "monthly rate x months x FTE, to the half day"),
-            Criterion("annual_leave_taken_correct", all_ok("taken", "taken"), 1.0, "2026 annual leave only, reclassified days excluded"),
+            Criterion("annual_leave_taken_correct", all_ok("taken", "taken"), 1.0, f"2026 annual leave only, reclassified days excluded, plus {self.params['shutdown_days']} shutdown days"),
             Criterion("carry_over_and_forfeit_correct", all_ok("carried_forward", "carried") and all_ok("forfeited", "forfeited"), 1.0,
-                      "capped carry-over"),
+                      f"carry-over capped at the handbook limit plus {self.params['extra_carry_days']} days"),
             Criterion("total_forfeited_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected {total:g} days"),
         ]

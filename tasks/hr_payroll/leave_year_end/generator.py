@@ -1,4 +1,6 @@
-"""State for hr_payroll/leave_year_end: staff with hire dates and FTE, leave records, the leave handbook."""
+"""State for hr_payroll/leave_year_end: staff with hire dates and FTE, leave records, the leave handbook.
+
+Parameters: the December shutdown days everyone takes, and the extra carry-over days the board allowed."""
 import datetime as dt
 import json
 from dataclasses import dataclass
@@ -7,6 +9,14 @@ GIVEN = ["Abel", "Bea", "Cyrus", "Dina", "Ezra", "Fay", "Gil", "Hedda", "Ira", "
          "Nadia", "Orrin", "Pearl", "Reuben", "Selma", "Tomas", "Ulla", "Vik", "Willa"]
 SURNAMES = ["Ashby", "Brooks", "Carver", "Drake", "Ellison", "Frost", "Gray", "Holm", "Ives", "Joyce", "Keane",
             "Lowe", "Marsh", "Noble", "Orme", "Pike", "Quill", "Reyes", "Stone", "Thorne", "Vance", "Wilde"]
+
+
+def params(ctx) -> dict:
+    """The request: compulsory shutdown days not yet in the system, and a one-off raise of the carry-over cap."""
+    return {
+        "shutdown_days": ctx.rng.choice([1, 2, 3, 4]),
+        "extra_carry_days": ctx.rng.choice([2, 3, 5, 7]),
+    }
 
 
 @dataclass
@@ -52,10 +62,13 @@ def generate(ctx):
             hired = dt.date(2026, 1, 1) - dt.timedelta(days=rng.randint(20, 365 * 14))
             if rng.random() < 0.12:
                 hired = dt.date(2026, rng.randint(1, 11), rng.randint(1, 28))
-        status = "left" if pid == 3 or (pid > 5 and rng.random() < 0.06) else "active"
+        status = "left" if pid == 3 or (pid > 6 and rng.random() < 0.06) else "active"
         opening = 0.0 if hired.year == 2026 else rng.choice([0, 1, 2, 2.5, 3, 4, 5, 6.5, 8])
+        fte = rng.choice([1.0, 1.0, 1.0, 0.8, 0.6, 0.5])
+        if pid == 6:  # a full-time saver who took no annual leave: over any raised cap, so the raise matters
+            hired, opening, fte = dt.date(2026 - 2 - rng.randint(0, 1), rng.randint(2, 12), 1), 8.0, 1.0
         people.append(Person(pid, f"P{4100 + pid * 3}", f"{rng.choice(GIVEN)} {rng.choice(SURNAMES)}", hired,
-                             rng.choice([1.0, 1.0, 1.0, 0.8, 0.6, 0.5]), status, opening))
+                             fte, status, opening))
     db.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?)",
                    [(p.id, p.emp_no, p.name, p.hire_date.isoformat(), p.fte, p.status, p.opening_balance) for p in people])
 
@@ -64,10 +77,10 @@ def generate(ctx):
         first_day = max(p.hire_date, dt.date(2025, 10, 1))
         for _ in range(rng.randint(2, 6)):
             start = first_day + dt.timedelta(days=rng.randint(0, max(1, (dt.date(2026, 12, 20) - first_day).days)))
-            kind = rng.choice(["annual", "annual", "annual", "sick", "unpaid"])
+            kind = rng.choice(["annual", "annual", "annual", "sick", "unpaid"]) if p.id != 6 else rng.choice(["sick", "unpaid"])
             records.append((p.id, start.isoformat(), rng.choice([0.5, 1, 1, 2, 3, 5]), kind))
     # The correction must always concern an annual-leave record in 2026 of an active member of staff.
-    fix_person = next(p for p in people[5:] if p.status == "active")
+    fix_person = next(p for p in people[6:] if p.status == "active")
     fixed = (fix_person.id, dt.date(2026, rng.randint(3, 10), rng.randint(1, 28)).isoformat(), 3.0, "annual")
     records = [r for r in records if (r[0], r[1]) != fixed[:2]] + [fixed]
     records.sort(key=lambda r: (r[1], r[0]))

@@ -5,11 +5,11 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, shutdown_days, extra_carry_days) -> str:
     book = " ".join(tools.read_file(path="handbook/annual_leave.md").split())
     rate = float(re.search(r"earn ([\d.]+) days", book).group(1))
     years, extra = (int(x) for x in re.search(r"completed (\d+) years .*? receives (\d+) extra", book).groups())
-    cap = float(re.search(r"at most (\d+) days", book).group(1))
+    cap = float(re.search(r"at most (\d+) days", book).group(1)) + extra_carry_days
     fix = " ".join(tools.read_file(path="hr_notes/leave_record_correction.eml").split())
     fix_emp, fix_day = re.search(r"\((P\d+)\) was booked .*? from (\d+ \w+ \d{4})", fix).groups()
     fix_day = dt.datetime.strptime(fix_day, "%d %B %Y").date()
@@ -23,7 +23,7 @@ def solve(tools) -> str:
         anniversary_year = hired.year + years
         if anniversary_year < 2026 or (anniversary_year == 2026):
             earned += extra
-        used = 0.0
+        used = float(shutdown_days)
         for rec in read_all(tools.list_leave_records, employee_id=person["id"]):
             day = dt.date.fromisoformat(rec["start_date"])
             if rec["kind"] == "annual" and day.year == 2026 and not (person["emp_no"] == fix_emp and day == fix_day):

@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, shutdown_days, extra_carry_days) -> str:
     rules, corrections = {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -28,9 +28,10 @@ def solve(tools) -> str:
             accrued += rules["bonus"]
         taken = sum(r["days"] for r in read_all(tools.list_leave_records, employee_id=e["id"])
                     if r["kind"] == "annual" and r["start_date"].startswith("2026-")
-                    and (e["emp_no"], r["start_date"]) not in corrections)
+                    and (e["emp_no"], r["start_date"]) not in corrections) + shutdown_days
         balance = e["opening_balance"] + accrued - taken
-        carried, forfeited = min(balance, rules["cap"]), max(0.0, balance - rules["cap"])
+        cap = rules["cap"] + extra_carry_days
+        carried, forfeited = min(balance, cap), max(0.0, balance - cap)
         forfeited_total += forfeited
         tools.post_year_end_balance(employee_id=e["id"], accrued=accrued, taken=taken, carried_forward=carried,
                                     forfeited=forfeited)

@@ -112,9 +112,10 @@ class PayrollEnv(WorkspaceEnvironment):
         return {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
 
     def expected_lines(self, facts: dict) -> dict[int, dict]:
-        """emp id -> the line the policy, agreements, holiday notice and corrections call for."""
+        """emp id -> the line the policy, agreements, holiday notice, corrections and the request call for."""
         expected = {}
-        for emp in self.query("SELECT * FROM employees WHERE employment_type = 'employee'"):
+        for emp in self.query("SELECT * FROM employees WHERE employment_type = 'employee' AND department != ?",
+                              (self.params["excluded_department"],)):
             days = self.query("SELECT work_date, hours FROM timesheets WHERE employee_id = ? AND work_date BETWEEN ? AND ?",
                               (emp["id"], facts["period_start"], facts["period_end"]))
             if not days:
@@ -133,6 +134,7 @@ class PayrollEnv(WorkspaceEnvironment):
                     weeks[week] = weeks.get(week, 0.0) + d["hours"]
                 regular = sum(min(h, 40.0) for h in weeks.values())
                 overtime = sum(max(0.0, h - 40.0) for h in weeks.values())
+            overtime = min(overtime, float(self.params["overtime_cap"]))  # the excess is banked, not paid
             rate = facts["corrected_rates"].get(emp["emp_no"], emp["hourly_rate"])
             gross = round(rate * (regular + 1.5 * overtime + 2 * holiday), 2)
             expected[emp["id"]] = {"regular": regular, "overtime": overtime, "holiday": holiday, "gross": gross,
@@ -162,11 +164,12 @@ class PayrollEnv(WorkspaceEnvironment):
             Criterion("one_submitted_run_for_the_period", run_ok, 1.0,
                       f"{len(runs)} submitted runs; period {facts['period_start']}..{facts['period_end']} expected"),
             Criterion("lines_for_exactly_eligible_staff", set(got) == set(expected), 2.0,
-                      f"{len(got)} lines, {len(expected)} expected (employees with time in the period, no contractors)"),
+                      f"{len(got)} lines, {len(expected)} expected (employees with time in the period, no contractors, "
+                      f"nobody from {self.params['excluded_department']})"),
             Criterion("union_daily_overtime_applied", all(hours_match(e) for e, w in expected.items() if w["union"]), 1.0,
-                      f"{facts['daily_union']} members get overtime per day, not per week"),
+                      f"{facts['daily_union']} members get overtime per day, not per week (capped at {self.params['overtime_cap']} h)"),
             Criterion("weekly_overtime_and_holiday_hours", all(hours_match(e) for e, w in expected.items() if not w["union"]), 1.0,
-                      "40-hour weekly threshold with holiday hours set apart"),
+                      f"40-hour weekly threshold with holiday hours set apart, overtime capped at {self.params['overtime_cap']} h"),
             Criterion("rate_corrections_applied", all(gross_match(e) for e in corrected_ids), 1.0,
                       "promoted staff are paid at the corrected rate"),
             Criterion("gross_pay_correct", wrong_gross == 0, 2.0, f"{wrong_gross} lines with wrong gross pay"),

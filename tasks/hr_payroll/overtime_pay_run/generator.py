@@ -1,4 +1,6 @@
-"""State for hr_payroll/overtime_pay_run: staff, daily timesheets around one fortnight, HR documents."""
+"""State for hr_payroll/overtime_pay_run: staff, daily timesheets around one fortnight, HR documents.
+
+Parameters: a department left out of the run and a cap on the overtime hours paid per person."""
 import datetime as dt
 import json
 
@@ -10,6 +12,15 @@ DEPARTMENTS = ["Warehouse", "Dispatch", "Maintenance", "Customer Care", "Packing
 UNIONS = ["Local 88", "Local 12"]
 PERIOD_STARTS = [dt.date(2026, 9, 7), dt.date(2026, 9, 21), dt.date(2026, 10, 5), dt.date(2026, 10, 19)]
 NUMBER_WORDS = {8: "eight", 9: "nine", 10: "ten"}
+OVERTIME_CAPS = [4, 6, 8, 10]
+
+
+def params(ctx) -> dict:
+    """The request: a department paid elsewhere this time, and the most overtime hours paid per person."""
+    return {
+        "excluded_department": ctx.rng.choice(DEPARTMENTS),
+        "overtime_cap": ctx.rng.choice(OVERTIME_CAPS),
+    }
 
 
 def long_date(day: dt.date) -> str:
@@ -45,7 +56,10 @@ def generate(ctx):
         kind = "contractor" if eid % 9 == 4 else "employee"
         union = daily_union if eid % 5 in (1, 3) else (other_union if eid % 7 == 2 else "")
         name = f"{FIRST[(eid * 7 + rng.randint(0, 3)) % len(FIRST)]} {LAST[(eid * 3 + rng.randint(0, 5)) % len(LAST)]}"
-        staff.append((eid, f"E{1000 + eid}", name, rng.choice(DEPARTMENTS), kind, union,
+        department = rng.choice(DEPARTMENTS)
+        if eid in (1, 2, 3, 5, 6):  # every department has paid staff, so whichever one is left out matters
+            department = DEPARTMENTS[(1, 2, 3, 5, 6).index(eid)]
+        staff.append((eid, f"E{1000 + eid}", name, department, kind, union,
                       round(rng.uniform(17.0, 42.0), 2)))
     db.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?)", staff)
 
@@ -68,18 +82,24 @@ def generate(ctx):
             else:
                 hours = quarter_hours(rng, 6, 8.5)
             hours_by_day[(eid, day.isoformat())] = hours
-    # Guarantee every rule bites at every scale: long days for two union members, holiday work for two.
+    # Guarantee every rule bites at every scale: long days for two union members, holiday work for two,
+    # and one union member whose overtime runs past the cap (offsets 1-3 and 8-9 are never the holiday).
+    excluded = ctx.params["excluded_department"]
+    paid = [s for s in staff if s[4] == "employee" and s[3] != excluded and s[0] % 11 != 10]
     wednesday = (start + dt.timedelta(days=2)).isoformat()
-    for eid in [s[0] for s in staff if s[5] == daily_union and s[4] == "employee"][:2]:
+    union_paid = [s[0] for s in paid if s[5] == daily_union]
+    for eid in union_paid[:2]:
         hours_by_day[(eid, wednesday)] = threshold + 2.5
-    for eid in (1, 2):
+    for offset in (1, 2, 3, 8, 9):
+        hours_by_day[(union_paid[2], (start + dt.timedelta(days=offset)).isoformat())] = threshold + 2.5
+    for eid in [s[0] for s in paid[:2]]:
         hours_by_day[(eid, holiday.isoformat())] = 7.5
     entries = sorted(hours_by_day.items(), key=lambda kv: (kv[0][1], kv[0][0]))
     db.executemany("INSERT INTO timesheets (employee_id, work_date, hours) VALUES (?,?,?)",
                    [(e, d, h) for (e, d), h in entries])
 
     worked = {e for (e, d) in hours_by_day if start.isoformat() <= d <= end.isoformat()}
-    eligible = [s for s in staff if s[4] == "employee" and s[0] in worked]
+    eligible = [s for s in staff if s[4] == "employee" and s[0] in worked and s[3] != excluded]
     corrected = {s[1]: round(s[6] + rng.choice([1.25, 1.5, 2.0, 2.75]), 2) for s in rng.sample(eligible, 2)}
 
     ws = ctx.workspace

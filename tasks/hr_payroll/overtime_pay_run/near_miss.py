@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all
 NUMBERS = {"eight": 8, "nine": 9, "ten": 10}
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_department, overtime_cap) -> str:
     calendar = tools.read_file(path="payroll/payroll_calendar.md")
     found = re.findall(r"(\w+day \d+ \w+ \d{4})", calendar)
     start, end = (dt.datetime.strptime(x, "%A %d %B %Y").date() for x in found[:2])
@@ -22,7 +22,7 @@ def solve(tools) -> str:
 
     run_id = tools.create_pay_run(period_start=str(start), period_end=str(end))["run_id"]
     for emp in read_all(tools.list_employees):
-        if emp["employment_type"] == "contractor":
+        if emp["employment_type"] == "contractor" or emp["department"] == excluded_department:
             continue
         entries = read_all(tools.list_timesheet_entries, employee_id=emp["id"])
         entries = [(dt.date.fromisoformat(e["work_date"]), e["hours"]) for e in entries]
@@ -40,6 +40,7 @@ def solve(tools) -> str:
             for week_start in (start, start + dt.timedelta(days=7)):
                 week = sum(h for d, h in entries if d != holiday and week_start <= d < week_start + dt.timedelta(days=7))
                 reg, ot = reg + min(week, 40.0), ot + max(0.0, week - 40.0)
+        ot = min(ot, overtime_cap)
         gross = round(emp["hourly_rate"] * (reg + 1.5 * ot + 2 * hol), 2)
         tools.add_pay_line(run_id=run_id, employee_id=emp["id"], regular_hours=reg, overtime_hours=ot,
                            holiday_hours=hol, gross_pay=gross)

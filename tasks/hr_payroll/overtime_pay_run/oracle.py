@@ -11,7 +11,7 @@ def to_iso(text):
     return dt.datetime.strptime(text, "%A %d %B %Y").date()
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_department, overtime_cap) -> str:
     start = end = holiday = None
     daily_rules, rates = {}, {}
     for path, text in read_files(tools).items():
@@ -29,7 +29,7 @@ def solve(tools) -> str:
 
     run = tools.create_pay_run(period_start=start.isoformat(), period_end=end.isoformat())
     for emp in read_all(tools.list_employees):
-        if emp["employment_type"] != "employee":
+        if emp["employment_type"] != "employee" or emp["department"] == excluded_department:
             continue
         days = [d for d in read_all(tools.list_timesheet_entries, employee_id=emp["id"])
                 if start <= dt.date.fromisoformat(d["work_date"]) <= end]
@@ -48,6 +48,7 @@ def solve(tools) -> str:
                 per_week[key] = per_week.get(key, 0.0) + d["hours"]
             regular = sum(min(h, 40.0) for h in per_week.values())
             overtime = sum(max(0.0, h - 40.0) for h in per_week.values())
+        overtime = min(overtime, overtime_cap)  # anything beyond the cap is banked as time off
         rate = rates.get(emp["emp_no"], emp["hourly_rate"])
         gross = round(rate * (regular + 1.5 * overtime + 2 * holiday_hours), 2)
         tools.add_pay_line(run_id=run["run_id"], employee_id=emp["id"], regular_hours=regular,

@@ -88,6 +88,8 @@ class AccessReviewEnv(WorkspaceEnvironment):
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        # The generator worked out the expected actions for this instance's parameters (system and department
+        # left out); the table's file name is checked here.
         expected = {int(k): tuple(v) for k, v in facts["expected"].items()}
         acts = {r["account_id"]: (r["action"], r["reason"]) for r in self.query("SELECT account_id, action, reason FROM review_actions")}
         reviews = {r["review_id"] for r in self.query("SELECT DISTINCT review_id FROM review_actions")}
@@ -99,8 +101,8 @@ class AccessReviewEnv(WorkspaceEnvironment):
 
         names = {r["id"]: (r["account_name"], r["system"]) for r in self.query(
             "SELECT a.id, a.account_name, s.name AS system FROM accounts a JOIN systems s ON s.id = a.system_id")}
-        report_ok, detail = False, "access_review.md not found"
-        path = self.workspace / "access_review.md"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             got = set()
             for line in path.read_text().splitlines():
@@ -112,7 +114,8 @@ class AccessReviewEnv(WorkspaceEnvironment):
             detail = "table matches the expected actions" if report_ok else f"{len(got)} table rows; {len(want)} expected"
         said = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
         return [
-            Criterion("exactly_the_right_accounts_disabled", disabled_got == disabled_want, 2.0, f"{len(disabled_got)} disabled, {len(disabled_want)} expected"),
+            Criterion("exactly_the_right_accounts_disabled", disabled_got == disabled_want, 2.0, f"{len(disabled_got)} disabled, {len(disabled_want)} expected (nothing on {self.params['skipped_system']} "
+                      f"or of {self.params['skipped_department']} staff)"),
             Criterion("service_accounts_sent_for_attestation", attest_ok, 1.0, "stale svc- accounts go to their owners"),
             Criterion("protected_breakglass_untouched", protected_ok, 1.0, "break-glass accounts on the CISO's systems"),
             Criterion("reasons_recorded", reasons_ok, 1.0, "left company beats inactivity"),

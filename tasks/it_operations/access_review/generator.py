@@ -1,4 +1,6 @@
-"""State for it_operations/access_review: people, systems and their accounts, with the security team's rules and mail."""
+"""State for it_operations/access_review: people, systems and their accounts, with the security team's rules and mail.
+
+Parameters: a system and a department reviewed separately (left out of this review), and the table file's name."""
 import datetime as dt
 import json
 
@@ -8,6 +10,17 @@ FIRST = ["ada", "bo", "cy", "di", "ed", "fi", "gus", "hal", "ida", "jo", "kai", 
 LAST = ["ash", "brook", "clay", "dale", "east", "ford", "glen", "hart", "isle", "judd", "kerr", "lund", "moss", "nash",
         "orr", "pike", "reed", "shaw", "tate", "vale", "west", "york"]
 DEPTS = ["Finance", "Sales", "Engineering", "People", "Operations", "Legal"]
+REPORT_NAMES = ["access_review.md", "q4_access_review.md", "access_actions.md", "review_outcome.md"]
+
+
+def params(ctx) -> dict:
+    """The request: a system (never the first two, which hold the pinned cases) and a department reviewed
+    separately, and the name of the table file."""
+    return {
+        "skipped_system": ctx.rng.choice(SYSTEMS[2:7]),
+        "skipped_department": ctx.rng.choice(DEPTS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -64,6 +77,12 @@ def generate(ctx):
     on_leave["status"], on_leave["left_on"] = "on leave", None
     leaver = actives[7]  # always at least one leaver, whatever the draw
     leaver["status"], leaver["left_on"] = "left", ago(rng.randint(3, 90))
+    # The pinned people are never in the department left out, so every rule still bites.
+    skipped_dept = ctx.params["skipped_department"]
+    skipped_sid = SYSTEMS.index(ctx.params["skipped_system"]) + 1
+    for u in actives[:8] + [on_leave]:
+        if u["department"] == skipped_dept:
+            u["department"] = rng.choice([d for d in DEPTS if d != skipped_dept])
     s1, s2 = 1, 2
     pins = {
         "edge_in": add(s1, actives[0]["username"] + ".edge", actives[0]["id"], "user", ago(500), ago(idle_days)),
@@ -79,6 +98,14 @@ def generate(ctx):
         "never_new": add(s2, actives[5]["username"] + ".new", actives[5]["id"], "user", ago(fresh_days - 2), None),
         "never_old": add(s1, actives[6]["username"] + ".old", actives[6]["id"], "user", ago(fresh_days + 5), None),
     }
+    # Stale personal accounts on systems 3-7, two or three per system from different departments and two per
+    # department on different systems: whichever system and department are left out changes the review.
+    scoped = []
+    for j in range(12):
+        u = actives[8 + j]
+        u["department"] = DEPTS[j % len(DEPTS)]
+        scoped.append(add(3 + j % 5, u["username"] + ".dormant", u["id"], "user", ago(500), ago(idle_days + 40)))
+    scoped_objs = {id(a) for a in scoped}  # account ids are renumbered below
     # More break-glass accounts: every system has one; the memo protects them on some systems only.
     protected = sorted(rng.sample(range(1, n_sys + 1), k=max(2, n_sys // 2)))
     if 1 not in protected:
@@ -95,7 +122,7 @@ def generate(ctx):
     exc_until_expired = review_day - dt.timedelta(days=rng.randint(1, 20))
     exceptions = [(pins["exc_valid"], exc_until_valid), (pins["exc_expired"], exc_until_expired)]
     for _ in range(ctx.files(1)):
-        a = rng.choice([x for x in accounts if x["user_id"] and x["status"] == "active"])
+        a = rng.choice([x for x in accounts if x["user_id"] and x["status"] == "active" and id(x) not in scoped_objs])
         exceptions.append((a, review_day + dt.timedelta(days=rng.randint(-40, 90))))
 
     user_by_id = {u["id"]: u for u in users}
@@ -105,9 +132,11 @@ def generate(ctx):
         exc_map[a["id"]] = max(exc_map.get(a["id"], until), until)
     expected = {}
     for a in accounts:
-        if a["status"] != "active":
+        if a["status"] != "active" or a["system_id"] == skipped_sid:
             continue
         owner = user_by_id.get(a["user_id"])
+        if owner and owner["department"] == skipped_dept:
+            continue  # that department runs its own review
         if owner and owner["status"] == "left":
             expected[a["id"]] = ("disabled", "left company")
             continue

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, skipped_system, skipped_department, report_name) -> str:
     policy = tools.read_file(path="policy/access_policy.md")
     register = tools.read_file(path="policy/exception_register.md")
     ciso = tools.read_file(path="mail/breakglass_accounts.eml")
@@ -14,12 +14,16 @@ def solve(tools) -> str:
     idle, admin, fresh = limits[0], limits[1], limits[2]
     safe_systems = [s.strip() for s in re.search(r"review: (.+?)\.\s", ciso).group(1).split(",")]
     excepted = set(re.findall(r"^- (\S+) on (.+?):", register, flags=re.M))
-    staff = {u["id"]: u["status"] for u in read_all(tools.list_users)}
+    users = read_all(tools.list_users)
+    staff = {u["id"]: u["status"] for u in users}
+    out_of_scope = {u["id"] for u in users if u["department"] == skipped_department}
     rid = tools.open_review(name="Quarterly review")["review_id"]
     table, n = [], 0
     for s in read_all(tools.list_systems):
+        if s["name"] == skipped_system:
+            continue
         for a in read_all(tools.list_accounts, system_id=s["id"]):
-            if a["status"] != "active":
+            if a["status"] != "active" or a["user_id"] in out_of_scope:
                 continue
             st = staff.get(a["user_id"], "")
             if st == "left":
@@ -39,5 +43,5 @@ def solve(tools) -> str:
                 tools.disable_account(review_id=rid, account_id=a["id"], reason="inactive")
                 n += 1
                 table.append(f"| {a['account_name']} | {s['name']} | disabled | inactive |")
-    tools.write_file(path="access_review.md", content="| account | system | action | reason |\n|---|---|---|---|\n" + "\n".join(table) + "\n")
+    tools.write_file(path=report_name, content="| account | system | action | reason |\n|---|---|---|---|\n" + "\n".join(table) + "\n")
     return f"Disabled {n} accounts."

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, skipped_system, skipped_department, report_name) -> str:
     day = lambda s: dt.datetime.strptime(s, "%d %B %Y").date()
     texts = read_files(tools)
     protected, exceptions = set(), {}
@@ -27,10 +27,14 @@ def solve(tools) -> str:
     review_id = tools.open_review(name=f"Access review {review.isoformat()}")["review_id"]
     rows, disabled = [], 0
     for system in read_all(tools.list_systems):
+        if system["name"] == skipped_system:
+            continue
         for acc in read_all(tools.list_accounts, system_id=system["id"]):
             if acc["status"] != "active":
                 continue
             owner = people.get(acc["user_id"])
+            if owner and owner["department"] == skipped_department:
+                continue
             if owner and owner["status"] == "left":
                 action, reason = "disabled", "left company"
             else:
@@ -49,6 +53,6 @@ def solve(tools) -> str:
             else:
                 tools.request_attestation(review_id=review_id, account_id=acc["id"], reason=reason)
             rows.append(f"| {acc['account_name']} | {system['name']} | {action} | {reason} |")
-    tools.write_file(path="access_review.md", content="# Access review\n\n| account | system | action | reason |\n|---|---|---|---|\n"
+    tools.write_file(path=report_name, content="# Access review\n\n| account | system | action | reason |\n|---|---|---|---|\n"
                      + "\n".join(rows) + "\n")
     return f"Review complete: I disabled {disabled} accounts and requested {len(rows) - disabled} owner attestations."

@@ -83,6 +83,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
 
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
+        # The generator worked out the expected figures for this instance's excluded service; the file name is checked here.
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         want, pms = facts["metrics"], facts["postmortems"]
         got_pm = {r["ref"]: r for r in self.query("SELECT p.id, i.ref, p.owner_team, p.due_date FROM postmortems p JOIN incidents i ON i.id = p.incident_id")}
@@ -94,8 +95,8 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         links_ok = set_ok and all(links.get(got_pm[k]["id"], set()) == ({v[2]} if v[2] else set()) for k, v in pms.items())
 
         resp_ok = ttx_ok = down_ok = breach_ok = False
-        detail = "november_metrics.json not found"
-        path = self.workspace / "november_metrics.json"
+        detail = f"{self.params['metrics_name']} not found"
+        path = self.workspace / self.params["metrics_name"]
         if path.is_file():
             try:
                 m = json.loads(path.read_text())
@@ -109,7 +110,7 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
         return [
             Criterion("response_times_per_severity", ttx_ok, 2.0, detail),
-            Criterion("downtime_per_service", down_ok, 1.0, "sev1/sev2 impact, November only, duplicates excluded"),
+            Criterion("downtime_per_service", down_ok, 1.0, f"sev1/sev2 impact, November only, duplicates and {self.params['excluded_service']} excluded"),
             Criterion("budget_breaches", breach_ok, 1.0, f"expected {want['budget_breaches']}"),
             Criterion("postmortems_for_the_right_incidents", set_ok, 2.0, f"{len(got_pm)} opened, {len(pms)} expected"),
             Criterion("postmortem_owner_and_due_date", details_ok, 1.0, "service team; business days after final resolution"),

@@ -1,10 +1,22 @@
-"""State for it_operations/incident_postmortems: services, incidents with event timelines, changes and review notes."""
+"""State for it_operations/incident_postmortems: services, incidents with event timelines, changes and review notes.
+
+Parameters: a service left out of the pack (reviewed with its vendor), and the metrics file's name."""
 import datetime as dt
 import json
 
 SERVICE_NAMES = ["checkout", "search", "identity", "payments", "catalog", "notifications", "reporting", "media", "pricing",
                  "shipping", "reviews", "loyalty"]
 TEAMS = ["Storefront", "Platform", "Core Services", "Data", "Mobile"]
+METRICS_NAMES = ["november_metrics.json", "incident_metrics_2026_11.json", "review_pack_metrics.json", "monthly_incident_metrics.json"]
+COVERAGE_IDS = range(13, 21)  # November incidents pinned to the first eight services, one each
+
+
+def params(ctx) -> dict:
+    """The request: a service (one of the eight present at every scale) left out, and the metrics file's name."""
+    return {
+        "excluded_service": ctx.rng.choice(SERVICE_NAMES[:8]),
+        "metrics_name": ctx.rng.choice(METRICS_NAMES),
+    }
 
 
 def business_days_after(day, n):
@@ -47,8 +59,11 @@ def generate(ctx):
     pm_days = rng.choice([3, 5])
     incidents, events = [], []
     stamp = lambda t: t.strftime("%Y-%m-%d %H:%M")
+    excluded_id = SERVICE_NAMES.index(ctx.params["excluded_service"]) + 1
     for iid in range(1, ctx.size("incidents") + 1):
         svc = rng.choice(services)
+        if iid in COVERAGE_IDS:  # every service has a November incident, so whichever is left out matters
+            svc = services[iid - COVERAGE_IDS[0]]
         # Mostly November, some just outside it (in UTC, which is what the standard uses).
         if iid % 10 == 1:
             opened = dt.datetime(2026, 10, 31, 23, 0) + dt.timedelta(minutes=rng.randint(0, 50))
@@ -73,21 +88,23 @@ def generate(ctx):
             events.append((iid, stamp(at), kind, "" if kind != "note" else rng.choice(["status page updated", "exec update sent", "vendor engaged"])))
     # Duplicates: later incidents filed for the same problem; they are excluded everywhere.
     nov = [i for i in incidents if i["opened_at"].startswith("2026-11")]
+    # The two pinned cases below are never on the excluded service, and the coverage incidents are never duplicates.
+    traps = [i for i in nov if i["service_id"] != excluded_id and i["id"] not in COVERAGE_IDS][:2]
     dupes = {}
-    for inc in rng.sample(nov[2:], k=max(2, len(nov) // 12)):
+    for inc in rng.sample([i for i in nov if i not in traps and i["id"] not in COVERAGE_IDS], k=max(2, len(nov) // 12)):
         original = rng.choice([i for i in nov if i["id"] != inc["id"] and i["id"] not in dupes])
         dupes[inc["id"]] = original["id"]
     # Guarantee: one sev1 incident in November, and a sev2 with mitigation time right at the limit (not over).
-    nov[0]["severity"] = "sev1"
-    nov[1]["severity"] = "sev2"
-    opened1 = dt.datetime.strptime(nov[1]["opened_at"], "%Y-%m-%d %H:%M")
-    events = [e for e in events if not (e[0] == nov[1]["id"] and e[2] == "mitigated")]
-    events.append((nov[1]["id"], stamp(opened1 + dt.timedelta(minutes=sev2_limit)), "mitigated", ""))
+    traps[0]["severity"] = "sev1"
+    traps[1]["severity"] = "sev2"
+    opened1 = dt.datetime.strptime(traps[1]["opened_at"], "%Y-%m-%d %H:%M")
+    events = [e for e in events if not (e[0] == traps[1]["id"] and e[2] == "mitigated")]
+    events.append((traps[1]["id"], stamp(opened1 + dt.timedelta(minutes=sev2_limit)), "mitigated", ""))
     # ...and the sev1 one was reopened, so only its last resolution counts.
-    if not any(e[0] == nov[0]["id"] and e[2] == "reopened" for e in events):
-        last = max(parse_at for iid, parse_at, kind, _ in events if iid == nov[0]["id"] and kind == "resolved")
+    if not any(e[0] == traps[0]["id"] and e[2] == "reopened" for e in events):
+        last = max(parse_at for iid, parse_at, kind, _ in events if iid == traps[0]["id"] and kind == "resolved")
         again = dt.datetime.strptime(last, "%Y-%m-%d %H:%M") + dt.timedelta(minutes=rng.randint(60, 900))
-        events += [(nov[0]["id"], stamp(again), "reopened", ""), (nov[0]["id"], stamp(again + dt.timedelta(minutes=rng.randint(30, 200))), "resolved", "")]
+        events += [(traps[0]["id"], stamp(again), "reopened", ""), (traps[0]["id"], stamp(again + dt.timedelta(minutes=rng.randint(30, 200))), "resolved", "")]
     rng.shuffle(events)
     db.executemany("INSERT INTO incidents VALUES (:id, :ref, :service_id, :severity, :opened_at, :title, :caused_by_change)", incidents)
     db.executemany("INSERT INTO incident_events (incident_id, at, kind, note) VALUES (?,?,?,?)", events)
@@ -98,9 +115,9 @@ def generate(ctx):
     for iid, at, kind, _ in events:
         timeline.setdefault(iid, []).append((at, kind))
     svc_by_id = {s["id"]: s for s in services}
-    mtta, mttr, downtime, postmortems = {}, {}, {s["name"]: 0 for s in services}, {}
+    mtta, mttr, downtime, postmortems = {}, {}, {s["name"]: 0 for s in services if s["id"] != excluded_id}, {}
     for inc in incidents:
-        if not inc["opened_at"].startswith("2026-11") or inc["id"] in dupes:
+        if not inc["opened_at"].startswith("2026-11") or inc["id"] in dupes or inc["service_id"] == excluded_id:
             continue
         tl = timeline[inc["id"]]
         opened = parse(inc["opened_at"])
@@ -118,7 +135,7 @@ def generate(ctx):
     metrics = {"mtta_minutes": {k: round(sum(v) / len(v), 1) for k, v in mtta.items()},
                "mttr_minutes": {k: round(sum(v) / len(v), 1) for k, v in mttr.items()},
                "downtime_minutes": {k: round(v, 1) for k, v in downtime.items()},
-               "budget_breaches": sorted(s["name"] for s in services if downtime[s["name"]] > budgets[s["tier"]])}
+               "budget_breaches": sorted(s["name"] for s in services if s["id"] != excluded_id and downtime[s["name"]] > budgets[s["tier"]])}
     top = max(downtime.values())
 
     # --- workspace ---------------------------------------------------------------------------------

@@ -6,16 +6,16 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_service, metrics_name) -> str:
     std = tools.read_file(path="standards/incident_standard.md")
     caps = {1: int(re.search(r"Tier 1 services may have at most (\d+)", std).group(1)), 2: int(re.search(r"tier 2 services at most (\d+)", std).group(1))}
     limit = int(re.search(r"more than (\d+) minutes", std).group(1))
     lag = int(re.search(r"due (\d+) business days", std).group(1))
-    svcs = {s["id"]: s for s in read_all(tools.list_services)}
+    svcs = {s["id"]: s for s in read_all(tools.list_services) if s["name"] != excluded_service}
     dupes = {d for t in read_files(tools, "reviews/*").values() for d in re.findall(r"(INC-\d+) was confirmed as a duplicate", t)}
     a, r, down, n = {}, {}, {s["name"]: 0.0 for s in svcs.values()}, 0
     for inc in read_all(tools.list_incidents):
-        if inc["opened_at"][:7] != "2026-11" or inc["ref"] in dupes:
+        if inc["opened_at"][:7] != "2026-11" or inc["ref"] in dupes or inc["service_id"] not in svcs:
             continue
         ev = {}
         for e in read_all(tools.list_incident_events, incident_id=inc["id"]):
@@ -40,5 +40,5 @@ def solve(tools) -> str:
     out = {"mtta_minutes": {k: round(sum(v) / len(v), 1) for k, v in a.items()}, "mttr_minutes": {k: round(sum(v) / len(v), 1) for k, v in r.items()},
            "downtime_minutes": {k: round(v, 1) for k, v in down.items()},
            "budget_breaches": sorted(s["name"] for s in svcs.values() if down[s["name"]] > caps[s["tier"]])}
-    tools.write_file(path="november_metrics.json", content=json.dumps(out))
+    tools.write_file(path=metrics_name, content=json.dumps(out))
     return f"Most downtime: {max(down, key=down.get)}; {n} postmortems opened."

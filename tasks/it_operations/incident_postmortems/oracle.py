@@ -8,7 +8,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 FMT = "%Y-%m-%d %H:%M"
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_service, metrics_name) -> str:
     texts = read_files(tools)
     duplicates = set()
     for text in texts.values():
@@ -19,10 +19,10 @@ def solve(tools) -> str:
             due_days = int(re.search(r"due (\d+) business days", text).group(1))
         duplicates |= set(re.findall(r"(INC-\d+) was confirmed as a duplicate", text))
 
-    services = {s["id"]: s for s in read_all(tools.list_services)}
+    services = {s["id"]: s for s in read_all(tools.list_services) if s["name"] != excluded_service}
     acks, fixes, downtime, opened_pms = {}, {}, {s["name"]: 0.0 for s in services.values()}, 0
     for inc in read_all(tools.list_incidents):
-        if not inc["opened_at"].startswith("2026-11") or inc["ref"] in duplicates:
+        if not inc["opened_at"].startswith("2026-11") or inc["ref"] in duplicates or inc["service_id"] not in services:
             continue
         events = read_all(tools.list_incident_events, incident_id=inc["id"])
         start = dt.datetime.strptime(inc["opened_at"], FMT)
@@ -48,6 +48,6 @@ def solve(tools) -> str:
                "mttr_minutes": {k: round(sum(v) / len(v), 1) for k, v in sorted(fixes.items())},
                "downtime_minutes": {k: round(v, 1) for k, v in downtime.items()},
                "budget_breaches": sorted(s["name"] for s in services.values() if downtime[s["name"]] > budget[s["tier"]])}
-    tools.write_file(path="november_metrics.json", content=json.dumps(metrics, indent=2))
+    tools.write_file(path=metrics_name, content=json.dumps(metrics, indent=2))
     worst = max(downtime.items(), key=lambda kv: (kv[1], kv[0]))
     return f"{worst[0]} had the most downtime in November ({worst[1]:.1f} minutes). I opened {opened_pms} postmortems."

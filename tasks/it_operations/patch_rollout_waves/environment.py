@@ -108,8 +108,8 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         excluded_ok = bool(scheduled) and not scheduled & set(facts["excluded"])
 
         names = {r["id"]: r["hostname"] for r in self.query("SELECT id, hostname FROM hosts")}
-        report_ok, detail = False, "rollout_plan.json not found"
-        path = self.workspace / "rollout_plan.json"
+        report_ok, detail = False, f"{self.params['plan_name']} not found"
+        path = self.workspace / self.params["plan_name"]
         if path.is_file():
             try:
                 plan = json.loads(path.read_text())

@@ -1,4 +1,6 @@
-"""State for it_operations/patch_rollout_waves: a CMDB of servers, the patch catalogue and the ops team's mail."""
+"""State for it_operations/patch_rollout_waves: a CMDB of servers, the patch catalogue and the ops team's mail.
+
+Parameters: the first wave's date, the operating system whose update is held back, and the plan file's name."""
 import datetime as dt
 import json
 
@@ -7,6 +9,8 @@ SERVICE_WORDS = ["billing", "payroll", "search", "intranet", "ledger", "crm", "m
                  "inventory", "auth", "gateway", "warehouse", "telemetry", "backup", "printing"]
 TEAMS = ["Platform", "Finance Systems", "Digital", "Data", "Workplace IT", "Security"]
 ENV_PREFIX = {"dev": "dev", "staging": "stg", "prod": "prd"}
+FIRST_WAVE_DAYS = [dt.date(2026, 12, d) for d in (1, 2, 3, 4)]  # Tuesday to Friday
+PLAN_NAMES = ["rollout_plan.json", "patch_waves.json", "december_rollout.json", "wave_schedule.json"]
 
 
 def add_working_days(day, n, holidays):
@@ -23,6 +27,15 @@ def next_working_day_after(day, holidays):
 
 def long_date(day):
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}"
+
+
+def params(ctx) -> dict:
+    """The request: when the first wave goes out, which operating system's update is pulled, the plan's name."""
+    return {
+        "first_wave_date": long_date(ctx.rng.choice(FIRST_WAVE_DAYS)),
+        "excluded_os": ctx.rng.choice(OSES),
+        "plan_name": ctx.rng.choice(PLAN_NAMES),
+    }
 
 
 def generate(ctx):
@@ -66,9 +79,9 @@ def generate(ctx):
                         "severity": rng.choice(["critical", "important", "moderate"]),
                         "released": f"2026-{rng.randint(6, 11):02d}-{rng.randint(1, 28):02d}"})
     db.executemany("INSERT INTO patches VALUES (:id, :kb, :title, :os, :severity, :released)", patches)
-    # This cycle: one patch for each of three operating systems (the fourth OS has nothing this month).
-    cycle = [patches[i] for i in rng.sample(range(len(OSES)), 3)]
-    cycle_os = {p["os"]: p for p in cycle}
+    # This cycle: one patch for each operating system; the request holds one of them back.
+    cycle = [patches[i] for i in rng.sample(range(len(OSES)), len(OSES))]
+    cycle_os = {p["os"]: p for p in cycle if p["os"] != ctx.params["excluded_os"]}
 
     installs, done = [], set()
     for iid in range(1, ctx.size("installations") + 1):
@@ -99,9 +112,7 @@ def generate(ctx):
     if not all(waves.values()):
         raise RuntimeError("a rollout wave came out empty; adjust the host mix")
 
-    start = dt.date(2026, 12, rng.randint(1, 4))
-    while start.weekday() >= 5:
-        start += dt.timedelta(days=1)
+    start = dt.datetime.strptime(ctx.params["first_wave_date"], "%A %d %B %Y").date()
     gap = rng.choice([2, 3])
     holiday = next_working_day_after(start, set())
     holidays = {holiday}
@@ -121,8 +132,8 @@ def generate(ctx):
     (ws / "mail" / "cycle_announcement.eml").write_text(
         f"From: patching@ops.example\nSubject: December patch cycle\n\nHello all,\n\nThis month's cycle covers the "
         f"following updates only: {kb_list}. Nothing else from the catalogue is in scope. Any server running one of "
-        f"those operating systems that does not yet have its update installed is in scope.\n\nThe first wave goes "
-        f"out on {long_date(start)}.\n\nPatching team\n")
+        f"those operating systems that does not yet have its update installed is in scope.\n\nThe patch manager "
+        f"confirms the date of the first wave.\n\nPatching team\n")
     words = {2: "two", 3: "three"}[gap]
     (ws / "standards" / "patching_standard.md").write_text(
         "# Server patching standard\n\n"

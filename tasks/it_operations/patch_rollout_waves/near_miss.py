@@ -6,15 +6,14 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, first_wave_date, excluded_os, plan_name) -> str:
     texts = read_files(tools, "mail/*")
     texts.update(read_files(tools, "runbooks/decommission*"))
     parse = lambda s: dt.datetime.strptime(s, "%d %B %Y").date()
     holidays, skip_services, skip_hosts = set(), set(), set()
     for text in texts.values():
         if "cycle covers" in text:
-            kbs = re.findall(r"(KB\d+) \(([^)]+)\)", text)
-            day = parse(re.search(r"first wave goes out on \w+ (\d+ \w+ \d{4})", text).group(1))
+            kbs = [k for k in re.findall(r"(KB\d+) \(([^)]+)\)", text) if k[1] != excluded_os]
         if "change freeze" in text:
             lo, hi = (parse(d) for d in re.findall(r"\w+day (\d+ \w+ \d{4})", text)[:2])
         if "moving offices" in text:
@@ -22,6 +21,7 @@ def solve(tools) -> str:
         skip_services |= set(re.findall(r"leave every (\S+) server", text))
         if "switched off" in text:
             skip_hosts |= {ln.strip() for ln in text.splitlines() if ln.startswith("  ")}
+    day = parse(first_wave_date.split(" ", 1)[1])
     std = tools.read_file(path="standards/patching_standard.md")
     gap = {"two": 2, "three": 3}[re.search(r"scheduled (\w+) working days", std).group(1)]
     tier = {s["id"]: (s["tier"], s["name"]) for s in read_all(tools.list_services)}
@@ -48,5 +48,5 @@ def solve(tools) -> str:
         for h in waves[w]:
             tools.add_host_to_change(change_id=cid, host_id=h["id"])
         plan.append({"wave": w, "date": day.isoformat(), "change_id": cid, "hosts": [h["hostname"] for h in waves[w]]})
-    tools.write_file(path="rollout_plan.json", content=json.dumps({"waves": plan}))
+    tools.write_file(path=plan_name, content=json.dumps({"waves": plan}))
     return f"Patching {sum(len(v) for v in waves.values())} servers; final wave on {day.isoformat()}."

@@ -21,13 +21,12 @@ def step(day, holidays, n=1):
     return day
 
 
-def solve(tools) -> str:
+def solve(tools, first_wave_date, excluded_os, plan_name) -> str:
     texts = read_files(tools)
     holidays, freeze, held, decommissioned = set(), None, set(), set()
     for path, text in texts.items():
         if "cycle covers" in text:
-            kbs = re.findall(r"(KB\d+) \(([^)]+)\)", text)
-            first = day_of(re.search(r"first wave goes out on " + DATE, text).group(1))
+            kbs = [(kb, os_name) for kb, os_name in re.findall(r"(KB\d+) \(([^)]+)\)", text) if os_name != excluded_os]
         if "working days after" in text:
             gap = NUMBER_WORDS[re.search(r"scheduled (\w+) working days after", text).group(1)]
         if "change freeze" in text.lower() and "production" in text:
@@ -58,7 +57,7 @@ def solve(tools) -> str:
         w = {"dev": 1, "staging": 2}.get(h["environment"]) or (4 if svc["tier"] == 1 else 3)
         waves[w].append(h)
 
-    dates, day = {}, first
+    dates, day = {}, dt.datetime.strptime(first_wave_date, "%A %d %B %Y").date()
     for w in (1, 2, 3, 4):
         if w > 1:
             day = step(day, holidays, gap)
@@ -72,6 +71,6 @@ def solve(tools) -> str:
             tools.add_host_to_change(change_id=change["change_id"], host_id=h["id"])
         plan.append({"wave": w, "date": dates[w].isoformat(), "change_id": change["change_id"],
                      "hosts": sorted(h["hostname"] for h in waves[w])})
-    tools.write_file(path="rollout_plan.json", content=json.dumps({"waves": plan}, indent=2))
+    tools.write_file(path=plan_name, content=json.dumps({"waves": plan}, indent=2))
     total = sum(len(v) for v in waves.values())
     return f"{total} servers are being patched in total; the last wave goes out on {dates[4].isoformat()}."

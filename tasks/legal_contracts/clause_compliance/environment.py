@@ -7,10 +7,12 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 SEVERITIES = ("high", "medium", "low")
 
 
-def expected_issues(contracts: list[dict], terms: dict, rules: dict, waived: tuple) -> dict:
-    """{(contract_id, heading): severity} for every clause that departs from the playbook."""
+def expected_issues(contracts: list[dict], terms: dict, rules: dict, waived: tuple, min_value: float, accepted_law: str) -> dict:
+    """{(contract_id, heading): severity} for every clause of an in-scope contract that departs from the playbook."""
     found = {}
     for c in contracts:
+        if c["annual_value"] < min_value:
+            continue
         t = terms[c["id"]]
         cap = t["cap"]
         if cap is None or cap < 1:
@@ -19,7 +21,7 @@ def expected_issues(contracts: list[dict], terms: dict, rules: dict, waived: tup
             found[(c["id"], "Limitation of liability")] = "medium"
         if t["pay"] < rules["pay_min"]:
             found[(c["id"], "Payment")] = "medium"
-        if t["law"] not in ("England and Wales", "Scotland") and not (t["law"] == "New York" and c["contract_type"] == "licence"):
+        if t["law"] not in ("England and Wales", "Scotland", accepted_law) and not (t["law"] == "New York" and c["contract_type"] == "licence"):
             found[(c["id"], "Governing law")] = "medium"
         if (t["term"] is None or t["term"] > rules["term_max"]) and c["annual_value"] >= rules["small_value"]:
             found[(c["id"], "Termination")] = "medium"
@@ -91,15 +93,16 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         terms = {r["contract_id"]: json.loads(r["terms"]) for r in self.query("SELECT * FROM _clause_terms")}
         contracts = self.query("SELECT * FROM contracts")
-        want = expected_issues(contracts, terms, facts["rules"], tuple(facts["waived"]))
+        want = expected_issues(contracts, terms, facts["rules"], tuple(facts["waived"]), self.params["min_value"], self.params["accepted_law"])
         logged = {(i["contract_id"], i["heading"]): i for i in self.query("SELECT * FROM issues")}
         severities_ok = all(k in logged and logged[k]["severity"] == s for k, s in want.items())
         routed_ok = all(k in logged and (logged[k]["reviewer"] or "").lower() == facts["reviewers"][s].lower() for k, s in want.items())
 
         number = {c["id"]: c["contract_no"] for c in contracts}
         table_want = {(number[cid], heading.lower(), sev) for (cid, heading), sev in want.items()}
-        table_got, note = set(), "compliance_review.md not found"
-        path = self.workspace / "compliance_review.md"
+        report_name = self.params["report_name"]
+        table_got, note = set(), f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             for line in path.read_text().splitlines():
                 cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -109,7 +112,8 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
         high = {cid for (cid, _), s in want.items() if s == "high"}
         said = [int(n) for n in re.findall(r"(?<![\w.-])\d+(?![\w.])", final_response)]
         return [
-            Criterion("issues_for_exactly_the_deviations", set(logged) == set(want), 2.0, f"{len(logged)} logged, {len(want)} expected"),
+            Criterion("issues_for_exactly_the_deviations", set(logged) == set(want), 2.0,
+                      f"{len(logged)} logged, {len(want)} expected (contracts worth at least {self.params['min_value']}, {self.params['accepted_law']} law accepted)"),
             Criterion("severities_follow_playbook", severities_ok, 1.0, "severity per the playbook"),
             Criterion("issues_routed_to_reviewers", routed_ok, 1.0, "each issue routed by severity"),
             Criterion("approved_deviation_not_logged", tuple(facts["waived"]) not in logged, 1.0, "side-letter approval honoured"),

@@ -7,6 +7,18 @@ VENDORS = ["Acorn Systems", "Brightwave", "Castellan", "Delphine Data", "Everlin
 TYPES = ["services", "supply", "licence"]
 LAWS = ["England and Wales", "Scotland", "New York", "Germany", "Singapore", "France"]
 REVIEWERS = {"high": "General Counsel", "medium": "Senior Counsel", "low": "Paralegal team"}
+MIN_VALUES = [6000, 8000, 10000, 12000]
+FOREIGN_LAWS = LAWS[2:]
+REPORT_NAMES = ["compliance_review.md", "playbook_review.md", "clause_audit.md", "contract_issues.md"]
+
+
+def params(ctx) -> dict:
+    """The request: the smallest contract value in scope, a governing law legal now accepts, the report's name."""
+    return {
+        "min_value": ctx.rng.choice(MIN_VALUES),
+        "accepted_law": ctx.rng.choice(FOREIGN_LAWS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def clause_texts(rng, kind, spec):
@@ -67,6 +79,13 @@ def generate(ctx):
             spec["cap"] = rules["cap_max"] + 2
         if cid == 6:    # unlimited liability, never waived
             spec["cap"] = None
+        if 2 <= cid <= 6:   # the special contracts are always in scope, whatever the value cut-off
+            value = max(value, 30000.0) if cid != 2 else value
+        if 7 <= cid <= 10:  # a short payment term just below each possible value cut-off (and one below them all)
+            low = ([5000] + MIN_VALUES)[cid - 7]
+            value, spec["pay"] = round(rng.uniform(low, MIN_VALUES[cid - 7] - 1), 2), 14
+        if 11 <= cid <= 13:  # a services contract under each foreign law (New York: contract 4), whichever is accepted
+            kind, spec["law"], value = "services", FOREIGN_LAWS[cid - 10], max(value, 30000.0)
         contracts.append((cid, f"SC-{cid * 11 + 300:05d}", VENDORS[(cid - 1) % len(VENDORS)] + (f" {cid // 16 + 1}" if cid > 16 else ""),
                           kind, value))
         for heading, text in clause_texts(rng, kind, spec).items():

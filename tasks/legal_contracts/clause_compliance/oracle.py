@@ -8,7 +8,7 @@ def _num(pattern, text):
     return float(re.search(pattern, text).group(1).replace(",", ""))
 
 
-def solve(tools) -> str:
+def solve(tools, min_value, accepted_law, report_name) -> str:
     docs = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     book = next(t for t in docs.values() if "playbook" in t.lower() and "Severity tells us" in t)
     cap_max = _num(r"between one and (\d+) times", book)
@@ -28,6 +28,8 @@ def solve(tools) -> str:
     issues = []
     for cl in read_all(tools.list_clauses):
         c, text, heading = contracts[cl["contract_id"]], cl["text"], cl["heading"]
+        if c["annual_value"] < min_value:
+            continue
         severity = None
         if heading == "Limitation of liability":
             cap = re.search(r"capped at ([\d.]+) times", text)
@@ -39,7 +41,7 @@ def solve(tools) -> str:
             severity = "medium"
         elif heading == "Governing law":
             law = re.search(r"laws of (.+?)\.$", text).group(1)
-            if law not in ("England and Wales", "Scotland") and not (law == "New York" and c["contract_type"] == "licence"):
+            if law not in ("England and Wales", "Scotland", accepted_law) and not (law == "New York" and c["contract_type"] == "licence"):
                 severity = "medium"
         elif heading == "Termination" and c["annual_value"] >= small:
             notice = re.search(r"giving (\d+) days' written notice", text)
@@ -58,6 +60,6 @@ def solve(tools) -> str:
         tools.assign_issue(issue_id=issue["issue_id"], reviewer=reviewer[severity])
     table = ["| contract_no | clause | severity |", "|---|---|---|"]
     table += [f"| {n} | {h} | {s} |" for n, h, s, _ in issues]
-    tools.write_file(path="compliance_review.md", content="# Playbook compliance review\n\n" + "\n".join(table) + "\n")
+    tools.write_file(path=report_name, content="# Playbook compliance review\n\n" + "\n".join(table) + "\n")
     high = {n for n, _, s, _ in issues if s == "high"}
     return f"{len(high)} contracts have at least one high-severity issue ({len(issues)} issues logged in total)."

@@ -1,6 +1,7 @@
 """Tools and verifier for legal_contracts/counterparty_exposure."""
 import json
 import re
+from datetime import date
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -59,17 +60,20 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         owner = {int(k): v for k, v in f["owner"].items()}
         contracts = {c["id"]: c for c in self.query("SELECT * FROM contracts")}
+        review, share = date.fromisoformat(f["review"]), self.params["commitment_pct"] / 100
         local = {}
         invoiced = {}
         for inv in self.query("SELECT * FROM invoices"):
             invoiced[inv["contract_id"]] = invoiced.get(inv["contract_id"], 0) + inv["amount"]
             weight = {"open": 1.0, "disputed": 0.5}.get(inv["status"], 0.0)
+            if (review - date.fromisoformat(inv["issued_on"])).days > self.params["aging_days"]:
+                weight = 0.0  # with the collections agency
             c = contracts[inv["contract_id"]]
             local[c["counterparty_id"]] = local.get(c["counterparty_id"], 0) + weight * inv["amount"] * f["rates"][c["currency"]]
         for c in contracts.values():
             if c["status"] == "active":
                 local[c["counterparty_id"]] = local.get(c["counterparty_id"], 0) + \
-                    (c["total_value"] - invoiced.get(c["id"], 0)) * f["rates"][c["currency"]]
+                    (c["total_value"] - invoiced.get(c["id"], 0)) * share * f["rates"][c["currency"]]
         out = {}
         for p in self.query("SELECT * FROM counterparties"):
             if p["id"] in owner:
@@ -84,8 +88,9 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         rated = {p["id"]: p["risk_rating"] for p in self.query("SELECT id, risk_rating FROM counterparties")}
         ratings_ok = all(rated[k] == w["rating"] for k, w in want.items())
         subs_unrated = all(rated[s] is None for s in owner)
-        report_ok, info = False, "exposure_report.json not found"
-        path = self.workspace / "exposure_report.json"
+        report_name = self.params["report_name"]
+        report_ok, info = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -93,7 +98,8 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
                 report_ok = set(data) == set(expect) and all(
                     abs(float(data[k]["exposure_gbp"]) - w["exposure"]) <= 0.05 and str(data[k]["rating"]).lower() == w["rating"]
                     for k, w in expect.items())
-                info = f"{len(data)} groups, {len(expect)} expected"
+                info = (f"{len(data)} groups, {len(expect)} expected (commitments at {self.params['commitment_pct']}%, "
+                        f"invoices older than {self.params['aging_days']} days left out)")
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
                 info = f"could not read it: {exc}"
         top = max(want.values(), key=lambda w: w["exposure"])["name"]

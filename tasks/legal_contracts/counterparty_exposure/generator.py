@@ -5,6 +5,18 @@ from datetime import date, timedelta
 STEMS = ["Albion", "Bexley", "Carrow", "Denholm", "Eastgate", "Farrant", "Glenmore", "Hatton", "Islay", "Jessop",
          "Kilbride", "Lockhart", "Marston", "Newhaven", "Ormond", "Penrose", "Radley", "Stirling", "Tolland", "Wyvern"]
 FORMS = {"GBP": "Ltd", "EUR": "GmbH", "USD": "Inc"}
+AGING_DAYS = [90, 120, 180, 365]
+REPORT_NAMES = ["exposure_report.json", "credit_exposure.json", "group_exposure.json", "counterparty_review.json"]
+
+
+def params(ctx) -> dict:
+    """The request: the share of remaining commitments to count, the age beyond which unpaid invoices are
+    with collections, and the report's name."""
+    return {
+        "commitment_pct": ctx.rng.choice([25, 50, 75, 100]),
+        "aging_days": ctx.rng.choice(AGING_DAYS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -58,6 +70,8 @@ def generate(ctx):
         if issued >= review:
             issued = review - timedelta(days=rng.randint(1, 30))
         status = rng.choice(["paid", "paid", "paid", "open", "disputed"]) if iid > 3 else ["open", "disputed", "open"][iid - 1]
+        if 4 <= iid <= 7:  # open invoices just past each possible collections age (the last past them all)
+            status, issued = "open", review - timedelta(days=(100, 150, 250, 400)[iid - 4])
         invoices.append((iid, f"INV-{50000 + iid * 3}", k[0], round(k[4] * rng.uniform(0.02, 0.12), 2), issued.isoformat(), status))
     db.executemany("INSERT INTO contracts VALUES (?,?,?,?,?,?,?,?)", [tuple(c) for c in contracts])
     db.executemany("INSERT INTO invoices VALUES (?,?,?,?,?,?)", invoices)

@@ -116,7 +116,8 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
             party = parties[c["counterparty_id"]]
             if party["country"] == facts["buffer_country"]:
                 deadline -= timedelta(days=facts["buffer_days"])
-            if today <= deadline <= today + timedelta(days=facts["window"]) and c["contract_no"] not in facts["kept"]:
+            in_scope = c["annual_value"] >= self.params["min_value"] and c["title"] != f"{self.params['renegotiated']} agreement"
+            if today <= deadline <= today + timedelta(days=facts["window"]) and c["contract_no"] not in facts["kept"] and in_scope:
                 due[c["id"]] = {"contract_no": c["contract_no"], "counterparty": party["name"], "email": party["legal_email"],
                                 "term_end": end.isoformat(), "deadline": deadline.isoformat()}
         return due, facts
@@ -131,8 +132,9 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         sent_ok = all(k in by_contract and by_contract[k]["status"] == "sent" and
                       (by_contract[k]["recipient"] or "").strip().lower() == d["email"] for k, d in due.items())
 
-        report_ok, detail = False, "renewal_notices.csv not found"
-        path = self.workspace / "renewal_notices.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -149,7 +151,8 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         named = re.findall(r"C-\d{5}", final_response)
         urgent_ok = bool(named) and named[0] in urgent  # the first contract the answer names
         return [
-            Criterion("notices_for_exactly_the_due_contracts", right_set, 2.0, f"{len(by_contract)} notices, {len(due)} due"),
+            Criterion("notices_for_exactly_the_due_contracts", right_set, 2.0, f"{len(by_contract)} notices, {len(due)} due (worth at least "
+                      f"{self.params['min_value']} a year, {self.params['renegotiated']} agreements left alone)"),
             Criterion("kept_contracts_spared", kept_spared, 1.0, "no notice for contracts the business keeps"),
             Criterion("notice_deadlines_correct", deadlines_ok, 1.0, "amended notice periods and local-counsel buffer applied"),
             Criterion("sent_to_legal_contacts", sent_ok, 1.0, "every due notice sent to the counterparty's legal address"),

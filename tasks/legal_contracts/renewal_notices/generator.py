@@ -15,6 +15,20 @@ OTHER_CLAUSES = [("payment terms", "Payment terms changed to {n} days from invoi
                  ("governing law", "Disputes now referred to arbitration; {n}-day negotiation period first."),
                  ("service levels", "Availability target raised; service credits after {n} minutes of outage.")]
 
+MIN_VALUES = [10000, 20000, 30000, 50000]
+RENEGOTIATED = ["Cloud hosting", "Payroll software", "Telecoms", "Catering"]
+REPORT_NAMES = ["renewal_notices.csv", "non_renewal_notices.csv", "notices_sent.csv", "renewal_cycle.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the smallest annual value worth a notice, a kind of agreement procurement is
+    renegotiating (left alone), and the report's name."""
+    return {
+        "min_value": ctx.rng.choice(MIN_VALUES),
+        "renegotiated": ctx.rng.choice(RENEGOTIATED),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
 
 def add_months(d: date, months: int) -> date:
     """Same day of month, `months` later (days beyond the month's end fall back to its last day)."""
@@ -94,12 +108,31 @@ def generate(ctx):
     lapse_ok = contracts[29]  # discussed in the minutes, but the business lets it lapse
     craft(lapse_ok, today + timedelta(days=3), 90, 0)
 
+    # Due contracts just above each possible value floor (none under the lowest), of kinds nobody renegotiates.
+    plain = [t for t in SUBJECTS if t not in RENEGOTIATED]
+    home = [cp[0] for cp in counterparties if cp[2] != buffer_country] or [counterparties[-1][0]]  # no registered-post buffer
+    planted = []
+    for k, value in enumerate((15000.0, 25000.0, 40000.0)):
+        c = contracts[34 + 5 * k]
+        craft(c, today + timedelta(days=5 + 2 * k), 60, 0)  # well inside the window, even after craft's nudge
+        c.update(value=value, title=f"{rng.choice(plain)} agreement", counterparty_id=rng.choice(home))
+        planted.append(c)
+    # A due, valuable contract of every kind procurement might be renegotiating.
+    for k, subject in enumerate(RENEGOTIATED):
+        c = contracts[49 + 5 * k]
+        craft(c, today + timedelta(days=11 + 2 * k), 30, 1)
+        c.update(value=round(rng.uniform(60000, 250000), 2), title=f"{subject} agreement", counterparty_id=rng.choice(home))
+        planted.append(c)
+    for c in (kept_in_window, rolled, amended, buffered, passed, lapse_ok):  # the fixed cases stay in scope
+        if c["value"] < max(MIN_VALUES) or c["title"].removesuffix(" agreement") in RENEGOTIATED:
+            c.update(value=max(c["value"], 60000.0), title=f"{rng.choice(plain)} agreement")
+
     db.executemany("INSERT INTO contracts VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
         (c["id"], c["contract_no"], c["counterparty_id"], c["title"], c["start"].isoformat(), c["term"], c["auto"],
          c["renewal"], c["notice"], c["value"], c["status"]) for c in contracts])
 
     amendments, changes = [], []
-    crafted = {c["id"] for c in (kept_in_window, rolled, amended, buffered, passed, lapse_ok)}
+    crafted = {c["id"] for c in (kept_in_window, rolled, amended, buffered, passed, lapse_ok, *planted)}
     free = [c["id"] for c in contracts if c["id"] not in crafted]
     targets = [amended["id"]] + [rng.choice(free) for _ in range(ctx.size("amendments") - 1)]
     for aid, kid in enumerate(targets, start=1):
@@ -158,8 +191,7 @@ def generate(ctx):
     keep_phrases = ["the business owner wants to keep it", "operations asked us to keep this one",
                     "finance confirmed it must be kept"]
     lines = [f"- {kept_in_window['contract_no']} ({cp_name[kept_in_window['counterparty_id']]}): {keep_phrases[0]}."]
-    others = rng.sample([c for c in contracts if c["id"] not in (kept_in_window["id"], lapse_ok["id"], amended["id"],
-                                                                  rolled["id"], buffered["id"])], 2)
+    others = rng.sample([c for c in contracts if c["id"] not in crafted], 2)
     for c, phrase in zip(others, keep_phrases[1:]):
         lines.append(f"- {c['contract_no']} ({cp_name[c['counterparty_id']]}): {phrase}.")
     lines.append(f"- {lapse_ok['contract_no']} ({cp_name[lapse_ok['counterparty_id']]}): discussed; nobody objects to ending it.")

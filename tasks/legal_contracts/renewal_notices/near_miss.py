@@ -10,7 +10,7 @@ def _shift(d, months):
     return date(total // 12, total % 12 + 1, min(d.day, 28))
 
 
-def solve(tools) -> str:
+def solve(tools, min_value, renegotiated, report_name) -> str:
     texts = read_files(tools)
     memo = next(t for t in texts.values() if "current cycle" in t and "SUPERSEDED" not in t)
     today = datetime.strptime(re.search(r"as of (\d+ \w+ \d{4})", memo).group(1), "%d %B %Y").date()
@@ -22,7 +22,7 @@ def solve(tools) -> str:
             for no in re.findall(r"C-\d{5}", line)}
     rows = []
     for c in read_all(tools.list_contracts, status="active"):
-        if not c["auto_renew"] or c["contract_no"] in kept:
+        if not c["auto_renew"] or c["contract_no"] in kept or c["annual_value"] < min_value or c["title"].startswith(renegotiated):
             continue
         start, months = date.fromisoformat(c["start_date"]), c["initial_term_months"]
         while _shift(start, months) <= today:
@@ -34,6 +34,6 @@ def solve(tools) -> str:
             tools.send_notice(notice_id=n["notice_id"], recipient_email=party["legal_email"])
             rows.append((str(deadline), c["contract_no"], party["name"], str(_shift(start, months))))
     rows.sort()
-    tools.write_file(path="renewal_notices.csv", content="contract_no,counterparty,term_end,notice_deadline\n" +
+    tools.write_file(path=report_name, content="contract_no,counterparty,term_end,notice_deadline\n" +
                      "".join(f"{r[1]},{r[2]},{r[3]},{r[0]}\n" for r in rows))
     return f"Most urgent: {rows[0][1]} (deadline {rows[0][0]}); {len(rows)} notices sent."

@@ -15,7 +15,7 @@ def months_later(d, months):
             day -= 1
 
 
-def solve(tools) -> str:
+def solve(tools, min_value, renegotiated, report_name) -> str:
     today = window = None
     buffer_country, buffer_days, kept = None, 0, set()
     for path, text in read_files(tools).items():
@@ -40,6 +40,8 @@ def solve(tools) -> str:
     for c in read_all(tools.list_contracts, status="active"):
         if not c["auto_renew"] or c["contract_no"] in kept:
             continue
+        if c["annual_value"] < min_value or c["title"] == f"{renegotiated} agreement":
+            continue
         start = date.fromisoformat(c["start_date"])
         months = c["initial_term_months"]
         while months_later(start, months) <= today:
@@ -59,7 +61,7 @@ def solve(tools) -> str:
         notice = tools.create_notice(contract_id=c["id"], notice_deadline=deadline.isoformat())
         tools.send_notice(notice_id=notice["notice_id"], recipient_email=party["legal_email"])
         lines.append(f"{c['contract_no']},{party['name']},{end.isoformat()},{deadline.isoformat()}")
-    tools.write_file(path="renewal_notices.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     first = min(due, key=lambda d: (d[0], d[1]["id"]))
     return (f"{first[1]['contract_no']} is the most urgent: its notice must reach {first[2]['name']} by "
             f"{first[0].isoformat()}. I raised and sent {len(due)} non-renewal notices in total.")

@@ -3,6 +3,7 @@ import csv
 import io
 import json
 import re
+from datetime import date, timedelta
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -102,17 +103,20 @@ class HoldQueueEnv(WorkspaceEnvironment):
         # Copy statuses change during the run; the shelf copies at the start are those not on loan or missing.
         shelf = [c for c in self.query("SELECT id, title_id, barcode, branch, status FROM copies")
                  if c["status"] not in ("on_loan", "missing") and c["branch"] != f["quarantined"]]
+        no_van, renewal_end = self.params["no_van_branch"], (date.fromisoformat(f["today"]) + timedelta(days=self.params["renewal_days"])).isoformat()
         out = {}
         holds = self.query("SELECT id, title_id, patron_id, placed_at, pickup_branch FROM holds")
         holds.sort(key=lambda h: (patrons[h["patron_id"]]["card_type"] == "staff", h["placed_at"]))
         used = set()
         for h in holds:
             p = patrons[h["patron_id"]]
-            if p["blocked"] or p["expires_on"] < f["today"] or p["id"] == f["frozen"]:
+            if p["blocked"] or p["expires_on"] < f["today"] or p["id"] == f["frozen"] or p["expires_on"] <= renewal_end:
                 continue
             pool = [c for c in shelf if c["title_id"] == h["title_id"] and c["id"] not in used]
             local = [c for c in pool if c["branch"] == h["pickup_branch"]]
-            choice = min(local or pool, key=lambda c: c["barcode"], default=None)
+            # A transfer needs the van at both ends.
+            remote = [] if h["pickup_branch"] == no_van else [c for c in pool if c["branch"] not in (h["pickup_branch"], no_van)]
+            choice = min(local or remote, key=lambda c: c["barcode"], default=None)
             if choice:
                 used.add(choice["id"])
                 out[h["id"]] = {"copy": choice["id"], "barcode": choice["barcode"], "branch": h["pickup_branch"],
@@ -126,8 +130,9 @@ class HoldQueueEnv(WorkspaceEnvironment):
         right_copies = right_holds and all(filled[k]["copy_id"] == v["copy"] for k, v in expected.items())
         transfers = {(t["copy_id"], t["to_branch"]) for t in self.query("SELECT copy_id, to_branch FROM transfers")}
         want_transfers = {(v["copy"], v["branch"]) for v in expected.values() if v["transfer"]}
-        report_ok, detail = False, "filled_holds.csv not found"
-        path = self.workspace / "filled_holds.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -140,7 +145,8 @@ class HoldQueueEnv(WorkspaceEnvironment):
                 detail = f"cannot parse the report: {exc}"
         counts = {int(n) for n in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)}
         return [
-            Criterion("right_holds_filled", right_holds, 2.0, f"{len(filled)} holds filled, {len(expected)} expected"),
+            Criterion("right_holds_filled", right_holds, 2.0, f"{len(filled)} holds filled, {len(expected)} expected "
+                      f"(no van at {self.params['no_van_branch']}, cards expiring within {self.params['renewal_days']} days skipped)"),
             Criterion("right_copies_used", right_copies, 1.0, "local copy first, else lowest barcode; quarantine respected"),
             Criterion("transfers_raised", transfers == want_transfers, 1.0, f"{len(transfers)} transfers, {len(want_transfers)} expected"),
             Criterion("report_written", report_ok, 1.0, detail),

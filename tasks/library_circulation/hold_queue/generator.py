@@ -9,6 +9,17 @@ AUTHORS = ["M. Okoro", "L. Brandt", "S. Varga", "J. Whitlock", "A. Nair", "K. Sa
 GIVEN = ["Ada", "Ben", "Cora", "Dan", "Edie", "Fred", "Gail", "Hugo", "Ivy", "Jack", "Kim", "Lou", "Mae", "Ned"]
 FAMILY = ["Archer", "Bishop", "Carver", "Drake", "Ellison", "Frost", "Gibbs", "Hale", "Irwin", "Judd", "Knox"]
 TODAY = datetime(2026, 12, 1, 8, 0)
+RENEWAL_WINDOWS = [7, 14, 30, 60]
+REPORT_NAMES = ["filled_holds.csv", "hold_fulfilment.csv", "holds_filled_today.csv", "hold_shelf_list.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the branch the delivery van skips today, the card-renewal window, and the report's name."""
+    return {
+        "no_van_branch": ctx.rng.choice(BRANCHES),
+        "renewal_days": ctx.rng.choice(RENEWAL_WINDOWS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -30,12 +41,19 @@ def generate(ctx):
     patrons = []
     for pid in range(1, ctx.size("patrons") + 1):
         kind = "staff" if rng.random() < 0.1 else "adult"
-        expiry = (TODAY + timedelta(days=rng.randint(-60, 700))).date().isoformat() if rng.random() < 0.15 else "2028-06-30"
+        expiry = "2028-06-30"
+        if rng.random() < 0.15:
+            offset = rng.randint(-60, 700)
+            offset += offset in RENEWAL_WINDOWS  # never exactly on the last day of a renewal window
+            expiry = (TODAY + timedelta(days=offset)).date().isoformat()
         patrons.append([pid, f"29{pid:06d}", f"{rng.choice(GIVEN)} {rng.choice(FAMILY)}", kind, expiry, int(rng.random() < 0.06)])
     good = [p for p in patrons if p[3] == "adult" and p[5] == 0 and p[4] >= "2026-12-01"]
     frozen, blocked, expired, staff = rng.sample(good, 4)
     blocked[5], expired[4], staff[3] = 1, "2026-11-20", "staff"
     eligible = [p for p in good if p not in (frozen, blocked, expired, staff)]
+    # Cards expiring just inside each possible renewal window (and one inside them all): eligible[6..9].
+    for p, days in zip(eligible[6:10], (5, 12, 25, 50)):
+        p[4] = (TODAY + timedelta(days=days)).date().isoformat()
 
     copies, holds = [], []
     clock = [TODAY - timedelta(days=40)]
@@ -71,7 +89,17 @@ def generate(ctx):
     copy(scenarios[4][0], quarantined)
     hold(scenarios[4][0], eligible[4], branch=not_q[1])
     hold(scenarios[4][0], eligible[5], branch=not_q[2])
-    for t in titles[5:]:
+    # 5..8: a patron whose card expires soon holds the only copy, at their pickup branch.
+    for t, p in zip(titles[5:9], eligible[6:10]):
+        branch = rng.choice(not_q)
+        copy(t[0], branch)
+        hold(t[0], p, branch=branch)
+    # 9..13: one hold for pickup at each branch that only a transfer from another open branch can fill,
+    # so whichever branch the van skips, some hold cannot be filled.
+    for t, p, branch in zip(titles[9:14], eligible[10:15], BRANCHES):
+        copy(t[0], rng.choice([b for b in not_q if b != branch]))
+        hold(t[0], p, branch=branch)
+    for t in titles[14:]:
         for _ in range(rng.randint(1, 4)):
             copy(t[0], rng.choice(BRANCHES), rng.choices(["available", "on_loan", "missing"], weights=[4, 5, 1])[0])
         for _ in range(rng.randint(0, 4)):

@@ -1,12 +1,14 @@
 """Reference solution for library_circulation/hold_queue, using only the task's tools."""
 import re
+from datetime import date, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 TODAY = "2026-12-01"
 
 
-def solve(tools) -> str:
+def solve(tools, no_van_branch, renewal_days, report_name) -> str:
+    renewal_end = (date.fromisoformat(TODAY) + timedelta(days=renewal_days)).isoformat()
     texts = read_files(tools)
     quarantined = {m.group(1) for t in texts.values() for m in [re.search(r"The (\w+) branch had .*?quarantine", t, re.S)] if m}
     frozen_cards = {m.group(1) for t in texts.values() for m in [re.search(r"\(card (\d+)\) is travelling", t)] if m}
@@ -19,13 +21,15 @@ def solve(tools) -> str:
     used, rows, moved = set(), [], 0
     for h in holds:
         p = patrons[h["patron_id"]]
-        if p["blocked"] or p["expires_on"] < TODAY or p["card_number"] in frozen_cards:
+        if p["blocked"] or p["expires_on"] < TODAY or p["card_number"] in frozen_cards or p["expires_on"] <= renewal_end:
             continue
         pool = [c for c in shelf if c["title_id"] == h["title_id"] and c["id"] not in used]
         local = [c for c in pool if c["branch"] == h["pickup_branch"]]
-        if not pool:
+        # The van must call at both ends of a transfer.
+        remote = [] if h["pickup_branch"] == no_van_branch else [c for c in pool if c["branch"] not in (h["pickup_branch"], no_van_branch)]
+        if not (local or remote):
             continue
-        chosen = min(local or pool, key=lambda c: c["barcode"])
+        chosen = min(local or remote, key=lambda c: c["barcode"])
         used.add(chosen["id"])
         transfer_id = 0
         if chosen["branch"] != h["pickup_branch"]:
@@ -33,5 +37,5 @@ def solve(tools) -> str:
             moved += 1
         tools.fill_hold(hold_id=h["id"], copy_id=chosen["id"], transfer_id=transfer_id)
         rows.append(f"{h['id']},{chosen['barcode']},{h['pickup_branch']},{'yes' if transfer_id else 'no'}")
-    tools.write_file(path="filled_holds.csv", content="hold_id,barcode,pickup_branch,transfer\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="hold_id,barcode,pickup_branch,transfer\n" + "\n".join(rows) + "\n")
     return f"I filled {len(rows)} holds; {moved} of them need a transfer between branches."

@@ -124,12 +124,15 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
             if c["status"] == "available" or c["held"]:
                 lendable[c["isbn"]] = lendable.get(c["isbn"], 0) + 1
         held_before = {p: partners[p]["items_on_loan"] for p in partners}
-        ship = dt.date.fromisoformat(terms["ship_date"])
+        ship = dt.datetime.strptime(self.params["courier_date"], "%d %B %Y").date()
+        cutoff = dt.datetime.strptime(self.params["request_cutoff"], "%d %B %Y").date().isoformat()
         out = {}
-        pending = self.query("SELECT r.id, r.partner_id, r.isbn FROM requests r LEFT JOIN shipments s ON s.request_id = r.id "
+        pending = self.query("SELECT r.id, r.partner_id, r.isbn, r.requested_on FROM requests r LEFT JOIN shipments s ON s.request_id = r.id "
                              "LEFT JOIN declines d ON d.request_id = r.id WHERE r.status = 'pending' OR s.id IS NOT NULL "
                              "OR d.id IS NOT NULL ORDER BY r.requested_on, r.id")
         for r in pending:
+            if r["requested_on"] > cutoff:
+                continue  # too late for this courier run: stays pending
             code = partners[r["partner_id"]]["code"]
             deal = terms["agreements"][code]
             if code == terms["suspended"]:
@@ -162,9 +165,10 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         count_ok = str(len(want_ship)) in re.findall(r"\d+", final_response)
         return [
             Criterion("shipped_exactly_the_lendable_requests", ship_ok and stray_holds == 0, 2.0,
-                      f"{len(shipped)} shipped, {len(want_ship)} expected, {stray_holds} holds never shipped"),
+                      f"{len(shipped)} shipped, {len(want_ship)} expected, {stray_holds} holds never shipped "
+                      f"(requests up to {self.params['request_cutoff']})"),
             Criterion("right_copies_held", copies_ok, 1.0, "each shipment holds a general-collection copy of the title"),
-            Criterion("due_dates_per_agreement", due_ok, 1.0, "courier date + the partner's loan period"),
+            Criterion("due_dates_per_agreement", due_ok, 1.0, f"courier date {self.params['courier_date']} + the partner's loan period"),
             Criterion("declines_with_reasons", decline_ok, 1.0, f"{len(want_decline)} declines expected"),
             Criterion("shipped_count_reported", count_ok, 1.0, f"expected {len(want_ship)}"),
         ]

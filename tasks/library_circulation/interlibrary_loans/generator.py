@@ -15,6 +15,14 @@ FORMAT_PHRASES = {
     ("book", "audiobook", "dvd"): "anything in your general collection: books, audiobooks and DVDs alike",
 }
 
+COURIER_DATES = ["1 December 2026", "2 December 2026", "3 December 2026", "4 December 2026"]
+CUTOFFS = ["21 November 2026", "25 November 2026", "27 November 2026", "29 November 2026"]
+
+
+def params(ctx) -> dict:
+    """The request: the courier run's date (due dates count from it) and the last request date it serves."""
+    return {"courier_date": ctx.rng.choice(COURIER_DATES), "request_cutoff": ctx.rng.choice(CUTOFFS)}
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -83,6 +91,8 @@ def generate(ctx):
     requests[2][1:5] = [rng.choice([p[0] for p in partners if p[1] != suspended]), single, "2026-11-04", "pending"]
     for k in (3, 4, 5):                                                      # tight partner runs out of slots
         requests[k][1:5] = [tight[0], titles[k + 1][0], f"2026-11-{5 + k:02d}", "pending"]
+    for k, day in zip((6, 7, 8, 9), (22, 26, 28, 30)):                      # just after each possible cut-off
+        requests[k][3:5] = [f"2026-11-{day:02d}", "pending"]
     db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?)", [tuple(r) for r in requests])
 
     docs, mail = ctx.workspace / "policy", ctx.workspace / "mail"
@@ -124,5 +134,5 @@ def generate(ctx):
             f"From: staff@ourlibrary.example\nSubject: {chatter[i % len(chatter)]}\n\n"
             f"Note about {chatter[i % len(chatter)]}; reference {rng.randint(100, 999)}. No change to lending rules.\n")
     facts = {"agreements": {k: {**v, "formats": list(v["formats"])} for k, v in agreements.items()},
-             "suspended": suspended, "ship_date": "2026-12-01"}
+             "suspended": suspended}
     db.execute("INSERT INTO _verifier_facts VALUES ('terms', ?)", (json.dumps(facts),))

@@ -5,7 +5,9 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, courier_date, request_cutoff) -> str:
+    courier = dt.datetime.strptime(courier_date, "%d %B %Y").date()
+    cutoff = dt.datetime.strptime(request_cutoff, "%d %B %Y").date()
     deals, stopped = {}, ""
     for f in read_all(tools.list_files, pattern="mail/*"):
         body = " ".join(tools.read_file(path=f["path"]).split())
@@ -20,6 +22,8 @@ def solve(tools) -> str:
     out = {k: p["items_on_loan"] for k, p in partners.items()}
     taken, shipped = set(), 0
     for r in read_all(tools.list_requests):
+        if dt.date.fromisoformat(r["requested_on"]) > cutoff:
+            continue
         p = partners[r["partner_id"]]
         days, kinds, limit = deals[p["code"]]
         t = tools.get_title(isbn=r["isbn"])
@@ -32,7 +36,7 @@ def solve(tools) -> str:
         hold = tools.place_hold(copy_id=copies[0]["id"], request_id=r["id"])
         taken.add(copies[0]["id"])
         tools.ship_loan(request_id=r["id"], hold_id=hold["hold_id"],
-                        due_date=(dt.date(2026, 12, 1) + dt.timedelta(days=days)).isoformat())
+                        due_date=(courier + dt.timedelta(days=days)).isoformat())
         out[p["id"]] += 1
         shipped += 1
     return f"Shipped {shipped} requests."

@@ -4,8 +4,6 @@ import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-SHIP_DATE = dt.date(2026, 12, 1)
-
 
 def _formats(phrase: str) -> set[str]:
     if "printed books only" in phrase:
@@ -15,7 +13,9 @@ def _formats(phrase: str) -> set[str]:
     return {"book", "audiobook", "dvd"}
 
 
-def solve(tools) -> str:
+def solve(tools, courier_date, request_cutoff) -> str:
+    ship_date = dt.datetime.strptime(courier_date, "%d %B %Y").date()
+    last_day = dt.datetime.strptime(request_cutoff, "%d %B %Y").date().isoformat()
     texts = read_files(tools)
     deals, suspended_name = {}, None
     for text in texts.values():
@@ -35,6 +35,8 @@ def solve(tools) -> str:
     titles = {}
     shipped = 0
     for req in read_all(tools.list_requests, status="pending"):
+        if req["requested_on"] > last_day:
+            continue  # missed this courier run; stays pending
         partner = partners[req["partner_id"]]
         deal = deals[partner["code"]]
         if req["isbn"] not in titles:
@@ -56,7 +58,7 @@ def solve(tools) -> str:
             continue
         hold = tools.place_hold(copy_id=free[0]["id"], request_id=req["id"])
         free[0]["status"] = "on hold"  # our cached copy list must see the copy go
-        due = SHIP_DATE + dt.timedelta(days=deal["days"])
+        due = ship_date + dt.timedelta(days=deal["days"])
         tools.ship_loan(request_id=req["id"], hold_id=hold["hold_id"], due_date=due.isoformat())
         holding[partner["id"]] += 1
         shipped += 1

@@ -8,6 +8,7 @@ from datetime import date, timedelta
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 ENTRY_DAY = "2026-11-30"  # the day this run's fines are entered
+FORMAT_PLURALS = {"books": "book", "DVDs": "dvd", "audiobooks": "audiobook", "magazines": "magazine"}
 
 
 def _day(text: str, what: str) -> date:
@@ -107,13 +108,13 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         fines = {}
         for r in rows:
             due, back = date.fromisoformat(r["due_date"]), date.fromisoformat(r["returned_on"])
-            if r["card_type"] == "child" or amnesty[0] <= back <= amnesty[1]:
+            if r["card_type"] == "child" or amnesty[0] <= back <= amnesty[1] or r["format"] == FORMAT_PLURALS[self.params["fine_free_format"]]:
                 continue
             late = sum(1 for k in range(1, (back - due).days + 1) if due + timedelta(days=k) not in closed)
             days = late - f["grace"]
-            if days > 0:
-                fines[r["id"]] = {"card": r["card_number"], "pid": r["pid"], "days": days,
-                                  "amount": round(min(f["cap"], days * f["rates"][r["format"]]), 2)}
+            amount = round(min(f["cap"], days * f["rates"][r["format"]]), 2)
+            if days > 0 and amount >= self.params["min_fine"] - 1e-9:  # smaller fines are written off
+                fines[r["id"]] = {"card": r["card_number"], "pid": r["pid"], "days": days, "amount": amount}
         owed = {}
         for old in self.query("SELECT patron_id, amount FROM fines WHERE status = 'unpaid' AND entered_on != ?", (ENTRY_DAY,)):
             owed[old["patron_id"]] = owed.get(old["patron_id"], 0) + old["amount"]
@@ -128,8 +129,9 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         right_loans = set(entered) == set(fines)
         amounts_ok = right_loans and all(abs(entered[k] - v["amount"]) < 0.005 for k, v in fines.items())
         blocked = {r["card_number"] for r in self.query("SELECT card_number FROM patrons WHERE blocked = 1")}
-        report_ok, detail = False, "november_fines.csv not found"
-        path = self.workspace / "november_fines.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -144,7 +146,8 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         money = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
         counts = {int(n) for n in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)}
         return [
-            Criterion("fines_on_exactly_the_chargeable_loans", right_loans, 2.0, f"{len(entered)} fines entered, {len(fines)} expected"),
+            Criterion("fines_on_exactly_the_chargeable_loans", right_loans, 2.0, f"{len(entered)} fines entered, {len(fines)} expected "
+                      f"(no fines on {self.params['fine_free_format']}, none under {self.params['min_fine']:.2f})"),
             Criterion("fine_amounts_correct", amounts_ok, 1.0, "per-day rate after closures and grace, capped per loan"),
             Criterion("cards_blocked_at_the_limit", blocked == blocks, 1.0, f"{len(blocked)} blocked, {len(blocks)} expected"),
             Criterion("report_written", report_ok, 1.0, detail),

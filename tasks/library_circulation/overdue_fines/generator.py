@@ -1,5 +1,6 @@
 """State for library_circulation/overdue_fines: patrons, items, a loan history, earlier fines and staff notices."""
 import json
+import math
 from datetime import date, timedelta
 
 FORMATS = ["book", "dvd", "audiobook", "magazine"]
@@ -8,6 +9,19 @@ TITLES = ["The Quiet Harbour", "Atlas of Small Things", "Winter Orchard", "Signa
           "Tidelines", "Borrowed Light", "Kitchen Science", "Northern Lights", "The Cartographer"]
 GIVEN = ["Ada", "Bruno", "Cleo", "Dev", "Esme", "Finn", "Gita", "Hal", "Iris", "Jude", "Kai", "Lena", "Milo", "Noor"]
 FAMILY = ["Abbott", "Baker", "Chen", "Diaz", "Ellis", "Fox", "Grant", "Hughes", "Ito", "Jensen", "Khan", "Lowe"]
+
+FORMAT_PLURALS = {"books": "book", "DVDs": "dvd", "audiobooks": "audiobook", "magazines": "magazine"}
+MIN_FINES = [1, 2, 3, 4]
+REPORT_NAMES = ["november_fines.csv", "fines_november.csv", "overdue_fines.csv", "fines_entered.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a format no longer fined, the smallest fine worth entering, and the report's name."""
+    return {
+        "fine_free_format": ctx.rng.choice(list(FORMAT_PLURALS)),
+        "min_fine": ctx.rng.choice(MIN_FINES),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -30,6 +44,7 @@ def generate(ctx):
         patrons.append((pid, f"2100{pid:05d}{rng.randint(0, 9)}", f"{rng.choice(GIVEN)} {rng.choice(FAMILY)}", kind, 0, None))
     items = [(iid, f"31{iid:07d}", f"{rng.choice(TITLES)}{'' if iid % 3 else ' (2nd ed.)'}", rng.choices(FORMATS, weights=[6, 2, 1, 1])[0])
              for iid in range(1, ctx.size("items") + 1)]
+    items[:4] = [item[:3] + (fmt,) for item, fmt in zip(items, FORMATS)]  # every format is in the catalogue
     db.executemany("INSERT INTO patrons VALUES (?,?,?,?,?,?)", patrons)
     db.executemany("INSERT INTO items VALUES (?,?,?,?)", items)
 
@@ -59,7 +74,7 @@ def generate(ctx):
         adults.remove(children[0])
     books = [i[0] for i in items if i[3] == "book"]
     dvds = [i[0] for i in items if i[3] == "dvd"] or books
-    for _ in range(ctx.size("loans") - 7):
+    for _ in range(ctx.size("loans") - 14):
         due = date(2026, 10, 1) + timedelta(days=rng.randint(0, 58))
         late = rng.choice([0, 0, 0, 1, 2, 3, 4, 6, 9, 15, 30])
         returned = due + timedelta(days=late - rng.randint(0, 5) if late == 0 else late)
@@ -75,6 +90,23 @@ def generate(ctx):
     heavy = rng.choice(adults)
     loan(heavy, rng.choice(dvds), date(2026, 10, 5), date(2026, 11, 5))  # hits the cap
     loan(rng.choice(adults), rng.choice(dvds), date(2026, 11, 29), None)
+
+    def charged_loan(item, fmt, back, amount):
+        """A loan returned on `back` whose fine (before the cap) is just at or above `amount` dollars."""
+        need = math.ceil(round(amount / rates[fmt], 6)) + grace
+        due, late = back, 0
+        while late < need:
+            late += due not in closures
+            due -= timedelta(days=1)
+        loan(rng.choice(adults), item, due, back)
+
+    # A late item of every format (fine 4.50 or more, so never under the write-off limit) ...
+    for k, fmt in enumerate(FORMATS):
+        charged_loan(k + 1, fmt, date(2026, 11, 5 + k), 4.5)
+    # ... and fines of about 1.50, 2.50 and 3.50 dollars, between the possible write-off limits, in a format still fined.
+    fmt = "audiobook" if FORMAT_PLURALS[ctx.params["fine_free_format"]] != "audiobook" else "book"
+    for k, amount in enumerate((1.5, 2.5, 3.5)):
+        charged_loan(FORMATS.index(fmt) + 1, fmt, date(2026, 11, (10, 12, 13)[k]), amount)
     db.executemany("INSERT INTO loans VALUES (?,?,?,?,?,?)", [tuple(x) for x in loans])
 
     old = []

@@ -6,7 +6,7 @@ from datetime import date
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, fine_free_format, min_fine, report_name) -> str:
     staff = read_files(tools, "staff/*")
     policy = next(t for t in staff.values() if "fines policy" in t)
     rate = {w.lower().rstrip("s"): float(v) for w, v in re.findall(r"(books|DVDs|audiobooks|magazines) (\d+\.\d+) a day", policy)}
@@ -26,9 +26,11 @@ def solve(tools) -> str:
         back = date.fromisoformat(loan["returned_on"])
         if cards[loan["patron_id"]]["card_type"] == "child" or start <= back <= end:
             continue
+        if fmt[loan["item_id"]] == fine_free_format.lower().rstrip("s"):
+            continue
         days = (back - date.fromisoformat(loan["due_date"])).days - grace
-        if days > 0:
-            amount = round(min(cap, days * rate[fmt[loan["item_id"]]]), 2)
+        amount = round(min(cap, days * rate[fmt[loan["item_id"]]]), 2)
+        if days > 0 and amount >= min_fine:
             tools.assess_fine(loan_id=loan["id"], amount=amount)
             owed[loan["patron_id"]] = owed.get(loan["patron_id"], 0) + amount
             total += amount
@@ -38,5 +40,5 @@ def solve(tools) -> str:
         if amount >= limit:
             tools.block_patron(card_number=cards[pid]["card_number"], reason="fines over the limit")
             n += 1
-    tools.write_file(path="november_fines.csv", content="loan_id,card_number,days_charged,amount\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="loan_id,card_number,days_charged,amount\n" + "\n".join(lines))
     return f"Fines entered: {total:.2f} dollars in total; {n} cards blocked."

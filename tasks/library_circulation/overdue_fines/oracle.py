@@ -12,7 +12,7 @@ def dates_in(text):
             for d, m in re.findall(r"(\d{1,2}) (October|November|December)", text)]
 
 
-def solve(tools) -> str:
+def solve(tools, fine_free_format, min_fine, report_name) -> str:
     texts = read_files(tools)
     policy = next(t for t in texts.values() if "Overdue fines policy" in t)
     rates = {FORMAT_WORDS[w]: float(v) for w, v in re.findall(r"(books|DVDs|audiobooks|magazines) (\d+\.\d+) a day", policy)}
@@ -33,13 +33,16 @@ def solve(tools) -> str:
     for loan in read_all(tools.list_loans, returned_from="2026-11-01", returned_to="2026-11-30"):
         patron = patrons[loan["patron_id"]]
         due, back = date.fromisoformat(loan["due_date"]), date.fromisoformat(loan["returned_on"])
-        if patron["card_type"] == "child" or amnesty[0] <= back <= amnesty[1]:
+        fmt = formats[loan["item_id"]]
+        if patron["card_type"] == "child" or amnesty[0] <= back <= amnesty[1] or fmt == FORMAT_WORDS[fine_free_format]:
             continue
         late = [due + timedelta(days=k) for k in range(1, (back - due).days + 1)]
         days = sum(1 for d in late if d not in closed) - grace
         if days <= 0:
             continue
-        amount = round(min(cap, days * rates[formats[loan["item_id"]]]), 2)
+        amount = round(min(cap, days * rates[fmt]), 2)
+        if amount < min_fine - 1e-9:
+            continue  # written off
         tools.assess_fine(loan_id=loan["id"], amount=amount)
         owed[patron["id"]] = owed.get(patron["id"], 0) + amount
         total += amount
@@ -49,5 +52,5 @@ def solve(tools) -> str:
         if amount >= block_at - 1e-9:
             tools.block_patron(card_number=patrons[pid]["card_number"], reason=f"unpaid fines {amount:.2f}")
             blocked += 1
-    tools.write_file(path="november_fines.csv", content="loan_id,card_number,days_charged,amount\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="loan_id,card_number,days_charged,amount\n" + "\n".join(rows) + "\n")
     return f"I entered {len(rows)} fines totalling {total:.2f} dollars and blocked {blocked} cards."

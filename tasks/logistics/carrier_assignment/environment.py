@@ -112,7 +112,8 @@ class CarrierEnv(WorkspaceEnvironment):
         lapsed_id, lapse_day = facts["lapsed"]
         out = {}
         for s in self.query("SELECT * FROM shipments"):
-            if s["destination_country"] == facts["closed"]:
+            if (s["destination_country"] == facts["closed"] or s["origin"] == self.params["held_site"]
+                    or s["weight_kg"] > self.params["max_weight"]):
                 out[s["id"]] = None
                 continue
             options = []
@@ -151,8 +152,9 @@ class CarrierEnv(WorkspaceEnvironment):
 
         names = {c["id"]: c["name"] for c in self.query("SELECT id, name FROM carriers")}
         want = {shipments[i]["ref"]: (names[p[0]], p[1]) for i, p in plan.items() if p is not None}
-        report_ok, detail = False, "carrier_plan.csv not found"
-        path = self.workspace / "carrier_plan.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -166,7 +168,8 @@ class CarrierEnv(WorkspaceEnvironment):
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
         return [
             Criterion("every_shipment_booked_or_held", handled, 1.0, "nothing left waiting"),
-            Criterion("embargoed_destination_held", held_ok, 1.0, f"exactly the shipments to {facts['closed']} held"),
+            Criterion("embargoed_destination_held", held_ok, 1.0, f"exactly the shipments to {facts['closed']}, from "
+                      f"{self.params['held_site']} or over {self.params['max_weight']} kg held"),
             Criterion("cheapest_allowed_carrier_booked", carriers_ok, 2.0, "lowest freight among carriers allowed to take it"),
             Criterion("compliance_notices_respected", compliant, 1.0, "lane ban and lapsed dangerous-goods certificate"),
             Criterion("equal_quotes_go_to_the_more_punctual", tie_ok, 1.0, f"same-price lane to {tie_land}"),

@@ -7,7 +7,18 @@ COUNTRIES = ["Austria", "Belgium", "Czechia", "Denmark", "Estonia", "Finland", "
 CARRIER_WORDS = ["Swift", "Polar", "Atlas", "Vector", "Beacon", "Horizon", "Meridian", "Summit", "Coastal", "Ranger",
                  "Apex", "Nordic", "Granite", "Zephyr", "Harbor", "Falcon"]
 KINDS = ["Freight", "Logistics", "Haulage", "Express", "Cargo", "Transport"]
-SITES = ["Leipzig DC", "Rotterdam hub", "Lyon depot"]
+SITES = ["Leipzig DC", "Rotterdam hub", "Lyon depot", "Gdansk yard"]
+MAX_WEIGHTS = [1500, 1800, 2000, 2200]
+REPORT_NAMES = ["carrier_plan.csv", "freight_bookings.csv", "shipping_plan.csv", "carrier_bookings.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a site whose shipments stay put this week, the heaviest shipment we may load, the report's name."""
+    return {
+        "held_site": ctx.rng.choice(SITES),
+        "max_weight": ctx.rng.choice(MAX_WEIGHTS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -65,14 +76,23 @@ def generate(ctx):
     fixed = [(tie_land, 400, 0, week), (ban_land, 300, 0, week + dt.timedelta(days=1)),
              (hazmat_land, 350, 1, cutoff + dt.timedelta(days=rng.randint(0, 2))),
              (hazmat_land, 500, 1, cutoff - dt.timedelta(days=1)), (closed_land, 220, 0, week)]
+    open_sites = [site for site in SITES if site != ctx.params["held_site"]]
+    open_lands = [c for c in countries if c != closed_land]
+    # Just above each possible weight limit (the last one above them all), from an open site.
+    fixed += [(rng.choice(open_lands), weight, 0, week + dt.timedelta(days=rng.randint(0, 4))) for weight in (1650, 1900, 2100, 2300)]
+    n_traps = len(fixed)
+    # One ordinary shipment from every site, so whichever site is closed, something stays put.
+    fixed += [(rng.choice(open_lands), rng.randint(100, 1000), 0, week + dt.timedelta(days=rng.randint(0, 4))) for _ in SITES]
     for sid in range(1, ctx.size("shipments") + 1):
         if sid <= len(fixed):
             country, weight, hazmat, ready = fixed[sid - 1]
+            origin = rng.choice(open_sites) if sid <= n_traps else SITES[sid - n_traps - 1]
         else:
             country = rng.choice(countries)
             weight, hazmat = rng.randint(40, 2400), int(rng.random() < 0.2)
             ready = week + dt.timedelta(days=rng.randint(0, 11))
-        shipments.append((sid, f"SHP-{rng.randint(100, 999)}{sid:04d}", rng.choice(SITES), country, weight, hazmat, ready.isoformat()))
+            origin = rng.choice(SITES)
+        shipments.append((sid, f"SHP-{rng.randint(100, 999)}{sid:04d}", origin, country, weight, hazmat, ready.isoformat()))
     order = rng.sample(shipments, len(shipments))  # the fixed cases are spread through the list
     db.executemany("INSERT INTO shipments VALUES (?,?,?,?,?,?,?, 'waiting', NULL)",
                    [(k + 1, *s[1:]) for k, s in enumerate(order)])

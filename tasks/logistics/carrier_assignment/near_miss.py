@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, held_site, max_weight, report_name) -> str:
     guide = " ".join(tools.read_file(path="shipping_office/routing_guide.md").split())
     fee = float(re.search(r"surcharge of ([\d.]+)", guide).group(1))
     notice = " ".join(tools.read_file(path="notices/compliance_embargo.md").split())
@@ -19,7 +19,7 @@ def solve(tools) -> str:
     by_id = {c["id"]: c for c in carriers}
     manifests, lines, total = {}, [], 0.0
     for s in read_all(tools.list_shipments):
-        if s["destination_country"] == closed:
+        if s["destination_country"] == closed or s["origin"] == held_site or s["weight_kg"] > max_weight:
             tools.hold_shipment(shipment_id=s["id"], reason="embargo")
             continue
         quotes = {q["carrier_id"]: q for q in read_all(tools.list_lane_rates, destination_country=s["destination_country"])}
@@ -41,5 +41,5 @@ def solve(tools) -> str:
         cost = price + (fee if s["hazmat"] else 0)
         total += cost
         lines.append(f"{s['ref']},{by_id[chosen]['name']},{cost:.2f}")
-    tools.write_file(path="carrier_plan.csv", content="shipment,carrier,cost\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="shipment,carrier,cost\n" + "\n".join(lines))
     return f"Total freight: {total:.2f}"

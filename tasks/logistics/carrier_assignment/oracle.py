@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, held_site, max_weight, report_name) -> str:
     closed, banned_lanes, lapses, fee = set(), set(), {}, 0.0
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -23,6 +23,12 @@ def solve(tools) -> str:
         land = s["destination_country"]
         if land in closed:
             tools.hold_shipment(shipment_id=s["id"], reason=f"export embargo on {land}")
+            continue
+        if s["origin"] == held_site:
+            tools.hold_shipment(shipment_id=s["id"], reason=f"{held_site} closed this week")
+            continue
+        if s["weight_kg"] > max_weight:
+            tools.hold_shipment(shipment_id=s["id"], reason=f"over the {max_weight} kg loading limit")
             continue
         if land not in lanes:
             lanes[land] = read_all(tools.list_lane_rates, destination_country=land)
@@ -42,5 +48,5 @@ def solve(tools) -> str:
         cost = round(booking["base_charge"] + (fee if s["hazmat"] else 0.0), 2)
         total += cost
         rows.append(f"{s['ref']},{carriers[cid]['name']},{cost:.2f}")
-    tools.write_file(path="carrier_plan.csv", content="shipment,carrier,cost\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="shipment,carrier,cost\n" + "\n".join(rows) + "\n")
     return f"Booked {len(rows)} shipments on {len(manifests)} manifests; total freight cost {total:.2f}."

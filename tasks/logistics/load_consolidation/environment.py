@@ -104,7 +104,8 @@ class LoadPlanEnv(WorkspaceEnvironment):
         orders = {o["id"]: o for o in self.query("SELECT * FROM orders")}
         trucks = {t["name"]: t for t in self.query("SELECT * FROM truck_types")}
         by_temp = {t["temperature"]: t for t in trucks.values()}
-        eligible = {i for i, o in orders.items() if o["customer"] != facts["on_hold"]}
+        eligible = {i for i, o in orders.items() if o["customer"] != facts["on_hold"]
+                    and o["region"] != self.params["skipped_region"] and o["weight_kg"] >= self.params["parcel_kg"]}
         placed = {r["order_id"]: r["load_id"] for r in self.query("SELECT * FROM load_orders")}
         loads = {l["id"]: l for l in self.query("SELECT * FROM loads")}
         members: dict[int, list[dict]] = {}
@@ -122,8 +123,9 @@ class LoadPlanEnv(WorkspaceEnvironment):
         dedicated_ok = all(len({o["customer"] == facts["dedicated"] for o in os}) == 1 for os in members.values())
         regions_ok = all(all(o["region"] == used[l]["region"] for o in os) for l, os in members.items())
 
-        plan_ok, detail = False, "load_plan.md not found"
-        path = self.workspace / "load_plan.md"
+        report_name = self.params["report_name"]
+        plan_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             want = {lid: ({o["ref"] for o in os}, sum(o["weight_kg"] for o in os)) for lid, os in members.items()}
             got = {}
@@ -139,7 +141,8 @@ class LoadPlanEnv(WorkspaceEnvironment):
         numbers = [int(x) for x in re.findall(r"\b\d+\b", final_response)]
         return [
             Criterion("every_shippable_order_planned_once", set(placed) == eligible, 2.0,
-                      f"{len(placed)} orders planned, {len(eligible)} expected (credit-hold customer left out)"),
+                      f"{len(placed)} orders planned, {len(eligible)} expected (credit-hold customer, "
+                      f"{self.params['skipped_region']} and orders under {self.params['parcel_kg']} kg left out)"),
             Criterion("loads_are_single_region_and_temperature", regions_ok and temps_ok, 1.0, "chilled on reefers only"),
             Criterion("dedicated_customer_travels_alone", dedicated_ok, 1.0, f"{facts['dedicated']} never shares a truck"),
             Criterion("no_more_trucks_than_the_procedure", 0 < len(used) <= minimum, 1.0, f"{len(used)} trucks, at most {minimum}"),

@@ -6,6 +6,18 @@ CUSTOMERS = ["Bellweather Foods", "Copperleaf Retail", "Driftwood Stores", "Ever
              "Goldcrest Wholesale", "Hillside Co-op", "Ironbridge Outlets", "Juniper Fresh", "Kingfisher Depot",
              "Larkspur Trading", "Moorland Farms"]
 TRUCKS = [("curtainsider", "ambient", 24000, 33), ("reefer", "chilled", 20000, 30)]
+PARCEL_KG = [300, 500, 750, 1000]
+REPORT_NAMES = ["load_plan.md", "truck_plan.md", "loads_tomorrow.md", "dispatch_plan.md"]
+
+
+def params(ctx) -> dict:
+    """The request: a region with no deliveries tomorrow, the weight under which orders go by parcel courier,
+    and the plan's file name."""
+    return {
+        "skipped_region": ctx.rng.choice(REGIONS),
+        "parcel_kg": ctx.rng.choice(PARCEL_KG),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -21,8 +33,11 @@ def generate(ctx):
         """
     )
     db.executemany("INSERT INTO truck_types VALUES (?,?,?,?)", TRUCKS)
-    regions = rng.sample(REGIONS, 5)
+    skipped = ctx.params["skipped_region"]
+    regions = rng.sample([r for r in REGIONS if r != skipped], 4)
+    regions.insert(1, skipped)  # never the dedicated customer's region (regions[0])
     dedicated, on_hold = rng.sample(CUSTOMERS, 2)
+    ordinary = [c for c in CUSTOMERS if c not in (dedicated, on_hold)]
     rows = []
     for oid in range(1, ctx.size("orders") + 1):
         pallets = rng.randint(1, 12)
@@ -30,11 +45,16 @@ def generate(ctx):
         customer = rng.choice(CUSTOMERS)
         chilled = rng.random() < 0.25
         if oid <= 3:  # the dedicated customer always ships, in one region, ambient and chilled
-            customer, chilled = dedicated, oid == 3
+            customer, chilled, weight = dedicated, oid == 3, max(weight, 1500)
         elif oid <= 5:
             customer = on_hold
-        rows.append((oid, f"ORD-{rng.randint(10, 99)}{oid:04d}", customer,
-                     regions[0] if oid <= 3 else rng.choice(regions), weight, pallets, "chilled" if chilled else "ambient"))
+        region = regions[0] if oid <= 3 else rng.choice(regions)
+        if 6 <= oid <= 9:  # light orders just under each possible parcel limit (the first under them all)
+            customer, region = rng.choice(ordinary), rng.choice([r for r in regions if r != skipped])
+            weight, pallets = [(280, 1), (450, 1), (700, 1), (900, 2)][oid - 6]
+        if oid == 10:  # an ordinary order for the region without deliveries
+            customer, region, weight = rng.choice(ordinary), skipped, max(weight, 1200)
+        rows.append((oid, f"ORD-{rng.randint(10, 99)}{oid:04d}", customer, region, weight, pallets, "chilled" if chilled else "ambient"))
     db.executemany("INSERT INTO orders VALUES (?,?,?,?,?,?,?)", rng.sample(rows, len(rows)))
 
     (ctx.workspace / "depot").mkdir()

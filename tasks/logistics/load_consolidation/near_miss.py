@@ -4,11 +4,12 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, skipped_region, parcel_kg, report_name) -> str:
     hold_note = " ".join(tools.read_file(path="mail/finance_credit_hold.eml").split())
     blocked = re.search(r"Credit hold (.+?) is over", hold_note).group(1)
     limits = {t["temperature"]: t for t in read_all(tools.list_truck_types)}
-    todo = [o for o in read_all(tools.list_orders) if o["customer"] != blocked]
+    todo = [o for o in read_all(tools.list_orders)
+            if o["customer"] != blocked and o["region"] != skipped_region and o["weight_kg"] >= parcel_kg]
     todo.sort(key=lambda o: (o["region"], o["temperature"], -o["weight_kg"], o["ref"]))
     loads, lines = {}, []
     for o in todo:
@@ -28,5 +29,5 @@ def solve(tools) -> str:
     for bucket in loads.values():
         for load in bucket:
             lines.append(f"| {load['id']} | {load['region']} | {load['type']} | {', '.join(load['refs'])} | {load['kg']} |")
-    tools.write_file(path="load_plan.md", content="| load_id | region | truck_type | orders | total_kg |\n|--|--|--|--|--|\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="| load_id | region | truck_type | orders | total_kg |\n|--|--|--|--|--|\n" + "\n".join(lines))
     return f"{len(lines)} trucks."

@@ -4,7 +4,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, skipped_region, parcel_kg, report_name) -> str:
     dedicated, held = set(), set()
     for text in read_files(tools, "mail/*").values():
         flat = " ".join(text.split())
@@ -14,7 +14,7 @@ def solve(tools) -> str:
     kinds = {t["temperature"]: t for t in read_all(tools.list_truck_types)}
     groups = {}
     for o in read_all(tools.list_orders):
-        if o["customer"] in held:
+        if o["customer"] in held or o["region"] == skipped_region or o["weight_kg"] < parcel_kg:
             continue
         key = (o["region"], o["temperature"], o["customer"] if o["customer"] in dedicated else "")
         groups.setdefault(key, []).append(o)
@@ -35,5 +35,5 @@ def solve(tools) -> str:
             target[3].append(o["ref"])
         rows += [f"| {l[0]} | {region} | {truck['name']} | {', '.join(l[3])} | {l[1]} |" for l in open_loads]
     table = "| load_id | region | truck_type | orders | total_kg |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
-    tools.write_file(path="load_plan.md", content="# Load plan\n\n" + table)
+    tools.write_file(path=report_name, content="# Load plan\n\n" + table)
     return f"The plan is ready: we need {len(rows)} trucks in total."

@@ -75,6 +75,8 @@ class SlaEnv(WorkspaceEnvironment):
             picked = dt.datetime.fromisoformat(d["picked_up_at"])
             if d["region"] == region and storm_from <= picked.date().isoformat() <= storm_to:
                 continue
+            if d["region"] == self.params["excluded_region"]:
+                continue  # audited separately
             if d["service"] == "express":
                 promise = picked + dt.timedelta(hours=24)
             else:
@@ -86,7 +88,8 @@ class SlaEnv(WorkspaceEnvironment):
                 promise = dt.datetime.combine(day, dt.time(23, 59, 59))
             arrived = dt.datetime.fromisoformat(d["delivered_at"]) if d["delivered_at"] else None
             if (arrived and arrived > promise) or (arrived is None and cutoff > promise):
-                credit = round(d["fee"] * facts["credit_pct"] / 100, 2) if tiers[d["customer_id"]] == "Gold" else 0.0
+                eligible = tiers[d["customer_id"]] == "Gold" and d["fee"] >= self.params["min_fee"]
+                credit = round(d["fee"] * facts["credit_pct"] / 100, 2) if eligible else 0.0
                 out[d["id"]] = (d["service"], credit)
         return out
 
@@ -100,8 +103,9 @@ class SlaEnv(WorkspaceEnvironment):
         credits_ok = credits.keys() == owed.keys() and all(abs(credits[i] - c) < 0.011 for i, c in owed.items())
 
         counts = {s: sum(1 for v in want.values() if v[0] == s) for s in SERVICES}
-        summary_ok, detail = False, "sla_summary.json not found"
-        path = self.workspace / "sla_summary.json"
+        report_name = self.params["report_name"]
+        summary_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -112,11 +116,11 @@ class SlaEnv(WorkspaceEnvironment):
         total = round(sum(owed.values()), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
         return [
-            Criterion("exactly_the_breaches_logged", set(logged) == set(want), 2.0, f"{len(logged)} logged, {len(want)} expected"),
+            Criterion("exactly_the_breaches_logged", set(logged) == set(want), 2.0, f"{len(logged)} logged, {len(want)} expected ({self.params['excluded_region']} left out)"),
             Criterion("business_days_and_holidays_counted", 1 not in logged and 4 in logged, 1.0,
                       "a standard delivery across a public holiday is on time; the premium contract's is late"),
             Criterion("force_majeure_exempt", 3 not in logged, 1.0, "storm-region deliveries in the window are exempt"),
-            Criterion("gold_credits_issued", credits_ok, 1.0, f"{len(credits)} credits, {len(owed)} expected"),
+            Criterion("gold_credits_issued", credits_ok, 1.0, f"{len(credits)} credits, {len(owed)} expected (fees of at least {self.params['min_fee']})"),
             Criterion("summary_file_written", summary_ok, 1.0, detail),
             Criterion("credit_total_reported", any(abs(n - total) < 0.011 for n in numbers), 1.0, f"expected {total:.2f}"),
         ]

@@ -6,6 +6,17 @@ COMPANIES = ["Arbor", "Brisk", "Corvid", "Dapple", "Evenfall", "Flint", "Gossame
              "Kestrel", "Lumen", "Marlow", "Nettle", "Osprey", "Pike", "Quince", "Rook", "Sorrel", "Thistle"]
 REGIONS = ["Highlands", "Lowlands", "Riverside", "Harbour", "Uplands", "Metro"]
 DAYS = {"standard": 3, "economy": 5}
+MIN_FEES = [15, 20, 25, 30]
+REPORT_NAMES = ["sla_summary.json", "sla_breaches.json", "service_level_review.json", "breach_counts.json"]
+
+
+def params(ctx) -> dict:
+    """The request: a region audited separately (left out), the smallest fee that earns a credit, the summary's name."""
+    return {
+        "excluded_region": ctx.rng.choice(REGIONS),
+        "min_fee": ctx.rng.choice(MIN_FEES),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def add_business_days(day: dt.date, n: int, holidays: set) -> dt.date:
@@ -60,20 +71,34 @@ def generate(ctx):
         rows.append([did, service, customer, rng.choice(REGIONS), picked, delivered, round(rng.uniform(8, 95), 2)])
     # Guaranteed cases at every scale.
     holiday_pick = mondays[1] - dt.timedelta(days=4)  # the Thursday before the first holiday
-    rows[0][1:6] = ["standard", 1, REGIONS[0] if REGIONS[0] != storm_region else REGIONS[1],
+    # The fixed cases travel in regions that are neither storm-hit nor left out of the review.
+    ok = [r for r in REGIONS if r not in (storm_region, ctx.params["excluded_region"])]
+    rows[0][1:6] = ["standard", 1, ok[0],
                     dt.datetime.combine(holiday_pick, dt.time(10, 0)),
                     dt.datetime.combine(add_business_days(holiday_pick, 3, set(holidays)), dt.time(16, 0))]
-    rows[1][1:6] = ["express", 1, REGIONS[2] if REGIONS[2] != storm_region else REGIONS[3],
+    rows[1][1:6] = ["express", 1, ok[1],
                     dt.datetime.combine(first + dt.timedelta(days=3), dt.time(9, 0)),
                     dt.datetime.combine(first + dt.timedelta(days=4), dt.time(11, 0))]  # 26 hours: a breach
     rows[2][1:6] = ["economy", 1, storm_region, dt.datetime.combine(storm[0], dt.time(8, 0)),
                     dt.datetime.combine(storm[0] + dt.timedelta(days=12), dt.time(9, 0))]  # late, but force majeure
     std_pick = first + dt.timedelta(days=14)
-    rows[3][1:6] = ["standard", premium, REGIONS[4] if REGIONS[4] != storm_region else REGIONS[5],
+    rows[3][1:6] = ["standard", premium, ok[2],
                     dt.datetime.combine(std_pick, dt.time(9, 0)),
                     dt.datetime.combine(add_business_days(std_pick, 3, holidays), dt.time(12, 0))]  # fine by default terms, late for this contract
-    rows[4][1:6] = ["economy", 1, REGIONS[0] if REGIONS[0] != storm_region else REGIONS[1],
+    rows[4][1:6] = ["economy", 1, ok[0],
                     dt.datetime.combine(dt.date(2026, month, 12), dt.time(9, 0)), None]  # still on the road, overdue
+    def late_standard(row, customer, region, pick_day):
+        pick = first + dt.timedelta(days=pick_day)
+        row[1:6] = ["standard", customer, region, dt.datetime.combine(pick, dt.time(9, 0)),
+                    dt.datetime.combine(add_business_days(pick, 5, holidays), dt.time(12, 0))]  # two business days late
+
+    # A late delivery in every region after the storm, so whichever region is left out, a breach goes with it.
+    for k, region in enumerate(REGIONS):
+        late_standard(rows[5 + k], rng.choice([c[0] for c in customers if c[0] != premium]), region, 15 + k % 3)
+    # Late deliveries for the Gold customer with fees between the possible credit floors.
+    for k, fee in enumerate((17.0, 22.0, 27.0)):
+        late_standard(rows[11 + k], 1, ok[k], 16 + k)
+        rows[11 + k][6] = fee
     for r in rows:
         if r[5] is not None and r[5] > cutoff:
             r[5] = None  # not delivered by the reporting cut-off

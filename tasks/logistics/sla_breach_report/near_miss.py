@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_region, min_fee, report_name) -> str:
     terms = " ".join(tools.read_file(path="contracts/service_level_terms.md").split())
     cut = dt.datetime.strptime(re.search(r"cut-off \((.+?)\)", terms).group(1), "%d %B %Y %H:%M")
     rate = int(re.search(r"credit of (\d+)%", terms).group(1)) / 100
@@ -19,7 +19,7 @@ def solve(tools) -> str:
     per_service, total = {"express": 0, "standard": 0, "economy": 0}, 0.0
     for d in read_all(tools.list_deliveries):
         t0 = dt.datetime.fromisoformat(d["picked_up_at"])
-        if d["region"] == region and start <= t0.date() <= end:
+        if (d["region"] == region and start <= t0.date() <= end) or d["region"] == excluded_region:
             continue
         if d["service"] == "express":
             limit = t0 + dt.timedelta(days=1)
@@ -36,8 +36,8 @@ def solve(tools) -> str:
         if done > limit:
             per_service[d["service"]] += 1
             bid = tools.log_breach(delivery_id=d["id"])["breach_id"]
-            if people[d["customer_id"]]["tier"] == "Gold":
+            if people[d["customer_id"]]["tier"] == "Gold" and d["fee"] >= min_fee:
                 tools.issue_credit(breach_id=bid, amount=round(d["fee"] * rate, 2))
                 total += round(d["fee"] * rate, 2)
-    tools.write_file(path="sla_summary.json", content=json.dumps(per_service))
+    tools.write_file(path=report_name, content=json.dumps(per_service))
     return f"Credits: {total:.2f}"

@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_region, min_fee, report_name) -> str:
     texts = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     holidays, storm, premium = set(), None, set()
     for text in texts.values():
@@ -30,6 +30,8 @@ def solve(tools) -> str:
         picked = dt.datetime.fromisoformat(d["picked_up_at"])
         if d["region"] == storm[0] and storm[1] <= picked.date() <= storm[2]:
             continue
+        if d["region"] == excluded_region:
+            continue
         if d["service"] == "express":
             promise = picked + dt.timedelta(hours=24)
         else:
@@ -45,9 +47,9 @@ def solve(tools) -> str:
             continue
         counts[d["service"]] += 1
         breach = tools.log_breach(delivery_id=d["id"], note=f"{d['service']} promise {promise:%Y-%m-%d %H:%M} missed")
-        if customers[d["customer_id"]]["tier"] == "Gold":
+        if customers[d["customer_id"]]["tier"] == "Gold" and d["fee"] >= min_fee:
             amount = round(d["fee"] * pct / 100, 2)
             tools.issue_credit(breach_id=breach["breach_id"], amount=amount)
             credited += amount
-    tools.write_file(path="sla_summary.json", content=json.dumps(counts, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(counts, indent=2))
     return f"Logged {sum(counts.values())} breaches. Credits issued to Gold customers total {credited:.2f}."
