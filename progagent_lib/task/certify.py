@@ -8,6 +8,8 @@ generation is deterministic, an empty answer scores R = 0, and the oracle's work
 A task with instance parameters is certified on at least `MIN_PARAM_DRAWS` seeds whose parameters differ
 (more seeds are taken when the given ones draw fewer), and on each instance the oracle bound to another
 draw's parameters must fail (`one_program_cannot_pass_all`): no single program passes every instance.
+At v0 each parameter must matter on its own too (`each_parameter_matters`): the oracle bound to the
+instance's parameters with that one changed to another of its values must fail.
 """
 from __future__ import annotations
 
@@ -55,21 +57,25 @@ class CertifyReport:
         self.checks.append(Check(*args, **kwargs))
 
     def table(self):
-        """One row per task: per scale "ok" or the failed checks, and the first problem found."""
+        """One row per task: per scale "ok" or the failed checks, the instances (seeds, each its own parameter
+        draw for a parametrised task) certified, and the first problem found."""
         import polars as pl
 
         rows: dict[str, dict] = {}
+        seeds: dict[str, set] = {}
         for c in self.checks:
             row = rows.setdefault(c.task, {"task": c.task, "checks": 0, "failed": 0, "first_problem": ""})
             row["checks"] += 1
+            if c.seed is not None:
+                seeds.setdefault(c.task, set()).add(c.seed)
             cell = row.setdefault(c.scale, "ok")
             if not c.passed:
                 row["failed"] += 1
                 row[c.scale] = c.name if cell == "ok" else (cell if c.name in cell.split(",") else f"{cell},{c.name}")
                 row["first_problem"] = row["first_problem"] or f"{c.scale}/{c.seed}: {c.detail}"[:160]
         scales = sorted(dict.fromkeys(c.scale for c in self.checks), key=lambda s: (s == "all", s))
-        records = [{"task": r["task"], **{s: r.get(s, "-") for s in scales}, "checks": r["checks"], "failed": r["failed"],
-                    "first_problem": r["first_problem"]} for r in rows.values()]
+        records = [{"task": r["task"], **{s: r.get(s, "-") for s in scales}, "draws": len(seeds.get(r["task"], ())),
+                    "checks": r["checks"], "failed": r["failed"], "first_problem": r["first_problem"]} for r in rows.values()]
         return pl.DataFrame(records) if records else pl.DataFrame({"task": []})
 
 
@@ -128,6 +134,28 @@ def _certify_other_draw(task: Task, scale: str, seed: int, others: list[int], re
         env.close()
 
 
+def _certify_each_parameter(task: Task, scale: str, seed: int, ranges: dict[str, list], report: CertifyReport) -> None:
+    """Change one parameter at a time to another value of its range: the oracle bound to that must fail here."""
+    mine = task.params_for(seed)
+    passed_with = []
+    for name, values in ranges.items():
+        other = next((json.loads(v) for v in values if json.loads(v) != mine[name]), None)
+        if other is None:
+            continue
+        env = task.instantiate(scale, seed)
+        try:
+            try:
+                answer = task.oracle(env.tools, {**mine, name: other})
+            except Exception as exc:  # noqa: BLE001 - the changed program failing on this instance is a pass
+                answer = f"(the program raised {type(exc).__name__})"
+            if env.verify(answer).reward != 0.0:
+                passed_with.append(f"{name}={other!r} (instance: {mine[name]!r})")
+        finally:
+            env.close()
+    report.add(task.id, scale, seed, "each_parameter_matters", not passed_with,
+               "the oracle still reaches R = 1 with " + "; ".join(passed_with) if passed_with else "")
+
+
 def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) -> tuple[str, str]:
     """Oracle and empty-answer checks for one (scale, seed). Returns (instruction, schemas json) for cross-scale checks."""
     env = task.instantiate(scale, seed)
@@ -176,9 +204,12 @@ def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyRepor
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), report: CertifyReport | None = None) -> CertifyReport:
+def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), report: CertifyReport | None = None,
+                 draws: int = MIN_PARAM_DRAWS) -> CertifyReport:
+    """Certify one task on `seeds` at `scales`; a parametrised task on at least `draws` distinct parameter draws."""
     report = report or CertifyReport()
-    seeds = param_draw_seeds(task, seeds)
+    seeds = param_draw_seeds(task, seeds, draws)
+    ranges = param_ranges(task) if task.parametrised else {}
     if task.parametrised:
         _certify_params(task, report)
     seen: dict[str, tuple[str, str]] = {}
@@ -190,6 +221,8 @@ def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int
                 seen.setdefault(scale, (instruction if seed == seeds[0] else "", schemas))
                 if task.parametrised:
                     _certify_other_draw(task, scale, seed, seeds[seeds.index(seed) + 1:] + seeds[:seeds.index(seed)], report)
+                    if scale == "v0":
+                        _certify_each_parameter(task, scale, seed, ranges, report)
             except Exception as exc:  # a broken task is reported, and certification goes on
                 report.add(task.id, scale, seed, "runs", False, f"{type(exc).__name__}: {exc}")
     if len({prompt for prompt, _ in seen.values()}) > 1 or len({s for _, s in seen.values()}) > 1:

@@ -113,7 +113,7 @@ class PaymentRunEnv(WorkspaceEnvironment):
         terms = {v["id"]: v["terms"] for v in self.query("SELECT id, terms FROM vendors")}
         out = {}
         for inv in self.query("SELECT * FROM invoices WHERE status != 'paid'"):
-            if inv["vendor_id"] == facts["blocked"]:
+            if inv["vendor_id"] == facts["blocked"] or inv["amount"] > self.params["approval_limit"]:
                 continue
             text = "3/20 net 45" if inv["vendor_id"] == changed and inv["invoice_date"] >= change_from else terms[inv["vendor_id"]]
             m = re.fullmatch(r"(?:(\d+)/(\d+) )?net (\d+)", text)
@@ -137,8 +137,9 @@ class PaymentRunEnv(WorkspaceEnvironment):
         blocked = {r["id"] for r in self.query("SELECT id FROM invoices WHERE vendor_id = ?", (facts["blocked"],))}
         numbers_by_id = {r["id"]: (r["invoice_no"], r["amount"]) for r in self.query("SELECT id, invoice_no, amount FROM invoices")}
 
-        report_ok, detail = False, "payment_run.csv not found"
-        path = self.workspace / "payment_run.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -153,7 +154,8 @@ class PaymentRunEnv(WorkspaceEnvironment):
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
         return [
             Criterion("one_released_batch_on_the_run_date", batch_ok, 1.0, f"released batch dated {facts['run']}"),
-            Criterion("exactly_the_invoices_due_in_this_run", set_ok, 2.0, f"{len(paid)} paid, {len(want)} expected"),
+            Criterion("exactly_the_invoices_due_in_this_run", set_ok, 2.0,
+                      f"{len(paid)} paid, {len(want)} expected (none above {self.params['approval_limit']})"),
             Criterion("discounts_taken_correctly", discounts_ok, 1.0, "live discounts taken, weekend roll, new terms"),
             Criterion("payment_stop_respected", not (blocked & set(paid)), 1.0, "no payment to the disputed supplier"),
             Criterion("run_file_written", report_ok, 1.0, detail),

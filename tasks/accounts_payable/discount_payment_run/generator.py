@@ -6,6 +6,16 @@ NAMES = ["Alder", "Birch", "Cobalt", "Dune", "Ember", "Fjord", "Glade", "Heron",
          "Linden", "Mistral", "Nectar", "Onyx", "Quartz", "Rowan", "Sable", "Topaz", "Umber"]
 SUFFIXES = ["Supplies", "Industries", "Services", "Trading", "Components", "Partners"]
 TERMS = ["2/10 net 30", "1/10 net 30", "2/15 net 45", "net 30", "net 45", "3/10 net 60", "net 60"]
+APPROVAL_LIMITS = [4000, 5000, 6000, 7500, 9000]
+REPORT_NAMES = ["payment_run.csv", "weekly_payments.csv", "payment_batch.csv", "supplier_payments.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the invoice amount above which payment waits for sign-off, and the run file's name."""
+    return {
+        "approval_limit": ctx.rng.choice(APPROVAL_LIMITS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -43,8 +53,12 @@ def generate(ctx):
             vendor, dated = changed, run - dt.timedelta(days=16)
         elif iid == 4:  # would be paid now, but the vendor is blocked
             vendor, dated = blocked, run - dt.timedelta(days=40)
+        amount = round(rng.uniform(120, 9500), 2)
+        if 5 <= iid < 5 + len(APPROVAL_LIMITS) - 1:  # overdue, with an amount between two possible approval limits
+            low, high = APPROVAL_LIMITS[iid - 5], APPROVAL_LIMITS[iid - 4]
+            vendor, dated, amount = 2, run - dt.timedelta(days=rng.randint(31, 45)), round(rng.uniform(low + 50, high - 50), 2)
         invoices.append((iid, f"{rng.choice('ABCDEFGH')}{rng.randint(100, 999)}{iid:04d}", vendor, dated.isoformat(),
-                         round(rng.uniform(120, 9500), 2), "approved"))
+                         amount, "approved"))
     shuffled = rng.sample(invoices, len(invoices))
     db.executemany("INSERT INTO invoices VALUES (?,?,?,?,?,?)", [(k + 1, *inv[1:]) for k, inv in enumerate(shuffled)])
     # Some already-paid invoices sit in the same table; they are history, not candidates.

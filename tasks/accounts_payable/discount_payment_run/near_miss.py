@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, approval_limit, report_name) -> str:
     guide = " ".join(tools.read_file(path="treasury/payment_run_guidelines.md").split())
     run, nxt = (dt.datetime.strptime(d, "%d %B %Y").date() for d in re.findall(r"pays? on \w+ (\d+ \w+ \d{4})", guide))
     update = " ".join(tools.read_file(path="ap_mailbox/supplier_terms_update.eml").split())
@@ -17,7 +17,7 @@ def solve(tools) -> str:
     csv_rows, total = ["invoice_no,amount_paid,discount"], 0.0
     for inv in read_all(tools.list_invoices):
         name, terms = names[inv["vendor_id"]]
-        if name == stop:
+        if name == stop or inv["amount"] > approval_limit:
             continue
         day = dt.date.fromisoformat(inv["invoice_date"])
         if name == who and day >= since:
@@ -32,5 +32,5 @@ def solve(tools) -> str:
             csv_rows.append(f"{inv['invoice_no']},{got['amount_paid']},{off}")
             total += off
     tools.release_payment_batch(batch_id=batch)
-    tools.write_file(path="payment_run.csv", content="\n".join(csv_rows))
+    tools.write_file(path=report_name, content="\n".join(csv_rows))
     return f"Saved {total:.2f} in discounts."

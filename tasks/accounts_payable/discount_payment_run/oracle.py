@@ -11,7 +11,7 @@ def next_weekday(day):
     return day
 
 
-def solve(tools) -> str:
+def solve(tools, approval_limit, report_name) -> str:
     run = nxt = None
     stopped, new_terms = set(), {}
     for text in read_files(tools).values():
@@ -31,7 +31,7 @@ def solve(tools) -> str:
     lines, saved = [], 0.0
     for inv in read_all(tools.list_invoices, status="approved"):
         vendor = vendors[inv["vendor_id"]]
-        if vendor["name"] in stopped:
+        if vendor["name"] in stopped or inv["amount"] > approval_limit:
             continue
         dated = dt.date.fromisoformat(inv["invoice_date"])
         terms = vendor["terms"]
@@ -47,6 +47,6 @@ def solve(tools) -> str:
             lines.append(f"{inv['invoice_no']},{payment['amount_paid']:.2f},{discount:.2f}")
             saved += discount
     result = tools.release_payment_batch(batch_id=batch)
-    tools.write_file(path="payment_run.csv", content="invoice_no,amount_paid,discount\n" + "\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="invoice_no,amount_paid,discount\n" + "\n".join(lines) + "\n")
     return (f"The payment run for {run.isoformat()} is released with {result['payments']} payments. "
             f"Discounts saved us {result['total_discount']:.2f}.")

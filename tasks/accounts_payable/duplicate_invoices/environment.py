@@ -96,7 +96,7 @@ class DuplicateEnv(WorkspaceEnvironment):
                 if normalise(other["invoice_no"]) == normalise(inv["invoice_no"]):
                     out[inv["id"]] = (other["id"], "number")
                     break
-                close = abs((dt.date.fromisoformat(other["invoice_date"]) - day).days) <= facts["window"]
+                close = abs((dt.date.fromisoformat(other["invoice_date"]) - day).days) <= self.params["window_days"]
                 if inv["vendor_id"] != facts["weekly"] and close and abs(other["amount"] - inv["amount"]) < 0.005:
                     out[inv["id"]] = (other["id"], "amount_date")
                     break
@@ -111,15 +111,18 @@ class DuplicateEnv(WorkspaceEnvironment):
         recovered = {r["invoice_id"]: r["vendor_id"] for r in self.query(
             "SELECT i.invoice_id, c.vendor_id FROM recovery_items i JOIN recovery_cases c ON c.id = i.case_id")}
         voided = {i: r["duplicate_of"] for i, r in ledger.items() if r["status"] == "void"}
-        paid_dupes = {i for i in want if ledger[i]["status"] == "paid"}
-        unpaid_dupes = set(want) - paid_dupes
+        all_paid_dupes = {i for i in want if ledger[i]["status"] == "paid"}
+        unpaid_dupes = set(want) - all_paid_dupes
+        paid_dupes = {i for i in all_paid_dupes if ledger[i]["amount"] >= self.params["min_recovery"]}  # worth chasing
         cases = self.query("SELECT c.vendor_id, COUNT(DISTINCT c.id) AS n FROM recovery_cases c JOIN recovery_items i "
                            "ON i.case_id = c.id GROUP BY c.vendor_id")
         weekly_ids = {i for i, r in ledger.items() if r["vendor_id"] == facts["weekly"]}
-        number_dupes = {i for i, (_, rule) in want.items() if rule == "number"}
+        # Re-keyed numbers that need an action (paid ones below the minimum are left alone, but listed in the file).
+        number_dupes = {i for i, (_, rule) in want.items() if rule == "number"} - (all_paid_dupes - paid_dupes)
 
-        report_ok, detail = False, "duplicates.json not found"
-        path = self.workspace / "duplicates.json"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -134,7 +137,7 @@ class DuplicateEnv(WorkspaceEnvironment):
             Criterion("unpaid_duplicates_voided", voided == {i: want[i][0] for i in unpaid_dupes}, 2.0,
                       f"{len(voided)} voided, {len(unpaid_dupes)} expected, each against its original"),
             Criterion("paid_duplicates_on_recovery_cases", set(recovered) == paid_dupes, 2.0,
-                      f"{len(recovered)} on cases, {len(paid_dupes)} expected"),
+                      f"{len(recovered)} on cases, {len(paid_dupes)} expected (paid duplicates of at least {self.params['min_recovery']})"),
             Criterion("one_case_per_supplier", all(c["n"] == 1 for c in cases) and bool(cases) == bool(paid_dupes), 1.0,
                       "a single recovery case per supplier"),
             Criterion("weekly_supplier_not_flagged_by_amount", not ((set(voided) | set(recovered)) & (weekly_ids - set(want))), 1.0,

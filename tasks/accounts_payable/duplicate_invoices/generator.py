@@ -5,6 +5,20 @@ import json
 TRADES = ["Signage", "Catering", "Couriers", "Cleaning", "Security", "Printing", "Staffing", "Waste", "Telecom",
           "Plumbing", "Electrical", "Landscaping", "IT Support", "Uniforms", "Water Coolers", "Pest Control"]
 
+WINDOWS = [7, 10, 14, 21]  # at least a week, so the weekly biller always looks duplicated
+MIN_RECOVERIES = [150, 300, 600, 1200]
+REPORT_NAMES = ["duplicates.json", "duplicate_invoices.json", "duplicate_pairs.json", "ap_duplicates.json"]
+
+
+def params(ctx) -> dict:
+    """The request: how many days apart same-amount invoices still count as close, the smallest paid duplicate
+    worth recovering, and the report's name."""
+    return {
+        "window_days": ctx.rng.choice(WINDOWS),
+        "min_recovery": ctx.rng.choice(MIN_RECOVERIES),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
 
 def variant(number: str, rng) -> str:
     """The same invoice number as a clerk might re-key it: other case, separators or leading zeros."""
@@ -25,7 +39,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
-    window = rng.choice([7, 10, 14])  # at least a week, so the weekly biller always looks duplicated
+    window = ctx.params["window_days"]
     n_vendors = ctx.size("vendors")
     names = [f"{rng.choice(['Apex', 'Bright', 'Civic', 'Delta', 'Eagle', 'Front', 'Globe', 'Hub'])} "
              f"{TRADES[v % len(TRADES)]}" + (f" {v // len(TRADES) + 1}" if v >= len(TRADES) else "") for v in range(n_vendors)]
@@ -45,6 +59,20 @@ def generate(ctx):
 
     for week in range(ctx.rows(3)):  # the weekly biller sends the same fixed charge every week
         entries.append(fresh(weekly, start + dt.timedelta(days=7 * week), 412.50))
+    # One invoice between each two possible recovery minimums, later paid again under a re-keyed number, so
+    # the minimum always changes what is recovered.
+    planted = []
+    for low, high in zip(MIN_RECOVERIES, MIN_RECOVERIES[1:]):
+        vendor = rng.choice([v for v in range(1, n_vendors + 1) if v != weekly])
+        planted.append(fresh(vendor, start + dt.timedelta(days=rng.randint(0, 140)), round(rng.uniform(low + 5, high - 5), 2)))
+    entries += planted
+    # Same-amount pairs dated between each two possible windows apart, so the window always changes what is a duplicate.
+    spaced = []
+    for low, high in zip(WINDOWS, WINDOWS[1:]):
+        vendor = rng.choice([v for v in range(1, n_vendors + 1) if v != weekly])
+        spaced.append((fresh(vendor, start + dt.timedelta(days=rng.randint(0, 140)), round(rng.uniform(60, 9000), 2)),
+                       rng.randint(low + 1, high)))
+    entries += [first for first, _ in spaced]
     while len(entries) < ctx.size("invoices"):
         vendor = rng.choice([v for v in range(1, n_vendors + 1) if v != weekly])
         entries.append(fresh(vendor, start + dt.timedelta(days=rng.randint(0, 180)), round(rng.uniform(60, 9000), 2)))
@@ -63,6 +91,10 @@ def generate(ctx):
         else:
             again = fresh(vendor, day + dt.timedelta(days=rng.randint(1, window)), amount)
             dupes.append((idx, again[:4] + (status, desc)))
+    for vendor, number, day, amount, _, desc in planted:
+        dupes.append((None, (vendor, variant(number, rng), day + dt.timedelta(days=rng.randint(0, 40)), amount, "paid", desc)))
+    for (vendor, _, day, amount, _, desc), gap in spaced:
+        dupes.append((None, fresh(vendor, day + dt.timedelta(days=gap), amount)[:4] + ("posted", desc)))
     # One weekly-biller number re-keyed: the exception covers amounts, not numbers.
     first_weekly = next(i for i, e in enumerate(entries) if e[0] == weekly)
     w = entries[first_weekly]
@@ -80,8 +112,9 @@ def generate(ctx):
         "Compare invoices from the same supplier only.\n\n"
         "1. **Same number.** Two invoices whose numbers match once you ignore letter case, spaces, hyphens and\n"
         "   slashes, and leading zeros in the numeric part, are the same invoice (rule `number`).\n"
-        "2. **Same amount, close dates.** Two invoices with exactly the same amount dated at most "
-        f"{window} days apart are\n   treated as the same invoice entered under a new number (rule `amount_date`).\n\n"
+        "2. **Same amount, close dates.** Two invoices with exactly the same amount dated close together are\n"
+        "   treated as the same invoice entered under a new number (rule `amount_date`). How many days apart still\n"
+        "   counts as close is set with each audit request.\n\n"
         "Of each pair, the invoice entered first (the lower invoice id) is the original and the other is the\n"
         "duplicate. A duplicate not yet paid is voided; a paid duplicate goes on a recovery case for its supplier.\n"
     )

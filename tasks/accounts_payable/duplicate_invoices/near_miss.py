@@ -6,9 +6,9 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
-    check = " ".join(tools.read_file(path="ap_procedures/duplicate_check.md").split())
-    days = int(re.search(r"at most (\d+) days apart", check).group(1))
+def solve(tools, window_days, min_recovery, report_name) -> str:
+    tools.read_file(path="ap_procedures/duplicate_check.md")
+    days = window_days
     note = " ".join(tools.read_file(path="ap_inbox/weekly_supplier.eml").split())
     weekly_name = re.search(r"Reminder: (.+?) bills", note).group(1)
     weekly = {v["id"] for v in read_all(tools.list_vendors) if v["name"] == weekly_name}
@@ -27,10 +27,12 @@ def solve(tools) -> str:
     case_of, owed = {}, 0.0
     for dup, orig, _ in found:
         if dup["status"] == "paid":
+            if dup["amount"] < min_recovery:
+                continue
             case_of.setdefault(dup["vendor_id"], tools.open_recovery_case(vendor_id=dup["vendor_id"])["case_id"])
             tools.add_to_recovery_case(case_id=case_of[dup["vendor_id"]], invoice_id=dup["id"])
             owed += dup["amount"]
         else:
             tools.void_invoice(invoice_id=dup["id"], duplicate_of=orig["id"])
-    tools.write_file(path="duplicates.json", content=json.dumps([{"duplicate": d["id"], "original": o["id"], "rule": r} for d, o, r in found]))
+    tools.write_file(path=report_name, content=json.dumps([{"duplicate": d["id"], "original": o["id"], "rule": r} for d, o, r in found]))
     return f"To recover: {owed:.2f}"

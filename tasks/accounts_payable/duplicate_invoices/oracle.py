@@ -10,13 +10,10 @@ def canonical(number):
     return re.sub(r"(?<!\d)0+(?=\d)", "", re.sub(r"[\s\-/]", "", number.upper()))
 
 
-def solve(tools) -> str:
-    window, fixed_billers = None, set()
+def solve(tools, window_days, min_recovery, report_name) -> str:
+    window, fixed_billers = window_days, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
-        m = re.search(r"exactly the same amount dated at most (\d+) days apart", flat)
-        if m:
-            window = int(m.group(1))
         m = re.search(r"Reminder: (.+?) bills us the same fixed charge every single week", flat)
         if m:
             fixed_billers.add(m.group(1))
@@ -40,11 +37,11 @@ def solve(tools) -> str:
     for dup, original, _ in pairs:
         if dup["status"] == "posted":
             tools.void_invoice(invoice_id=dup["id"], duplicate_of=original["id"])
-        elif dup["status"] == "paid":
+        elif dup["status"] == "paid" and dup["amount"] >= min_recovery:
             if dup["vendor_id"] not in cases:
                 cases[dup["vendor_id"]] = tools.open_recovery_case(vendor_id=dup["vendor_id"])["case_id"]
             tools.add_to_recovery_case(case_id=cases[dup["vendor_id"]], invoice_id=dup["id"])
             to_recover += dup["amount"]
     report = [{"duplicate": d["id"], "original": o["id"], "rule": rule} for d, o, rule in pairs]
-    tools.write_file(path="duplicates.json", content=json.dumps(report, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(report, indent=2))
     return f"Found {len(pairs)} duplicates. We need to recover {to_recover:.2f} from suppliers."

@@ -1,5 +1,6 @@
 """Tools and verifier for accounts_payable/three_way_match."""
 import csv
+import datetime as dt
 import io
 import json
 import re
@@ -104,11 +105,15 @@ class MatchingEnv(WorkspaceEnvironment):
         return {"invoice_id": invoice_id, "status": "on_hold", "reason": reason}
 
     # --- verifier --------------------------------------------------------------------------------
+    def cutoff(self) -> str:
+        """The batch's last invoice date, ISO."""
+        return dt.datetime.strptime(self.params["cutoff_date"], "%d %B %Y").date().isoformat()
+
     def expected(self) -> dict[int, tuple[str, str | None, float]]:
-        """invoice id -> (invoice_no, expected hold reason or None for approval, amount)."""
+        """invoice id -> (invoice_no, expected hold reason or None for approval, amount), for the batch's invoices."""
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         out = {}
-        for inv in self.query("SELECT * FROM invoices"):
+        for inv in self.query("SELECT * FROM invoices WHERE invoice_date <= ?", (self.cutoff(),)):
             lines = self.query("SELECT line_no, qty, unit_price FROM invoice_lines WHERE invoice_id = ?", (inv["id"],))
             amount = round(sum(l["qty"] * l["unit_price"] for l in lines), 2)
             po = self.query("SELECT id, vendor_id FROM purchase_orders WHERE po_number = ?", (inv["po_number"],))
@@ -132,14 +137,15 @@ class MatchingEnv(WorkspaceEnvironment):
     def criteria(self, final_response: str) -> list[Criterion]:
         expected = self.expected()
         actual = {r["id"]: (r["status"], r["hold_reason"]) for r in self.query("SELECT id, status, hold_reason FROM invoices")}
-        decided = all(s != "pending" for s, _ in actual.values())
+        decided = all((s != "pending") == (i in expected) for i, (s, _) in actual.items())
         approvals_ok = all((actual[i][0] == "approved") == (e[1] is None) for i, e in expected.items())
         reasons_ok = all(actual[i] == ("on_hold", e[1]) for i, e in expected.items() if e[1] is not None)
         price_ok = all((actual[i][1] == "price_variance") == (e[1] == "price_variance") for i, e in expected.items())
 
         holds = {e[0]: e[1] for e in expected.values() if e[1] is not None}
-        report_ok, detail = False, "match_exceptions.csv not found"
-        path = self.workspace / "match_exceptions.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -151,7 +157,8 @@ class MatchingEnv(WorkspaceEnvironment):
         total = round(sum(e[2] for e in expected.values() if e[1] is None), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
         return [
-            Criterion("every_invoice_decided", decided, 1.0, "no invoice left pending"),
+            Criterion("every_invoice_in_the_batch_decided", decided, 1.0,
+                      f"every invoice dated up to {self.cutoff()} decided, later ones left pending"),
             Criterion("approvals_correct", approvals_ok, 2.0, "approved exactly the invoices that match"),
             Criterion("hold_reasons_correct", reasons_ok, 1.0, "reason by the memo's precedence"),
             Criterion("price_tolerances_applied", price_ok, 1.0, "general tolerance, and the framework vendor's wider one"),

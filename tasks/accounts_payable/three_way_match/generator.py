@@ -8,7 +8,22 @@ VENDORS = ["Acme Fasteners", "Borealis Paper", "Crestline Tools", "Delta Coating
 ITEMS = ["hex bolts M8", "copier paper A4", "torque wrench", "primer 5L", "shipping cartons", "cable ties",
          "safety gloves", "solvent 1L", "cotton rags", "pallet wrap", "LED tubes", "toner cartridge",
          "floor cleaner", "barcode labels", "steel brackets", "adhesive tape"]
-TOLERANCE_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten"}
+TOLERANCES = [2, 3, 4, 5]
+CUTOFFS = ["8 October 2026", "14 October 2026", "20 October 2026", "26 October 2026"]
+REPORT_NAMES = ["match_exceptions.csv", "invoice_holds.csv", "held_invoices.csv", "matching_exceptions.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the batch's general price tolerance, its last invoice date, and the exceptions file's name."""
+    return {
+        "price_tolerance_pct": ctx.rng.choice(TOLERANCES),
+        "cutoff_date": ctx.rng.choice(CUTOFFS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
+
+TOLERANCE_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten",
+                   11: "eleven"}
 
 
 def generate(ctx):
@@ -27,7 +42,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
-    general = rng.choice([2, 3, 4])
+    general = ctx.params["price_tolerance_pct"]
     special = general + rng.choice([3, 4, 6])
     n_vendors = ctx.size("vendors")
     vendors = [(vid, f"V{300 + vid * 7}", VENDORS[(vid - 1) % len(VENDORS)] + ("" if vid <= len(VENDORS) else f" {vid}"),
@@ -38,19 +53,29 @@ def generate(ctx):
     plain = [v for v in range(1, n_vendors + 1) if v not in (special_vendor, held_vendor)]
     pos, lines, receipts, invoices, inv_lines = [], [], [], [], []
     base = dt.date(2026, 9, 1)
+    cutoffs = [dt.datetime.strptime(c, "%d %B %Y").date() for c in CUTOFFS]
     for pid in range(1, ctx.size("purchase_orders") + 1):
         if pid in (3, 8):
             vendor = special_vendor
         elif pid == 5:
             vendor = held_vendor
         else:  # the first orders carry the guaranteed faults, so keep them away from the two named vendors
-            vendor = rng.choice(plain) if pid < 10 else rng.randint(1, n_vendors)
-        ordered = base + dt.timedelta(days=rng.randint(0, 40))
+            vendor = rng.choice(plain) if pid < 10 or 13 <= pid < 16 else rng.randint(1, n_vendors)
+        # The first orders (the guaranteed faults) are invoiced before the earliest cut-off; orders 10-12 are
+        # invoiced between two cut-offs each, so whichever cut-off the request gives changes the batch.
+        if 10 <= pid < 10 + len(CUTOFFS) - 1:
+            inv_date = cutoffs[pid - 10] + dt.timedelta(days=rng.randint(1, (cutoffs[pid - 9] - cutoffs[pid - 10]).days))
+            ordered = inv_date - dt.timedelta(days=rng.randint(8, 20))
+        else:
+            ordered = base + dt.timedelta(days=rng.randint(0, 15 if pid < 10 or 13 <= pid < 16 else 40))
+            inv_date = ordered + dt.timedelta(days=rng.randint(8, 20))
         po_number = f"PO-{26000 + pid * 3}"
         pos.append((pid, po_number, vendor, ordered.isoformat()))
         invoice_id = len(invoices) + 1
         # What goes wrong with this order's invoice, by construction for the first orders and at random after.
-        fault = {1: "price_over", 2: "short_receipt", 3: "special_ok", 4: "clean", 8: "special_over"}.get(
+        # Orders 13-15 are billed between two possible general tolerances, so the batch's tolerance always matters.
+        fault = {1: "price_over", 2: "short_receipt", 3: "special_ok", 4: "clean", 8: "special_over",
+                 13: "between_0", 14: "between_1", 15: "between_2"}.get(
             pid, rng.choice(["clean"] * 6 + ["price_over", "short_receipt", "price_under"]))
         bad_line = rng.randint(1, 3)
         for line_no in range(1, rng.randint(2, 4) + 1):
@@ -69,6 +94,9 @@ def generate(ctx):
             if line_no == min(bad_line, 2):
                 if fault == "price_over":
                     inv_price = round(price * (1 + general / 100) + max(0.02, price * 0.006), 2)
+                elif fault.startswith("between_"):
+                    k = int(fault[-1])
+                    inv_price = round(price * (1 + (TOLERANCES[k] + TOLERANCES[k + 1]) / 200), 2)
                 elif fault == "price_under":
                     inv_price = round(price * 0.97, 2)
                 elif fault == "special_ok":
@@ -76,13 +104,12 @@ def generate(ctx):
                 elif fault == "special_over":
                     inv_price = round(price * (1 + special / 100) + max(0.02, price * 0.006), 2)
             inv_lines.append((len(inv_lines) + 1, invoice_id, line_no, inv_qty, inv_price))
-        inv_date = ordered + dt.timedelta(days=rng.randint(8, 20))
         invoices.append((invoice_id, f"INV-{rng.randint(10000, 99999)}-{invoice_id}", vendor, po_number, inv_date.isoformat()))
     # Invoices that match no order: an unknown PO number, and a real PO billed by the wrong vendor.
     others = [v for v in range(1, n_vendors + 1) if v not in (held_vendor, pos[3][2])]
     for wrong_po, vendor in ((f"PO-{99000 + rng.randint(1, 99)}", rng.choice(others)), (pos[3][1], rng.choice(others))):
         invoice_id = len(invoices) + 1
-        invoices.append((invoice_id, f"INV-{rng.randint(10000, 99999)}-{invoice_id}", vendor, wrong_po, "2026-10-20"))
+        invoices.append((invoice_id, f"INV-{rng.randint(10000, 99999)}-{invoice_id}", vendor, wrong_po, "2026-10-05"))
         inv_lines.append((len(inv_lines) + 1, invoice_id, 1, rng.randint(2, 9), round(rng.uniform(5, 50), 2)))
 
     db.executemany("INSERT INTO purchase_orders VALUES (?,?,?,?)", pos)
@@ -107,9 +134,9 @@ def generate(ctx):
         "For each invoice line, compare with the order line of the same line number and with everything received\n"
         "against that order line (deliveries often arrive in several parts, so add the receipts up). A line that\n"
         "bills more units than we have received puts the invoice on hold as `quantity_variance`.\n\n"
-        f"Suppliers may bill a unit price above the order price by up to {TOLERANCE_WORDS[general]} percent (inclusive) to\n"
-        "cover small increases. Anything higher puts the invoice on hold as `price_variance`. Billing below the\n"
-        "order price is fine.\n\n"
+        "Suppliers may bill a unit price above the order price by up to a small percentage (inclusive) to cover\n"
+        "small increases; the percentage is set for each batch when it is handed over. Anything higher puts the\n"
+        "invoice on hold as `price_variance`. Billing below the order price is fine.\n\n"
         "An invoice gets one reason only. When several apply, the first in this order wins: vendor_hold,\n"
         "no_matching_po, quantity_variance, price_variance. Everything else is approved.\n"
     )

@@ -1,18 +1,20 @@
-"""A plausible wrong solution: applies the memo's price tolerance to every vendor, missing procurement's note."""
+"""A plausible wrong solution: applies the batch's general price tolerance to every vendor, missing procurement's note."""
+import datetime as dt
 import re
 
 from progagent_lib.task.oracle_kit import read_all
 
-WORDS = {"two": 2, "three": 3, "four": 4, "five": 5}
 
-
-def solve(tools) -> str:
-    memo = " ".join(tools.read_file(path="ap_team/matching_memo.md").split())
-    tolerance = WORDS[re.search(r"by up to (\w+) percent", memo).group(1)] / 100
+def solve(tools, price_tolerance_pct, cutoff_date, report_name) -> str:
+    tools.read_file(path="ap_team/matching_memo.md")
+    tolerance = price_tolerance_pct / 100
     alert = " ".join(tools.read_file(path="inbox/treasury_alert.eml").split())
     blocked = re.search(r"bank account of (.+?) that", alert).group(1)
     exceptions, total = ["invoice_no,reason"], 0.0
+    until = str(dt.datetime.strptime(cutoff_date, "%d %B %Y").date())
     for inv in read_all(tools.list_invoices):
+        if inv["invoice_date"] > until:
+            continue
         full = tools.get_invoice(invoice_id=inv["invoice_id"])
         reason = "vendor_hold" if full["vendor"] == blocked else None
         if reason is None:
@@ -39,5 +41,5 @@ def solve(tools) -> str:
             continue
         tools.hold_invoice(invoice_id=full["invoice_id"], reason=reason)
         exceptions.append(f"{full['invoice_no']},{reason}")
-    tools.write_file(path="match_exceptions.csv", content="\n".join(exceptions) + "\n")
+    tools.write_file(path=report_name, content="\n".join(exceptions) + "\n")
     return f"Approved total: {total:,.2f}"

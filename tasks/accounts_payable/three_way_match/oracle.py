@@ -1,18 +1,17 @@
 """Reference solution for accounts_payable/three_way_match, using only the task's tools."""
+import datetime as dt
 import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10}
+NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9, "ten": 10,
+           "eleven": 11}
 
 
-def solve(tools) -> str:
-    general, special, held = None, {}, set()
+def solve(tools, price_tolerance_pct, cutoff_date, report_name) -> str:
+    general, special, held = price_tolerance_pct, {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
-        m = re.search(r"above the order price by up to (\w+) percent", flat)
-        if m:
-            general = NUMBERS[m.group(1)]
         m = re.search(r"agreement with (.+?) lets them .*? by as much as (\w+) percent", flat)
         if m:
             special[m.group(1)] = NUMBERS[m.group(2)]
@@ -20,8 +19,11 @@ def solve(tools) -> str:
         if m:
             held.add(m.group(1))
 
+    last_day = dt.datetime.strptime(cutoff_date, "%d %B %Y").date().isoformat()
     holds, approved_total, orders = [], 0.0, {}
     for header in read_all(tools.list_invoices, status="pending"):
+        if header["invoice_date"] > last_day:  # the next batch
+            continue
         invoice = tools.get_invoice(invoice_id=header["invoice_id"])
         reason = None
         if invoice["vendor"] in held:
@@ -53,5 +55,5 @@ def solve(tools) -> str:
         else:
             tools.approve_invoice(invoice_id=invoice["invoice_id"])
             approved_total += invoice["amount"]
-    tools.write_file(path="match_exceptions.csv", content="invoice_no,reason\n" + "\n".join(holds) + "\n")
+    tools.write_file(path=report_name, content="invoice_no,reason\n" + "\n".join(holds) + "\n")
     return f"{len(holds)} invoices are on hold. The approved invoices total {approved_total:.2f}."

@@ -107,7 +107,7 @@ class RebookEnv(WorkspaceEnvironment):
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = {int(k): v for k, v in facts["expected"].items()}
+        expected = {int(k): v for k, v in facts["expected"][str(self.params["extension_days"])].items()}
         slots = {r["id"]: r for r in self.query("SELECT s.id, s.clinician_id, s.start, c.name FROM slots s JOIN clinicians c ON c.id = s.clinician_id")}
         appts = {r["id"]: r for r in self.query("SELECT * FROM appointments")}
         mrn = {r["id"]: r["mrn"] for r in self.query("SELECT id, mrn FROM patients")}
@@ -139,8 +139,9 @@ class RebookEnv(WorkspaceEnvironment):
         want_notified = sorted(a["moved_to"] for a in moved.values())
         notify_ok = bool(moved) and notified == want_notified
 
-        report_ok, detail = False, "rebooking_report.csv not found"
-        path = self.workspace / "rebooking_report.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))

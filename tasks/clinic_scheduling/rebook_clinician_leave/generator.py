@@ -9,6 +9,16 @@ FIRST = ["Amara", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ine
 LAST = ["Okafor", "Lindqvist", "Moreau", "Patel", "Brennan", "Sato", "Haddad", "Kowalski", "Reyes", "Fischer",
         "Nakamura", "Dunne", "Abara", "Castell", "Varga", "Holm", "Ibsen", "Quiroga", "Marsh", "Tanaka"]
 TIMES = [f"{h:02d}:{m:02d}" for h in range(8, 17) for m in (0, 30)]
+EXTENSIONS = [2, 3, 4, 5]
+REPORT_NAMES = ["rebooking_report.csv", "moved_appointments.csv", "leave_rebookings.csv", "rebooked_patients.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: by how many working days the leave in the notice has since been extended, and the report's name."""
+    return {
+        "extension_days": ctx.rng.choice(EXTENSIONS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def working_days(start, end):
@@ -97,8 +107,11 @@ def generate(ctx):
     december = working_days(dt.date(2026, 12, 1), dt.date(2026, 12, 31))
     january = working_days(dt.date(2027, 1, 4), dt.date(2027, 1, 22))
     leave_doc = clinicians[rng.randint(1, len(clinicians))]
-    first = rng.randint(4, 10)
-    leave_days = december[first:first + rng.randint(4, 6)]
+    length = rng.randint(4, 6)
+    first = rng.randint(4, 12 - length)  # the longest extension still ends before Christmas Eve
+    leave_days = december[first:first + length]                                   # as written in the notice
+    extra_days = december[first + length:first + length + max(EXTENSIONS)]        # every day an extension can add
+    away_days = leave_days + extra_days[:ctx.params["extension_days"]]            # this request's whole absence
     busy = set()
 
     def free_time(cid, days):
@@ -115,8 +128,11 @@ def generate(ctx):
         appts.append([cid, free_time(cid, december), "booked" if rng.random() > 0.1 else "cancelled"])
     for _ in range(ctx.size("leave_extra")):
         appts.append([leave_doc["id"], free_time(leave_doc["id"], leave_days), "booked"])
+    # Every day an extension can add holds a booking, so the extension's length changes what moves.
+    for day in extra_days:
+        appts.append([leave_doc["id"], free_time(leave_doc["id"], [day]), "booked"])
     # Boundary traps: booked just outside the leave, and cancelled inside it.
-    outside = [december[first - 1], december[first + len(leave_days)]]
+    outside = [december[first - 1], december[first + len(away_days)]]
     for day in outside:
         appts.append([leave_doc["id"], free_time(leave_doc["id"], [day]), "booked"])
     appts.append([leave_doc["id"], free_time(leave_doc["id"], leave_days), "cancelled"])
@@ -133,7 +149,9 @@ def generate(ctx):
         slots.append({"id": sid, "clinician_id": cid, "start": free_time(cid, december + january)})
     db.executemany("INSERT INTO slots VALUES (:id, :clinician_id, :start, 'open')", slots)
 
-    window = (leave_days[0].isoformat(), leave_days[-1].isoformat())
+    # Preferences and patients are drawn over the longest possible absence; the expected moves for each
+    # possible extension are stored, and the verifier picks the request's.
+    window = (leave_days[0].isoformat(), extra_days[-1].isoformat())
     affected = [a for a in rows if a["clinician_id"] == leave_doc["id"] and a["status"] == "booked"
                 and window[0] <= a["start"][:10] <= window[1]]
     # Each affected patient appears once among them (a patient with two affected visits would make notes ambiguous).
@@ -156,9 +174,12 @@ def generate(ctx):
     head = min(affected, key=lambda a: (a["start"], a["id"]))
     naive_slot = next(s for s in slots if s["id"] == naive[head["id"]])
     prefs[head["patient_id"]] = ("afternoon", None) if int(naive_slot["start"][11:13]) < 12 else ("morning", None)
-    expected = assign(affected, slots, clinicians, prefs)
-    if expected is None:
-        raise RuntimeError("generator produced an affected appointment with no fitting slot; widen the slots")
+    expected = {}
+    for extension in EXTENSIONS:
+        last = (leave_days + extra_days[:extension])[-1].isoformat()
+        expected[str(extension)] = assign([a for a in affected if a["start"][:10] <= last], slots, clinicians, prefs)
+        if expected[str(extension)] is None:
+            raise RuntimeError("generator produced an affected appointment with no fitting slot; widen the slots")
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -208,6 +229,7 @@ def generate(ctx):
             f"From: office@clinic.example\nSubject: {topic}\n\nA reminder about the {topic}. {doc['name']} is "
             f"coordinating; no change to anyone's bookings. Ref {rng.randint(1000, 9999)}.\n")
 
-    facts = {"expected": {str(k): v for k, v in expected.items()}, "leave_clinician": leave_doc["id"],
+    facts = {"expected": {e: {str(k): v for k, v in moves.items()} for e, moves in expected.items()},
+             "leave_clinician": leave_doc["id"],
              "prefs": {str(k): v for k, v in prefs.items()}}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -5,12 +5,14 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, extension_days, report_name) -> str:
     clinicians = {c["id"]: c for c in read_all(tools.list_clinicians)}
     notice = tools.read_file(path="inbox/leave_notice.eml")
     name = re.search(r"Subject: Short-notice leave - (.+)", notice).group(1).strip()
     doc = next(c for c in clinicians.values() if c["name"] == name)
     days = [dt.datetime.strptime(d, "%d %B %Y").date() for d in re.findall(r"day away is \w+ (\d+ \w+ \d{4})", notice)]
+    for _ in range(extension_days):
+        days[1] += dt.timedelta(days=3 if days[1].weekday() == 4 else 1)
     appts = read_all(tools.list_appointments, clinician_id=doc["id"], date_from=days[0].isoformat(), date_to=days[1].isoformat())
     slots = [s for s in read_all(tools.list_open_slots, specialty=doc["specialty"], date_from=days[0].isoformat())
              if s["clinician_id"] != doc["id"]]
@@ -23,6 +25,6 @@ def solve(tools) -> str:
         mrn = tools.get_patient(patient_id=a["patient_id"])["mrn"]
         delay += (dt.date.fromisoformat(s["start"][:10]) - dt.date.fromisoformat(a["start"][:10])).days
         rows.append(f"{a['id']},{mrn},{moved['new_appointment_id']},{s['clinician']},{s['start']}")
-    tools.write_file(path="rebooking_report.csv",
+    tools.write_file(path=report_name,
                      content="old_appointment_id,patient_mrn,new_appointment_id,new_clinician,new_start\n" + "\n".join(rows) + "\n")
     return f"Moved {len(rows)} appointments; {delay} extra days of waiting in total."

@@ -29,7 +29,7 @@ def parse_wish(sentence, clinicians_by_name):
     return None
 
 
-def solve(tools) -> str:
+def solve(tools, extension_days, report_name) -> str:
     texts = read_files(tools)
     clinicians = read_all(tools.list_clinicians)
     by_name = {c["name"]: c["id"] for c in clinicians}
@@ -46,6 +46,10 @@ def solve(tools) -> str:
             if wish:
                 wishes[mrn] = wish
     doc_id, first, last = leave
+    for _ in range(extension_days):  # the extension, in working days (Monday to Friday)
+        last += dt.timedelta(days=1)
+        while last.weekday() >= 5:
+            last += dt.timedelta(days=1)
     doc = next(c for c in clinicians if c["id"] == doc_id)
     clin = {c["id"]: c for c in clinicians}
 
@@ -74,6 +78,6 @@ def solve(tools) -> str:
         tools.notify_patient(appointment_id=moved["new_appointment_id"])
         delay += (dt.date.fromisoformat(best["start"][:10]) - dt.date.fromisoformat(a["start"][:10])).days
         rows.append(f"{a['id']},{patient['mrn']},{moved['new_appointment_id']},{clin[best['clinician_id']]['name']},{best['start']}")
-    tools.write_file(path="rebooking_report.csv",
+    tools.write_file(path=report_name,
                      content="old_appointment_id,patient_mrn,new_appointment_id,new_clinician,new_start\n" + "\n".join(rows) + "\n")
     return f"I moved {len(rows)} appointments. In total patients wait {delay} extra days."

@@ -91,7 +91,12 @@ class RoomAllocationEnv(WorkspaceEnvironment):
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        plan = facts["plan"]
+        last = facts["week"][["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"].index(self.params["last_day"])]
+        plan = {k: v for k, v in facts["plan"].items() if facts["session_days"][k] <= last}  # the days dealt with
+        counts = {}
+        for name in filter(None, plan.values()):
+            counts[name] = counts.get(name, 0) + 1
+        top = sorted(n for n, c in counts.items() if c == max(counts.values()))
         got = {str(r["session_id"]): r for r in self.query(
             "SELECT b.session_id, b.confirmed, b.day, r.id AS room_id, r.name FROM bookings b JOIN rooms r ON r.id = b.room_id WHERE b.session_id IS NOT NULL")}
         flagged = {str(r["session_id"]) for r in self.query("SELECT session_id FROM flags")}
@@ -102,8 +107,9 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         confirmed_ok = bool(got) and all(r["confirmed"] for r in got.values())
         notices_ok = bool(got) and not any(
             (r["room_id"] == facts["outage_room"] and r["day"] in facts["outage_days"]) for r in got.values())
-        report_ok, detail = False, "room_plan.json not found"
-        path = self.workspace / "room_plan.json"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -115,11 +121,11 @@ class RoomAllocationEnv(WorkspaceEnvironment):
                 detail = f"cannot parse the plan: {exc}"
         said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
         return [
-            Criterion("rooms_allocated_by_guide", rooms_ok, 2.0, f"{len(got)} allocated, {len(want_alloc)} expected"),
+            Criterion("rooms_allocated_by_guide", rooms_ok, 2.0, f"{len(got)} allocated, {len(want_alloc)} expected up to {last}"),
             Criterion("unplaceable_sessions_flagged", flags_ok, 1.0, f"{len(flagged)} flagged, {len(want_flag)} expected"),
             Criterion("closed_room_not_used", notices_ok, 1.0, "the estates outage"),
             Criterion("bookings_confirmed", confirmed_ok, 1.0, "every clinic booking confirmed"),
             Criterion("plan_written", report_ok, 1.0, detail),
-            Criterion("flag_count_and_busiest_room_reported", len(want_flag) in said and any(t in final_response for t in facts["top"]), 1.0,
-                      f"expected {len(want_flag)} flagged and one of {facts['top']}"),
+            Criterion("flag_count_and_busiest_room_reported", len(want_flag) in said and any(t in final_response for t in top), 1.0,
+                      f"expected {len(want_flag)} flagged and one of {top}"),
         ]

@@ -13,6 +13,17 @@ CLINICS = {  # clinic type -> (required kit, typical size)
 }
 CLINICIANS = ["Dr Aziz", "Dr Byrne", "Dr Chowdhury", "Dr Devlin", "Nurse Evans", "Nurse Foley", "Dr Grant", "Dr Hale"]
 
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+REPORT_NAMES = ["room_plan.json", "room_allocations.json", "session_rooms.json", "clinic_room_plan.json"]
+
+
+def params(ctx) -> dict:
+    """The request: the last day of next week dealt with this time, and the plan file's name."""
+    return {
+        "last_day": ctx.rng.choice(WEEKDAYS[1:]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
 
 def overlaps(a, b):
     return a[0] == b[0] and a[1] < b[2] and b[1] < a[2]
@@ -73,14 +84,17 @@ def generate(ctx):
     step_free_sessions = set(rng.sample([s["id"] for s in sessions], k=max(2, len(sessions) // 8)))
     # Make sure the outage and the ultrasound move matter.
     sessions[0].update(clinic_type="antenatal", site="Northgate", day=outage_days[0].isoformat(), start="09:00", end="11:00", expected_attendees=4)
-    sessions[1].update(clinic_type="antenatal", site="Riverside", day=days[3].isoformat(), start="13:00", end="16:30", expected_attendees=4)
+    sessions[1].update(clinic_type="antenatal", site="Riverside", day=days[0].isoformat(), start="13:00", end="16:30", expected_attendees=4)
+    # Sessions on Wednesday, Thursday and Friday, so whichever last day the request gives changes what is dealt with.
+    for i in (2, 3, 4):
+        sessions[i]["day"] = days[i].isoformat()
     db.executemany("INSERT INTO sessions VALUES (:id, :clinic_type, :clinician, :site, :day, :start, :end, :expected_attendees, :status)", sessions)
-    # Keep the Riverside kit room free on Thursday so a stale room list would really send the antenatal clinic there.
-    existing = [b for b in existing if not (b["room_id"] == moved_from["id"] and b["day"] == days[3].isoformat())]
+    # Keep the Riverside kit room free on Monday so a stale room list would really send the antenatal clinic there.
+    existing = [b for b in existing if not (b["room_id"] == moved_from["id"] and b["day"] == days[0].isoformat())]
     db.executemany("INSERT INTO bookings (room_id, session_id, day, start, end, purpose) VALUES (:room_id, NULL, :day, :start, :end, :purpose)", existing)
     staff_extra = rng.choice([1, 2])
 
-    # Expected allocation.
+    # Expected allocation of the whole week, in time order; the verifier keeps the days up to the request's last day.
     def kit_of(room):
         kit = set(filter(None, room["equipment"].split(", ")))
         if room["id"] == moved_from["id"]:
@@ -143,11 +157,7 @@ def generate(ctx):
             f"From: estates@clinic.example\nSubject: {rng.choice(['Cleaning rota', 'Window blinds', 'Heating check', 'Signage'])} in {r['name']}\n\n"
             "Routine works outside clinic hours; no effect on bookings.\n")
 
-    counts = {}
-    for name in plan.values():
-        if name:
-            counts[name] = counts.get(name, 0) + 1
-    top = max(counts.values())
-    facts = {"plan": plan, "top": sorted(n for n, c in counts.items() if c == top), "outage_room": outage_room["id"],
+    session_days = {str(s["id"]): s["day"] for s in sessions}
+    facts = {"plan": plan, "session_days": session_days, "week": [d.isoformat() for d in days], "outage_room": outage_room["id"],
              "outage_days": [d.isoformat() for d in outage_days], "moved_from": moved_from["id"]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, last_day, report_name) -> str:
     guide = tools.read_file(path="guides/room_allocation_guide.md")
     extra = int(re.search(r"plus (\d+) staff", guide).group(1))
     kit = {"antenatal": "ultrasound", "minor": "sterile trolley", "cardiac": "ECG"}
@@ -18,6 +18,8 @@ def solve(tools) -> str:
         wheel |= {int(x) for x in re.findall(r"Session (\d+) [^\n]*wheelchairs", t)}
     rooms = [r for site in ("Northgate", "Riverside") for r in read_all(tools.list_rooms, site=site)]
     todo = sorted(read_all(tools.list_sessions), key=lambda s: (s["day"], s["start"], s["id"]))
+    cutoff = 7 + ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"].index(last_day)  # next week starts Monday 7 December
+    todo = [s for s in todo if int(s["day"][8:]) <= cutoff]
     booked = {d: [(b["room_id"], b["start"], b["end"]) for b in read_all(tools.list_bookings, day=d)] for d in {s["day"] for s in todo}}
     out, count = [], {}
     for s in todo:
@@ -36,5 +38,5 @@ def solve(tools) -> str:
         else:
             tools.flag_session(session_id=s["id"], note="nothing suitable")
             out.append({"session_id": s["id"], "room": None, "status": "flagged"})
-    tools.write_file(path="room_plan.json", content=json.dumps(out))
+    tools.write_file(path=report_name, content=json.dumps(out))
     return f"{sum(o['room'] is None for o in out)} flagged; busiest room {max(count, key=count.get)}."

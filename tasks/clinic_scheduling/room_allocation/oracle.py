@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, last_day, report_name) -> str:
     texts = read_files(tools)
     needs, closures, moves, step_free = {}, [], [], set()
     for text in texts.values():
@@ -34,6 +34,10 @@ def solve(tools) -> str:
         by_name[src]["kit"].discard("ultrasound")
         by_name[dst]["kit"].add("ultrasound")
     sessions = sorted(read_all(tools.list_sessions), key=lambda s: (s["day"], s["start"], s["id"]))
+    # Next week runs Monday to Friday: keep the days up to the requested last day.
+    monday = dt.date.fromisoformat(sessions[0]["day"]) - dt.timedelta(days=dt.date.fromisoformat(sessions[0]["day"]).weekday())
+    last = (monday + dt.timedelta(days=["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"].index(last_day))).isoformat()
+    sessions = [s for s in sessions if s["day"] <= last]
     busy = {}
     for day in sorted({s["day"] for s in sessions}):
         busy[day] = [(b["room_id"], b["start"], b["end"]) for b in read_all(tools.list_bookings, day=day)]
@@ -55,7 +59,7 @@ def solve(tools) -> str:
         busy[s["day"]].append((room["id"], s["start"], s["end"]))
         uses[room["name"]] = uses.get(room["name"], 0) + 1
         plan.append({"session_id": s["id"], "room": room["name"], "status": "allocated"})
-    tools.write_file(path="room_plan.json", content=json.dumps(plan, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(plan, indent=2))
     flagged = sum(1 for p in plan if p["status"] == "flagged")
     top = min(uses.items(), key=lambda kv: (-kv[1], kv[0]))
     return f"{flagged} sessions had to be flagged for manual handling. The most used room is {top[0]} ({top[1]} sessions)."

@@ -8,6 +8,8 @@ import re
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CODES = ("Td", "FLU", "RZV", "PPV")
+NAMES = {"tetanus-diphtheria booster": "Td", "seasonal influenza vaccine": "FLU", "recombinant shingles vaccine": "RZV",
+         "pneumococcal polysaccharide vaccine": "PPV"}  # as the schedule names them
 
 
 def _iso(value: str, name: str) -> str:
@@ -82,7 +84,9 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
 
     # --- verifier --------------------------------------------------------------------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = {(m, v): (d, r) for m, v, d, r in json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'expected'")[0]["value"])}
+        skipped = NAMES[self.params["skipped_vaccine"]]
+        expected = {(m, v): (d, r) for m, v, d, r in json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'expected'")[0]["value"])
+                    if v != skipped}
         made = self.query("SELECT r.id, p.mrn, r.vaccine, r.due_date, m.send_on FROM recalls r JOIN patients p ON p.id = r.patient_id "
                           "LEFT JOIN reminders m ON m.recall_id = r.id")
         got = {(r["mrn"], r["vaccine"]): (r["due_date"], r["send_on"]) for r in made}
@@ -92,8 +96,9 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         # Partial-credit check on the exceptions: no recall for a patient/vaccine the schedule makes due but notes forbid.
         wrong_extra = set(got) - set(expected)
 
-        report_ok, detail = False, "recall_list.csv not found"
-        path = self.workspace / "recall_list.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -105,7 +110,7 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         n_patients = len({m for m, _ in expected})
         said = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
         return [
-            Criterion("exactly_the_due_recalls_created", right_set, 2.0, f"{len(made)} recalls, {len(expected)} expected; {len(wrong_extra)} not wanted"),
+            Criterion("exactly_the_due_recalls_created", right_set, 2.0, f"{len(made)} recalls, {len(expected)} expected (no {skipped}); {len(wrong_extra)} not wanted"),
             Criterion("due_dates_computed", dues_ok, 2.0, "schedule intervals, ages and season start"),
             Criterion("reminders_on_the_right_day", reminders_ok, 1.0, "lead time before due, or the run date"),
             Criterion("recall_list_written", report_ok, 1.0, detail),

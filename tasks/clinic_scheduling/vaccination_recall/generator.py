@@ -9,6 +9,17 @@ LAST = ["Abbott", "Barker", "Carver", "Dawson", "Elliott", "Fletcher", "Gibbs", 
 VACCINES = {"Td": "tetanus-diphtheria booster", "FLU": "seasonal influenza vaccine", "RZV": "recombinant shingles vaccine",
             "PPV": "pneumococcal polysaccharide vaccine"}
 SEASON_START = dt.date(2026, 9, 1)
+REPORT_NAMES = ["recall_list.csv", "vaccination_recalls.csv", "recall_run.csv", "immunisation_recalls.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the look-ahead in days, the vaccine left out of this run (by its name in the schedule), and the
+    list's file name."""
+    return {
+        "lookahead_days": ctx.rng.choice([30, 42, 50, 60]),
+        "skipped_vaccine": ctx.rng.choice(sorted(VACCINES.values())),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def shift_years(day, years):
@@ -62,7 +73,7 @@ def generate(ctx):
         """
     )
     run_day = dt.date(2026, 12, rng.randint(1, 4))
-    lookahead = rng.choice([30, 42, 60])
+    lookahead = ctx.params["lookahead_days"]  # pins 3 and 4 sit on either side of this request's horizon
     lead = rng.choice([7, 14, 21])
     horizon = run_day + dt.timedelta(days=lookahead)
 
@@ -107,6 +118,7 @@ def generate(ctx):
     pin(7, dt.date(1945, 8, 8), [td_fresh, ("PPV", dt.date(2012, 1, 1)), ("RZV", dt.date(2022, 2, 2)), ("RZV", dt.date(2022, 5, 2))])  # flu contraindicated
     pin(8, dt.date(1944, 9, 9), [td_old()], status="deceased")
     pin(9, dt.date(1966, 10, 10), [td_fresh, ("RZV", add_months(run_day, -2) + dt.timedelta(days=lookahead - 3))])  # 2nd shingles dose within look-ahead
+    pin(10, dt.date(1955, 11, 11), [td_fresh, ("FLU", dt.date(2026, 10, 1)), ("RZV", dt.date(2021, 1, 1)), ("RZV", dt.date(2021, 3, 1))])  # PPV overdue
     db.executemany("INSERT INTO patients VALUES (:id, :mrn, :name, :birth_date, :status, :phone)", patients)
     rows = [(pid, v, d.isoformat(), f"{v}{rng.randint(1000, 9999)}") for pid, shots in doses.items() for v, d in shots]
     rng.shuffle(rows)
@@ -114,7 +126,7 @@ def generate(ctx):
 
     declines = {6: "RZV"}
     contraindicated = {7: "FLU"}
-    extra = rng.sample(range(10, len(patients) + 1), k=ctx.files(2))
+    extra = rng.sample(range(11, len(patients) + 1), k=ctx.files(2))
     for pid in extra:
         due = due_dates(dt.date.fromisoformat(patients[pid - 1]["birth_date"]), doses[pid], run_day)
         if due:
@@ -146,7 +158,8 @@ def generate(ctx):
         "Ages are counted on the day of the recall run.\n")
     (ws / "protocols" / "recall_run_memo.md").write_text(
         f"# Recall run - {long(run_day)}\n\nThis month's run is dated {long(run_day)}. Recall every active patient for each "
-        f"vaccine that is due on or before the run date or within the next {lookahead} days after it (the due date is the "
+        "vaccine that is due on or before the run date or within the look-ahead period after it, which is set for each run "
+        "when it is requested (the due date is the "
         "date the schedule gives, even if it passed long ago). Patients who have died or left the practice are not recalled.\n\n"
         f"Reminders: each recall gets one reminder, sent {lead} days before its due date - or on the run date itself if that "
         "day has already passed.\n")
@@ -171,4 +184,6 @@ def generate(ctx):
         topic = topics[i % len(topics)]
         (ws / "news" / f"news_{i:03d}.md").write_text(f"# Practice news: {topic}\n\nAn update about {topic}. Nothing here affects recalls.\n")
 
+    # Every vaccine has due recalls (pins 1, 3, 9, 10), so whichever one the request leaves out matters; the
+    # verifier drops the skipped vaccine's recalls from this list.
     db.execute("INSERT INTO _verifier_facts VALUES ('expected', ?)", (json.dumps(sorted(expected)),))

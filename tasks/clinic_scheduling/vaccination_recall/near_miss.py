@@ -5,10 +5,10 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, lookahead_days, skipped_vaccine, report_name) -> str:
     memo = tools.read_file(path="protocols/recall_run_memo.md")
     run = dt.datetime.strptime(re.search(r"dated \w+ (\d+ \w+ \d{4})", memo).group(1), "%d %B %Y").date()
-    horizon = run + dt.timedelta(days=int(re.search(r"next (\d+) days", memo).group(1)))
+    horizon = run + dt.timedelta(days=lookahead_days)
     lead = int(re.search(r"sent (\d+) days", memo).group(1))
     full = {"tetanus-diphtheria booster": "Td", "seasonal influenza vaccine": "FLU",
             "recombinant shingles vaccine": "RZV", "pneumococcal polysaccharide vaccine": "PPV"}
@@ -43,11 +43,11 @@ def solve(tools) -> str:
             else:
                 due["RZV"] = b.replace(year=b.year + 50)
         for v, d in due.items():
-            if d <= horizon and (p["mrn"], v) not in blocked:
+            if d <= horizon and (p["mrn"], v) not in blocked and v != full[skipped_vaccine]:
                 rid = tools.create_recall(patient_id=p["id"], vaccine=v, due_date=d.isoformat())["recall_id"]
                 send = d - dt.timedelta(days=lead)
                 tools.schedule_reminder(recall_id=rid, send_on=send.isoformat())
                 out.append(f"{p['mrn']},{v},{d},{send}")
                 people.add(p["mrn"])
-    tools.write_file(path="recall_list.csv", content="patient_mrn,vaccine,due_date,reminder_date\n" + "\n".join(out) + "\n")
+    tools.write_file(path=report_name, content="patient_mrn,vaccine,due_date,reminder_date\n" + "\n".join(out) + "\n")
     return f"{len(out)} recalls for {len(people)} patients."

@@ -22,7 +22,7 @@ def age(birth, on):
     return on.year - birth.year - ((on.month, on.day) < (birth.month, birth.day))
 
 
-def solve(tools) -> str:
+def solve(tools, lookahead_days, skipped_vaccine, report_name) -> str:
     texts = read_files(tools)
     names, skip = {}, set()
     for text in texts.values():
@@ -31,7 +31,6 @@ def solve(tools) -> str:
         m = re.search(r"run is dated \w+ (\d+ \w+ \d{4})", text)
         if m:
             run = dt.datetime.strptime(m.group(1), "%d %B %Y").date()
-            ahead = int(re.search(r"within the next (\d+) days", text).group(1))
             lead = int(re.search(r"sent (\d+) days before", text).group(1))
         m = re.search(r"start of the season on (\d+ \w+ \d{4})", text)
         if m:
@@ -41,10 +40,11 @@ def solve(tools) -> str:
         if who and ("do not wish to receive" in text or "contraindicated" in text):
             skip |= {(who.group(1), code) for full, code in names.items() if full in text.lower()}
 
+    skipped = names[skipped_vaccine.lower()]  # the schedule gives each vaccine's code
     doses = {}
     for rec in read_all(tools.list_immunizations):
         doses.setdefault(rec["patient_id"], []).append((rec["vaccine"], dt.date.fromisoformat(rec["given_on"])))
-    horizon = run + dt.timedelta(days=ahead)
+    horizon = run + dt.timedelta(days=lookahead_days)
     rows, patients_hit = [], set()
     for p in read_all(tools.list_patients):
         if p["status"] != "active":
@@ -61,12 +61,12 @@ def solve(tools) -> str:
         ]
         due = {code: day for code, applies, day in candidates if applies}
         for vaccine, day in sorted(due.items()):
-            if day > horizon or (p["mrn"], vaccine) in skip:
+            if day > horizon or (p["mrn"], vaccine) in skip or vaccine == skipped:
                 continue
             recall = tools.create_recall(patient_id=p["id"], vaccine=vaccine, due_date=day.isoformat())
             send = max(run, day - dt.timedelta(days=lead))
             tools.schedule_reminder(recall_id=recall["recall_id"], send_on=send.isoformat())
             rows.append(f"{p['mrn']},{vaccine},{day.isoformat()},{send.isoformat()}")
             patients_hit.add(p["id"])
-    tools.write_file(path="recall_list.csv", content="patient_mrn,vaccine,due_date,reminder_date\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="patient_mrn,vaccine,due_date,reminder_date\n" + "\n".join(rows) + "\n")
     return f"I created {len(rows)} recalls covering {len(patients_hit)} patients."

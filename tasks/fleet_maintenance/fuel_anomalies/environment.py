@@ -79,18 +79,18 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
             when = datetime.strptime(t["txn_time"], "%Y-%m-%d %H:%M")
             v = vehicles.get(t["unit_number"])
             tank = f["aux"].get(t["unit_number"], v["tank_litres"]) if v else None
-            rule = None
+            rule, skip = None, self.params["skipped_rule"]
             if t["card_number"] == f["stolen_card"] and t["txn_time"] >= f["stolen_at"]:
                 rule = "stolen_card"
-            elif v and t["fuel_type"] != v["fuel_type"]:
+            elif skip != "wrong_fuel" and v and t["fuel_type"] != v["fuel_type"]:
                 rule = "wrong_fuel"
-            elif v and t["litres"] > tank:
+            elif skip != "over_capacity" and v and t["litres"] > tank:
                 rule = "over_capacity"
-            elif v and t["unit_number"] in last_odo and t["odometer_km"] < last_odo[t["unit_number"]]:
+            elif skip != "odometer_rollback" and v and t["unit_number"] in last_odo and t["odometer_km"] < last_odo[t["unit_number"]]:
                 rule = "odometer_rollback"
-            elif t["card_number"] in last_card and when - last_card[t["card_number"]] < timedelta(hours=f["window_hours"]):
+            elif skip != "rapid_refill" and t["card_number"] in last_card and when - last_card[t["card_number"]] < timedelta(hours=f["window_hours"]):
                 rule = "rapid_refill"
-            elif (when.weekday() >= 5 or when.hour >= 22 or when.hour < 5) and t["card_number"] not in f["night_cards"]:
+            elif (when.weekday() >= 5 or when.hour >= self.params["night_start"] or when.hour < 5) and t["card_number"] not in f["night_cards"]:
                 rule = "off_hours"
             if v and t["odometer_km"] is not None:
                 last_odo[t["unit_number"]] = t["odometer_km"]
@@ -104,8 +104,8 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
         f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         flags = {r["transaction_id"]: r["rule"] for r in self.query("SELECT transaction_id, rule FROM anomaly_flags")}
         blocked = {r["card_number"] for r in self.query("SELECT card_number FROM drivers WHERE card_status = 'blocked'")}
-        report_ok, detail = False, "fuel_anomalies.csv not found"
-        path = self.workspace / "fuel_anomalies.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -120,7 +120,7 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
             Criterion("exactly_the_anomalous_transactions_flagged", set(flags) == set(expected), 2.0,
                       f"{len(flags)} flagged, {len(expected)} expected"),
             Criterion("labels_follow_rule_order", set(flags) == set(expected) and all(flags[k] == v[1] for k, v in expected.items()), 1.0,
-                      "first rule broken, in the audit order"),
+                      f"first rule broken, in the audit order, {self.params['skipped_rule']} skipped"),
             Criterion("stolen_card_blocked", blocked == {f["stolen_card"]}, 1.0, f"blocked: {sorted(blocked)}"),
             Criterion("report_written", report_ok, 1.0, detail),
             Criterion("flagged_total_reported", any(abs(m - total) < 0.01 for m in money), 1.0, f"expected {total:.2f}"),

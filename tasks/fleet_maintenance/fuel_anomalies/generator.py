@@ -8,6 +8,17 @@ DRIVERS = ["Ana Petrova", "Ben Carter", "Chidi Obi", "Dana Levy", "Emil Novak", 
 STATIONS = ["Shell A1 North", "BP Ringway", "Esso Dockside", "Total Parkway", "Aral Westgate", "Q8 Harbour Rd"]
 PRICE = {"diesel": 1.62, "petrol": 1.74}
 RULES = ["stolen_card", "wrong_fuel", "over_capacity", "odometer_rollback", "rapid_refill", "off_hours"]
+REPORT_NAMES = ["fuel_anomalies.csv", "fuel_audit_flags.csv", "card_anomalies.csv", "november_fuel_flags.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the evening hour from which a purchase counts as out of hours, a rule the card provider checks
+    itself this month (so the audit skips it), and the report's name."""
+    return {
+        "night_start": ctx.rng.choice([20, 21, 22, 23]),
+        "skipped_rule": ctx.rng.choice(["wrong_fuel", "over_capacity", "odometer_rollback", "rapid_refill"]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -55,8 +66,8 @@ def generate(ctx):
         odometers[v[0]] = odo
 
     # Guaranteed anomalies, one vehicle per rule, none tripping an earlier rule.
-    cast = rng.sample(vehicles, 9)
-    stolen_v, wrong_v, over_v, aux_v, rollback_v, rapid_v, night_v, off_v, spare = cast
+    cast = rng.sample(vehicles, 12)
+    stolen_v, wrong_v, over_v, aux_v, rollback_v, rapid_v, night_v, off_v, spare = cast[:9]
     stolen_at = datetime(2026, 11, rng.randint(12, 20), rng.choice([9, 13, 16]), 0)
     stolen_card = drivers[stolen_v[4] - 1][2]
     # Whoever used the stolen card typed no unit number and no odometer reading at the pump.
@@ -77,6 +88,10 @@ def generate(ctx):
     txn(night_v, monday.replace(hour=23, minute=30), 45, odometers[night_v[0]] + 300)   # night shift: allowed
     txn(off_v, datetime(2026, 11, 29, 14, 0), 45, odometers[off_v[0]] + 100)          # Sunday afternoon
     txn(off_v, monday.replace(hour=4, minute=10), 30, odometers[off_v[0]] + 200)       # before 05:00
+    # Evening fills at 20:30, 21:30 and 22:30 on day-shift cards: whichever evening cut-off the request names
+    # decides which of them are out of hours.
+    for hour, late_v in zip((20, 21, 22), cast[9:]):
+        txn(late_v, monday.replace(hour=hour, minute=30), 30, odometers[late_v[0]] + 300)
     txns.sort(key=lambda t: t[3])
     for i, t in enumerate(txns, start=1):
         t[0] = i
@@ -96,7 +111,8 @@ def generate(ctx):
         "3. over_capacity - more litres than the vehicle's tank can hold.\n"
         "4. odometer_rollback - an odometer reading lower than the one at that vehicle's previous fill.\n"
         f"5. rapid_refill - a purchase on a card less than {window_hours} hours after the previous purchase on the same card.\n"
-        "6. off_hours - a purchase on a Saturday or Sunday, or between 22:00 and 05:00 on any day, unless the card "
+        "6. off_hours - a purchase on a Saturday or Sunday, or between the evening cut-off named in the audit request "
+        "and 05:00 on any day, unless the card "
         "belongs to a driver on the night-shift roster.\n\n"
         "A card reported lost or stolen must also be blocked.\n"
     )

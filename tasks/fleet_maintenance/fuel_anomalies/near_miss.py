@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, night_start, skipped_rule, report_name) -> str:
     texts = read_files(tools)
     rulebook = next(t for t in texts.values() if "audit rules" in t)
     hours = int(re.search(r"less than (\d+) hours", rulebook).group(1))
@@ -23,8 +23,8 @@ def solve(tools) -> str:
                   ("over_capacity", bool(v) and t["litres"] > v["tank_litres"]),
                   ("odometer_rollback", bool(v) and t["unit_number"] in odo and t["odometer_km"] < odo[t["unit_number"]]),
                   ("rapid_refill", t["card_number"] in seen and at - seen[t["card_number"]] < timedelta(hours=hours)),
-                  ("off_hours", at.weekday() >= 5 or not 5 <= at.hour < 22)]
-        hit = next((name for name, bad in checks if bad), None)
+                  ("off_hours", at.weekday() >= 5 or not 5 <= at.hour < night_start)]
+        hit = next((name for name, bad in checks if bad and name != skipped_rule), None)
         if v and t["odometer_km"] is not None:
             odo[t["unit_number"]] = t["odometer_km"]
         seen[t["card_number"]] = at
@@ -33,5 +33,5 @@ def solve(tools) -> str:
             out.append(f"{t['id']},{t['card_number']},{hit}")
             spent += t["amount"]
     tools.block_card(card_number=card)
-    tools.write_file(path="fuel_anomalies.csv", content="transaction_id,card_number,rule\n" + "\n".join(out))
+    tools.write_file(path=report_name, content="transaction_id,card_number,rule\n" + "\n".join(out))
     return f"Flagged {len(out)} transactions worth {spent:.2f} euros."

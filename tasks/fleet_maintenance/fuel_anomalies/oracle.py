@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, night_start, skipped_rule, report_name) -> str:
     texts = read_files(tools)
     rules = next(t for t in texts.values() if "Fuel card audit rules" in t)
     window = timedelta(hours=int(re.search(r"less than (\d+) hours after", rules).group(1)))
@@ -32,15 +32,15 @@ def solve(tools) -> str:
         rule = None
         if stolen and t["card_number"] == stolen[0] and t["txn_time"] >= stolen[1]:
             rule = "stolen_card"
-        elif v and t["fuel_type"] != v["fuel_type"]:
+        elif skipped_rule != "wrong_fuel" and v and t["fuel_type"] != v["fuel_type"]:
             rule = "wrong_fuel"
-        elif v and t["litres"] > tank_override.get(v["unit_number"], v["tank_litres"]):
+        elif skipped_rule != "over_capacity" and v and t["litres"] > tank_override.get(v["unit_number"], v["tank_litres"]):
             rule = "over_capacity"
-        elif v and t["unit_number"] in last_odo and t["odometer_km"] < last_odo[t["unit_number"]]:
+        elif skipped_rule != "odometer_rollback" and v and t["unit_number"] in last_odo and t["odometer_km"] < last_odo[t["unit_number"]]:
             rule = "odometer_rollback"
-        elif t["card_number"] in last_card and when - last_card[t["card_number"]] < window:
+        elif skipped_rule != "rapid_refill" and t["card_number"] in last_card and when - last_card[t["card_number"]] < window:
             rule = "rapid_refill"
-        elif (when.weekday() >= 5 or when.hour >= 22 or when.hour < 5) and t["card_number"] not in night_cards:
+        elif (when.weekday() >= 5 or when.hour >= night_start or when.hour < 5) and t["card_number"] not in night_cards:
             rule = "off_hours"
         if v and t["odometer_km"] is not None:
             last_odo[t["unit_number"]] = t["odometer_km"]
@@ -51,6 +51,6 @@ def solve(tools) -> str:
     if stolen:
         tools.block_card(card_number=stolen[0])
     lines = ["transaction_id,card_number,rule"] + [f"{i},{card},{rule}" for i, card, rule, _ in flagged]
-    tools.write_file(path="fuel_anomalies.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     total = sum(a for *_, a in flagged)
     return f"I flagged {len(flagged)} transactions; together they come to {total:.2f} euros."

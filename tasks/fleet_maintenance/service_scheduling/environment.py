@@ -92,7 +92,7 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
     # --- verifier --------------------------------------------------------------------------------
     def expected(self) -> dict[int, set[str]]:
         f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        today = date.fromisoformat(f["today"])
+        today = date.fromisoformat(self.params["plan_date"])
         latest, seen = {}, set()
         for h in self.query("SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history"):
             seen.add((h["vehicle_id"], h["job_code"]))
@@ -105,7 +105,7 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
             if v["depot"] != f["handback"]:
                 for job, interval in f["km"].items():
                     last = latest.get((v["id"], job))
-                    if (last is None or v["odometer_km"] - last["odometer_km"] >= interval
+                    if (last is None or v["odometer_km"] - last["odometer_km"] >= interval - self.params["lookahead_km"]
                             or today >= _plus_months(date.fromisoformat(last["service_date"]), f["months"][job])):
                         jobs.add(job)
             for rc in f["recalls"]:
@@ -138,8 +138,8 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
 
         routine_ok = part(added, False) == part(expected, False)
         recalls_ok = part(added, True) == part(expected, True)
-        plan_ok, detail = False, "service_plan.json not found"
-        path = self.workspace / "service_plan.json"
+        plan_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -154,7 +154,7 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
         return [
             Criterion("one_open_work_order_per_vehicle", one_each and no_extra_orders, 1.0,
                       f"{len(open_orders)} vehicles with open work orders; {len(expected)} need work"),
-            Criterion("routine_jobs_correct", routine_ok, 2.0, "distance-or-time intervals, hand-back depot excluded"),
+            Criterion("routine_jobs_correct", routine_ok, 2.0, "distance (with the look-ahead) or time intervals, hand-back depot excluded"),
             Criterion("recall_jobs_correct", recalls_ok, 1.0, "bulletin model years, done recalls and disposals excluded"),
             Criterion("plan_file_written", plan_ok, 1.0, detail),
             Criterion("counts_reported", len(expected) in counts and n_recalls in counts, 1.0,

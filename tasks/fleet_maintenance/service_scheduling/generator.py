@@ -8,6 +8,16 @@ MODELS = [("Ford", "Transit"), ("Mercedes", "Sprinter"), ("Iveco", "Daily"), ("R
 ABSENT = [("Scania", "P-series"), ("MAN", "TGL"), ("Isuzu", "N-series"), ("Toyota", "Hiace")]
 DEPOTS = ["Riverside", "Northgate", "Eastfield", "Harbour"]
 JOBS = ["OIL", "BRK", "TYR"]
+PLAN_DATES = ["2026-12-01", "2026-12-15", "2027-01-04", "2027-01-18"]
+REPORT_NAMES = ["service_plan.json", "maintenance_plan.json", "workshop_plan.json", "due_jobs.json"]
+OIL_DUE_BETWEEN = [date(2026, 12, 8), date(2026, 12, 28), date(2027, 1, 11)]  # between the possible plan dates
+
+
+def params(ctx) -> dict:
+    """The request: the date the plan is made for, how far ahead (km) to book distance-based jobs, and the plan
+    file's name."""
+    return {"plan_date": ctx.rng.choice(PLAN_DATES), "lookahead_km": ctx.rng.choice([250, 500, 1000, 1500]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def add_months(day, months):
@@ -71,12 +81,25 @@ def generate(ctx):
         # A vehicle of the right model just outside the affected model years.
         v = vehicles[len(vehicles) - 9 - recalls.index(rc)]
         v[2], v[3], v[4] = rc["make"], rc["model"], rc["years"][1] + 1
-    # Boundary: an active vehicle exactly at its oil interval by distance, recent by date.
+    # Boundary: an active vehicle exactly at its oil interval less the look-ahead by distance, recent by date.
     v = vehicles[0]
     v[7] = "active"
     v[5] = rng.choice([d for d in DEPOTS if d != handback])
     history = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
-    history.append([v[0], "OIL", months_before(TODAY, 1).isoformat(), v[6] - km["OIL"]])
+    history.append([v[0], "OIL", months_before(TODAY, 1).isoformat(), v[6] - km["OIL"] + ctx.params["lookahead_km"]])
+    # Active vehicles whose oil service falls due by date between the possible plan dates (little distance since).
+    for v, due in zip(vehicles[1:4], OIL_DUE_BETWEEN):
+        v[7] = "active"
+        v[5] = rng.choice([d for d in DEPOTS if d != handback])
+        history = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
+        history.append([v[0], "OIL", months_before(due, months["OIL"]).isoformat(), v[6] - 1000])
+    # Active vehicles 400, 750 and 1,250 km short of their oil interval, serviced a month ago: how far ahead the
+    # request books decides which of them are due.
+    for v, short in zip(vehicles[4:7], (400, 750, 1250)):
+        v[7] = "active"
+        v[5] = rng.choice([d for d in DEPOTS if d != handback])
+        history = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
+        history.append([v[0], "OIL", months_before(TODAY, 1).isoformat(), v[6] - km["OIL"] + short])
 
     db.executemany("INSERT INTO vehicles VALUES (?,?,?,?,?,?,?,?)", [tuple(v) for v in vehicles])
     rng.shuffle(history)
@@ -138,6 +161,6 @@ def generate(ctx):
             f"Hello, a note about the {topics[i % len(topics)]} at {depot}. Unit U-{rng.randint(401, 400 + len(vehicles))} "
             "was mentioned at the briefing, but this does not affect maintenance. Cheers.\n"
         )
-    facts = {"km": km, "months": months, "handback": handback, "recalls": recalls, "today": TODAY.isoformat(),
+    facts = {"km": km, "months": months, "handback": handback, "recalls": recalls, "today": ctx.params["plan_date"],
              "preexisting_open": open_ids}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

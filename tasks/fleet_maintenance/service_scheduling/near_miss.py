@@ -7,7 +7,7 @@ from datetime import date
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, plan_date, lookahead_km, report_name) -> str:
     texts = read_files(tools)
     sched = next(t for t in texts.values() if "job code" in t)
     rules = re.findall(r"job code (\w+)\): every ([\d,]+) km or every (\d+) months", sched)
@@ -30,12 +30,12 @@ def solve(tools) -> str:
         jobs = []
         for code, km, months in rules:
             h = history.get((v["id"], code))
-            if h is None or v["odometer_km"] - h["odometer_km"] >= int(km.replace(",", "")):
+            if h is None or v["odometer_km"] - h["odometer_km"] >= int(km.replace(",", "")) - lookahead_km:
                 jobs.append(code)
                 continue
             d = date.fromisoformat(h["service_date"])
             y, m = divmod(d.month - 1 + int(months), 12)
-            if date(d.year + y, m + 1, min(d.day, 28)) <= date(2026, 12, 1):
+            if date(d.year + y, m + 1, min(d.day, 28)) <= date.fromisoformat(plan_date):
                 jobs.append(code)
         for code, make, model, a, b in recalls:
             if (v["make"], v["model"]) == (make, model) and int(a) <= v["model_year"] <= int(b) and (v["id"], code) not in history:
@@ -46,5 +46,5 @@ def solve(tools) -> str:
             for code in jobs:
                 tools.add_work_order_job(work_order_id=wo, job_code=code)
             plan.append({"unit": v["unit_number"], "jobs": jobs})
-    tools.write_file(path="service_plan.json", content=json.dumps(plan))
+    tools.write_file(path=report_name, content=json.dumps(plan))
     return f"Work orders cover {len(plan)} vehicles, including {n_recall} recall jobs."

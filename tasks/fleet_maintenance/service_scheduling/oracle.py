@@ -5,15 +5,14 @@ from datetime import date
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-TODAY = date(2026, 12, 1)
-
 
 def months_later(day, months):
     years, month = divmod(day.month - 1 + months, 12)
     return date(day.year + years, month + 1, min(day.day, 28))
 
 
-def solve(tools) -> str:
+def solve(tools, plan_date, lookahead_km, report_name) -> str:
+    today = date.fromisoformat(plan_date)
     texts = read_files(tools)
     schedule = next(t for t in texts.values() if "maintenance schedule" in t)
     intervals = {code: (int(dist.replace(",", "")), int(months))
@@ -45,8 +44,8 @@ def solve(tools) -> str:
         if v["depot"] != handback:
             for code, (dist, months) in intervals.items():
                 last = latest.get((v["id"], code))
-                if (last is None or v["odometer_km"] - last["odometer_km"] >= dist
-                        or TODAY >= months_later(date.fromisoformat(last["service_date"]), months)):
+                if (last is None or v["odometer_km"] - last["odometer_km"] >= dist - lookahead_km
+                        or today >= months_later(date.fromisoformat(last["service_date"]), months)):
                     jobs.append(code)
         for code, make, model, first, last_year in recalls:
             if v["make"] == make and v["model"] == model and first <= v["model_year"] <= last_year and (v["id"], code) not in done:
@@ -58,5 +57,5 @@ def solve(tools) -> str:
         for code in jobs:
             tools.add_work_order_job(work_order_id=order_id, job_code=code)
         plan.append({"unit": v["unit_number"], "jobs": jobs})
-    tools.write_file(path="service_plan.json", content=json.dumps(plan, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(plan, indent=2))
     return f"{len(plan)} vehicles need work; I added {recall_jobs} recall jobs."

@@ -57,7 +57,7 @@ class TyrePlanEnv(WorkspaceEnvironment):
             latest.setdefault(r["vehicle_id"], {})[r["position"]] = r["tread_mm"]
         price = {(p["vehicle_type"], p["season"]): p["unit_price"] for p in self.query("SELECT * FROM tyre_prices")}
         must, rest = [], []
-        for v in self.query("SELECT id, reg, type, depot FROM vehicles"):
+        for v in self.query("SELECT id, reg, type, depot FROM vehicles WHERE depot != ?", (self.params["excluded_depot"],)):
             winter = v["depot"] == facts["winter_depot"]
             limit = facts["threshold"][v["type"]]
             limit = max(limit, facts["winter_min"]) if winter else limit
@@ -82,8 +82,8 @@ class TyrePlanEnv(WorkspaceEnvironment):
 
     def criteria(self, final_response: str) -> list[Criterion]:
         plan, deferred, total, facts = self._plan()
-        data, problem = None, "tyre_plan.json not found"
-        path = self.workspace / "tyre_plan.json"
+        data, problem = None, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -92,7 +92,7 @@ class TyrePlanEnv(WorkspaceEnvironment):
                 got_deferred = sorted(str(r).strip().upper() for r in data["deferred"])
                 problem = ""
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                data, problem = None, f"cannot read tyre_plan.json: {exc}"
+                data, problem = None, f"cannot read {self.params['report_name']}: {exc}"
         must = {reg for reg, e in plan.items() if e[0] < facts["legal"]}
         if data is None:
             vehicles_ok = positions_ok = mandatory_ok = totals_ok = deferred_ok = False

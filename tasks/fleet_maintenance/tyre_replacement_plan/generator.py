@@ -7,6 +7,12 @@ LAYOUT = {"car": ["FL", "FR", "RL", "RR"], "van": ["FL", "FR", "RL", "RR"],
           "truck": ["FL", "FR", "RLO", "RLI", "RRI", "RRO"], "minibus": ["FL", "FR", "RL", "RR"]}
 DEPOTS = ["Riverside", "Northgate", "Highland", "Port Road"]
 LETTERS = "ABCDEFGHJKLMNPRSTVWXY"
+REPORT_NAMES = ["tyre_plan.json", "december_tyres.json", "tyre_replacements.json", "tyre_orders.json"]
+
+
+def params(ctx) -> dict:
+    """The request: a depot whose vehicles are left out this month, and the plan file's name."""
+    return {"excluded_depot": ctx.rng.choice(DEPOTS), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def _plan_cost(vehicles, readings, prices, legal, threshold, winter_depot, winter_min):
@@ -36,7 +42,8 @@ def generate(ctx):
     )
     legal = 1.6
     threshold = {"car": rng.choice([2.5, 3.0]), "van": 3.0, "truck": rng.choice([4.0, 5.0]), "minibus": 4.0}
-    winter_depot = rng.choice(["Highland", "Northgate"])
+    excluded = ctx.params["excluded_depot"]
+    winter_depot = rng.choice([d for d in ["Highland", "Northgate"] if d != excluded])
     winter_min = 4.0
     prices = {}
     for kind, base in (("car", 95), ("van", 130), ("truck", 310), ("minibus", 170)):
@@ -70,7 +77,7 @@ def generate(ctx):
         last = max(i for i, r in enumerate(rows) if r[0] == vid and r[1] == pos)
         rows[last][2] = mm
         readings[vid][pos] = mm
-    vans = [v for v in vehicles if v[2] == "van"]
+    vans = [v for v in vehicles if v[2] == "van" and v[3] != excluded]
     replaced = vans[0]
     for pos in LAYOUT["van"]:
         set_latest(replaced[0], pos, 8.0)
@@ -80,13 +87,16 @@ def generate(ctx):
     for pos in LAYOUT["van"]:
         set_latest(winter_van[0], pos, 6.5)
     set_latest(winter_van[0], "FR", 3.5)
-    illegal = next(v for v in vehicles[1:] if v[3] != winter_depot and v not in (replaced, winter_van))
+    illegal = next(v for v in vehicles[1:] if v[3] not in (winter_depot, excluded) and v not in (replaced, winter_van))
     set_latest(illegal[0], LAYOUT[illegal[2]][-1], 1.4)
+    # An illegal tyre at the depot the request leaves out: leaving that depot out changes the plan.
+    left_out = next(v for v in vehicles if v[3] == excluded)
+    set_latest(left_out[0], LAYOUT[left_out[2]][0], 1.3)
     db.executemany("INSERT INTO vehicles VALUES (?,?,?,?,?)", vehicles)
     db.executemany("INSERT INTO inspections (vehicle_id, position, tread_mm, inspected_on, inspector) VALUES (?,?,?,?,?)",
                    [tuple(r) for r in rows])
 
-    candidates = _plan_cost(vehicles, readings, prices, legal, threshold, winter_depot, winter_min)
+    candidates = _plan_cost([v for v in vehicles if v[3] != excluded], readings, prices, legal, threshold, winter_depot, winter_min)
     mandatory = sum(c for m, c in candidates if m)
     optional = sum(c for m, c in candidates if not m)
     budget = int((mandatory + optional * 0.5) // 100 * 100)

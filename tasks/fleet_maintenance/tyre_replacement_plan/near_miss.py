@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_depot, report_name) -> str:
     policy = " ".join(tools.read_file(path="policy/tyre_policy.md").split())
     budget_mail = tools.read_file(path="mail/2026-11-27_december_budget.eml")
     winter_mail = tools.read_file(path="mail/2026-11-24_winter_tyres.eml")
@@ -18,6 +18,8 @@ def solve(tools) -> str:
         tread.setdefault(r["vehicle_id"], {})[r["position"]] = r["tread_mm"]
     musts, others = [], []
     for v in read_all(tools.list_vehicles):
+        if v["depot"] == excluded_depot:
+            continue
         t = tread.get(v["id"], {})
         bad = {p[0] for p, mm in t.items() if mm < limits[v["type"]]}
         if not bad:
@@ -35,5 +37,5 @@ def solve(tools) -> str:
         else:
             deferred.append(reg)
     total = round(sum(p["cost"] for p in plan), 2)
-    tools.write_file(path="tyre_plan.json", content=json.dumps({"vehicles": plan, "total_cost": total, "deferred": deferred}))
+    tools.write_file(path=report_name, content=json.dumps({"vehicles": plan, "total_cost": total, "deferred": deferred}))
     return f"Plan total {total:.2f}; {len(deferred)} vehicles deferred."

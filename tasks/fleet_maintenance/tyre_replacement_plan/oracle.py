@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_depot, report_name) -> str:
     words = " ".join("\n".join(read_files(tools).values()).split())
     legal = float(re.search(r"legal minimum tread depth is ([\d.]+) mm", words).group(1))
     thresholds = {kind: float(mm) for mm, kind in
@@ -20,6 +20,8 @@ def solve(tools) -> str:
     prices = {}
     mandatory, optional = [], []
     for v in read_all(tools.list_vehicles):
+        if v["depot"] == excluded_depot:
+            continue
         season = "winter" if v["depot"] == winter else "all-season"
         limit = max(thresholds[v["type"]], winter_min) if season == "winter" else thresholds[v["type"]]
         tread = latest.get(v["id"], {})
@@ -41,6 +43,6 @@ def solve(tools) -> str:
         else:
             deferred.append(reg)
     total = round(sum(i["cost"] for i in chosen), 2)
-    tools.write_file(path="tyre_plan.json", content=json.dumps(
+    tools.write_file(path=report_name, content=json.dumps(
         {"vehicles": chosen, "total_cost": total, "deferred": deferred}, indent=2))
     return f"The December tyre plan costs {total:.2f} in total, and {len(deferred)} vehicles were deferred."

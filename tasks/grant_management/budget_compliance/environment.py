@@ -52,11 +52,11 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
     # --- verifier --------------------------------------------------------------------------------
     def expected(self) -> dict[int, dict]:
         f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        rows = self.query("SELECT e.id, e.posted_on, e.category, e.amount, a.award_number, a.sponsor, a.start_date, a.end_date "
+        rows = self.query("SELECT e.id, e.posted_on, e.category, e.amount, a.award_number, a.sponsor, a.pi, a.start_date, a.end_date "
                           "FROM expenses e JOIN awards a ON a.id = e.award_id")
         out = {}
         for e in rows:
-            if e["id"] == f["moved_earlier"]:
+            if e["id"] == f["moved_earlier"] or e["pi"] == self.params["excluded_pi"] or e["amount"] < self.params["min_amount"]:
                 continue
             bad = (not e["start_date"] <= e["posted_on"] <= e["end_date"]) or e["category"] == "hospitality"
             bad = bad or (e["sponsor"] == f["no_equipment"] and e["category"] == "equipment")
@@ -73,8 +73,8 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
         moved = {r["expense_id"] for r in self.query("SELECT expense_id FROM transfers")}
         missed = set(expected) - moved
         wrongly = moved - set(expected)
-        report_ok, detail = False, "unallowable_charges.csv not found"
-        path = self.workspace / "unallowable_charges.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))

@@ -14,6 +14,17 @@ DESCRIPTIONS = {
     "publication": ["Open access fee", "Page charges"],
 }
 PI = ["Dr. Okafor", "Dr. Lindqvist", "Dr. Ramirez", "Dr. Chen", "Dr. Haddad", "Dr. Novak", "Dr. Adeyemi", "Dr. Moreau"]
+REPORT_NAMES = ["unallowable_charges.csv", "cost_transfers.csv", "quarterly_transfers.csv", "moved_charges.csv"]
+SMALL_CHARGES = [125.0, 175.0, 225.0]  # between the possible de-minimis limits
+
+
+def params(ctx) -> dict:
+    """The request: a PI whose awards are left out, the smallest charge worth moving, and the report's name."""
+    return {
+        "excluded_pi": ctx.rng.choice(PI),
+        "min_amount": ctx.rng.choice([100, 150, 200, 250]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -37,7 +48,8 @@ def generate(ctx):
         sponsor = SPONSORS[aid % 3]
         start = date(2024, 1, 1) + timedelta(days=rng.randint(0, 600))
         end = start + timedelta(days=rng.choice([365, 730, 1095]))
-        awards.append((aid, f"{PREFIX[sponsor]}-{rng.randint(1000, 9999)}-{aid:02d}", sponsor, rng.choice(PI),
+        pi = PI[aid - 1] if aid <= len(PI) else rng.choice(PI)   # every PI holds at least one award
+        awards.append((aid, f"{PREFIX[sponsor]}-{rng.randint(1000, 9999)}-{aid:02d}", sponsor, pi,
                        start.isoformat(), end.isoformat(), float(rng.randint(8, 60) * 10000)))
     db.executemany("INSERT INTO awards VALUES (?,?,?,?,?,?,?)", awards)
 
@@ -52,7 +64,7 @@ def generate(ctx):
 
     weights = {"personnel": 5, "supplies": 6, "equipment": 1, "travel_domestic": 2, "travel_international": 0.6,
                "hospitality": 0.4, "publication": 1}
-    for _ in range(ctx.size("expenses") - 9):
+    for _ in range(ctx.size("expenses") - 12 - len(PI)):
         award = rng.choice(awards)
         category = rng.choices(list(weights), weights=list(weights.values()))[0]
         amount = rng.uniform(1000, equip_threshold * 1.5) if category == "equipment" else rng.uniform(40, 4000)
@@ -61,7 +73,14 @@ def generate(ctx):
             posted = date.fromisoformat(award[5]) + timedelta(days=rng.randint(1, 60))
         charge(award, category, amount, posted)
 
-    by_sponsor = {s: [a for a in awards if a[2] == s] for s in SPONSORS}
+    # The special cases sit on awards the request keeps in scope; every PI's awards carry an unallowable charge,
+    # and small unallowable charges fall between the possible de-minimis limits.
+    eligible = [a for a in awards if a[3] != ctx.params["excluded_pi"]]
+    by_sponsor = {s: [a for a in eligible if a[2] == s] for s in SPONSORS}
+    for name in PI:
+        charge(rng.choice([a for a in awards if a[3] == name]), "hospitality", rng.uniform(300, 900))
+    for amount in SMALL_CHARGES:
+        charge(rng.choice(eligible), "hospitality", amount)
     eq_award = rng.choice(by_sponsor[equip_limited])
     approved_equipment = charge(eq_award, "equipment", equip_threshold + rng.randint(500, 3000))
     charge(rng.choice(by_sponsor[equip_limited]), "equipment", equip_threshold + rng.randint(200, 2500))   # not approved
@@ -69,10 +88,10 @@ def generate(ctx):
     approved_trip = charge(rng.choice(by_sponsor[travel_limited]), "travel_international", rng.uniform(1500, 3500))
     charge(rng.choice(by_sponsor[travel_limited]), "travel_international", rng.uniform(1500, 3500))          # not approved
     charge(rng.choice(by_sponsor[no_equipment]), "equipment", rng.uniform(800, 2500))
-    edge = rng.choice(awards)
-    charge(edge, "supplies", rng.uniform(100, 900), posted=date.fromisoformat(edge[5]))                     # last day: fine
-    charge(edge, "supplies", rng.uniform(100, 900), posted=date.fromisoformat(edge[4]) - timedelta(days=1)) # day before start
-    charge(rng.choice(awards), "hospitality", rng.uniform(200, 900))
+    edge = rng.choice(eligible)
+    charge(edge, "supplies", rng.uniform(300, 900), posted=date.fromisoformat(edge[5]))                     # last day: fine
+    charge(edge, "supplies", rng.uniform(300, 900), posted=date.fromisoformat(edge[4]) - timedelta(days=1)) # day before start
+    charge(rng.choice(eligible), "hospitality", rng.uniform(300, 900))
     # A transfer made in an earlier review: that charge already sits on the department account.
     old = charge(rng.choice(awards), "hospitality", rng.uniform(100, 400))
     old[2] = "department"

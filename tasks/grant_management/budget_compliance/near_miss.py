@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_pi, min_amount, report_name) -> str:
     terms = read_files(tools, "policies/terms_*")
     caps, trips, banned = {}, set(), set()
     for text in terms.values():
@@ -21,7 +21,7 @@ def solve(tools) -> str:
     lines, totals = [], {}
     for e in read_all(tools.list_expenses):
         a = awards[e["award_id"]]
-        if e["account"] != "grant":
+        if e["account"] != "grant" or a["pi"] == excluded_pi or e["amount"] < min_amount:
             continue
         if (e["posted_on"] < a["start_date"] or e["posted_on"] > a["end_date"] or e["category"] == "hospitality"
                 or (e["category"] == "equipment" and (a["sponsor"] in banned or e["amount"] > caps.get(a["sponsor"], 1e12)))
@@ -29,6 +29,6 @@ def solve(tools) -> str:
             tools.transfer_expense(expense_id=e["id"], reason="unallowable")
             lines.append(f"{e['id']},{a['award_number']},{e['amount']:.2f},unallowable")
             totals[a["award_number"]] = totals.get(a["award_number"], 0) + e["amount"]
-    tools.write_file(path="unallowable_charges.csv", content="expense_id,award_number,amount,reason\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="expense_id,award_number,amount,reason\n" + "\n".join(lines))
     top = max(totals, key=totals.get)
     return f"Moved {sum(totals.values()):.2f} in total; most came off {top}."

@@ -4,7 +4,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_pi, min_amount, report_name) -> str:
     texts = read_files(tools)
     equipment_cap, needs_trip_approval, bans_equipment = {}, set(), set()
     approvals = set()
@@ -25,9 +25,9 @@ def solve(tools) -> str:
     awards = {a["id"]: a for a in read_all(tools.list_awards)}
     moved, per_award = [], {}
     for e in read_all(tools.list_expenses):
-        if e["account"] != "grant":
-            continue
         award = awards[e["award_id"]]
+        if e["account"] != "grant" or award["pi"] == excluded_pi or e["amount"] < min_amount:
+            continue
         sponsor, approved = award["sponsor"], (award["award_number"], e["po_number"]) in approvals
         reason = None
         if not award["start_date"] <= e["posted_on"] <= award["end_date"]:
@@ -44,7 +44,7 @@ def solve(tools) -> str:
             tools.transfer_expense(expense_id=e["id"], reason=reason)
             moved.append(f"{e['id']},{award['award_number']},{e['amount']:.2f},{reason}")
             per_award[award["award_number"]] = per_award.get(award["award_number"], 0) + e["amount"]
-    tools.write_file(path="unallowable_charges.csv", content="expense_id,award_number,amount,reason\n" + "\n".join(moved) + "\n")
+    tools.write_file(path=report_name, content="expense_id,award_number,amount,reason\n" + "\n".join(moved) + "\n")
     top = max(per_award, key=per_award.get)
     return (f"I moved {len(moved)} charges totalling {sum(per_award.values()):.2f} dollars to the department account. "
             f"The award with the most moved off it is {top} ({per_award[top]:.2f}).")

@@ -77,7 +77,7 @@ class EffortReportingEnv(WorkspaceEnvironment):
         uncovered = 0.0
         for line in self.query("SELECT * FROM effort_lines"):
             grant = grants[line["grant_id"]]
-            if grant["end_date"] < rules["period_start"]:
+            if grant["end_date"] < rules["period_start"] or people[line["person_id"]]["department"] == self.params["excluded_department"]:
                 continue
             totals[line["person_id"]] = totals.get(line["person_id"], 0.0) + line["charged_pct"] + line["cost_shared_pct"]
             salary = people[line["person_id"]]["annual_salary"]
@@ -96,7 +96,8 @@ class EffortReportingEnv(WorkspaceEnvironment):
             "SELECT c.person_id, f.excess_pct FROM overcommitment_flags f JOIN certifications c ON c.id = f.certification_id")}
         n_flags = self.query("SELECT COUNT(*) AS n FROM overcommitment_flags")[0]["n"]
         common = [p for p in totals if p in certs]
-        over = {p: t - 100 for p, t in totals.items() if t > 100 + 1e-9}
+        limit = self.params["effort_limit"]
+        over = {p: t - limit for p, t in totals.items() if t > limit + 1e-9}
         flags_ok = set(flags) == set(over) and n_flags == len(flags) and all(abs(flags[p] - e) < 0.01 for p, e in over.items())
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
         return [
@@ -104,7 +105,7 @@ class EffortReportingEnv(WorkspaceEnvironment):
                       f"{len(certs)} certified, {len(totals)} expected"),
             Criterion("certified_totals_correct", bool(common) and all(abs(certs[p]["total_effort_pct"] - totals[p]) < 0.01 for p in common),
                       2.0, "active grants only, plus teaching and clinical reserves"),
-            Criterion("overcommitments_flagged", flags_ok, 1.0, f"{len(over)} people over 100%"),
+            Criterion("overcommitments_flagged", flags_ok, 1.0, f"{len(over)} people over {limit}%"),
             Criterion("salary_cap_cost_reported", any(abs(n - uncovered) < 0.01 for n in numbers), 1.0,
                       f"expected {uncovered:.2f}"),
         ]

@@ -5,12 +5,19 @@ import json
 
 SPONSORS = ["National Health Institute", "Science Foundation", "Hartwell Foundation", "Energy Research Council",
             "Clarke Trust"]
-DEPARTMENTS = ["Biology", "Chemistry", "Cardiology", "Physics", "Neurology", "Economics"]
+DEPARTMENTS = ["Biology", "Chemistry", "Cardiology", "Physics", "Neurology", "Economics", "Mathematics"]
+SEPARATE = ["Biology", "Chemistry", "Economics", "Mathematics"]   # departments a round may leave out
+LIMITS = [90, 95, 100, 105]
 GIVEN = ["Amara", "Bjorn", "Chen", "Delia", "Emeka", "Freya", "Goran", "Hana", "Ivo", "Jules", "Kaveh", "Lena",
          "Milo", "Noor", "Otis", "Priya", "Quinn", "Rhea", "Sol", "Talia"]
 FAMILY = ["Adeyemi", "Bergstrom", "Cho", "Dimitriou", "Ekwueme", "Fitzgerald", "Gupta", "Halvorsen", "Iwata",
           "Jankowski", "Kruger", "Lindqvist", "Mbeki", "Nakamura", "Ortega"]
 PERIOD_START = dt.date(2026, 7, 1)
+
+
+def params(ctx) -> dict:
+    """The request: the commitment limit above which effort is over-committed, and a department left out."""
+    return {"effort_limit": ctx.rng.choice(LIMITS), "excluded_department": ctx.rng.choice(SEPARATE)}
 
 
 def generate(ctx):
@@ -72,11 +79,24 @@ def generate(ctx):
         ended = grants[-1]
         ended[5] = (PERIOD_START - dt.timedelta(days=10)).isoformat()
     a, b, c, d = people[0], people[1], people[2], people[3]
+    kept = [dep for dep in SEPARATE if dep != ctx.params["excluded_department"]]
+    c[2], d[2] = rng.choice(kept), rng.choice(kept)
+    # Staff whose totals (95, 100, 105) fall between the possible limits, and someone with active effort in
+    # every department a round may leave out.
+    limit_cases = people[4:7]
+    for person, charged in zip(limit_cases, (85.0, 90.0, 95.0)):
+        person[2:5] = ["Physics", "staff", 80000.0]
+    dept_cases = people[7:7 + len(SEPARATE)]
+    for person, dep in zip(dept_cases, SEPARATE):
+        person[2] = dep
     d[3:5] = ["faculty", float(cap + 50000)]  # above the cap on an award the letter does not name
     a[2:5] = [clinical_dept, "faculty", float(cap + 30000)]
     b[2:4] = ["Physics", "faculty"]
     c[3] = "postdoc"
-    lines = [l for l in lines if l[0] not in (a[0], b[0], c[0], d[0])]
+    planted = {p[0] for p in [a, b, c, d] + limit_cases + dept_cases}
+    lines = [l for l in lines if l[0] not in planted]
+    lines += [[p[0], active_other[0], charged, 10.0] for p, charged in zip(limit_cases, (85.0, 90.0, 95.0))]
+    lines += [[p[0], active_other[0], 20.0, 0.0] for p in dept_cases]
     free = 100 - teaching - clinical
     lines += [[a[0], active_capped[0], float(free - 10), 0.0], [a[0], active_other[0], 15.0, 5.0],
               [b[0], active_other[0], 40.0, 10.0], [b[0], ended[0], 50.0, 0.0],
@@ -98,7 +118,8 @@ def generate(ctx):
         "the period starts; effort on grants that ended earlier is no longer certified.\n\n"
         f"Faculty always keep {teaching}% of their effort for teaching and service; that reserve counts towards\n"
         "their total. Postdocs and staff have no reserve.\n\n"
-        "Anyone whose total exceeds 100% is over-committed by the excess and must be flagged on their\n"
+        "Anyone whose total exceeds the commitment limit set for the certification round is over-committed\n"
+        "by the excess over that limit and must be flagged on their\n"
         "certification so that the department can rebalance.\n\n"
         "Salaries are recorded as annual rates. The period is six months, so the salary for the period is half\n"
         "the annual rate, and a person's charged percentage applies to that half.\n"

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, effort_limit, excluded_department) -> str:
     texts = read_files(tools)
     joined = " ".join(" ".join(texts.values()).split())
     teaching = float(re.search(r"keep (\d+)% of their effort", joined).group(1))
@@ -18,7 +18,7 @@ def solve(tools) -> str:
     total, extra = {}, 0.0
     for line in read_all(tools.list_effort_lines):
         g = grants[line["grant_id"]]
-        if g["end_date"] < "2026-07-01":
+        if g["end_date"] < "2026-07-01" or people[line["person_id"]]["department"] == excluded_department:
             continue
         pid = line["person_id"]
         total[pid] = total.get(pid, 0.0) + line["charged_pct"] + line["cost_shared_pct"]
@@ -28,6 +28,6 @@ def solve(tools) -> str:
         if people[pid]["role"] == "faculty":
             pct += teaching + (clinical if people[pid]["department"] == dept else 0)
         cid = tools.certify_effort(person_id=pid, total_effort_pct=pct)["certification_id"]
-        if pct > 100:
-            tools.flag_overcommitment(certification_id=cid, excess_pct=pct - 100)
+        if pct > effort_limit:
+            tools.flag_overcommitment(certification_id=cid, excess_pct=pct - effort_limit)
     return f"All effort certified; uncovered salary above the cap is {extra:.2f} dollars."

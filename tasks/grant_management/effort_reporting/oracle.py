@@ -6,7 +6,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 PERIOD_START = "2026-07-01"
 
 
-def solve(tools) -> str:
+def solve(tools, effort_limit, excluded_department) -> str:
     files = read_files(tools)
     teaching = clinical = cap = None
     clinical_dept, capped_sponsor = None, None
@@ -27,7 +27,7 @@ def solve(tools) -> str:
     totals, uncovered = {}, 0.0
     for line in read_all(tools.list_effort_lines):
         grant = grants[line["grant_id"]]
-        if grant["end_date"] < PERIOD_START:
+        if grant["end_date"] < PERIOD_START or people[line["person_id"]]["department"] == excluded_department:
             continue
         pid = line["person_id"]
         totals[pid] = totals.get(pid, 0.0) + line["charged_pct"] + line["cost_shared_pct"]
@@ -41,8 +41,8 @@ def solve(tools) -> str:
         if person["role"] == "faculty":
             total += teaching + (clinical if person["department"] == clinical_dept else 0)
         cert = tools.certify_effort(person_id=pid, total_effort_pct=total)
-        if total > 100:
-            tools.flag_overcommitment(certification_id=cert["certification_id"], excess_pct=round(total - 100, 4))
+        if total > effort_limit:
+            tools.flag_overcommitment(certification_id=cert["certification_id"], excess_pct=round(total - effort_limit, 4))
             flagged += 1
     return (f"Certified {len(totals)} people and flagged {flagged} over-commitments. Salary above the sponsor cap "
             f"that we must cover this period: ${uncovered:,.2f}.")

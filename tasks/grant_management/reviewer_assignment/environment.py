@@ -76,7 +76,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
                                                                           (f["since_year"],))}
         recusals = {tuple(x) for x in f["recusals"]}
         conflicts, eligible = set(), {}
-        for p in self.query("SELECT * FROM proposals"):
+        for p in self.query("SELECT * FROM proposals WHERE topic != ?", (self.params["deferred_topic"],)):
             named = {n.strip() for n in p["co_investigators"].split(";")}
             eligible[p["id"]] = set()
             for r in reviewers:
@@ -96,7 +96,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         for a in self.query("SELECT proposal_id, reviewer_id FROM assignments"):
             given.setdefault(a["proposal_id"], []).append(a["reviewer_id"])
         complete = all(len(set(given.get(p, []))) == f["per_proposal"] == len(given.get(p, [])) for p in eligible)
-        clean = all(r in eligible[p] for p, rs in given.items() for r in rs)
+        clean = all(p in eligible and r in eligible[p] for p, rs in given.items() for r in rs)  # deferred topic: none
         loads = {}
         for rs in given.values():
             for r in rs:
@@ -104,8 +104,8 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         within = all(n <= limits[r] for r, n in loads.items())
         names = {r["id"]: r["name"] for r in self.query("SELECT id, name FROM reviewers")}
         refs = {p["id"]: p["ref"] for p in self.query("SELECT id, ref FROM proposals")}
-        report_ok, detail = False, "review_assignments.csv not found"
-        path = self.workspace / "review_assignments.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -119,7 +119,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         return [
             Criterion("every_proposal_fully_staffed", complete, 1.0, f"each proposal needs {f['per_proposal']} distinct reviewers"),
             Criterion("no_conflicted_or_unqualified_reviewer", bool(given) and clean, 2.0,
-                      "expertise, availability, institution, co-investigators, recent co-authorship and declared conflicts"),
+                      "deferred topic left alone; expertise, availability, institution, co-investigators, recent co-authorship and declared conflicts"),
             Criterion("loads_within_limits", bool(given) and within, 1.0, f"at most {f['cap']} per reviewer and their profile limit"),
             Criterion("report_written", report_ok, 1.0, detail),
             Criterion("conflict_count_reported", len(conflicts) in counts, 1.0, f"expected {len(conflicts)}"),

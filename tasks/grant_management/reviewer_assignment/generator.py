@@ -8,8 +8,16 @@ GIVEN = ["Agnes", "Boris", "Carmen", "Dieter", "Elena", "Filip", "Greta", "Henri
 FAMILY = ["Andersson", "Bakker", "Conti", "Dvorak", "Esposito", "Fischer", "Gomez", "Horvat", "Ivanov", "Jansen",
           "Kowalczyk", "Larsen", "Moreau", "Novak", "Oliveira", "Peeters", "Rossi", "Schmid", "Tamm", "Virtanen"]
 WORDS = ["Adaptive", "Resilient", "Scalable", "Hidden", "Coupled", "Emergent", "Long-term", "Multi-scale"]
+REPORT_NAMES = ["review_assignments.csv", "reviewer_assignments.csv", "panel_assignments.csv", "round_reviewers.csv"]
 THINGS = {"ecology": "wetland food webs", "materials": "porous ceramics", "neuroscience": "cortical circuits",
           "climate": "Arctic cloud feedbacks", "genomics": "regulatory variants", "robotics": "soft grippers"}
+
+
+def params(ctx) -> dict:
+    """The request: a topic whose proposals move to the next round's panel, how many years back a co-authorship
+    with the principal investigator is a conflict, and the report's name."""
+    return {"deferred_topic": ctx.rng.choice(TOPICS[:5]), "coi_years": ctx.rng.choice([2, 3, 4, 5]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def address(name, institution):
@@ -30,7 +38,7 @@ def generate(ctx):
     )
     per_proposal = rng.choice([2, 3])
     cap = rng.choice([3, 4])
-    years = rng.choice([3, 4, 5])
+    years = ctx.params["coi_years"]
     topics = TOPICS[:5]
     people = rng.sample([f"{g} {m}. {f}" for g in GIVEN for m in "BKW" for f in FAMILY], ctx.size("reviewers") + ctx.size("proposals") * 2)
     reviewer_names, outsiders = people[:ctx.size("reviewers")], people[ctx.size("reviewers"):]
@@ -57,15 +65,20 @@ def generate(ctx):
         for _ in range(rng.randint(1, 7)):
             collaborations.append((r[0], rng.choice(outsiders), rng.randint(2015, 2026), rng.choice(["Nature Comms", "PLOS One", "J. Appl. Phys.", "eLife"])))
 
-    # Guaranteed conflicts and boundaries for proposal 1's topic.
-    first = proposals[0]
+    # Guaranteed conflicts and boundaries for the first proposal whose topic stays in this round.
+    first = next(p for p in proposals if p[3] != ctx.params["deferred_topic"])
     experts = [r for r in reviewers if first[3] in r[3].split(",")]
     same_inst, coauthor_recent, coauthor_old, recuser, coinv = rng.sample(experts, 5)
     first[5] = same_inst[2]
+    # The co-authors sit at the window's edges; keep them clear of the institution rule so the window decides.
+    for r in (coauthor_recent, coauthor_old):
+        if r[2] == first[5]:
+            reviewers[r[0] - 1] = r[:2] + (rng.choice([i for i in INSTITUTIONS if i != first[5]]),) + r[3:]
     collaborations.append((coauthor_recent[0], first[4], 2026 - years + 1, "eLife"))
     collaborations.append((coauthor_old[0], first[4], 2026 - years, "PLOS One"))
     first[6] = f"{first[6].split('; ')[0]}; {coinv[1]}"
-    unavailable = rng.choice([r for r in reviewers if r not in (same_inst, coauthor_recent, coauthor_old, recuser, coinv)])
+    cast = {r[0] for r in (same_inst, coauthor_recent, coauthor_old, recuser, coinv)}
+    unavailable = rng.choice([r for r in reviewers if r[0] not in cast])
     # Institution clashes elsewhere must not make a proposal unstaffable: co-investigator lists only name one reviewer.
     rng.shuffle(collaborations)
     db.executemany("INSERT INTO reviewers VALUES (?,?,?,?,?)", reviewers)
@@ -81,8 +94,8 @@ def generate(ctx):
         "topic among their areas of expertise.\n\n"
         "A reviewer has a conflict of interest with a proposal, and must not review it, when they work at the same "
         "institution as the principal investigator, when they are named on the proposal as a co-investigator, when "
-        f"they have co-authored a paper with the principal investigator in the past {years} years (counting the "
-        "current year, 2026), or when they have declared a conflict with that proposal themselves.\n\n"
+        "they have co-authored a paper with the principal investigator within the co-authorship window set for "
+        "the round (counting the current year, 2026), or when they have declared a conflict with that proposal themselves.\n\n"
         f"Workload: nobody reviews more than {cap} proposals this round, even where their profile would allow more, "
         "and never more than their own profile limit.\n"
     )

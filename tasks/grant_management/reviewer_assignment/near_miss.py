@@ -5,12 +5,12 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, deferred_topic, coi_years, report_name) -> str:
     texts = read_files(tools)
     guide = next(t for t in texts.values() if "guidelines" in t)
     need = {"two": 2, "three": 3}[re.search(r"read by (\w+) reviewers", guide).group(1)]
     people = read_all(tools.list_reviewers)
-    props = read_all(tools.list_proposals)
+    props = [p for p in read_all(tools.list_proposals) if p["topic"] != deferred_topic]
     away, declared = set(), set()
     for text in texts.values():
         who = [r for r in people if r["name"] in text]
@@ -35,5 +35,5 @@ def solve(tools) -> str:
             tools.assign_reviewer(proposal_id=p["id"], reviewer_id=r["id"])
             used[r["id"]] += 1
             lines.append(f"{p['ref']},{r['name']}")
-    tools.write_file(path="review_assignments.csv", content="proposal_ref,reviewer\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="proposal_ref,reviewer\n" + "\n".join(lines))
     return f"Assigned everything; {conflicts} conflicts found."

@@ -6,16 +6,15 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NUMBER_WORDS = {"two": 2, "three": 3, "four": 4}
 
 
-def solve(tools) -> str:
+def solve(tools, deferred_topic, coi_years, report_name) -> str:
     texts = read_files(tools)
     rules = next(t for t in texts.values() if "Review panel guidelines" in t)
     per_proposal = NUMBER_WORDS[re.search(r"read by (\w+) reviewers", rules).group(1)]
-    years = int(re.search(r"in the past (\d+) years", rules).group(1))
     cap = int(re.search(r"nobody reviews more than (\d+) proposals", rules).group(1))
-    since = 2026 - years + 1
+    since = 2026 - coi_years + 1
 
     reviewers = read_all(tools.list_reviewers)
-    proposals = read_all(tools.list_proposals)
+    proposals = [p for p in read_all(tools.list_proposals) if p["topic"] != deferred_topic]
     by_ref = {p["ref"]: p for p in proposals}
     unavailable, recusals = set(), set()
     for path, text in texts.items():
@@ -53,5 +52,5 @@ def solve(tools) -> str:
             tools.assign_reviewer(proposal_id=p["id"], reviewer_id=r["id"])
             load[r["id"]] += 1
             rows.append(f"{p['ref']},{r['name']}")
-    tools.write_file(path="review_assignments.csv", content="proposal_ref,reviewer\n" + "\n".join(rows) + "\n")
-    return f"All {len(proposals)} proposals are assigned. I found {conflicts} conflicts of interest among qualified, available reviewers."
+    tools.write_file(path=report_name, content="proposal_ref,reviewer\n" + "\n".join(rows) + "\n")
+    return f"Every proposal in this round is assigned. I found {conflicts} conflicts of interest among qualified, available reviewers."

@@ -100,8 +100,8 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         got_pay = sorted((p["claim_no"], p["payee"], round(p["amount"], 2)) for p in pays)
         pay_ok = got_pay == want_pay
 
-        report_ok, detail = False, "adjudication.json not found"
-        path = self.workspace / "adjudication.json"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 data = json.loads(path.read_text())

@@ -10,6 +10,13 @@ FIRST = ["Alma", "Basil", "Cora", "Desmond", "Edith", "Fergus", "Gemma", "Harvey
 LAST = ["Ashby", "Bellamy", "Crowe", "Dunmore", "Ellery", "Fairbairn", "Garside", "Hollis", "Irvine", "Jessop",
         "Kendrick", "Lovell", "Marchant", "Nettleton", "Oakes", "Pickering"]
 CODES = ("not_in_force", "late_notification", "excluded_peril")
+GRACE_DAYS = [5, 10, 15, 20]
+REPORT_NAMES = ["adjudication.json", "claim_decisions.json", "adjudicated_claims.json", "queue_decisions.json"]
+
+
+def params(ctx) -> dict:
+    """The request: the extra days allowed past a product's notification period this quarter, and the report's name."""
+    return {"grace_days": ctx.rng.choice(GRACE_DAYS), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -45,7 +52,10 @@ def generate(ctx):
     claims, items = [], []
     n = ctx.size("claims")
     # Planned outcomes so that every rule is exercised at every scale and seed.
-    plan = ["not_in_force", "late_notification", "excluded_peril", "sublimit", "cap", "hold", "closed"] + [None] * (n - 7)
+    # Three claims reported between the possible grace periods: the grace period in force decides which are late.
+    plan = ["not_in_force", "late_notification", "excluded_peril", "sublimit", "cap", "hold", "closed",
+            "grace_8", "grace_13", "grace_18"] + [None] * (n - 10)
+    grace = ctx.params["grace_days"]
     for cid, kind in enumerate(plan, 1):
         pol = policies[(cid * 7) % len(policies)]
         r = rules[pol["product"]]
@@ -56,7 +66,9 @@ def generate(ctx):
             loss = start - dt.timedelta(days=rng.randint(1, 20))
         covered = [p for p in PERILS if p not in r["excluded"]]
         peril = rng.choice(r["excluded"]) if kind == "excluded_peril" else rng.choice(covered if kind else PERILS)
-        delay = r["notify_days"] + rng.randint(1, 10) if kind == "late_notification" else rng.choice([0, 2, 5, 11, r["notify_days"]])
+        delay = r["notify_days"] + max(GRACE_DAYS) + rng.randint(1, 10) if kind == "late_notification" else rng.choice([0, 2, 5, 11, r["notify_days"]])
+        if kind and kind.startswith("grace_"):
+            delay = r["notify_days"] + int(kind[6:])
         if kind is None and rng.random() < 0.15:
             delay = r["notify_days"] + rng.randint(1, 25)
         reported = loss + dt.timedelta(days=delay)
@@ -93,7 +105,7 @@ def generate(ctx):
         reported_after = (dt.date.fromisoformat(c["reported_date"]) - dt.date.fromisoformat(c["loss_date"])).days
         if not pol["start_date"] <= c["loss_date"] <= pol["end_date"]:
             expected[c["claim_no"]] = ("deny", "not_in_force", 0.0)
-        elif reported_after > r["notify_days"]:
+        elif reported_after > r["notify_days"] + grace:
             expected[c["claim_no"]] = ("deny", "late_notification", 0.0)
         elif c["peril"] in r["excluded"]:
             expected[c["claim_no"]] = ("deny", "excluded_peril", 0.0)
@@ -117,7 +129,8 @@ def generate(ctx):
     (ws / "guidance" / "claims_handling_guidance.md").write_text(
         "# Claims handling guidance\n\nCheck each open claim in this order and stop at the first rule that applies:\n\n"
         "1. The loss date must fall within the policy period (start and end dates included); otherwise deny with reason code "
-        "`not_in_force`.\n2. The claim must have been reported within the notification period of the product wording; "
+        "`not_in_force`.\n2. The claim must have been reported within the notification period of the product wording, plus "
+        "any grace period the claims manager has allowed for the quarter; "
         "otherwise deny with `late_notification`.\n3. If the cause is excluded by the product wording, deny with "
         "`excluded_peril`.\n\nOtherwise approve. The payout is the sum of the assessed line items, each category capped at "
         "the wording's limit for that category, minus the policy excess, and never more than the sum insured (and never "

@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, grace_days, report_name) -> str:
     wordings = {}
     for text in read_files(tools, "wordings/*").values():
         name = re.match(r"# (.+?) - policy", text).group(1)
@@ -23,7 +23,7 @@ def solve(tools) -> str:
         gap = (dt.date.fromisoformat(c["reported_date"]) - dt.date.fromisoformat(c["loss_date"])).days
         if c["loss_date"] < p["start_date"] or c["loss_date"] > p["end_date"]:
             d = ("deny", "not_in_force", 0.0)
-        elif gap > days:
+        elif gap > days + grace_days:
             d = ("deny", "late_notification", 0.0)
         elif c["peril"] in excluded:
             d = ("deny", "excluded_peril", 0.0)
@@ -35,5 +35,5 @@ def solve(tools) -> str:
             tools.issue_payment(decision_id=rec["decision_id"], payee=p["holder"])
             paid += d[2]
         out.append(dict(zip(("claim_no", "decision", "reason", "payout"), (c["claim_no"],) + d)))
-    tools.write_file(path="adjudication.json", content=json.dumps(out))
+    tools.write_file(path=report_name, content=json.dumps(out))
     return f"Total paid out: {paid:.2f}"

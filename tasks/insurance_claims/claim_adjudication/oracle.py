@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, grace_days, report_name) -> str:
     texts = read_files(tools)
     products, holds = {}, set()
     for text in texts.values():
@@ -24,7 +24,7 @@ def solve(tools) -> str:
             continue
         policy = tools.get_policy(policy_id=claim["policy_id"])
         excluded, limits, days = products[policy["product"]]
-        late = (dt.date.fromisoformat(claim["reported_date"]) - dt.date.fromisoformat(claim["loss_date"])).days > days
+        late = (dt.date.fromisoformat(claim["reported_date"]) - dt.date.fromisoformat(claim["loss_date"])).days > days + grace_days
         if not policy["start_date"] <= claim["loss_date"] <= policy["end_date"]:
             outcome = ("deny", "not_in_force", 0.0)
         elif late:
@@ -40,5 +40,5 @@ def solve(tools) -> str:
             tools.issue_payment(decision_id=decision["decision_id"], payee=policy["holder"])
             total += outcome[2]
         report.append({"claim_no": claim["claim_no"], "decision": outcome[0], "reason": outcome[1], "payout": outcome[2]})
-    tools.write_file(path="adjudication.json", content=json.dumps(report, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(report, indent=2))
     return f"I decided {len(report)} claims. The total payout is {total:.2f} pounds."

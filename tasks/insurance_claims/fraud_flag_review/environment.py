@@ -85,8 +85,8 @@ class FraudReviewEnv(WorkspaceEnvironment):
         flags = {r["claim_no"]: r["score"] for r in self.query("SELECT c.claim_no, f.score FROM flags f JOIN claims c ON c.id = f.claim_id")}
         referred = {r["claim_no"] for r in self.query("SELECT c.claim_no FROM referrals r JOIN flags f ON f.id = r.flag_id JOIN claims c ON c.id = f.claim_id")}
         want_ref = set(facts["ranking"][:facts["capacity"]])
-        report_ok, detail = False, "fraud_ranking.md not found"
-        path = self.workspace / "fraud_ranking.md"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             got = []
             for line in path.read_text().splitlines():

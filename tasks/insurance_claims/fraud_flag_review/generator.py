@@ -11,6 +11,14 @@ PERILS = ["collision", "theft", "vandalism", "windscreen", "fire"]
 SHOP_WORDS = ["Autofix", "Bodyworks", "Carcare", "Dentaway", "Express Repairs", "Fastlane", "Garage One", "Highway Motors",
               "Ignition", "Junction Autos", "Kerbside", "Lowgear"]
 TODAY = dt.date(2026, 11, 30)
+REPORT_NAMES = ["fraud_ranking.md", "fraud_screen.md", "siu_ranking.md", "weekly_fraud_screen.md"]
+
+
+def params(ctx) -> dict:
+    """The request: a peril whose claims another team screens this week, how many referrals SIU can take, and the
+    ranking file's name."""
+    return {"excluded_peril": ctx.rng.choice(PERILS), "siu_capacity": ctx.rng.choice([3, 4, 5, 6]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -32,7 +40,7 @@ def generate(ctx):
     new_days, late_days, repeat_n = rng.choice([30, 60, 90]), rng.choice([21, 30]), rng.choice([2, 3])
     inflate = rng.choice([2, 3])
     threshold = rng.choice([40, 45, 50])
-    capacity = rng.choice([3, 4, 5])
+    capacity = ctx.params["siu_capacity"]
 
     claimants = []
     for cid in range(1, ctx.size("claimants") + 1):
@@ -83,7 +91,9 @@ def generate(ctx):
     cleared = open_claims[1]
     cleared.update(shop_id=watch[-1], amount=round(base[cleared["peril"]] * 4.5, 2), reported_date=(dt.date.fromisoformat(cleared["loss_date"]) + dt.timedelta(days=late_days + 9)).isoformat())
     # Enough clear-cut suspicious claims that SIU's capacity always binds.
-    for c in open_claims[2:capacity + 4]:
+    # Their perils cycle through every peril, so whichever peril the request leaves out loses flagged claims.
+    for i, c in enumerate(open_claims[2:capacity + 4]):
+        c["peril"] = PERILS[i % len(PERILS)]
         loss = dt.date.fromisoformat(c["loss_date"])
         c.update(amount=round(base[c["peril"]] * rng.uniform(3.5, 5.0), 2), shop_id=rng.choice(watch),
                  reported_date=(loss + dt.timedelta(days=late_days + rng.randint(1, 15))).isoformat())
@@ -91,7 +101,7 @@ def generate(ctx):
         policies[c["policy_id"] - 1] = policies[c["policy_id"] - 1][:3] + (inc.isoformat(),)
     # Two claims that tie on score, from fresh claimants with no other history: the amount decides their order,
     # and the one with the lower claim number has the smaller amount, so ordering by claim number alone is wrong.
-    tie_peril = rng.choice(PERILS)
+    tie_peril = rng.choice([p for p in PERILS if p != ctx.params["excluded_peril"]])
     for k, factor in enumerate((4.0, 4.6)):
         cid = len(claimants) + 1
         claimants.append([cid, f"{rng.choice(FIRST)} {rng.choice(LAST)}", f"07{rng.randint(100000000, 999999999)}", f"GB00TIE{cid:08d}"])
@@ -111,7 +121,7 @@ def generate(ctx):
     year_ago = TODAY - dt.timedelta(days=365)
     scored = {}
     for c in claims:
-        if c["status"] != "open" or c["id"] == cleared["id"]:
+        if c["status"] != "open" or c["id"] == cleared["id"] or c["peril"] == ctx.params["excluded_peril"]:
             continue
         score = 0
         loss, inc = dt.date.fromisoformat(c["loss_date"]), dt.date.fromisoformat(policies[c["policy_id"] - 1][3])
@@ -156,8 +166,8 @@ def generate(ctx):
         f"From: siu@insurer.example\nSubject: Repair shop watch list\n\nThe current watch list is: {watch_names}. Treat any claim "
         "repaired at one of these as showing the watch-list indicator.\n")
     (ws / "siu" / "capacity_this_week.eml").write_text(
-        f"From: siu-lead@insurer.example\nSubject: Referrals this week\n\nWe are short-staffed: please refer no more than {capacity} "
-        "claims this week, the highest ranked first. Flag the others as usual so we can pick them up later.\n")
+        "From: siu-lead@insurer.example\nSubject: Referrals this week\n\nWe are short-staffed: please refer no more than the "
+        "number of claims agreed in this week's screening request, the highest ranked first. Flag the others as usual so we can pick them up later.\n")
     notes = [f"{cleared['claim_no']}: senior handler review complete - the late report and the high amount are fully explained "
              "(hospital stay, specialist vehicle). Cleared: do not flag or refer this claim."]
     for _ in range(ctx.size("handler_notes")):

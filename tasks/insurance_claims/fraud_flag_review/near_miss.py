@@ -6,7 +6,7 @@ import statistics
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_peril, siu_capacity, report_name) -> str:
     card = tools.read_file(path="siu/indicator_card.md")
     mail = read_files(tools, "siu/*.eml")
     pts = [int(x) for x in re.findall(r": (\d+) points", card)]
@@ -17,9 +17,9 @@ def solve(tools) -> str:
     limit = int(re.search(r"scoring (\d+) points", card).group(1))
     joined = "\n".join(mail.values())
     watch = {x.strip() for x in re.search(r"watch list is: (.+?)\. Treat", joined).group(1).split(",")}
-    cap = int(re.search(r"no more than (\d+) claims", joined).group(1))
+    cap = siu_capacity
     every = read_all(tools.list_claims, status="all")
-    open_ = [c for c in every if c["status"] == "open"]
+    open_ = [c for c in every if c["status"] == "open" and c["peril"] != excluded_peril]
     med = {p: statistics.median([c["amount"] for c in every if c["peril"] == p]) for p in {c["peril"] for c in every}}
     cleared = set()
     for t in read_files(tools, "notes/*").values():
@@ -47,5 +47,5 @@ def solve(tools) -> str:
         if i <= cap:
             tools.refer_to_siu(flag_id=fid)
         rows.append(f"| {i} | {c['claim_no']} | {s} | {'yes' if i <= cap else 'no'} |")
-    tools.write_file(path="fraud_ranking.md", content="| rank | claim_no | score | referred |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="| rank | claim_no | score | referred |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
     return f"Top claim {hits[0][1]['claim_no']}; referred {min(cap, len(hits))}."

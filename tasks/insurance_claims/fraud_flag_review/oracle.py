@@ -8,7 +8,8 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 TIMES = {"twice": 2, "three times": 3}
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_peril, siu_capacity, report_name) -> str:
+    capacity = siu_capacity
     texts = read_files(tools)
     cleared, watch = set(), set()
     for text in texts.values():
@@ -26,9 +27,6 @@ def solve(tools) -> str:
         m = re.search(r"current watch list is: (.+?)\. Treat", text)
         if m:
             watch = {s.strip() for s in m.group(1).split(",")}
-        m = re.search(r"refer no more than (\d+) claims", text)
-        if m:
-            capacity = int(m.group(1))
         if "Cleared: do not flag" in text:
             cleared |= set(re.findall(r"(MC\d+): senior handler", text))
 
@@ -51,7 +49,7 @@ def solve(tools) -> str:
 
     flagged = []
     for c in claims:
-        if c["status"] != "open" or c["claim_no"] in cleared:
+        if c["status"] != "open" or c["claim_no"] in cleared or c["peril"] == excluded_peril:
             continue
         loss = dt.date.fromisoformat(c["loss_date"])
         inception = dt.date.fromisoformat(tools.get_policy(policy_id=c["policy_id"])["inception"])
@@ -69,6 +67,6 @@ def solve(tools) -> str:
         if rank <= capacity:
             tools.refer_to_siu(flag_id=flag["flag_id"], note=f"rank {rank}, score {score}")
         lines.append(f"| {rank} | {c['claim_no']} | {score} | {'yes' if rank <= capacity else 'no'} |")
-    tools.write_file(path="fraud_ranking.md", content="# Fraud screen\n\n| rank | claim_no | score | referred |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="# Fraud screen\n\n| rank | claim_no | score | referred |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
     return (f"{len(flagged)} claims were flagged. The top-ranked claim is {flagged[0][1]['claim_no']} "
             f"(score {flagged[0][0]}). I referred {min(capacity, len(flagged))} claims to SIU.")

@@ -71,7 +71,7 @@ class SubrogationEnv(WorkspaceEnvironment):
                           "ON t.id = c.third_party_id WHERE c.status = 'paid'")
         ranked = []
         for c in rows:
-            if c["third_party_fault_pct"] < memo["min_fault"] or c["loss_date"] < memo["stale_before"]:
+            if c["third_party_fault_pct"] < self.params["min_fault"] or c["loss_date"] < memo["stale_before"]:
                 continue
             if c["kind"] == "municipality" or c["insurer"] == memo["kfk"]:
                 continue
@@ -81,7 +81,7 @@ class SubrogationEnv(WorkspaceEnvironment):
                 ranked.append({"claim_id": c["id"], "claim_no": c["claim_no"], "party": c["party"], "value": value,
                                "loss_date": c["loss_date"]})
         ranked.sort(key=lambda r: (-r["value"], r["loss_date"]))
-        return ranked[: memo["capacity"]], memo
+        return ranked[: self.params["capacity"]], memo
 
     def criteria(self, final_response: str) -> list[Criterion]:
         chosen, memo = self._ranking()
@@ -95,8 +95,8 @@ class SubrogationEnv(WorkspaceEnvironment):
             cases[k]["handler"] == ("outside_counsel" if want[k]["value"] > memo["counsel_over"] else "recovery_desk")
             for k in common) and all(c["handler"] for c in cases.values())
 
-        report_ok, detail = False, "recovery_queue.csv not found"
-        path = self.workspace / "recovery_queue.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -106,7 +106,7 @@ class SubrogationEnv(WorkspaceEnvironment):
                 report_ok = sorted(got) == expect
                 detail = "ranking matches" if report_ok else f"{len(got)} rows; ranking differs from the expected one"
             except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse recovery_queue.csv: {exc}"
+                detail = f"cannot parse {self.params['report_name']}: {exc}"
         total = round(sum(r["value"] for r in chosen), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
         return [

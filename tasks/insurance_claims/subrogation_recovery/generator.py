@@ -12,11 +12,19 @@ COUNCILS = ["Ashford Borough Council", "Westmere City Council", "Dunmore County 
 PEOPLE = ["R. Akers", "T. Bloom", "C. Devlin", "S. Egan", "M. Ferris", "J. Grant", "L. Hoyle", "P. Iqbal",
           "D. Jessop", "K. Lowe", "N. Marsh", "A. Nolan", "F. Quinn", "H. Rooke", "E. Sato", "G. Tully"]
 REVIEW = dt.date(2026, 12, 1)
+REPORT_NAMES = ["recovery_queue.csv", "subrogation_queue.csv", "recovery_cases.csv", "cycle_recoveries.csv"]
 LOSSES = ["Rear-ended at traffic lights by the other vehicle", "Water escaped from the flat above after a plumbing fault",
           "Scaffolding collapsed onto the insured's conservatory", "Delivery van reversed into the shop front",
           "Contractor cut through a supply cable during groundworks", "Tree from neighbouring land fell in a storm",
           "Customer slipped on a wet floor left by a cleaning firm", "Vehicle side-swiped while parked overnight",
           "Fire spread from an adjoining unit's faulty wiring", "Lift malfunction injured the insured's employee"]
+
+
+def params(ctx) -> dict:
+    """The request: how many new cases the team can take this cycle, the smallest share of fault worth chasing,
+    and the ranking file's name."""
+    return {"capacity": ctx.rng.choice([6, 8, 10, 12]), "min_fault": ctx.rng.choice([50, 60, 70, 80]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -31,10 +39,10 @@ def generate(ctx):
         """
     )
     years = rng.choice([2, 3])
-    min_fault = rng.choice([50, 60, 70])
+    min_fault = ctx.params["min_fault"]
     coll = {"business": rng.choice([85, 90]), "insured": rng.choice([70, 75]), "uninsured": rng.choice([20, 25, 30])}
     min_recovery = rng.choice([500, 750, 1000])
-    capacity = rng.choice([8, 10, 12])
+    capacity = ctx.params["capacity"]
     counsel_over = rng.choice([15000, 20000])
     kfk = rng.choice(INSURERS)
     cutoff = REVIEW + dt.timedelta(days=rng.choice([45, 60, 90]))
@@ -91,7 +99,11 @@ def generate(ctx):
     claims[2][3:8] = [(REVIEW - dt.timedelta(days=210)).isoformat(), "paid", 50000.0, 3, 100]
     for c in claims[3:3 + capacity + 4]:
         c[3:8] = [(REVIEW - dt.timedelta(days=rng.randint(40, 300))).isoformat(), "paid",
-                  float(rng.randrange(5000, 40000, 100)), good[0], rng.choice([75, 80, 100])]
+                  float(rng.randrange(5000, 40000, 100)), good[0], rng.choice([80, 90, 100])]
+    # Large claims with a fault share between the possible minimums: they top the ranking when the cycle's
+    # minimum lets them in.
+    for c, (paid, fault) in zip(claims[7 + capacity:10 + capacity], ((150000.0, 55), (140000.0, 65), (130000.0, 75))):
+        c[3:8] = [(REVIEW - dt.timedelta(days=rng.randint(40, 300))).isoformat(), "paid", paid, good[0], fault]
     # A tie at the capacity boundary, where breaking it by earlier loss date and by claim number disagree.
     ranked = sorted((c for c in claims if eligible(c)), key=lambda c: (-expected(c), c[3], c[0]))
     last = ranked[capacity - 1]
@@ -106,15 +118,15 @@ def generate(ctx):
         d.mkdir()
     (memos / "recovery_memo_2026.md").write_text(
         "# Subrogation recovery memo - winter 2026 cycle\n\n"
-        "We only chase claims we have actually paid, and only where the third party was assessed at "
-        f"{min_fault}% fault\nor more. The expected recovery of a claim is what we paid, times the third party's "
-        "share of fault, times\nthe chance we actually collect, which depends on who we are chasing: "
+        "We only chase claims we have actually paid, and only where the third party was assessed at or above\n"
+        "the minimum share of fault set in the cycle's request. The expected recovery of a claim is what we\n"
+        "paid, times the third party's share of fault, times\nthe chance we actually collect, which depends on who we are chasing: "
         f"businesses pay up about {coll['business']}% of\nthe time, private individuals who hold insurance "
         f"about {coll['insured']}%, and uninsured individuals only about {coll['uninsured']}%.\n\n"
         f"A case is not worth opening when its expected recovery is below ${min_recovery:,}.\n\n"
-        f"The team can take on {capacity} new cases this cycle. Rank the candidates by expected recovery, highest\n"
-        "first; where two are exactly level, the older loss (earlier date of loss) goes first because its\n"
-        "clock is running out sooner.\n\n"
+        "How many new cases the team can take on comes with each cycle's request. Rank the candidates by\n"
+        "expected recovery, highest first; where two are exactly level, the older loss (earlier date of loss)\n"
+        "goes first because its clock is running out sooner.\n\n"
         f"Handlers: cases with an expected recovery above ${counsel_over:,} go to outside counsel; everything else\n"
         "is worked in-house by the recovery desk.\n"
     )

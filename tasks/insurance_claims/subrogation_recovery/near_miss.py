@@ -5,13 +5,12 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, capacity, min_fault, report_name) -> str:
     memo = " ".join(tools.read_file(path="memos/recovery_memo_2026.md").split())
     legal = " ".join(tools.read_file(path="mail/2026-11-18_limitation.eml").split())
     numbers = [int(x) for x in re.findall(r"(\d+)%", memo)]
-    min_fault, business, insured, uninsured = numbers[:4]
+    business, insured, uninsured = numbers[:3]
     floor = float(re.search(r"below \$([\d,]+)", memo).group(1).replace(",", ""))
-    capacity = int(re.search(r"take on (\d+)", memo).group(1))
     counsel = float(re.search(r"above \$([\d,]+)", memo).group(1).replace(",", ""))
     years = int(re.search(r"within (\d+) years", legal).group(1))
     cutoff = dt.datetime.strptime(re.search(r"before (\d+ \w+ \d{4})", legal).group(1), "%d %B %Y").date()
@@ -36,5 +35,5 @@ def solve(tools) -> str:
         case = tools.open_recovery_case(claim_id=cid, expected_recovery=value)
         tools.assign_case(case_id=case["case_id"], handler="outside_counsel" if value > counsel else "recovery_desk")
         out.append(f'{i},{no},"{name}",{value:.2f}')
-    tools.write_file(path="recovery_queue.csv", content="\n".join(out) + "\n")
+    tools.write_file(path=report_name, content="\n".join(out) + "\n")
     return f"Opened {len(out) - 1} cases worth {sum(p[4] for p in picks[:capacity]):.2f} in expected recoveries."

@@ -16,15 +16,13 @@ def _money(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def solve(tools) -> str:
+def solve(tools, capacity, min_fault, report_name) -> str:
     corpus = "\n".join(read_files(tools).values())
     flat = " ".join(corpus.split())
-    min_fault = int(re.search(r"assessed at (\d+)% fault", flat).group(1))
     rates = {"business": int(re.search(r"businesses pay up about (\d+)%", flat).group(1)),
              "insured": int(re.search(r"hold insurance about (\d+)%", flat).group(1)),
              "uninsured": int(re.search(r"uninsured individuals only about (\d+)%", flat).group(1))}
     floor = _money(re.search(r"below \$([\d,]+)", flat).group(1))
-    capacity = int(re.search(r"take on (\d+) new cases", flat).group(1))
     counsel_over = _money(re.search(r"above \$([\d,]+) go to outside counsel", flat).group(1))
     years = int(re.search(r"within (\d+) years of the date of loss", flat).group(1))
     cutoff = dt.datetime.strptime(re.search(r"falls before (\d{1,2} \w+ \d{4})", flat).group(1), "%d %B %Y").date()
@@ -53,5 +51,5 @@ def solve(tools) -> str:
         tools.assign_case(case_id=case["case_id"], handler="outside_counsel" if value > counsel_over else "recovery_desk")
         lines.append(f'{rank},{claim["claim_no"]},"{party_name}",{value:.2f}')
         total += value
-    tools.write_file(path="recovery_queue.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     return f"Opened {len(lines) - 1} recovery cases. Total expected recovery: {total:.2f}."

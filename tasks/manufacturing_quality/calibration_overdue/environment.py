@@ -73,7 +73,8 @@ class CalibrationEnv(WorkspaceEnvironment):
                               "WHERE result != 'fail' GROUP BY instrument_id"):
             good[row["instrument_id"]] = row["last"]
         out = {}
-        for inst in self.query("SELECT * FROM instruments WHERE status = 'in service' AND location != 'Stores'"):
+        for inst in self.query("SELECT * FROM instruments WHERE status = 'in service' AND location != 'Stores' "
+                                  "AND location != ?", (self.params["excluded_location"],)):
             interval = facts["torque_days"] if inst["type"] == "torque wrench" else inst["interval_days"]
             base = good.get(inst["id"])
             due = dt.date.fromisoformat(base) + dt.timedelta(days=interval) if base else dt.date.fromisoformat(inst["commissioned_on"])
@@ -83,7 +84,7 @@ class CalibrationEnv(WorkspaceEnvironment):
             if late > 0:
                 out[inst["id"]] = {"tag": inst["tag"], "due": due.isoformat(), "late": late,
                                    "lab": "In-house lab" if inst["type"] in DIMENSIONAL else facts["external_lab"],
-                                   "priority": "urgent" if late > facts["urgent_over"] else "routine"}
+                                   "priority": "urgent" if late > self.params["urgent_over"] else "routine"}
         return out, facts
 
     def criteria(self, final_response: str) -> list[Criterion]:
@@ -94,8 +95,9 @@ class CalibrationEnv(WorkspaceEnvironment):
         booked = [i for i in expected if i in locked]
         labs_ok = bool(booked) and all(locked[i]["lab"] and locked[i]["lab"].lower() == expected[i]["lab"].lower() for i in booked)
         prio_ok = bool(booked) and all(locked[i]["priority"] == expected[i]["priority"] for i in booked)
-        file_ok, detail = False, "overdue_instruments.json not found"
-        path = self.workspace / "overdue_instruments.json"
+        report_name = self.params["report_name"]
+        file_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -106,9 +108,9 @@ class CalibrationEnv(WorkspaceEnvironment):
             except (ValueError, KeyError, TypeError) as exc:
                 detail = f"cannot read the file: {exc}"
         return [
-            Criterion("exactly_the_overdue_instruments_locked", set_ok, 2.0, f"{len(locked)} locked, {len(expected)} overdue"),
+            Criterion("exactly_the_overdue_instruments_locked", set_ok, 2.0, f"{len(locked)} locked, {len(expected)} overdue outside {self.params['excluded_location']}"),
             Criterion("booked_with_the_right_lab", labs_ok, 1.0, "in-house for dimensional, external otherwise"),
-            Criterion("booking_priority", prio_ok, 1.0, f"urgent when more than {facts['urgent_over']} days overdue"),
+            Criterion("booking_priority", prio_ok, 1.0, f"urgent when more than {self.params['urgent_over']} days overdue"),
             Criterion("overdue_report_written", file_ok, 1.0, detail),
             Criterion("most_overdue_named", facts["most_overdue"].lower() in final_response.lower(), 1.0,
                       f"expected {facts['most_overdue']}"),

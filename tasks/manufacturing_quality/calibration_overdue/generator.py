@@ -1,5 +1,7 @@
 """State for manufacturing_quality/calibration_overdue: an instrument register with calibration history,
-a metrology memo (failed calibrations, torque interval change, exempt locations, labs) and QA deviations."""
+a metrology memo (failed calibrations, torque interval change, exempt locations, labs) and QA deviations.
+params(): the area the request leaves out (each one holds an overdue instrument), the urgency cut-off in days overdue
+(the memo leaves it to the request; Line 1 holds calipers 20, 38, 52 and 75 days overdue) and the report's name."""
 import datetime as dt
 import json
 
@@ -9,6 +11,15 @@ DIMENSIONAL = ("caliper", "micrometer", "gauge block", "height gauge")
 LOCATIONS = ["Line 1", "Line 2", "Line 3", "Assembly", "Goods-in inspection", "Tool crib", "Stores"]
 AUDIT = dt.date(2026, 11, 30)
 LABS = ["Aldridge Calibration", "Brightwater Metrology", "Castleford Test House"]
+EXCLUDABLE = ["Line 2", "Line 3", "Assembly", "Goods-in inspection", "Tool crib"]
+REPORT_NAMES = ["overdue_instruments.json", "calibration_overdue.json", "audit_overdue_list.json", "locked_instruments.json"]
+
+
+def params(ctx) -> dict:
+    """The request: an area left out of this sweep, the days overdue beyond which a booking is urgent, and the report's
+    name."""
+    return {"excluded_location": ctx.rng.choice(EXCLUDABLE), "urgent_over": ctx.rng.choice([14, 30, 45, 60]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -25,7 +36,7 @@ def generate(ctx):
         """
     )
     torque_days = rng.choice([182, 200, 240])
-    urgent_over = rng.choice([30, 45, 60])
+    urgent_over = ctx.params["urgent_over"]
     external_lab = rng.choice(LABS)
     n = ctx.size("instruments")
     instruments = []
@@ -65,8 +76,18 @@ def generate(ctx):
     g[2:6] = ["thermocouple", "Line 1", "in service", 180]     # the most overdue of all
     g[6] = (AUDIT - dt.timedelta(days=1500)).isoformat()
     only(g[0], [((AUDIT - dt.timedelta(days=1200)).isoformat(), "pass"), ((AUDIT - dt.timedelta(days=300)).isoformat(), "fail")])
+    # Every area the request may leave out holds an instrument that is clearly overdue (even with a deviation).
+    for offset, location in enumerate(EXCLUDABLE):
+        inst = instruments[7 + offset]
+        inst[2:6] = ["caliper", location, "in service", 365]
+        only(inst[0], [((AUDIT - dt.timedelta(days=500)).isoformat(), "pass")])
+    # Line 1 (never left out) holds calipers between each pair of urgency cut-offs the request may set.
+    for offset, late in enumerate([20, 38, 52, 75]):
+        inst = instruments[12 + offset]
+        inst[2:6] = ["caliper", "Line 1", "in service", 365]
+        only(inst[0], [((AUDIT - dt.timedelta(days=365 + late)).isoformat(), "pass")])
     deviation_days = rng.choice([21, 30, 45])
-    deviated = [e[1]] + [i[1] for i in rng.sample(instruments[7:], 2)]
+    deviated = [e[1]] + [i[1] for i in rng.sample(instruments[16:], 2)]
     # No other instrument may beat the designated most-overdue one.
     history.sort(key=lambda h: (h[0], h[1]))
     last_good = {}
@@ -75,7 +96,7 @@ def generate(ctx):
             last_good[iid] = day
     for inst in instruments[7:]:
         base = last_good.get(inst[0], inst[6])
-        if (AUDIT - dt.date.fromisoformat(base)).days > 1100:
+        if (AUDIT - dt.date.fromisoformat(base)).days > 1000:  # never calibrated: due on commissioning, so keep it under 1020
             history.append([inst[0], (AUDIT - dt.timedelta(days=rng.randint(100, 900))).isoformat(), "pass", "CERT-10000"])
     history.sort(key=lambda h: (h[1], h[0]))
     db.executemany("INSERT INTO instruments VALUES (?,?,?,?,?,?,?,?)", [tuple(i) for i in instruments])
@@ -98,7 +119,8 @@ def generate(ctx):
         "Where an overdue instrument is found, lock it out of use first and then book its calibration against\n"
         "that lock. Dimensional instruments (calipers, micrometers, gauge blocks and height gauges) go to our\n"
         f"own metrology lab, which is booked as \"In-house lab\"; everything else goes to {external_lab}.\n"
-        f"Bookings are urgent when the instrument is more than {urgent_over} days overdue, otherwise routine.\n"
+        "Bookings are urgent when the instrument is overdue by more than the number of days set for each audit sweep,\n"
+        "otherwise routine.\n"
     )
     (mail / "2026-11-12_qa_deviation.eml").write_text(
         "From: qa.manager@plant.example\nSubject: Approved deviation DV-2611\n\n"

@@ -7,17 +7,17 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_location, urgent_over, report_name) -> str:
     memo = " ".join(tools.read_file(path="quality/metrology_memo.md").split())
     mail = " ".join(tools.read_file(path="mail/2026-11-12_qa_deviation.eml").split())
     torque = int(re.search(r"on a (\d+)-day interval", memo).group(1))
-    urgent = int(re.search(r"more than (\d+) days", memo).group(1))
+    urgent = urgent_over
     external = re.search(r"everything else goes to (.+?)\.", memo).group(1)
     days = int(re.search(r"a (\d+)-day extension", mail).group(1))
     tags = set(re.findall(r"[A-Z]{2}-\d+", mail))
     audit, rows = dt.date(2026, 11, 30), []
     for inst in read_all(tools.list_instruments):
-        if inst["status"] != "in service" or inst["location"] == "Stores":
+        if inst["status"] != "in service" or inst["location"] in ("Stores", excluded_location):
             continue
         hist = read_all(tools.list_calibrations, instrument_id=inst["id"])
         last = hist[-1]["performed_on"] if hist else None
@@ -30,6 +30,6 @@ def solve(tools) -> str:
             lab = "In-house lab" if inst["type"] in ("caliper", "micrometer", "gauge block", "height gauge") else external
             tools.book_calibration(lock_id=lock["lock_id"], lab=lab, priority="urgent" if late > urgent else "routine")
             rows.append({"tag": inst["tag"], "due_date": due.isoformat(), "days_overdue": late})
-    tools.write_file(path="overdue_instruments.json", content=json.dumps(rows))
+    tools.write_file(path=report_name, content=json.dumps(rows))
     top = max(rows, key=lambda r: r["days_overdue"])["tag"] if rows else "none"
     return f"Locked {len(rows)} overdue instruments; the most overdue is {top}."

@@ -8,10 +8,9 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 AUDIT = dt.date(2026, 11, 30)
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_location, urgent_over, report_name) -> str:
     text = " ".join("\n".join(read_files(tools).values()).split())
     torque = int(re.search(r"torque wrench is on a (\d+)-day interval", text).group(1))
-    urgent_over = int(re.search(r"more than (\d+) days overdue", text).group(1))
     external = re.search(r"everything else goes to (.+?)\. Bookings", text).group(1)
     dimensional = ("caliper", "micrometer", "gauge block", "height gauge")
     extension = re.search(r"approved a (\d+)-day extension .*? instruments while the lab clears its backlog: (.+?)\. Add", text)
@@ -19,7 +18,7 @@ def solve(tools) -> str:
 
     report = []
     for inst in read_all(tools.list_instruments):
-        if inst["status"] == "retired" or inst["location"] == "Stores":
+        if inst["status"] == "retired" or inst["location"] in ("Stores", excluded_location):
             continue
         history = read_all(tools.list_calibrations, instrument_id=inst["id"])
         good = [h["performed_on"] for h in history if h["result"] in ("pass", "adjusted")]
@@ -34,7 +33,7 @@ def solve(tools) -> str:
         tools.book_calibration(lock_id=lock["lock_id"], lab="In-house lab" if inst["type"] in dimensional else external,
                                priority="urgent" if late > urgent_over else "routine")
         report.append({"tag": inst["tag"], "due_date": due.isoformat(), "days_overdue": late})
-    tools.write_file(path="overdue_instruments.json", content=json.dumps(report, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(report, indent=2))
     worst = max(report, key=lambda r: r["days_overdue"])
     return (f"{len(report)} instruments were overdue and are now locked with calibrations booked. The most overdue "
             f"is {worst['tag']} ({worst['days_overdue']} days past its due date).")

@@ -125,8 +125,9 @@ class LotQuarantineEnv(WorkspaceEnvironment):
             (acted[b]["cause_type"], acted[b]["reference"] if acted[b]["cause_type"] == "supplier_notice" else "defect rate")
             == (("supplier_notice", c) if c != "defect rate" else ("defect_rate", "defect rate")) for b, (c, _) in expected.items())
 
-        report_ok, detail = False, "containment_report.csv not found"
-        path = self.workspace / "containment_report.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -139,7 +140,7 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
         return [
             Criterion("one_hold_per_cause", holds_ok, 1.0, f"holds opened: {[(h['cause_type'], h['reference']) for h in holds]}"),
-            Criterion("exactly_the_affected_batches_contained", right_set, 2.0, f"{len(acted)} contained, {len(expected)} expected"),
+            Criterion("exactly_the_affected_batches_contained", right_set, 2.0, f"{len(acted)} contained, {len(expected)} expected (no {self.params['excluded_product']} batches)"),
             Criterion("shipped_batches_notified_not_quarantined", actions_ok, 1.0, "quarantine on site, notify when shipped"),
             Criterion("batches_under_the_right_hold", causes_ok, 1.0, "supplier notice wins over defect rate"),
             Criterion("report_written", report_ok, 1.0, detail),

@@ -1,4 +1,6 @@
-"""State for manufacturing_quality/lot_quarantine: material lots, batch genealogy, inspections and quality mail."""
+"""State for manufacturing_quality/lot_quarantine: material lots, batch genealogy, inspections and quality mail.
+params(): a product whose batches the request leaves out (the pinned trap batches 1-10 are all the one product that is
+never left out; batches 11-14, one per excludable product, are built from a suspect lot) and the report's name."""
 import datetime as dt
 import json
 
@@ -6,10 +8,17 @@ SUPPLIER_NAMES = ["Arden Polymers", "Baltic Fasteners", "Corvin Metals", "Delta 
                   "Granite Castings", "Helix Springs"]
 PARTS = ["resin pellets", "M6 screws", "aluminium sheet", "O-rings", "PCB assemblies", "primer", "housings", "springs",
          "gaskets", "cable looms", "bearings", "label stock"]
-PRODUCTS = ["pump housing PX-2", "valve body VB-7", "controller CT-1", "sensor head SH-4"]
+PRODUCTS = ["pump housing PX-2", "valve body VB-7", "controller CT-1", "sensor head SH-4", "manifold MF-3"]
+EXCLUDABLE = PRODUCTS[1:]
+REPORT_NAMES = ["containment_report.csv", "containment_sweep.csv", "quality_holds.csv", "batch_containment.csv"]
 CRITICAL = {"C101": "cracked housing", "C104": "seal leak under pressure", "C117": "short circuit on test"}
 MAJOR = {"M203": "dimension out of tolerance", "M210": "thread damage", "M221": "connector misaligned"}
 MINOR = {"m301": "cosmetic scratch", "m305": "label smudged", "m312": "packaging dent"}
+
+
+def params(ctx) -> dict:
+    """The request: a product contained separately by its own team, and the report's name."""
+    return {"excluded_product": ctx.rng.choice(EXCLUDABLE), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -66,7 +75,7 @@ def generate(ctx):
     for bid in range(1, n_batches + 1):
         produced = dt.date(2026, 10, 20) + dt.timedelta(days=rng.randint(0, 35))
         status = "shipped" if bid in (2, 5) else rng.choice(["released", "released", "shipped", "in warehouse"])
-        batches.append({"id": bid, "batch_no": f"B{produced.strftime('%y%m%d')}-{bid:04d}", "product": rng.choice(PRODUCTS),
+        batches.append({"id": bid, "batch_no": f"B{produced.strftime('%y%m%d')}-{bid:04d}", "product": PRODUCTS[0] if bid <= 10 else EXCLUDABLE[bid - 11] if bid <= 14 else rng.choice(PRODUCTS),
                         "produced": produced.isoformat(), "line": rng.choice(["L1", "L2", "L3"]), "status": status})
         usable = [l for l in lots if l["received"] < produced.isoformat()]
         chosen = {l["id"] for l in rng.sample(usable, min(len(usable), rng.randint(2, 4)))} - suspect
@@ -74,7 +83,7 @@ def generate(ctx):
             chosen.add(suspect_pins[bid - 1]["id"])
         if bid in (4, 5, 6):
             chosen.add(traps[bid - 4]["id"])
-        elif bid > 8 and rng.random() < 0.08:
+        elif 11 <= bid <= 14 or (bid > 8 and rng.random() < 0.08):
             chosen.add(rng.choice(sorted(suspect)))
         uses += [(bid, lid) for lid in sorted(chosen)]
         # Inspections: 1-3 per batch.
@@ -109,6 +118,8 @@ def generate(ctx):
     bad_name = suppliers[bad_sup - 1][1]
     expected = {}
     for b in batches:
+        if b["product"] == ctx.params["excluded_product"]:
+            continue
         cause = bad_name if b["id"] in via_lot else "defect rate" if b["id"] in over else None
         if cause:
             expected[b["batch_no"]] = [cause, "customer notified" if b["status"] == "shipped" else "quarantined"]

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_product, report_name) -> str:
     mail = read_files(tools, "mail/supplier_notice_?.eml")
     procedure = tools.read_file(path="quality/containment_procedure.md")
     limit = float(re.search(r"exceeds ([\d.]+)%", procedure).group(1))
@@ -31,9 +31,10 @@ def solve(tools) -> str:
             if lot["part"] == part and lo <= lot["received"] <= hi:
                 for b in read_all(tools.list_lot_usage, lot_id=lot["id"]):
                     cause.setdefault(b["batch_id"], sender)
+    batches = {b["id"]: b for b in read_all(tools.list_batches)}
+    cause = {bid: c for bid, c in cause.items() if batches[bid]["product"] != excluded_product}
     holds = {c: tools.open_hold(cause_type="defect_rate" if c == "defect rate" else "supplier_notice", reference=c)["hold_id"]
              for c in set(cause.values())}
-    batches = {b["id"]: b for b in read_all(tools.list_batches)}
     lines, q = [], 0
     for bid, c in cause.items():
         if batches[bid]["status"] == "shipped":
@@ -43,5 +44,5 @@ def solve(tools) -> str:
             tools.quarantine_batch(hold_id=holds[c], batch_id=bid)
             q += 1
             lines.append(f"{batches[bid]['batch_no']},{c},quarantined")
-    tools.write_file(path="containment_report.csv", content="batch_no,cause,action\n" + "\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="batch_no,cause,action\n" + "\n".join(lines) + "\n")
     return f"{q} batches quarantined."

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_product, report_name) -> str:
     texts = read_files(tools)
     alerts, withdrawn = [], set()
     for text in texts.values():
@@ -40,6 +40,7 @@ def solve(tools) -> str:
     for bid, (units, defects) in totals.items():
         if defects * 100 > threshold * units:
             cause.setdefault(bid, "defect rate")
+    cause = {bid: c for bid, c in cause.items() if batches[bid]["product"] != excluded_product}
 
     holds = {}
     for name in sorted(set(cause.values())):
@@ -55,5 +56,5 @@ def solve(tools) -> str:
             tools.quarantine_batch(hold_id=holds[cause[bid]], batch_id=bid)
             action, quarantined = "quarantined", quarantined + 1
         rows.append(f"{b['batch_no']},{cause[bid]},{action}")
-    tools.write_file(path="containment_report.csv", content="batch_no,cause,action\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="batch_no,cause,action\n" + "\n".join(rows) + "\n")
     return f"Contained {len(rows)} batches: {quarantined} quarantined, {len(rows) - quarantined} customer notifications."

@@ -77,8 +77,9 @@ class SpcEnv(WorkspaceEnvironment):
         held = sorted(r["batch_no"] for r in self.query("SELECT batch_no FROM batch_holds"))
         window_ok = bool(ncrs) and facts["skipped_wild"] not in ncrs
         trial_ok = bool(ncrs) and not any(k.startswith(facts["trial"] + "#") for k in ncrs)
-        report_ok, detail = False, "spc_signals.csv not found"
-        path = self.workspace / "spc_signals.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 got = {f"{r['characteristic'].strip()}#{int(r['subgroup'])}": r["rule"].strip() for r in csv.DictReader(io.StringIO(path.read_text().strip()))}
@@ -88,7 +89,7 @@ class SpcEnv(WorkspaceEnvironment):
                 detail = f"cannot parse the report: {exc}"
         said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
         return [
-            Criterion("out_of_control_subgroups_found", set(ncrs) == set(expected), 2.0, f"{len(ncrs)} NCRs, {len(expected)} expected"),
+            Criterion("out_of_control_subgroups_found", set(ncrs) == set(expected), 2.0, f"{len(ncrs)} NCRs, {len(expected)} expected (baseline of {self.params['baseline']})"),
             Criterion("rules_named_in_priority_order", ncrs == expected, 1.0, "first rule broken in the procedure's order"),
             Criterion("invalid_gauge_readings_excluded", window_ok, 1.0, "the calibration notice's window"),
             Criterion("trial_characteristic_not_charted", trial_ok, 1.0, "the engineering trial note"),

@@ -1,4 +1,7 @@
-"""State for manufacturing_quality/spc_signals: measured subgroups of machined characteristics and the SPC procedure."""
+"""State for manufacturing_quality/spc_signals: measured subgroups of machined characteristics and the SPC procedure.
+params(): the number of baseline subgroups this month's review uses (the procedure leaves it to the request; every
+characteristic has that many plus 25 subgroups; characteristics 1 and 2 jump at the last baseline subgroup and the first
+monitoring one, so a baseline of another length changes the signals) and the report's file name."""
 import datetime as dt
 import json
 
@@ -8,6 +11,12 @@ FEATURES = [("bore diameter", "mm", 12.000, 0.004), ("flange thickness", "mm", 6
 PARTS = ["PX-2 housing", "VB-7 body", "CT-1 shaft", "SH-4 cap"]
 A2, D4 = 0.577, 2.114
 N = 5
+REPORT_NAMES = ["spc_signals.csv", "spc_review.csv", "out_of_control.csv", "control_chart_signals.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: how many leading subgroups form the baseline, and the report's file name."""
+    return {"baseline": ctx.rng.choice([12, 15, 18, 20]), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def signals(values_by_seq, baseline, run_len, skip):
@@ -47,7 +56,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
-    baseline = rng.choice([15, 20])
+    baseline = ctx.params["baseline"]
     run_len = rng.choice([7, 8])
     per_char = baseline + 25
     n_chars = ctx.size("characteristics")
@@ -74,11 +83,13 @@ def generate(ctx):
                 mean += sigma * 3.5
             if kind == "spread" and seq == shift_at:
                 spread *= 4.5
+            if cid in (1, 2) and seq in (baseline, baseline + 1):
+                mean += sigma * 4  # the last baseline and the first monitoring subgroup: a different baseline length shows
             vals = [round(rng.gauss(mean, spread), 4) for _ in range(N)]
             subgroups.append([cid, seq, when.strftime("%Y-%m-%d %H:%M"), rng.choice(gauges), f"B{when.strftime('%m%d')}-{cid % 7 + 1}", vals])
     # The bad gauge's window: force a few monitoring subgroups into it, one with a wild reading.
     trial = chars[rng.randint(0, n_chars - 1)]
-    monitoring = [s for s in subgroups if s[1] > baseline and s[0] != trial[0]]
+    monitoring = [s for s in subgroups if s[1] > baseline and s[0] != trial[0] and not (s[0] in (1, 2) and s[1] == baseline + 1)]
     forced = rng.sample(monitoring, 3)
     for s in forced:
         s[2] = f"{bad_day.isoformat()} {rng.randint(bad_from, bad_to - 1):02d}:{rng.choice(['05', '20', '40'])}"
@@ -108,8 +119,8 @@ def generate(ctx):
         (ws / folder).mkdir()
     (ws / "quality" / "spc_procedure.md").write_text(
         "# SPC procedure QP-21: X-bar and R charts\n\n"
-        f"Each subgroup holds {N} consecutive parts. Control limits come from the baseline: the first {baseline} subgroups of "
-        "the month for each characteristic (in sequence order). Centre line = mean of the baseline subgroup averages; R-bar = "
+        f"Each subgroup holds {N} consecutive parts. Control limits come from the baseline: the first subgroups of "
+        "the month for each characteristic (in sequence order); each month's review request says how many. Centre line = mean of the baseline subgroup averages; R-bar = "
         "mean of the baseline subgroup ranges (largest minus smallest reading).\n\n"
         "| constant | value for n = 5 |\n|---|---|\n"
         f"| A2 | {A2} |\n| D3 | 0 |\n| D4 | {D4} |\n\n"

@@ -4,10 +4,10 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, baseline, report_name) -> str:
     proc = tools.read_file(path="quality/spc_procedure.md")
     trial_note = tools.read_file(path="logs/engineering_trial.txt")
-    n_base = int(re.search(r"first (\d+) subgroups", proc).group(1))
+    n_base = baseline
     a2, d4 = (float(re.search(rf"\| {k} \| ([\d.]+)", proc).group(1)) for k in ("A2", "D4"))
     need = int(re.search(r"is the (\d+)th", proc).group(1))
     skip = re.search(r"(CH-\d+)", trial_note).group(1)
@@ -32,5 +32,5 @@ def solve(tools) -> str:
                     holds.add(g["batch_no"])
                 tally[c["code"]] = tally.get(c["code"], 0) + 1
                 out.append(f"{c['code']},{g['seq']},{why}")
-    tools.write_file(path="spc_signals.csv", content="characteristic,subgroup,rule\n" + "\n".join(out) + "\n")
+    tools.write_file(path=report_name, content="characteristic,subgroup,rule\n" + "\n".join(out) + "\n")
     return f"{len(out)} signals; most on {max(tally, key=tally.get)}."

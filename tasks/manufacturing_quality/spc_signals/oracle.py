@@ -5,12 +5,11 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, baseline, report_name) -> str:
     texts = read_files(tools)
     trial, bad = None, None
     for text in texts.values():
         if "# SPC procedure" in text:
-            baseline = int(re.search(r"the first (\d+) subgroups", text).group(1))
             a2 = float(re.search(r"\| A2 \| ([\d.]+) \|", text).group(1))
             d4 = float(re.search(r"\| D4 \| ([\d.]+) \|", text).group(1))
             run_len = int(re.search(r"subgroup is the (\d+)th or later", text).group(1))
@@ -49,6 +48,6 @@ def solve(tools) -> str:
                 held.add(g["batch_no"])
             per_char[ch["code"]] = per_char.get(ch["code"], 0) + 1
             rows.append(f"{ch['code']},{g['seq']},{rule}")
-    tools.write_file(path="spc_signals.csv", content="characteristic,subgroup,rule\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="characteristic,subgroup,rule\n" + "\n".join(rows) + "\n")
     top = min(per_char.items(), key=lambda kv: (-kv[1], kv[0]))
     return f"I found {len(rows)} out-of-control subgroups; {top[0]} had the most ({top[1]}). {len(held)} batches are on hold."

@@ -76,7 +76,7 @@ class AbTestEnv(WorkspaceEnvironment):
         dropped = {(k, d) for k, d in f["incidents"]}
         out = {}
         for e in self.query("SELECT id, key FROM experiments WHERE status = 'completed' AND end_date >= '2026-11-01' "
-                            "AND end_date <= '2026-11-30'"):
+                            "AND end_date <= '2026-11-30' AND key != ?", (self.params["held_out"],)):
             arms = {v["id"]: v for v in self.query("SELECT id, name, is_control FROM variants WHERE experiment_id = ?", (e["id"],))}
             totals = {vid: [0, 0, 0.0] for vid in arms}
             for r in self.query("SELECT variant_id, day, visitors, conversions, revenue FROM daily_results WHERE experiment_id = ?", (e["id"],)):
@@ -106,15 +106,17 @@ class AbTestEnv(WorkspaceEnvironment):
         decisions_ok = all(recorded[k]["decision"] == ("ship" if v["ship"] else "keep_control") for k, v in expected.items())
         variants_ok = decisions_ok and all(recorded[k]["winning_variant_id"] == v["variant_id"] for k, v in expected.items() if v["ship"])
         others_untouched = all(r["decision"] is None for k, r in recorded.items() if k not in expected)
-        rows, detail = {}, "ab_results.md not found"
-        path = self.workspace / "ab_results.md"
+        report_name, held_out = self.params["report_name"], self.params["held_out"]
+        rows, detail, held_listed = {}, f"{report_name} not found", False
+        path = self.workspace / report_name
         if path.is_file():
             for line in path.read_text().splitlines():
                 cells = [c.strip() for c in line.strip().strip("|").split("|")]
                 if len(cells) == 5 and cells[0] in expected:
                     rows[cells[0]] = cells
-            detail = f"{len(rows)} of {len(expected)} tests in the table"
-        table_ok = set(rows) == set(expected)
+                held_listed = held_listed or cells[0] == held_out
+            detail = f"{len(rows)} of {len(expected)} tests in the table" + (f"; {held_out} should be left out" if held_listed else "")
+        table_ok = set(rows) == set(expected) and not held_listed
         for k, v in expected.items():
             if not table_ok:
                 break
@@ -129,7 +131,7 @@ class AbTestEnv(WorkspaceEnvironment):
         counts = {int(n) for n in re.findall(r"(?<![\d.\-])\d+(?![\d.])", final_response)}
         return [
             Criterion("decisions_recorded", decisions_ok and others_untouched, 2.0,
-                      f"{len(expected)} November tests; running and earlier tests left alone"),
+                      f"{len(expected)} November tests; {self.params['held_out']}, running and earlier tests left alone"),
             Criterion("shipped_variants_correct", variants_ok, 1.0, "the significant, guardrail-passing treatment with the highest lift"),
             Criterion("write_up_table_correct", table_ok, 1.0, detail),
             Criterion("ship_count_reported", ships in counts, 1.0, f"expected {ships}"),

@@ -1,10 +1,18 @@
-"""State for marketing_campaigns/ab_test_writeup: experiments, variants, daily results, the analysis plan and incidents."""
+"""State for marketing_campaigns/ab_test_writeup: experiments, variants, daily results, the analysis plan and incidents.
+params(): one November test held out of the write-up (EXP-301..EXP-304 always finish in November) and the report's name."""
 import json
 from datetime import date, timedelta
 
 PAGES = ["checkout", "pricing page", "signup form", "product page", "cart drawer", "onboarding email", "search results",
          "homepage hero"]
 CHANGES = ["one-step layout", "social proof badge", "annual plan default", "shorter form", "sticky CTA", "free shipping banner"]
+REPORT_NAMES = ["ab_results.md", "november_ab_writeup.md", "experiment_results.md", "ab_test_summary.md"]
+
+
+def params(ctx) -> dict:
+    """The request: a November test being re-run (no decision, not in the write-up) and the report's name."""
+    return {"held_out": ctx.rng.choice(["EXP-301", "EXP-302", "EXP-303", "EXP-304"]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):

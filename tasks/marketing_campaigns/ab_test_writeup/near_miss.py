@@ -7,7 +7,7 @@ from datetime import datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, held_out, report_name) -> str:
     docs = read_files(tools, "analytics/*")
     plan = next(t for t in docs.values() if "z-test" in t)
     alpha = float(re.search(r"below (0\.\d+)", plan).group(1))
@@ -16,7 +16,7 @@ def solve(tools) -> str:
     skip = {(k, datetime.strptime(d, "%d %B %Y").strftime("%Y-%m-%d")) for d, k in re.findall(r"- (.+?): tracking for (EXP-\d+)", incidents)}
     lines, shipped = [], 0
     for e in read_all(tools.list_experiments, status="completed"):
-        if e["end_date"][:7] != "2026-11":
+        if e["end_date"][:7] != "2026-11" or e["key"] == held_out:
             continue
         arms = tools.list_variants(experiment_id=e["id"])
         agg = {a["id"]: [0, 0, 0.0] for a in arms}
@@ -45,5 +45,5 @@ def solve(tools) -> str:
         tools.record_decision(experiment_id=e["id"], decision="ship" if ok else "keep_control", variant_id=a["id"] if ok else 0)
         shipped += ok
         lines.append(f"| {e['key']} | {'ship' if ok else 'keep_control'} | {a['name'] if ok else ''} | {points:.1f} | {p:.3f} |")
-    tools.write_file(path="ab_results.md", content="| experiment | decision | variant | lift_pct | p_value |\n|---|---|---|---|---|\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="| experiment | decision | variant | lift_pct | p_value |\n|---|---|---|---|---|\n" + "\n".join(lines))
     return f"{shipped} tests have a winner."

@@ -13,7 +13,7 @@ def p_value(conv_a, n_a, conv_b, n_b):
     return math.erfc(abs(z) / math.sqrt(2))
 
 
-def solve(tools) -> str:
+def solve(tools, held_out, report_name) -> str:
     texts = read_files(tools)
     plan = next(t for t in texts.values() if "analysis plan" in t.lower() and "z-test" in t)
     alpha = float(re.search(r"p-value is below (0\.\d+)", plan).group(1))
@@ -24,7 +24,7 @@ def solve(tools) -> str:
 
     rows, ships = [], 0
     for e in read_all(tools.list_experiments, status="completed"):
-        if not e["end_date"].startswith("2026-11"):
+        if not e["end_date"].startswith("2026-11") or e["key"] == held_out:
             continue
         arms = {v["id"]: v for v in tools.list_variants(experiment_id=e["id"])}
         totals = {vid: [0, 0, 0.0] for vid in arms}
@@ -53,5 +53,5 @@ def solve(tools) -> str:
             rows.append(f"| {e['key']} | keep_control |  | {lift:.1f} | {p:.3f} |")
     report = ("# November A/B test results\n\nAnalysed per the pre-registered plan; incident days removed.\n\n"
               "| experiment | decision | variant | lift_pct | p_value |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
-    tools.write_file(path="ab_results.md", content=report)
+    tools.write_file(path=report_name, content=report)
     return f"{ships} of the {len(rows)} November tests have a variant to ship."

@@ -92,7 +92,8 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         return {r["id"]: r["country"] for r in rows
                 if r["country"] in facts["countries"] and r["lifecycle_stage"] == "customer"
                 and r["last_purchase_date"] >= facts["cutoff"] and r["total_spend"] >= facts["min_spend"]
-                and r["email"].lower() not in blocked}
+                and r["email"].lower() not in blocked
+                and not r["email"].lower().endswith("@" + self.params["excluded_domain"])}
 
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
@@ -102,8 +103,9 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         members = {r["contact_id"] for r in self.query("SELECT contact_id FROM segment_members WHERE segment_id = ?",
                                                        (segment_id,))} if segment_id else set()
         blocked_hit = members - set(expected)
-        summary_ok, detail = False, "segment_summary.json not found"
-        path = self.workspace / "segment_summary.json"
+        report_name = self.params["report_name"]
+        summary_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -118,7 +120,7 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
             Criterion("segment_created_with_the_brief_name", segment_id is not None, 1.0,
                       f"one segment named {facts['segment_name']!r}"),
             Criterion("members_exactly_the_audience", segment_id is not None and members == set(expected), 2.0,
-                      f"{len(members)} members, {len(expected)} expected"),
+                      f"{len(members)} members, {len(expected)} expected (none at {self.params['excluded_domain']})"),
             Criterion("no_opted_out_or_ineligible_contact_mailed", segment_id is not None and not blocked_hit, 1.0,
                       f"{len(blocked_hit)} members who should not be there"),
             Criterion("summary_file_written", summary_ok, 1.0, detail),

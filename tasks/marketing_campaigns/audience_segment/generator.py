@@ -1,4 +1,7 @@
-"""State for marketing_campaigns/audience_segment: a contact base, a suppression list, the brief and an inbox of opt-outs."""
+"""State for marketing_campaigns/audience_segment: a contact base, a suppression list, the brief and an inbox of opt-outs.
+params(): a mail domain the request leaves out (two targeted contacts at every domain, never suppressed or opted out,
+so each choice changes the audience), the lifetime spend floor (the brief leaves it to the request; contacts sit
+exactly at it and one cent below it) and the summary's file name."""
 import json
 from datetime import date, timedelta
 
@@ -11,6 +14,13 @@ GIVEN = ["anna", "ben", "carla", "david", "elena", "felix", "greta", "hugo", "in
 FAMILY = ["schmidt", "martin", "devries", "garcia", "rossi", "nowak", "lund", "byrne", "weber", "moreau",
           "jansen", "lopez", "bianchi", "kowalski", "berg", "walsh"]
 DOMAINS = ["mailbox.example", "post.example", "inbox.example", "webmail.example"]
+REPORT_NAMES = ["segment_summary.json", "audience_summary.json", "winter_segment.json", "segment_stats.json"]
+
+
+def params(ctx) -> dict:
+    """The request: a mail domain that is bouncing (left out), the lifetime spend floor, and the summary's file name."""
+    return {"excluded_domain": ctx.rng.choice(DOMAINS), "min_spend": ctx.rng.choice([50, 75, 100, 150]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -27,7 +37,7 @@ def generate(ctx):
     )
     countries = sorted(rng.sample(COUNTRIES, 3))
     window = rng.choice([60, 90, 120])
-    min_spend = rng.choice([50, 75, 100, 150])
+    min_spend = ctx.params["min_spend"]
     cutoff = SEND_DAY - timedelta(days=window)
     segment_name = f"Winter Reactivation {rng.choice(['Wave A', 'Wave B', 'Q4', 'Core'])}"
 
@@ -53,6 +63,11 @@ def generate(ctx):
     force(1, cutoff - timedelta(days=1), min_spend + 40.0)
     force(2, SEND_DAY - timedelta(days=5), float(min_spend))
     force(3, SEND_DAY - timedelta(days=5), min_spend - 0.01)
+    pinned = set()
+    for k in range(2 * len(DOMAINS)):  # two targeted contacts at every mail domain
+        force(4 + k, SEND_DAY - timedelta(days=7 + k), min_spend + 25.0)
+        contacts[4 + k][1] = contacts[4 + k][1].split("@")[0] + "@" + DOMAINS[k % len(DOMAINS)]
+        pinned.add(contacts[4 + k][1])
     rng.shuffle(contacts)
     for new_id, c in enumerate(contacts, start=1):
         c[0] = new_id
@@ -64,7 +79,7 @@ def generate(ctx):
     matching = [c for c in contacts if qualifies(c)]
     others = [c for c in contacts if not qualifies(c)]
     n_supp = ctx.size("suppressions")
-    suppressed = rng.sample(matching, n_supp // 2) + rng.sample(others, n_supp - n_supp // 2)
+    suppressed = rng.sample([c for c in matching if c[1] not in pinned], n_supp // 2) + rng.sample(others, n_supp - n_supp // 2)
     db.executemany("INSERT INTO suppressions (email, reason, added_on) VALUES (?,?,?)",
                    [(c[1], rng.choice(["hard bounce", "spam complaint", "invalid domain"]),
                      (SEND_DAY - timedelta(days=rng.randint(2, 300))).isoformat()) for c in suppressed])
@@ -79,15 +94,16 @@ def generate(ctx):
         f"We want to win back paying customers in {spoken[0]}, {spoken[1]} and {spoken[2]} before the holidays. "
         f"The send date is 1 December 2026. Mail everyone there who is a customer (leads who never bought are "
         f"for the nurture track, not this one), whose last purchase falls within the {window} days before the send "
-        f"date, and who has spent at least {min_spend} euros with us over their lifetime. Counting back from the "
+        f"date, and who has spent at least the lifetime amount set in the request. Counting back from the "
         f"send date, a purchase made exactly {window} days earlier still qualifies; one made the day before that "
         "does not.\n\n"
         f"Please name the segment \"{segment_name}\" in the platform so the automation picks it up.\n"
     )
     fresh_ids = rng.sample(range(len(contacts)), ctx.size("optout_mails"))
-    optouts = [contacts[i] for i in fresh_ids]
+    optouts = [contacts[i] for i in fresh_ids if contacts[i][1] not in pinned]
+    optouts += [c for c in others if c not in optouts][: len(fresh_ids) - len(optouts)]
     # Half of the opt-outs must fall on people the brief would otherwise target.
-    spare = [c for c in matching if c not in suppressed and c not in optouts]
+    spare = [c for c in matching if c not in suppressed and c not in optouts and c[1] not in pinned]
     for k in range(0, len(optouts), 2):
         optouts[k] = spare.pop(rng.randrange(len(spare)))
     returning = optouts[0]

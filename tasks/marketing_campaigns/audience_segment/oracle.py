@@ -10,13 +10,12 @@ CODES = {"Germany": "DE", "France": "FR", "Netherlands": "NL", "Spain": "ES", "I
          "Sweden": "SE", "Ireland": "IE"}
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_domain, min_spend, report_name) -> str:
     texts = read_files(tools)
     brief = next(t for t in texts.values() if "campaign brief" in t)
     first_paragraph = brief.split("\n\n")[1]
     countries = {code for name, code in CODES.items() if name in first_paragraph}
     window = int(re.search(r"within the (\d+) days", brief).group(1))
-    min_spend = float(re.search(r"at least (\d+) euros", brief).group(1))
     name = re.search(r'name the segment "([^"]+)"', brief).group(1)
     cutoff = (date(2026, 12, 1) - timedelta(days=window)).isoformat()
 
@@ -37,12 +36,13 @@ def solve(tools) -> str:
     for code in sorted(countries):
         for c in read_all(tools.list_contacts, country=code):
             if (c["lifecycle_stage"] == "customer" and c["last_purchase_date"] and c["last_purchase_date"] >= cutoff
-                    and c["total_spend"] >= min_spend and c["email"].lower() not in blocked):
+                    and c["total_spend"] >= min_spend and c["email"].lower() not in blocked
+                    and c["email"].lower().split("@")[1] != excluded_domain):
                 audience.append(c)
     segment_id = tools.create_segment(name=name)["segment_id"]
     ids = [c["id"] for c in audience]
     for start in range(0, len(ids), 50):
         tools.add_segment_members(segment_id=segment_id, contact_ids=ids[start:start + 50])
     summary = {"segment_id": segment_id, "size": len(ids), "by_country": dict(Counter(c["country"] for c in audience))}
-    tools.write_file(path="segment_summary.json", content=json.dumps(summary, indent=2))
+    tools.write_file(path=report_name, content=json.dumps(summary, indent=2))
     return f"Segment '{name}' (id {segment_id}) is ready with {len(ids)} contacts."

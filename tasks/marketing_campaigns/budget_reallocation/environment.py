@@ -102,8 +102,9 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
         decreased = {c for c in really_changed if current[c] < originals[c]}
         increased = really_changed - decreased
         amounts_ok = really_changed == set(changes) and all(abs(current[c] - changes[c][1]) < 0.005 for c in changes)
-        report_ok, detail = False, "reallocation.csv not found"
-        path = self.workspace / "reallocation.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))

@@ -1,4 +1,6 @@
-"""State for marketing_campaigns/budget_reallocation: campaigns with weekly performance, the memo and team notes."""
+"""State for marketing_campaigns/budget_reallocation: campaigns with weekly performance, the memo and team notes.
+params(): the percentage cut from each of the weakest campaigns, how many top campaigns share the pool (the memo leaves
+both to the request) and the report's file name."""
 import json
 from datetime import date, timedelta
 
@@ -8,6 +10,13 @@ PRODUCTS = ["Trail Shoes", "Rain Jackets", "Yoga Mats", "Smart Bottles", "Kids B
 MARKETS = ["DE", "FR", "NL", "UK", "ES", "IT", "SE", "PL"]
 LAST_WEEK = date(2026, 11, 23)
 WEEKS = 12
+REPORT_NAMES = ["reallocation.csv", "december_budgets.csv", "budget_changes.csv", "budget_shuffle.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the cut percentage, the number of campaigns that share the pool, and the report's name."""
+    return {"cut_pct": ctx.rng.choice([15, 20, 25, 30]), "top_count": ctx.rng.choice([2, 3, 4, 5]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -23,7 +32,7 @@ def generate(ctx):
         """
     )
     window = rng.choice([4, 6, 8])
-    cut_count, top_count, cut_pct = rng.choice([4, 5, 6]), rng.choice([2, 3, 4]), rng.choice([20, 25, 30])
+    cut_count, top_count, cut_pct = rng.choice([4, 5, 6]), ctx.params["top_count"], ctx.params["cut_pct"]
     names = rng.sample([f"{p} {m} {c}" for p in PRODUCTS for m in MARKETS for c in ("Prospecting", "Retargeting", "Always-on", "Lookalike", "Seasonal")],
                        ctx.size("campaigns"))
     campaigns = []
@@ -80,8 +89,9 @@ def generate(ctx):
         f"recent of which started on Monday 23 November. Return on ad spend is revenue minus spend, divided by spend, "
         "over that whole period, and we compare it in whole percent (round to the nearest percent). When two "
         "campaigns are level, the one with more conversions over the same weeks ranks higher.\n\n"
-        f"The {cut_count} lowest-ranked campaigns each lose {cut_pct}% of their monthly budget. All of the money "
-        f"taken from them is shared equally among the {top_count} highest-ranked campaigns; round each share down to "
+        f"The {cut_count} lowest-ranked campaigns each lose a percentage of their monthly budget. All of the money "
+        "taken from them is shared equally among the highest-ranked campaigns; the request for each shuffle sets the "
+        "percentage and how many campaigns share the money. Round each share down to "
         "the cent and give any cents left over to the top-ranked campaign.\n"
     )
     (notes / "brand_team.eml").write_text(

@@ -7,11 +7,11 @@ from datetime import date, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, cut_pct, top_count, report_name) -> str:
     texts = read_files(tools)
     memo = next(t for t in texts.values() if "lowest-ranked" in t)
-    n_weeks, n_cut, pct, n_top = (float(re.search(p, memo).group(1)) for p in
-                                  (r"last (\d+) complete", r"The (\d+) lowest", r"lose (\d+)%", r"the (\d+) highest"))
+    n_weeks, n_cut = (float(re.search(p, memo).group(1)) for p in (r"last (\d+) complete", r"The (\d+) lowest"))
+    pct, n_top = cut_pct, top_count
     start = (date(2026, 11, 23) - timedelta(weeks=n_weeks - 1)).isoformat()
     skip = set(re.findall(r"Heads-up: (.+?) will be paused", "\n".join(texts.values())))
     perf = {}
@@ -32,5 +32,5 @@ def solve(tools) -> str:
         extra = share + (round(moved - share * n_top, 2) if i == 0 else 0)
         tools.set_campaign_budget(campaign_id=c["id"], new_budget=round(c["monthly_budget"] + extra, 2))
         out.append(f"\"{c['name']}\",{c['monthly_budget']:.2f},{c['monthly_budget'] + extra:.2f}")
-    tools.write_file(path="reallocation.csv", content="\n".join(out))
+    tools.write_file(path=report_name, content="\n".join(out))
     return f"Moved {moved:.2f} euros of budget."

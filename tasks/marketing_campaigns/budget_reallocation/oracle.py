@@ -6,13 +6,11 @@ from datetime import date, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, cut_pct, top_count, report_name) -> str:
     texts = read_files(tools)
     memo = next(t for t in texts.values() if "budget shuffle" in t.lower() and "lowest-ranked" in t)
     weeks = int(re.search(r"last (\d+) complete weeks", memo).group(1))
     cut_count = int(re.search(r"The (\d+) lowest-ranked", memo).group(1))
-    cut_pct = float(re.search(r"lose (\d+)%", memo).group(1))
-    top_count = int(re.search(r"among the (\d+) highest-ranked", memo).group(1))
     window_start = (date(2026, 11, 23) - timedelta(weeks=weeks - 1)).isoformat()
     paused = {m.group(1).strip() for t in texts.values() for m in [re.search(r"Heads-up: (.+?) will be paused", t)] if m}
     brand_exempt = any("brand campaigns" in t and "cannot be cut" in t for t in texts.values())
@@ -45,5 +43,5 @@ def solve(tools) -> str:
         tools.set_campaign_budget(campaign_id=cid, new_budget=budget, note="December shuffle")
         name = campaigns[cid]["name"]
         lines.append(f"\"{name}\",{campaigns[cid]['monthly_budget']:.2f},{budget:.2f}")
-    tools.write_file(path="reallocation.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     return f"I changed {len(new_budget)} budgets and moved {pool:.2f} euros in total."

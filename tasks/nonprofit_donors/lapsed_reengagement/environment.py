@@ -83,8 +83,9 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
         lapse_line = _shift_months(today, f["lapse_months"]).isoformat()
         window_line = _shift_months(today, 12 * f["window_years"]).isoformat()
         totals, last = {}, {}
-        for g in self.query("SELECT donor_id, gift_date, amount FROM gifts"):
-            totals[g["donor_id"]] = totals.get(g["donor_id"], 0) + g["amount"]
+        for g in self.query("SELECT donor_id, gift_date, amount, fund FROM gifts"):
+            counted = g["amount"] if g["fund"] != self.params["excluded_fund"] else 0
+            totals[g["donor_id"]] = totals.get(g["donor_id"], 0) + counted
             last[g["donor_id"]] = max(last.get(g["donor_id"], ""), g["gift_date"])
         late_id, late_day = f["recent_gift"]
         last[late_id] = max(last.get(late_id, ""), late_day)
@@ -112,8 +113,9 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
         channels_ok = all(d in placed and placed[d]["channel"] == c["channel"] for d, c in want.items())
         ranks_ok = all(d in placed and placed[d]["rank"] == c["rank"] for d, c in want.items())
 
-        list_ok, info = False, "reengagement_list.csv not found"
-        path = self.workspace / "reengagement_list.csv"
+        report_name = self.params["report_name"]
+        list_ok, info = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -127,7 +129,7 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
         first = chosen[0]["name"]
         return [
             Criterion("exactly_the_top_lapsed_selected", set(placed) == set(want), 2.0, f"{len(placed)} on campaigns, {len(want)} expected"),
-            Criterion("ranking_with_tie_breaks", ranks_ok, 1.0, "lifetime total, then more recent last gift, then number"),
+            Criterion("ranking_with_tie_breaks", ranks_ok, 1.0, f"lifetime total without {self.params['excluded_fund']} gifts, then more recent last gift, then number"),
             Criterion("campaigns_set_up_per_brief", campaigns_ok, 1.0, "one campaign per channel used, named as in the brief"),
             Criterion("donors_on_the_right_campaign", channels_ok, 1.0, "giving bands, e-mail opt-outs to letters"),
             Criterion("list_written", list_ok, 1.0, info),

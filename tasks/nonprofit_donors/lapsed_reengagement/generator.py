@@ -1,4 +1,6 @@
-"""State for nonprofit_donors/lapsed_reengagement: supporters, giving history and supporter-care mail."""
+"""State for nonprofit_donors/lapsed_reengagement: supporters, giving history and supporter-care mail.
+params(): a fund whose gifts the request leaves out of lifetime giving (the two tied lapsed donors gave to every such
+fund, equal amounts, so the tie survives and every choice moves their totals) and the list's file name."""
 import json
 from datetime import date, timedelta
 
@@ -7,6 +9,14 @@ GIVEN = ["Aisha", "Brendan", "Ciara", "Dominic", "Eleanor", "Fergus", "Gemma", "
 FAMILY = ["Ashworth", "Blake", "Cooper", "Doherty", "Ellison", "Fitzgerald", "Grant", "Holloway", "Ingram", "Jarvis",
           "Kemp", "Lister", "McBride", "Newman", "O'Hara", "Prentice", "Rowe", "Sinclair", "Thorne", "Walsh"]
 CHANNELS = {"phone": "Major donor call", "letter": "Personal letter", "email": "Email journey"}
+FUNDS = ["general", "appeal", "emergency", "education", "events"]
+EXCLUDABLE_FUNDS = {"appeal": 40.0, "emergency": 65.0, "education": 90.0, "events": 120.0}
+REPORT_NAMES = ["reengagement_list.csv", "lapsed_donors.csv", "winback_list.csv", "reengagement_selection.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a fund left out of lifetime giving, and the list's file name."""
+    return {"excluded_fund": ctx.rng.choice(sorted(EXCLUDABLE_FUNDS)), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def months_before(d: date, months: int) -> date:
@@ -56,12 +66,16 @@ def generate(ctx):
                2: [(cutoff - timedelta(days=10), 2000.0), (cutoff - timedelta(days=500), 1000.0)],
                3: [(cutoff - timedelta(days=5), 5000.0)], 4: [(cutoff - timedelta(days=30), 4000.0)],
                5: [(cutoff - timedelta(days=15), 3800.0)]}
+    for k, (fund, amount) in enumerate(EXCLUDABLE_FUNDS.items()):  # older gifts to every excludable fund, equal for 1 and 2
+        special[1].append((cutoff - timedelta(days=700 + 30 * k), amount, fund))
+        special[2].append((cutoff - timedelta(days=710 + 30 * k), amount, fund))
     gifts = [g for g in gifts if g[0] not in special]
     for did, items in special.items():
-        gifts += [[did, when, amount] for when, amount in items]
+        gifts += [[did, *item] for item in items]
     gifts.sort(key=lambda g: (g[1], g[0]))
     db.executemany("INSERT INTO gifts (donor_id, gift_date, amount, fund) VALUES (?,?,?,?)",
-                   [(g[0], g[1].isoformat(), g[2], rng.choice(["general", "appeal", "emergency", "education"])) for g in gifts])
+                   [(g[0], g[1].isoformat(), g[2], g[3] if len(g) > 3 else "general" if g[0] in special else rng.choice(FUNDS))
+                    for g in gifts])
 
     brief = ctx.workspace / "fundraising"
     care = ctx.workspace / "supporter_care"

@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_fund, report_name) -> str:
     texts = [" ".join(t.split()) for t in read_files(tools).values()]
     brief = next(t for t in texts if "re-engagement - brief" in t)
     run_day = datetime.strptime(re.search(r"selection on (\d+ \w+ \d{4})", brief).group(1), "%d %B %Y").date()
@@ -17,7 +17,7 @@ def solve(tools) -> str:
     line = run_day.replace(year=run_day.year - months // 12, month=run_day.month) if months == 12 else run_day - timedelta(days=549)
     sums, latest = {}, {}
     for g in read_all(tools.list_gifts):
-        sums[g["donor_id"]] = sums.get(g["donor_id"], 0) + g["amount"]
+        sums[g["donor_id"]] = sums.get(g["donor_id"], 0) + (0 if g["fund"] == excluded_fund else g["amount"])
         latest[g["donor_id"]] = max(latest.get(g["donor_id"], ""), g["gift_date"])
     people = read_all(tools.list_donors)
     floor = date(run_day.year - 3, run_day.month, min(run_day.day, 28)).isoformat()
@@ -30,5 +30,5 @@ def solve(tools) -> str:
             made[k] = tools.create_campaign(name=labels[k], channel=("phone", "letter", "email")[k])["campaign_id"]
         tools.add_to_campaign(campaign_id=made[k], donor_id=p["id"], rank=i)
         out.append(f"{i},{p['donor_no']},{p['name']},{sums[p['id']]:.2f},{latest[p['id']]},{labels[k]}")
-    tools.write_file(path="reengagement_list.csv", content="rank,donor_no,name,lifetime_total,last_gift,campaign\n" + "\n".join(out))
+    tools.write_file(path=report_name, content="rank,donor_no,name,lifetime_total,last_gift,campaign\n" + "\n".join(out))
     return f"Top of the list: {pool[0]['name']}"

@@ -14,7 +14,7 @@ def back(d, months):
             pass
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_fund, report_name) -> str:
     blocked, late_gifts = set(), {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -34,7 +34,7 @@ def solve(tools) -> str:
     donors = {d["id"]: d for d in read_all(tools.list_donors)}
     total, last = {}, {}
     for g in read_all(tools.list_gifts):
-        total[g["donor_id"]] = total.get(g["donor_id"], 0) + g["amount"]
+        total[g["donor_id"]] = total.get(g["donor_id"], 0) + (g["amount"] if g["fund"] != excluded_fund else 0)
         last[g["donor_id"]] = max(last.get(g["donor_id"], ""), g["gift_date"])
     for did, d in donors.items():
         if d["donor_no"] in late_gifts:
@@ -54,5 +54,5 @@ def solve(tools) -> str:
             campaigns[channel] = tools.create_campaign(name=names[channel], channel=channel)["campaign_id"]
         tools.add_to_campaign(campaign_id=campaigns[channel], donor_id=d["id"], rank=rank)
         rows.append(f"{rank},{d['donor_no']},{d['name']},{money:.2f},{last[d['id']]},{names[channel]}")
-    tools.write_file(path="reengagement_list.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return f"{lapsed[0]['name']} ({lapsed[0]['donor_no']}) is ranked first on the re-engagement list."

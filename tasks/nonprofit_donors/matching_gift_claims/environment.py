@@ -1,5 +1,7 @@
 """Tools and verifier for nonprofit_donors/matching_gift_claims."""
+import csv
 import datetime as dt
+import io
 import json
 import re
 
@@ -91,6 +93,8 @@ class MatchingGiftEnv(WorkspaceEnvironment):
             if not donor["employer_id"]:
                 continue
             company = employers[donor["employer_id"]]
+            if company == self.params["excluded_company"]:
+                continue
             p = rules["programmes"][company]
             day = dt.date.fromisoformat(g["gift_date"])
             if g["fund"] == "gala tickets" or g["fund"] == p["excluded"] or g["amount"] < p["minimum"]:
@@ -127,10 +131,24 @@ class MatchingGiftEnv(WorkspaceEnvironment):
         common = [g for g in want if g in got]
         amounts_ok = bool(common) and all(abs(got[g][1] - want[g][1]) < 0.01 for g in common)
         total = round(sum(a for _, a in want.values()), 2)
+        names = {e["id"]: e["name"] for e in self.query("SELECT id, name FROM employers")}
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
+        if path.is_file():
+            try:
+                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
+                got_rows = {r["company"].strip(): (int(r["gifts"]), round(float(r["match_total"]), 2)) for r in rows}
+                want_rows = {names[emp]: (len(gs), round(sum(gs.values()), 2)) for emp, gs in expected.items()}
+                report_ok = got_rows == want_rows and len(rows) == len(want_rows)
+                detail = "matches the claims" if report_ok else f"{len(rows)} rows; {len(want_rows)} companies expected"
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                detail = f"cannot parse the summary: {exc}"
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
         return [
-            Criterion("one_claim_per_matching_company", claims_ok, 1.0, f"{len(per_employer)} companies claimed, {len(expected)} expected"),
+            Criterion("one_claim_per_matching_company", claims_ok, 1.0, f"{len(per_employer)} companies claimed, {len(expected)} expected (not {self.params['excluded_company']})"),
             Criterion("eligible_gifts_claimed", gifts_ok, 2.0, f"{len(got)} gifts on claims, {len(want)} eligible"),
             Criterion("match_amounts_with_ratio_and_cap", amounts_ok, 1.0, "ratio applied, limited by the yearly cap"),
+            Criterion("claims_summary_written", report_ok, 1.0, detail),
             Criterion("total_claimed_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected {total:.2f}"),
         ]

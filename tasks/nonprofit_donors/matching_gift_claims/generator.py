@@ -1,5 +1,7 @@
 """State for nonprofit_donors/matching_gift_claims: donors, their employers, gifts, amounts already
-matched this year, one programme guide per employer, a fund note and a programme suspension e-mail."""
+matched this year, one programme guide per employer, a fund note and a programme suspension e-mail.
+params(): a company whose claim is held back (never the suspended one; every excludable company has a donor with a
+recent eligible gift) and the name of the claims summary file."""
 import datetime as dt
 import json
 
@@ -12,6 +14,13 @@ LAST = ["Archer", "Bell", "Cruz", "Doyle", "Ellis", "Frost", "Greer", "Hale", "I
         "Moss", "Nash", "Owen", "Pike"]
 RATIO_WORDS = {1.0: "dollar for dollar", 2.0: "two dollars for every dollar", 0.5: "fifty cents for every dollar"}
 TODAY = dt.date(2026, 12, 1)
+EXCLUDABLE = COMPANIES[2:]  # Altamira and Brookfield carry the retiree, cap and deadline traps
+REPORT_NAMES = ["matching_claims.csv", "claims_summary.csv", "matching_gift_claims.csv", "employer_claims.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a company whose claim waits (its portal is down), and the summary file's name."""
+    return {"excluded_company": ctx.rng.choice(EXCLUDABLE), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -41,7 +50,7 @@ def generate(ctx):
     first, second = COMPANIES[0], COMPANIES[1]
     programmes[first]["retirees"] = False
     programmes[second]["deadline"] = ("days", 90)
-    suspended = COMPANIES[2 + rng.randint(0, 5)]
+    suspended = rng.choice([c for c in EXCLUDABLE if c != ctx.params["excluded_company"]])
     suspended_from = TODAY - dt.timedelta(days=rng.randint(40, 100))
     db.executemany("INSERT INTO employers VALUES (?,?,?)",
                    [(i + 1, n, f"giving@{n.split()[0].lower()}.example") for i, n in enumerate(COMPANIES)])
@@ -55,6 +64,8 @@ def generate(ctx):
     donors[1][2:4] = [1, "employee"]
     donors[2][2:4] = [2, "employee"]
     donors[3][2:4] = [COMPANIES.index(suspended) + 1, "employee"]
+    for k, company in enumerate(EXCLUDABLE):  # donors 5-10: an employee of each excludable company, one recent gift
+        donors[4 + k][2:4] = [COMPANIES.index(company) + 1, "employee"]
     db.executemany("INSERT INTO donors VALUES (?,?,?,?,?)", [tuple(d) for d in donors])
 
     gifts = []
@@ -64,6 +75,8 @@ def generate(ctx):
         day = start + dt.timedelta(days=rng.randint(0, (TODAY - start).days - 1))
         gifts.append([d[0], day.isoformat(), float(rng.choice([10, 20, 25, 40, 50, 75, 100, 150, 250, 500, 1000, 2000])),
                       rng.choice(FUNDS), rng.choice(["card", "cheque", "bank transfer"])])
+    gifts = [g for g in gifts if not 5 <= g[0] <= 4 + len(EXCLUDABLE)]
+    gifts += [[5 + k, (TODAY - dt.timedelta(days=20 + k)).isoformat(), 200.0, "general", "card"] for k in range(len(EXCLUDABLE))]
     gifts += [[1, "2026-10-02", 300.0, "general", "card"],                                 # retiree, employees-only
               [2, "2026-09-14", 3000.0, "general", "bank transfer"],                       # hits the annual cap
               [2, "2026-10-20", 800.0, "general", "card"],                                 # nothing left under the cap
@@ -72,7 +85,7 @@ def generate(ctx):
               [4, (suspended_from + dt.timedelta(days=5)).isoformat(), 500.0, "general", "card"]]  # after the pause
     gifts.sort(key=lambda g: (g[1], g[0]))
     db.executemany("INSERT INTO gifts (donor_id, gift_date, amount, fund, method) VALUES (?,?,?,?,?)", [tuple(g) for g in gifts])
-    prior = [(d[0], float(rng.choice([0, 100, 250, 500]))) for d in donors if d[2] and rng.random() < 0.3 and d[0] > 4]
+    prior = [(d[0], float(rng.choice([0, 100, 250, 500]))) for d in donors if d[2] and rng.random() < 0.3 and d[0] > 4 + len(EXCLUDABLE)]
     prior.append((2, float(programmes[first]["cap"] - 200)))
     db.executemany("INSERT INTO matched_this_year VALUES (?,?)", prior)
 

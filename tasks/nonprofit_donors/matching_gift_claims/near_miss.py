@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_company, report_name) -> str:
     rules, stop = {}, None
     for f in read_all(tools.list_files):
         body = " ".join(tools.read_file(path=f["path"]).split())
@@ -22,10 +22,10 @@ def solve(tools) -> str:
             stop = (m.group(1), dt.datetime.strptime(m.group(2), "%d %B %Y").date())
     names = {e["id"]: e["name"] for e in read_all(tools.list_employers)}
     donors = {d["id"]: d for d in read_all(tools.list_donors)}
-    today, used, claims, total = dt.date(2026, 12, 1), {}, {}, 0.0
+    today, used, claims, total, per = dt.date(2026, 12, 1), {}, {}, 0.0, {}
     for g in read_all(tools.list_gifts):
         emp = donors[g["donor_id"]]["employer_id"]
-        if not emp:
+        if not emp or names[emp] == excluded_company:
             continue
         ratio, minimum, cap, days, excl = rules[names[emp]]
         d = dt.date.fromisoformat(g["gift_date"])
@@ -41,4 +41,6 @@ def solve(tools) -> str:
                 claims[emp] = tools.create_claim(employer_id=emp)["claim_id"]
             tools.add_claim_line(claim_id=claims[emp], gift_id=g["id"], match_amount=amount)
             total += amount
+            per[names[emp]] = (per.get(names[emp], (0, 0.0))[0] + 1, per.get(names[emp], (0, 0.0))[1] + amount)
+    tools.write_file(path=report_name, content="company,gifts,match_total\n" + "".join(f"{c},{n},{a:.2f}\n" for c, (n, a) in per.items()))
     return f"Claimed {total:.2f} in matching gifts."

@@ -22,7 +22,7 @@ def _programme(text: str) -> dict:
     }
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_company, report_name) -> str:
     programmes, paused, paused_from = {}, None, None
     for path, text in read_files(tools).items():
         title = re.match(r"# (.+?) - employee matching gift programme", text)
@@ -34,12 +34,14 @@ def solve(tools) -> str:
             paused, paused_from = stop.group(1), dt.datetime.strptime(stop.group(2), "%d %B %Y").date()
     employers = {e["id"]: e for e in read_all(tools.list_employers)}
     donors = {d["id"]: d for d in read_all(tools.list_donors)}
-    used, claim_of, total = {}, {}, 0.0
+    used, claim_of, total, summary = {}, {}, 0.0, {}
     for gift in read_all(tools.list_gifts):  # date order, so caps are used up in date order
         donor = donors[gift["donor_id"]]
         if not donor["employer_id"]:
             continue
         company = employers[donor["employer_id"]]["name"]
+        if company == excluded_company:
+            continue
         rules = programmes[company]
         day = dt.date.fromisoformat(gift["gift_date"])
         if gift["fund"] in ("gala tickets", rules["excluded"]) or gift["amount"] < rules["minimum"]:
@@ -62,4 +64,9 @@ def solve(tools) -> str:
             claim_of[donor["employer_id"]] = tools.create_claim(employer_id=donor["employer_id"])["claim_id"]
         tools.add_claim_line(claim_id=claim_of[donor["employer_id"]], gift_id=gift["id"], match_amount=match)
         total += match
+        summary.setdefault(company, [0, 0.0])
+        summary[company][0] += 1
+        summary[company][1] += match
+    rows = [f"{name},{n},{amount:.2f}" for name, (n, amount) in sorted(summary.items())]
+    tools.write_file(path=report_name, content="company,gifts,match_total\n" + "\n".join(rows) + "\n")
     return f"Submitted {len(claim_of)} matching-gift claims. Total matching amount claimed: ${total:,.2f}."

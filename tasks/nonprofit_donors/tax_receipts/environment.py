@@ -75,7 +75,8 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
         covers = {dc["donor_id"]: dc for dc in self.query("SELECT * FROM declarations")}
         totals, aided = {}, {}
         for g in self.query("SELECT * FROM gifts WHERE gift_date BETWEEN ? AND ? AND status = 'received' "
-                            "AND method NOT IN ('raffle ticket', 'auction purchase')", (f["start"], f["end"])):
+                            "AND method NOT IN ('raffle ticket', 'auction purchase') AND campaign != ?",
+                            (f["start"], f["end"], self.params["excluded_campaign"])):
             did = g["donor_id"]
             totals[did] = totals.get(did, 0) + g["amount"]
             dec = covers.get(did)
@@ -98,8 +99,9 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
         totals_ok = all(k in issued and abs(issued[k]["qualifying_total"] - e["total"]) < 0.005 for k, e in expected.items())
         aid_ok = all(k in issued and abs(issued[k]["gift_aid"] - e["gift_aid"]) < 0.005 for k, e in expected.items())
 
-        report_ok, anon_ok, detail = False, False, "receipts.csv not found"
-        path = self.workspace / "receipts.csv"
+        report_name = self.params["report_name"]
+        report_ok, anon_ok, detail = False, False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -115,13 +117,13 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
                     and not any(e["donor"].lower() == f"{d['first_name']} {d['last_name']}".lower() for e in expected.values()))
                 detail = "matches the issued receipts" if report_ok else f"{len(rows)} rows; differs from the {len(expected)} expected"
             except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse receipts.csv: {exc}"
+                detail = f"cannot parse {report_name}: {exc}"
         grand = round(sum(e["gift_aid"] for e in expected.values()), 2)
         amounts = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
         return [
             Criterion("receipts_for_exactly_the_qualifying_donors", set(issued) == set(expected), 2.0,
                       f"{len(issued)} receipts, {len(expected)} expected"),
-            Criterion("qualifying_totals_correct", totals_ok, 1.0, "tax-year gifts, excluding purchases and refunds"),
+            Criterion("qualifying_totals_correct", totals_ok, 1.0, f"tax-year gifts, excluding purchases, refunds and the {self.params['excluded_campaign']}"),
             Criterion("gift_aid_correct", aid_ok, 1.0, "declaration scope, cancellations and residence applied"),
             Criterion("anonymity_respected", anon_ok, 1.0, "donors who asked are shown as Anonymous"),
             Criterion("report_written", report_ok, 1.0, detail),

@@ -1,4 +1,7 @@
-"""State for nonprofit_donors/tax_receipts: supporters, gifts, Gift Aid declarations and supporter mail."""
+"""State for nonprofit_donors/tax_receipts: supporters, gifts, Gift Aid declarations and supporter mail.
+params(): a campaign whose gifts were receipted separately (left out; the hand-built donors 1-6 give to the General
+fund, and donors 7-10 each give 300 pounds to one excludable campaign), the receipt threshold (the policy leaves it
+to the request; donor 2 sits exactly on it and donor 3 just below it) and the register's file name."""
 import itertools
 import json
 from datetime import date, timedelta
@@ -9,6 +12,15 @@ LAST = ["Adams", "Begum", "Clarke", "Davies", "Evans", "Fraser", "Griffiths", "H
         "Lewis", "Morgan", "Nash", "Owusu", "Patel", "Quinn", "Roberts", "Shaw", "Turner"]
 METHODS = ["card", "direct debit", "cheque", "cash", "raffle ticket", "auction purchase"]
 CAMPAIGNS = ["Winter appeal", "Spring fun run", "General fund", "Emergency appeal", "Legacy circle"]
+EXCLUDABLE = ["Winter appeal", "Spring fun run", "Emergency appeal", "Legacy circle"]
+REPORT_NAMES = ["receipts.csv", "receipt_register.csv", "annual_receipts.csv", "trustee_receipts.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a campaign receipted separately (its gifts are left out), the receipt threshold in pounds, and the
+    register's file name."""
+    return {"excluded_campaign": ctx.rng.choice(EXCLUDABLE), "threshold": ctx.rng.choice([25, 50, 75, 100]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -27,7 +39,7 @@ def generate(ctx):
     )
     year = rng.choice([2024, 2025])
     ystart, yend = date(year, 4, 6), date(year + 1, 4, 5)
-    threshold = rng.choice([25, 50, 100])
+    threshold = ctx.params["threshold"]
 
     donors = []
     for did in range(1, ctx.size("donors") + 1):
@@ -40,8 +52,8 @@ def generate(ctx):
 
     gifts = []
 
-    def gift(donor, when, amount, method="card", status="received"):
-        gifts.append((len(gifts) + 1, donor, when.isoformat(), float(amount), method, rng.choice(CAMPAIGNS), status))
+    def gift(donor, when, amount, method="card", status="received", campaign=None):
+        gifts.append((len(gifts) + 1, donor, when.isoformat(), float(amount), method, campaign or rng.choice(CAMPAIGNS), status))
 
     for _ in range(ctx.size("gifts")):
         when = day_in(ystart - timedelta(days=120), yend + timedelta(days=60))
@@ -76,6 +88,9 @@ def generate(ctx):
     declarations.append((len(declarations) + 1, 5, (yend - timedelta(days=10)).isoformat(), "past four years and future gifts"))
     gift(6, mid, 200, "cheque")                                 # overseas: receipt but no Gift Aid
     declarations.append((len(declarations) + 1, 6, (ystart - timedelta(days=100)).isoformat(), "future gifts only"))
+    gifts = [g[:5] + ("General fund",) + g[6:] if g[1] in special else g for g in gifts]
+    for k, campaign in enumerate(EXCLUDABLE):  # donors 7-10: one sizeable gift to each campaign that may be left out
+        gift(7 + k, mid + timedelta(days=5 + k), 300, campaign=campaign)
     gifts.sort(key=lambda g: (g[2], g[0]))
     gifts = [(i,) + g[1:] for i, g in enumerate(gifts, start=1)]
     rng.shuffle(declarations)
@@ -93,7 +108,7 @@ def generate(ctx):
         f"# Annual receipting policy\n\nReceipts cover the tax year from 6 April {year} to 5 April {year + 1}, both days included.\n\n"
         "Only genuine donations count towards a receipt. Raffle tickets and auction purchases are payments for\n"
         "something in return, so they never count, and a refunded gift does not count either. A donor receives\n"
-        f"a receipt when their qualifying gifts in the year add up to at least {threshold} pounds.\n\n"
+        "a receipt when their qualifying gifts in the year reach the threshold set for that year's receipting run.\n\n"
         "Gift Aid is 25 percent of the qualifying gifts covered by a valid declaration, worked out on the total\n"
         "and rounded to the penny. A declaration for future gifts only covers gifts made on or after the day it\n"
         "was signed; one that also covers the past four years covers every gift of this year. Gift Aid can only\n"

@@ -7,14 +7,13 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NOT_DONATIONS = ("raffle ticket", "auction purchase")
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_campaign, threshold, report_name) -> str:
     cancelled, anonymous = {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
         policy = re.search(r"from 6 April (\d{4}) to 5 April (\d{4})", flat)
         if policy:
             start, end = f"{policy.group(1)}-04-06", f"{policy.group(2)}-04-05"
-            threshold = float(re.search(r"add up to at least (\d+) pounds", flat).group(1))
         stop = re.search(r"cancel my Gift Aid declaration from today \((\d+ \w+ \d{4})\)", flat)
         if stop:
             number = re.search(r"supporter number is (D\d+)", flat).group(1)
@@ -26,7 +25,7 @@ def solve(tools) -> str:
     declarations = {d["donor_id"]: d for d in read_all(tools.list_declarations)}
     totals, aided = {}, {}
     for g in read_all(tools.list_gifts, date_from=start, date_to=end):
-        if g["status"] != "received" or g["method"] in NOT_DONATIONS:
+        if g["status"] != "received" or g["method"] in NOT_DONATIONS or g["campaign"] == excluded_campaign:
             continue
         donor = donors[g["donor_id"]]
         totals[donor["id"]] = totals.get(donor["id"], 0) + g["amount"]
@@ -49,5 +48,5 @@ def solve(tools) -> str:
         label = "Anonymous" if d["donor_no"] in anonymous else f"{d['first_name']} {d['last_name']}"
         rows.append(f"{receipt['receipt_no']},{label},{totals[did]:.2f},{aid:.2f}")
         claim += aid
-    tools.write_file(path="receipts.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return f"We issued {len(rows) - 1} receipts and will claim {claim:.2f} pounds of Gift Aid in total."

@@ -110,12 +110,13 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
 
         right_offers = set(made) == set(offers)
         rents_ok = right_offers and all(made[k]["new_rent"] == v for k, v in offers.items())
-        term_ok = right_offers and all(m["term_months"] == facts["term"] for m in made.values())
+        term_ok = right_offers and all(m["term_months"] == self.params["term_months"] for m in made.values())
         notices_ok = set(served) == set(notices)
         reasons_ok = notices_ok and served == notices
 
-        report_ok, detail = False, "renewal_summary.md not found"
-        path = self.workspace / "renewal_summary.md"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             got = {}
             for line in path.read_text().splitlines():
@@ -133,8 +134,8 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         numbers = [round(float(x.replace(",", ""))) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
         return [
             Criterion("offers_for_exactly_the_qualifying_leases", right_offers, 2.0, f"{len(made)} offers, {len(offers)} expected"),
-            Criterion("offered_rents_follow_caps", rents_ok, 2.0, "market rent, capped by district unless exempt, floored, never below current"),
-            Criterion("offer_term_from_memo", term_ok, 0.5, f"expected {facts['term']}-month terms"),
+            Criterion("offered_rents_follow_caps", rents_ok, 2.0, f"market rent, capped by district unless exempt and at {self.params['max_raise']} more, floored, never below current"),
+            Criterion("offer_term_as_requested", term_ok, 0.5, f"expected {self.params['term_months']}-month terms"),
             Criterion("non_renewals_for_the_right_leases", notices_ok, 1.0, f"{len(served)} notices, {len(notices)} expected"),
             Criterion("non_renewal_reasons", reasons_ok, 1.0, "sale for the sold building, late payments otherwise"),
             Criterion("summary_table_written", report_ok, 1.0, detail),

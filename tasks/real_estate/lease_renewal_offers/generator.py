@@ -1,4 +1,7 @@
-"""State for real_estate/lease_renewal_offers: a rental portfolio, its leases and rent payments, and the office's files."""
+"""State for real_estate/lease_renewal_offers: a rental portfolio, its leases and rent payments, and the office's files.
+params(): the board's cap on any single rent increase (always below the 200-dollar rise of the exempt building's
+pinned lease, so every cap changes that offer), the length of the new terms (the memo leaves it to the request) and
+the summary's file name."""
 import datetime as dt
 import json
 
@@ -10,6 +13,13 @@ LAST = ["Adeyemi", "Baker", "Chen", "Diaz", "Evans", "Farouk", "Gruber", "Hughes
         "Larsen", "Mendes", "Nowak", "Ortega", "Park", "Roth", "Sousa", "Tran", "Vogel"]
 MEMO_DATE = dt.date(2026, 11, 30)
 WORDS = {2: "two", 3: "three"}
+REPORT_NAMES = ["renewal_summary.md", "renewal_offers.md", "renewals_round.md", "lease_renewals.md"]
+
+
+def params(ctx) -> dict:
+    """The request: the largest monthly rent increase allowed this round, the new term's length, and the summary's name."""
+    return {"max_raise": ctx.rng.choice([110, 130, 150, 175]), "term_months": ctx.rng.choice([6, 12, 18, 24]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def month_start(year, month):
@@ -36,7 +46,7 @@ def generate(ctx):
     grace = rng.choice([3, 5, 7])
     threshold = rng.choice([2, 3])
     lo, hi = rng.choice([45, 60]), rng.choice([90, 120])
-    term = rng.choice([12, 24])
+    term = ctx.params["term_months"]
 
     props = []
     for pid in range(1, ctx.size("properties") + 1):
@@ -129,7 +139,7 @@ def generate(ctx):
                 new = max(rent, market)
             else:
                 new = max(rent, min(market, int(rent * (100 + caps[prop["district"]]) // 100)))
-            expected_offers[lease_id] = new
+            expected_offers[lease_id] = min(new, rent + ctx.params["max_raise"])
     if "late_payments" not in expected_notices.values() or "property_sale" not in expected_notices.values():
         raise RuntimeError("generator lost an exception case; check the pinned leases")
 
@@ -142,7 +152,7 @@ def generate(ctx):
         f"# Renewal round - memo of {long(MEMO_DATE)}\n\n"
         f"Please handle every active lease whose end date falls between {lo} and {hi} days after the date of this memo "
         "(both ends included). Leases ending sooner were handled in the last round; later ones wait for the next.\n\n"
-        f"Qualifying tenants get an offer for a new {term}-month term. The new monthly rent is the unit's current market "
+        "Qualifying tenants get an offer for a new term, of the length set for the round. The new monthly rent is the unit's current market "
         "rent, but never more than the rent ordinance allows and never less than what the tenant pays today. Work in "
         "whole dollars and always round down.\n\n"
         f"We do not renew tenants who paid late {WORDS[threshold]} or more times in the twelve months of payments due from "

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, max_raise, term_months, report_name) -> str:
     memo = tools.read_file(path="memos/renewal_round.md")
     law = tools.read_file(path="legal/rent_stabilisation_ordinance.txt")
     sale = [t for t in read_files(tools, "mail/*").values() if "sale agreed" in t][0]
@@ -14,7 +14,6 @@ def solve(tools) -> str:
     lo, hi = (int(x) for x in re.search(r"between (\d+) and (\d+) days", memo).groups())
     grace = int(re.search(r"more than (\d+) days", memo).group(1))
     limit = {"two": 2, "three": 3}[re.search(r"paid late (\w+) or more", memo).group(1)]
-    term = int(re.search(r"(\d+)-month", memo).group(1))
     caps = {d: float(p) for d, p in re.findall(r"In ([\w ]+?), the increase on renewal may not exceed ([\d.]+)", law)}
     props = {p["id"]: p for p in read_all(tools.list_properties)}
     units = {u["id"]: u for p in props for u in read_all(tools.list_units, property_id=p)}
@@ -34,9 +33,9 @@ def solve(tools) -> str:
             tools.issue_non_renewal(lease_id=lease["id"], reason="late_payments")
             continue
         rent = lease["monthly_rent"]
-        new = max(rent, min(unit["market_rent"], int(rent * (100 + caps[prop["district"]]) // 100)))
-        tools.create_renewal_offer(lease_id=lease["id"], new_rent=new, term_months=term)
+        new = min(max(rent, min(unit["market_rent"], int(rent * (100 + caps[prop["district"]]) // 100))), rent + max_raise)
+        tools.create_renewal_offer(lease_id=lease["id"], new_rent=new, term_months=term_months)
         rise += new - rent
         table.append(f"| {lease['id']} | {tools.get_tenant(tenant_id=lease['tenant_id'])['name']} | {rent} | {new} |")
-    tools.write_file(path="renewal_summary.md", content="| lease_id | tenant | current_rent | new_rent |\n|---|---|---|---|\n" + "\n".join(table) + "\n")
+    tools.write_file(path=report_name, content="| lease_id | tenant | current_rent | new_rent |\n|---|---|---|---|\n" + "\n".join(table) + "\n")
     return f"Offers made; rent roll up by {rise} per month."

@@ -7,14 +7,13 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}
 
 
-def solve(tools) -> str:
+def solve(tools, max_raise, term_months, report_name) -> str:
     texts = read_files(tools)
     caps, sold = {}, None
     for text in texts.values():
         if "# Renewal round" in text:
             memo_day = dt.datetime.strptime(re.search(r"memo of (\d+ \w+ \d{4})", text).group(1), "%d %B %Y").date()
             lo, hi = map(int, re.search(r"between (\d+) and (\d+) days after", text).groups())
-            term = int(re.search(r"new (\d+)-month term", text).group(1))
             threshold = NUMBER_WORDS[re.search(r"paid late (\w+) or more times", text).group(1)]
             since = dt.datetime.strptime(re.search(r"due from (\d+ \w+ \d{4}) onwards", text).group(1), "%d %B %Y").date()
             grace = int(re.search(r"more than (\d+) days after its due date", text).group(1))
@@ -53,9 +52,10 @@ def solve(tools) -> str:
             new = max(current, unit["market_rent"])
         else:
             new = max(current, min(unit["market_rent"], int(current * (100 + caps[prop["district"]]) // 100)))
-        tools.create_renewal_offer(lease_id=lease["id"], new_rent=new, term_months=term)
+        new = min(new, current + max_raise)
+        tools.create_renewal_offer(lease_id=lease["id"], new_rent=new, term_months=term_months)
         rise += new - current
         rows.append(f"| {lease['id']} | {tools.get_tenant(tenant_id=lease['tenant_id'])['name']} | {current} | {new} |")
     table = "| lease_id | tenant | current_rent | new_rent |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
-    tools.write_file(path="renewal_summary.md", content="# Renewal offers\n\n" + table)
+    tools.write_file(path=report_name, content="# Renewal offers\n\n" + table)
     return f"I made {len(rows)} renewal offers. If all are accepted the monthly rent roll goes up by {rise} dollars."

@@ -109,8 +109,9 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         suspended_ok = bool(orders) and not any(o["vendor_id"] == facts["suspended"] for o in orders.values())
         paged_ok = set(orders) == set(expected) and all(bool(orders[k]["paged"]) == (v[0] == "emergency") for k, v in expected.items())
 
-        report_ok, detail = False, "work_orders.csv not found"
-        path = self.workspace / "work_orders.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 got = {r["request_id"].strip(): [r["priority"].strip().lower(), r["vendor"].strip(), " ".join(r["due_by"].split())[:16]]
@@ -125,7 +126,7 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         top_ok = any(name in final_response for name in facts["top"])
         return [
             Criterion("priorities_from_guide_and_weather", prio_ok, 2.0, "phrases in the guide; no-heat depends on the night's low"),
-            Criterion("due_times_computed", due_ok, 1.0, "report time plus 4 h / 24 h / 7 days"),
+            Criterion("due_times_computed", due_ok, 1.0, f"report time plus 4 h / {self.params['urgent_hours']} h / {self.params['routine_days']} days"),
             Criterion("contractors_chosen_by_rules", vendor_ok, 2.0, "trade, district, capacity in priority order, rate, rating, warranty"),
             Criterion("suspended_contractor_avoided", suspended_ok, 1.0, "no work for the suspended contractor"),
             Criterion("emergencies_paged", paged_ok, 1.0, "page exactly the emergency work orders"),

@@ -1,4 +1,6 @@
-"""State for real_estate/maintenance_triage: buildings, tenants' requests, contractors and the property team's files."""
+"""State for real_estate/maintenance_triage: buildings, tenants' requests, contractors and the property team's files.
+params(): this month's routine target in days and urgent target in hours (they override the guide's 7 days and 24
+hours; routine requests and an urgent no-heat report on a mild day are pinned at every scale) and the report's name."""
 import datetime as dt
 import json
 
@@ -25,6 +27,13 @@ ISSUES = [
     ("locksmith", "front door lock is broken and the flat cannot be secured", "urgent"),
     ("locksmith", "window lock key is lost", "routine"),
 ]
+REPORT_NAMES = ["work_orders.csv", "triage_log.csv", "dispatch_list.csv", "maintenance_orders.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the routine target in days, the urgent target in hours, and the report's file name."""
+    return {"routine_days": ctx.rng.choice([3, 5, 10, 14]), "urgent_hours": ctx.rng.choice([12, 36, 48, 72]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -101,7 +110,7 @@ def generate(ctx):
     db.executemany("INSERT INTO requests (unit_id, reported_at, trade, description, status) VALUES (?,?,?,?,?)", requests)
 
     # Expected outcome.
-    targets = {"emergency": 4, "urgent": 24, "routine": 24 * 7}
+    targets = {"emergency": 4, "urgent": ctx.params["urgent_hours"], "routine": 24 * ctx.params["routine_days"]}
     text_class = {t: c for _, t, c in ISSUES}
     prop_of_unit = {u[0]: props[u[1] - 1] for u in units}
     todo = []

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, routine_days, urgent_hours, report_name) -> str:
     guide = tools.read_file(path="guides/triage_guide.md")
     levels, section = {}, None
     for line in guide.splitlines():
@@ -37,7 +37,7 @@ def solve(tools) -> str:
             v = min((v for v in vend if v["trade"] == r["trade"] and u["district"] in v["districts"] and v["name"] not in banned
                      and busy[v["id"]] < v["max_open_jobs"]), key=lambda v: (v["hourly_rate"], -v["rating"], v["id"]))
         busy[v["id"]] += 1
-        due = (dt.datetime.strptime(at, "%Y-%m-%d %H:%M") + dt.timedelta(hours={"emergency": 4, "urgent": 24, "routine": 168}[level])).strftime("%Y-%m-%d %H:%M")
+        due = (dt.datetime.strptime(at, "%Y-%m-%d %H:%M") + dt.timedelta(hours={"emergency": 4, "urgent": urgent_hours, "routine": 24 * routine_days}[level])).strftime("%Y-%m-%d %H:%M")
         tools.triage_request(request_id=r["id"], priority=level, due_by=due)
         wo = tools.create_work_order(request_id=r["id"], vendor_id=v["id"])["work_order_id"]
         if level == "emergency":
@@ -45,6 +45,6 @@ def solve(tools) -> str:
             count += 1
         tally[v["name"]] = tally.get(v["name"], 0) + 1
         out.append(f"{r['id']},{level},{v['name']},{due}")
-    tools.write_file(path="work_orders.csv", content="request_id,priority,vendor,due_by\n" + "\n".join(out) + "\n")
+    tools.write_file(path=report_name, content="request_id,priority,vendor,due_by\n" + "\n".join(out) + "\n")
     best = max(tally, key=tally.get)
     return f"{count} emergencies; busiest contractor: {best}."

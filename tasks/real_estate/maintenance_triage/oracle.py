@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 HOURS = {"emergency": 4, "urgent": 24, "routine": 24 * 7}
 
 
-def solve(tools) -> str:
+def solve(tools, routine_days, urgent_hours, report_name) -> str:
     texts = read_files(tools)
     phrase_class, lows, suspended, warranty = {}, {}, set(), {}
     for text in texts.values():
@@ -44,7 +44,8 @@ def solve(tools) -> str:
             priority = "emergency" if lows[day] < frost else "urgent"
         else:
             priority = phrase_class[issue]
-        due = dt.datetime.strptime(r["reported_at"], "%Y-%m-%d %H:%M") + dt.timedelta(hours=HOURS[priority])
+        hours = {**HOURS, "urgent": urgent_hours, "routine": 24 * routine_days}[priority]  # the request overrides the guide
+        due = dt.datetime.strptime(r["reported_at"], "%Y-%m-%d %H:%M") + dt.timedelta(hours=hours)
         jobs.append((("emergency", "urgent", "routine").index(priority), r["reported_at"], r["id"], r, priority, due.strftime("%Y-%m-%d %H:%M")))
     jobs.sort(key=lambda j: j[:3])
 
@@ -65,6 +66,6 @@ def solve(tools) -> str:
             emergencies += 1
         per_vendor[vendor["name"]] = per_vendor.get(vendor["name"], 0) + 1
         rows.append(f"{r['id']},{priority},{vendor['name']},{due}")
-    tools.write_file(path="work_orders.csv", content="request_id,priority,vendor,due_by\n" + "\n".join(sorted(rows, key=lambda s: int(s.split(',')[0]))) + "\n")
+    tools.write_file(path=report_name, content="request_id,priority,vendor,due_by\n" + "\n".join(sorted(rows, key=lambda s: int(s.split(',')[0]))) + "\n")
     top = min(per_vendor.items(), key=lambda kv: (-kv[1], kv[0]))
     return f"There were {emergencies} emergencies. {top[0]} received the most work orders ({top[1]})."

@@ -1,4 +1,6 @@
 """Tools and verifier for real_estate/vacancy_turnover."""
+import csv
+import io
 import json
 import re
 
@@ -96,7 +98,7 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
                     charge += item["repair_cost"]
             if lease["start_date"] >= rules["clause_date"] and any(i["category"] == "cleaning" for i in found):
                 charge += rules["cleaning_fee"]
-            deduction = round(min(charge, lease["deposit"]), 2)
+            deduction = round(min(charge, lease["deposit"] * self.params["max_keep_pct"] / 100), 2)
             out[lease["id"]] = {"unit_id": lease["unit_id"], "deduction": deduction,
                                 "refund": round(lease["deposit"] - deduction, 2),
                                 "work_cost": round(sum(i["repair_cost"] for i in found), 2)}
@@ -118,6 +120,19 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
                                                         for l, e in expected.items())
         wrong = [l for l, e in expected.items() if l not in settled or abs(settled[l]["deduction"] - e["deduction"]) >= 0.01]
         extra = set(settled) - set(expected)
+        codes = {u["id"]: u["code"] for u in self.query("SELECT id, code FROM units")}
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
+        if path.is_file():
+            try:
+                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
+                got = {int(r["lease_id"]): (r["unit"].strip(), round(float(r["deduction"]), 2), round(float(r["refund"]), 2)) for r in rows}
+                want = {l: (codes[e["unit_id"]], e["deduction"], e["refund"]) for l, e in expected.items()}
+                report_ok = got == want and len(rows) == len(want)
+                detail = "matches the expected settlements" if report_ok else f"{len(rows)} rows; {len(want)} expected"
+            except (KeyError, ValueError, TypeError, AttributeError) as exc:
+                detail = f"cannot parse the register: {exc}"
         total = round(sum(e["refund"] for e in expected.values()), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
         total_ok = any(abs(n - total) < 0.01 for n in numbers)
@@ -126,6 +141,7 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
             Criterion("work_order_costs_cover_all_findings", costs_ok, 1.0, "estimated cost = sum of every finding's repair cost"),
             Criterion("settlements_linked_to_unit_work_orders", linked, 1.0, "each November lease settled with its unit's order"),
             Criterion("deductions_follow_clauses", not wrong and not extra and bool(settled), 2.0,
-                      f"{len(wrong)} deductions wrong, {len(extra)} leases settled that are out of scope"),
+                      f"{len(wrong)} deductions wrong (at most {self.params['max_keep_pct']}% kept), {len(extra)} leases settled that are out of scope"),
+            Criterion("settlement_register_written", report_ok, 1.0, detail),
             Criterion("total_refund_reported", total_ok, 1.0, f"expected total refund {total:.2f}"),
         ]

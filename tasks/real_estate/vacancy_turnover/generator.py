@@ -1,5 +1,7 @@
 """State for real_estate/vacancy_turnover: units, leases with move-outs, inspection findings, and the
-office documents that hold the deduction rules (cleaning clause date, floor depreciation, a waiver)."""
+office documents that hold the deduction rules (cleaning clause date, floor depreciation, a waiver).
+params(): the share of each deposit that is the most we keep this round (a pinned lease owes more than its whole
+deposit, so every cap changes its refund) and the name of the settlement register."""
 import datetime as dt
 import json
 
@@ -11,6 +13,12 @@ LAST = ["Abbott", "Brandt", "Castillo", "Dunn", "Eriksen", "Fagan", "Gill", "Haa
         "Kowal", "Lund", "Moreau", "Novak", "Okafor", "Price"]
 AREAS = ["kitchen", "bathroom", "bedroom", "living room", "floor", "walls", "balcony", "entry"]
 KINDS = ["wear", "damage", "cleaning", "missing"]
+REPORT_NAMES = ["deposit_settlements.csv", "move_out_register.csv", "november_turnovers.csv", "deposit_refunds.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the most we may keep of any deposit (percent), and the settlement register's file name."""
+    return {"max_keep_pct": ctx.rng.choice([50, 60, 75, 90]), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def _day(d: dt.date) -> str:

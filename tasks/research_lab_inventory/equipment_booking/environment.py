@@ -10,7 +10,7 @@ REASONS = ("outside hours", "over quota", "no capacity")
 PRIORITY = {"teaching": 0, "grant": 1, "internal": 2}
 
 
-def allocate(requests: list[dict], groups: dict, instruments: list[dict], facts: dict) -> dict:
+def allocate(requests: list[dict], groups: dict, instruments: list[dict], facts: dict, closing_hour: int) -> dict:
     """The policy's decision for every request: {request_id: (decision, instrument_id or None, reason or None)}."""
     busy = {i["id"]: [] for i in instruments}
     down_id, down_day, down_from, down_to = facts["maintenance"]
@@ -20,7 +20,7 @@ def allocate(requests: list[dict], groups: dict, instruments: list[dict], facts:
     for r in sorted(requests, key=lambda r: (PRIORITY[groups[r["group_id"]]["funding"]], r["submitted_at"], r["request_no"])):
         start, end = r["start_hour"], r["start_hour"] + r["hours"]
         limit = facts["boost_cap"] if r["group_id"] == facts["boosted"] else facts["cap"]
-        if start < 8 or end > 20:
+        if start < 8 or end > closing_hour:
             result[r["id"]] = ("rejected", None, "outside hours")
             continue
         if used[r["group_id"]] + r["hours"] > limit:
@@ -117,7 +117,7 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
         requests = self.query("SELECT * FROM requests")
         groups = {g["id"]: g for g in self.query("SELECT * FROM groups")}
         instruments = self.query("SELECT * FROM instruments")
-        want = allocate(requests, groups, instruments, facts)
+        want = allocate(requests, groups, instruments, facts, self.params["closing_hour"])
         got = {d["request_id"]: (d["decision"], d["instrument_id"], d["reason"]) for d in self.query("SELECT * FROM decisions")}
         approvals_ok = all(got.get(k, (None,))[:2] == v[:2] for k, v in want.items() if v[0] == "approved") and \
             {k for k, v in got.items() if v[0] == "approved"} == {k for k, v in want.items() if v[0] == "approved"}
@@ -128,8 +128,9 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
                                  and lo < by_id[k]["start_hour"] + by_id[k]["hours"] for k, v in got.items() if v[0] == "approved")
 
         tags = {i["id"]: i["asset_tag"] for i in instruments}
-        plan_ok, info = False, "booking_plan.csv not found"
-        path = self.workspace / "booking_plan.csv"
+        report_name = self.params["report_name"]
+        plan_ok, info = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 plan = {row["request_no"].strip(): (row["decision"].strip().lower(), (row.get("instrument") or "").strip())
@@ -143,7 +144,7 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
         return [
             Criterion("every_request_decided_once", set(got) == set(want), 1.0, f"{len(got)} of {len(want)} decided"),
             Criterion("approvals_on_the_right_instruments", approvals_ok, 2.0, "priority order, lowest free asset tag"),
-            Criterion("rejection_reasons_correct", reasons_ok, 1.0, "hours, quota (with the exception) and capacity"),
+            Criterion("rejection_reasons_correct", reasons_ok, 1.0, f"hours (closing at {self.params['closing_hour']}:00), quota (with the exception) and capacity"),
             Criterion("maintenance_window_respected", maintenance_ok, 1.0, "nothing booked on the instrument under service"),
             Criterion("plan_written", plan_ok, 1.0, info),
             Criterion("rejected_count_reported", str(rejected) in re.findall(r"\d+", final_response), 1.0, f"expected {rejected}"),

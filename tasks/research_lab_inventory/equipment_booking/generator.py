@@ -8,6 +8,15 @@ SURNAMES = ["Achebe", "Bergstrom", "Castillo", "Dimitrov", "Eriksen", "Fujita", 
             "Kowalski", "Larsen", "Mensah", "Nakamura", "Oliveira", "Petrov", "Quist", "Rahman", "Silva", "Takahashi"]
 
 
+REPORT_NAMES = ["booking_plan.csv", "instrument_bookings.csv", "allocation_plan.csv", "week_bookings.csv"]
+CLOSING_HOURS = [20, 21, 22, 23]
+
+
+def params(ctx) -> dict:
+    """The request: the hour the core closes next week, and the plan's file name."""
+    return {"closing_hour": ctx.rng.choice(CLOSING_HOURS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -66,6 +75,11 @@ def generate(ctx):
     add(boosted, KINDS[1], days[1], 9, 2, week_before + timedelta(minutes=30))     # hits the maintenance window
     for kind, hours in zip(KINDS, [6, 6, cap + 3 - 12]):                           # over the usual cap, within the boost
         add(boosted, kind, days[3], 14, hours, week_before + timedelta(minutes=rng.randint(700, 9000)))
+    # Late requests ending at every possible closing hour but the earliest, so the closing hour always matters.
+    late_groups = [g[0] for g in groups if g[0] != boosted]
+    for n, end in enumerate(CLOSING_HOURS[1:]):
+        add(late_groups[n % len(late_groups)], KINDS[n % len(KINDS)], days[2 + 2 * (n % 2)], end - 2, 2,
+            week_before + timedelta(minutes=rng.randint(700, 9000)))
     requests.sort(key=lambda r: r[5])
     rows = [(i, f"BR-{i * 7 + 1000}", g, kind, d, s, h, t.isoformat(timespec="minutes"))
             for i, (g, kind, d, s, h, t) in enumerate(requests, start=1)]
@@ -82,8 +96,8 @@ def generate(ctx):
         "research, then internal projects (a request's priority is its group's funding type). Requests of the same\n"
         "priority are decided in the order they were submitted.\n\n"
         "For each request, check in this order:\n"
-        "1. Opening hours. The core is open 08:00 to 20:00; a booking must start and finish inside those hours,\n"
-        "   otherwise reject it as \"outside hours\".\n"
+        "1. Opening hours. The core opens at 08:00 and closes at the closing hour set for the week; a booking must\n"
+        "   start and finish inside those hours, otherwise reject it as \"outside hours\".\n"
         f"2. Quota. A group may hold at most {cap} approved instrument-hours in the week. If approving the request\n"
         "   would take the group over its quota, reject it as \"over quota\".\n"
         "3. Capacity. Give the request the free instrument of the requested kind with the lowest asset tag (in\n"

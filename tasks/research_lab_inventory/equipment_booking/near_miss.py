@@ -4,7 +4,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, closing_hour, report_name) -> str:
     notes = [" ".join(t.split()) for t in read_files(tools).values()]
     policy = next(t for t in notes if "booking policy" in t)
     cap = int(re.search(r"at most (\d+) approved", policy).group(1))
@@ -25,7 +25,7 @@ def solve(tools) -> str:
     for r in sorted(read_all(tools.list_requests), key=lambda r: r["submitted_at"]):
         a, b = r["start_hour"], r["start_hour"] + r["hours"]
         dom = str(int(r["day"][8:]))
-        if a < 8 or b > 20:
+        if a < 8 or b > closing_hour:
             tools.reject_request(request_id=r["id"], reason="outside hours")
         elif hours.get(r["group_id"], 0) + r["hours"] > special.get(teams[r["group_id"]], cap):
             tools.reject_request(request_id=r["id"], reason="over quota")
@@ -42,5 +42,5 @@ def solve(tools) -> str:
                 continue
         refused += 1
         out.append(f"{r['request_no']},rejected,")
-    tools.write_file(path="booking_plan.csv", content="request_no,decision,instrument\n" + "\n".join(out))
+    tools.write_file(path=report_name, content="request_no,decision,instrument\n" + "\n".join(out))
     return f"Rejected: {refused}"

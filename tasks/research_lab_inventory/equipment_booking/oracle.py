@@ -5,14 +5,14 @@ from datetime import datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, closing_hour, report_name) -> str:
     outages, quota_for = [], {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
         if "booking policy" in flat:
             quota = int(re.search(r"at most (\d+) approved instrument-hours", flat).group(1))
             order = [w for w in ("teaching", "grant", "internal") if w in flat]
-            open_from, open_to = (int(h) for h in re.search(r"open (\d\d):00 to (\d\d):00", flat).groups())
+            open_from, open_to = int(re.search(r"opens at (\d\d):00", flat).group(1)), closing_hour
         m = re.search(r"The .+? (\S+) will be out of service on \w+ (\d+ \w+) from (\d\d):00 to (\d\d):00", flat)
         if m:
             outages.append(m.groups())
@@ -57,5 +57,5 @@ def solve(tools) -> str:
             tools.reject_request(request_id=r["id"], reason=reason)
             rejected += 1
             rows.append(f"{r['request_no']},rejected,")
-    tools.write_file(path="booking_plan.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return f"{rejected} requests had to be rejected; the other {len(requests) - rejected} are approved."

@@ -85,7 +85,7 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
             for fid, f in freezers.items():
                 if fid in blocked or f["temperature"] != b["storage_temperature"] or f["biosafety_level"] != b["biosafety_level"]:
                     continue
-                free = math.floor(f["capacity_boxes"] * facts["headroom"] / 100) - count[fid]
+                free = math.floor(f["capacity_boxes"] * self.params["headroom"] / 100) - count[fid]
                 if free > 0:
                     options.append((-free, f["name"], fid))
             if options:
@@ -112,15 +112,16 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
         dests = [t["destination_freezer_id"] for t in transfers]
         transfers_ok = bool(transfers) and len(dests) == len(set(dests)) and all(t["source_freezer_id"] == facts["failing"] for t in transfers)
         unplaced = sorted(k for k, v in expected.items() if v is None)
-        report_ok, detail = False, "unplaced_boxes.csv not found"
-        path = self.workspace / "unplaced_boxes.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 got = sorted(r["label"].strip() for r in csv.DictReader(io.StringIO(path.read_text().strip())))
                 report_ok = got == unplaced
                 detail = "matches" if report_ok else f"{len(got)} labels listed, {len(unplaced)} expected"
             except (KeyError, AttributeError) as exc:
-                detail = f"cannot read unplaced_boxes.csv: {exc}"
+                detail = f"cannot read {report_name}: {exc}"
         return [
             Criterion("placeable_boxes_moved", set_ok, 2.0, f"{len(moved)} boxes moved, {len(placed)} expected"),
             Criterion("destinations_follow_sop", dest_ok, 1.0, "eligible freezer with most free places, name as tie-break"),

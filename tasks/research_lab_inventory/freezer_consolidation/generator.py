@@ -10,6 +10,14 @@ LABS = ["Okafor lab", "Lindgren lab", "Rossi lab", "Tanaka lab", "Mehta lab"]
 ROOMS = ["B1.04", "B1.07", "B2.11", "C0.02"]
 
 
+REPORT_NAMES = ["unplaced_boxes.csv", "boxes_left_behind.csv", "unplaced.csv", "relocation_exceptions.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the fill limit (percent of box capacity) allowed for this relocation, and the list's file name."""
+    return {"headroom": ctx.rng.choice([75, 80, 85, 90]), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -23,7 +31,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
-    headroom = rng.choice([80, 85, 90])
+    headroom = ctx.params["headroom"]
     n = ctx.size("freezers")
     names = [f"FZ-{i:02d}" for i in range(1, n + 1)]
     rng.shuffle(names)
@@ -66,8 +74,9 @@ def generate(ctx):
         "1. A box may only be stored in a freezer that runs at the box's storage temperature.\n"
         "2. Biosafety level 2 material may only be stored in freezers rated for BSL-2. Conversely, do not put\n"
         "   BSL-1 boxes into a BSL-2 rated freezer: containment space is scarce and is kept for BSL-2 material.\n"
-        f"3. Never load a freezer beyond {headroom}% of its box capacity (rounded down to whole boxes); the rest\n"
-        "   is headroom for airflow and emergencies. Count the boxes already in it.\n"
+        "3. Never load a freezer beyond the fill limit the lab managers set for the relocation, a percentage of its\n"
+        "   box capacity (rounded down to whole boxes); the rest is headroom for airflow and emergencies. Count the\n"
+        "   boxes already in it.\n"
         "4. In an emergency relocation, move boxes in order of their label. Each box goes to the eligible freezer\n"
         "   that has the most free places left at that moment (after the headroom rule); if two are level, use\n"
         "   the one whose name comes first alphabetically.\n"

@@ -1,8 +1,8 @@
-"""A plausible wrong solution: fills freezers up to their full capacity, ignoring the SOP headroom."""
+"""A plausible wrong solution: fills freezers up to their full capacity, ignoring the fill limit (headroom) asked for."""
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, headroom, report_name) -> str:
     mails = {f["path"]: tools.read_file(path=f["path"]) for f in read_all(tools.list_files, pattern="mail/2026-11-[23]*")}
     names = {}
     for body in mails.values():
@@ -30,5 +30,5 @@ def solve(tools) -> str:
             transfers[dest] = tools.create_transfer(source_freezer_id=source, destination_freezer_id=dest)["transfer_id"]
         tools.move_box(box_id=box["id"], transfer_id=transfers[dest])
         used[dest] += 1
-    tools.write_file(path="unplaced_boxes.csv", content="label\n" + "\n".join(left) + "\n")
+    tools.write_file(path=report_name, content="label\n" + "\n".join(left) + "\n")
     return f"{len(left)} boxes could not be placed."

@@ -5,9 +5,8 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, headroom, report_name) -> str:
     text = " ".join("\n".join(read_files(tools).values()).split())
-    headroom = int(re.search(r"beyond (\d+)% of its box capacity", text).group(1))
     failing_name = re.search(r"The compressor on (\S+) ", text).group(1)
     reserved_name = re.search(r"Subject: Freezer set aside for the trial samples (\S+) is reserved", text).group(1)
     defrost_name = re.search(r"Subject: Planned defrost (\S+) is switched off", text).group(1)
@@ -38,5 +37,5 @@ def solve(tools) -> str:
             transfer_for[fid] = tools.create_transfer(source_freezer_id=failing, destination_freezer_id=fid)["transfer_id"]
         tools.move_box(box_id=box["id"], transfer_id=transfer_for[fid])
         count[fid] += 1
-    tools.write_file(path="unplaced_boxes.csv", content="label\n" + "".join(f"{l}\n" for l in unplaced))
+    tools.write_file(path=report_name, content="label\n" + "".join(f"{l}\n" for l in unplaced))
     return f"Relocated the movable boxes from {failing_name}; {len(unplaced)} boxes could not be placed anywhere."

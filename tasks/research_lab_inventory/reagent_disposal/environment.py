@@ -1,12 +1,9 @@
 """Tools and verifier for research_lab_inventory/reagent_disposal."""
 import json
 import re
-from collections import Counter
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-SUMMARY = "disposal_summary.json"
 
 
 def opened_longer_than(opened: str, months: int, on: date) -> bool:
@@ -90,7 +87,7 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
                 continue
             former = r["name"] in facts["formers"]
             due = r["expiry_date"] <= audit.isoformat() or (
-                former and r["opened_on"] is not None and opened_longer_than(r["opened_on"], facts["perox_months"], audit))
+                former and r["opened_on"] is not None and opened_longer_than(r["opened_on"], self.params["perox_months"], audit))
             if due:
                 stream = facts["perox_stream"] if former else facts["streams"][r["hazard_class"]]
                 expected[r["id"]] = (r["barcode"], stream, r["container_ml"])
@@ -108,8 +105,9 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
             entry = want.setdefault(stream, {"containers": 0, "volume_ml": 0})
             entry["containers"] += 1
             entry["volume_ml"] += ml
-        summary_ok, detail = False, f"{SUMMARY} not found"
-        path = self.workspace / SUMMARY
+        summary_name = self.params["report_name"]
+        summary_ok, detail = False, f"{summary_name} not found"
+        path = self.workspace / summary_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -118,7 +116,7 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
                 summary_ok = got == want
                 detail = "matches the expected streams" if summary_ok else f"got {got}, expected {want}"
             except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse {SUMMARY}: {exc}"
+                detail = f"cannot parse {summary_name}: {exc}"
         numbers = {int(n) for n in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)}
         return [
             Criterion("exactly_the_due_containers_manifested", set(manifested) == set(expected), 2.0,

@@ -17,6 +17,15 @@ ROOMS = ["B-101", "B-104", "B-210", "C-002", "C-115", "D-330"]
 PIS = ["Dr Okafor", "Dr Lindqvist", "Prof Haddad", "Dr Moreau", "Prof Tanaka", "Dr Alvarez"]
 
 
+REPORT_NAMES = ["disposal_summary.json", "waste_summary.json", "manifest_summary.json", "disposal_totals.json"]
+PEROX_MONTHS = [3, 6, 9, 12]
+
+
+def params(ctx) -> dict:
+    """The request: how many months a peroxide former may stay open, and the summary's file name."""
+    return {"perox_months": ctx.rng.choice(PEROX_MONTHS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -29,7 +38,7 @@ def generate(ctx):
         """
     )
     audit = date(2026, 12, 1) + timedelta(days=rng.randint(0, 20))
-    perox_months = rng.choice([3, 6, 12])
+    perox_months = ctx.params["perox_months"]
     perox_stream = "PERX"
 
     def months_back(months):  # a day comfortably `months` months before the audit
@@ -67,6 +76,10 @@ def generate(ctx):
     refused = force(15, name="nitric acid 65%", hazard_class="corrosive", expiry_date=(audit - timedelta(days=25)).isoformat())
     unopened_ether = force(18, name=PEROXIDE_FORMERS[2][0], hazard_class="flammable",
                            expiry_date=(audit + timedelta(days=200)).isoformat(), opened_on=None)
+    # Opened peroxide formers between every two possible limits (4.5, 7.5 and 10.5 months open).
+    for idx, months in ((24, 4.5), (27, 7.5), (30, 10.5)):
+        force(idx, name=PEROXIDE_FORMERS[3][0], hazard_class="flammable", expiry_date=(audit + timedelta(days=500)).isoformat(),
+              opened_on=months_back(months).isoformat())
     gone = reagents[21]
     gone[6], gone[10] = (audit - timedelta(days=90)).isoformat(), "disposed"
     db.executemany("INSERT INTO reagents VALUES (?,?,?,?,?,?,?,?,?,?,?)", [tuple(r) for r in reagents])
@@ -79,8 +92,8 @@ def generate(ctx):
         f"# Chemical store audit - {audit.day} {audit:%B %Y}\n\n"
         "## What must go\n"
         "Any container still in stock whose expiry date falls on or before the audit date is disposed of.\n"
-        f"Peroxide-forming solvents ({formers}) are also disposed of once they have been open\n"
-        f"for more than {perox_months} months on the audit date, whatever their printed expiry; an unopened\n"
+        f"Peroxide-forming solvents ({formers}) are also disposed of once, on the audit date, they\n"
+        "have been open for longer than the limit set for that audit, whatever their printed expiry; an unopened\n"
         "container of these follows the normal expiry rule. Containers already recorded as disposed are not\n"
         "touched again.\n\n"
         "## Waste streams\n"

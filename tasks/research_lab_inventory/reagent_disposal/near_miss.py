@@ -6,7 +6,7 @@ from datetime import datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, perox_months, report_name) -> str:
     docs = read_files(tools)
     rules = " ".join(next(t for t in docs.values() if "What must go" in t).split())
     audit = datetime.strptime(re.search(r"audit - (\d+ \w+ \d{4})", rules).group(1), "%d %B %Y").date().isoformat()
@@ -22,5 +22,5 @@ def solve(tools) -> str:
             t = totals.setdefault(code, {"containers": 0, "volume_ml": 0})
             t["containers"] += 1
             t["volume_ml"] += item["container_ml"]
-    tools.write_file(path="disposal_summary.json", content=json.dumps(totals))
+    tools.write_file(path=report_name, content=json.dumps(totals))
     return f"Total containers for disposal: {sum(t['containers'] for t in totals.values())}"

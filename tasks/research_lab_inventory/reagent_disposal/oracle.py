@@ -17,7 +17,7 @@ def _open_too_long(opened, months, audit):
             continue
 
 
-def solve(tools) -> str:
+def solve(tools, perox_months, report_name) -> str:
     rules, approved = "", set()
     for text in read_files(tools).values():
         if "Chemical store audit" in text:
@@ -26,7 +26,7 @@ def solve(tools) -> str:
             approved |= set(re.findall(r"RG\d{6}", text))
     audit = datetime.strptime(re.search(r"audit - (\d+ \w+ \d{4})", rules).group(1), "%d %B %Y").date()
     formers = {n.strip() for n in re.search(r"Peroxide-forming solvents \((.+?)\)", rules).group(1).split(", ")}
-    months = int(re.search(r"open for more than (\d+) months", rules).group(1))
+    months = perox_months
     stream_of = {
         "flammable": re.search(r"solvent stream, code (\w{4})", rules).group(1),
         "oxidizer": re.search(r"on their own under (\w{4})", rules).group(1),
@@ -58,5 +58,5 @@ def solve(tools) -> str:
         entry = summary.setdefault(stream, {"containers": 0, "volume_ml": 0})
         entry["containers"] += 1
         entry["volume_ml"] += r["container_ml"]
-    tools.write_file(path="disposal_summary.json", content=json.dumps(summary, indent=2, sort_keys=True))
+    tools.write_file(path=report_name, content=json.dumps(summary, indent=2, sort_keys=True))
     return f"{len(due)} containers are going for disposal, on {len(manifests)} manifests (one per waste stream)."

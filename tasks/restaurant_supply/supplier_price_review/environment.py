@@ -71,7 +71,7 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
             old_price = next(p for p, s, _ in offers if s == current)
             usable = [(p, s) for p, s, until in offers if until >= f["review"] and s != f["failed"]]
             best_price, best = min(usable)
-            if best != current and best_price <= old_price * (1 - f["min_saving"] / 100):
+            if best != current and best_price <= old_price * (1 - self.params["min_saving"] / 100):
                 result[item["id"]] = {"code": item["code"], "old": names[current], "new_id": best, "new": names[best],
                                       "old_price": old_price, "new_price": best_price,
                                       "saving": round(item["weekly_usage"] * (old_price - best_price), 2)}
@@ -83,8 +83,8 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         final = {i["id"]: i["supplier_id"] for i in self.query("SELECT id, supplier_id FROM items")}
         moved = {c["item_id"] for c in made}
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        review_ok, info = False, "price_review.csv not found"
-        path = self.workspace / "price_review.csv"
+        review_ok, info = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 sheet = {r["item_code"].strip(): r for r in csv.DictReader(io.StringIO(path.read_text().strip()))}

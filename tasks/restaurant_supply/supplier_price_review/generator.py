@@ -27,6 +27,15 @@ def pack_text(rng, unit):
     return f"{count} x {each:g} {unit}", count * each
 
 
+REPORT_NAMES = ["price_review.csv", "supplier_switches.csv", "quote_comparison.csv", "price_changes.csv"]
+MIN_SAVINGS = [4, 6, 8, 10, 12]
+
+
+def params(ctx) -> dict:
+    """The request: the smallest per-unit saving (percent) that justifies a move, and the sheet's file name."""
+    return {"min_saving": ctx.rng.choice(MIN_SAVINGS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -40,7 +49,7 @@ def generate(ctx):
         """
     )
     review = date(2026, 11, 23) + timedelta(days=rng.randint(0, 14))
-    min_saving = rng.choice([5, 8, 10])
+    min_saving = ctx.params["min_saving"]
     n_sup = min(ctx.size("suppliers"), len(COMPANIES))
     suppliers = [(s, COMPANIES[s - 1] + ("" if s <= len(COMPANIES) else f" {s}"), rng.choice(["Mon/Thu", "Tue/Fri", "daily", "Wed"]))
                  for s in range(1, n_sup + 1)]
@@ -61,15 +70,18 @@ def generate(ctx):
             factor = 1.0 if sid == current else rng.choice([0.8, 0.88, 0.93, 0.97, 1.02, 1.1, 1.25])
             valid = review + timedelta(days=rng.randint(5, 60))
             quotes.append([sid, iid, pack, round(base * factor * held, 2), valid.isoformat(), held])
-    # Guaranteed cases on items 1-3: the cheapest quote is from the failed supplier, expired, or saves too little.
-    for iid, trap in ((1, "failed"), (2, "expired"), (3, "small")):
+    # Guaranteed cases on items 1-3: the cheapest quote is from the failed supplier, expired, or saves too little;
+    # items 4-7 save 5, 7, 9 and 11 percent, between every two possible thresholds.
+    for iid, trap in ((1, "failed"), (2, "expired"), (3, "small"), (4, 5), (5, 7), (6, 9), (7, 11)):
         current = items[iid - 1][5]
         cur_quote = next(q for q in quotes if q[0] == current and q[1] == iid)
         unit_price = cur_quote[3] / cur_quote[5]
         quotes = [q for q in quotes if q[1] != iid or q[0] == current]
         other = failed if trap == "failed" else next(s for s in range(1, n_sup) if s != current)
-        factor = {"failed": 0.7, "expired": 0.75, "small": 1 - (min_saving - 2) / 100}[trap]
+        factor = 1 - trap / 100 if isinstance(trap, int) else {"failed": 0.7, "expired": 0.75, "small": 1 - (min_saving - 2) / 100}[trap]
         pack, held = pack_text(rng, items[iid - 1][3])
+        while isinstance(trap, int) and unit_price * held < 5:  # a large pack, so rounding the price keeps the percentage
+            pack, held = pack_text(rng, items[iid - 1][3])
         valid = review - timedelta(days=3) if trap == "expired" else review + timedelta(days=30)
         quotes.append([other, iid, pack, round(unit_price * factor * held, 2), valid.isoformat(), held])
     rng.shuffle(quotes)
@@ -84,8 +96,8 @@ def generate(ctx):
         f"# Purchasing guidelines - price review of {review.day} {review:%B %Y}\n\n"
         "Compare suppliers on the price per kilo, per litre or per piece, worked out from each quote's pack price\n"
         "and pack contents. Only quotes still valid on the review date count (valid until that date inclusive).\n\n"
-        "An item moves to the cheapest valid quote only if that is at least "
-        f"{min_saving} percent cheaper per unit than the quote\nfrom the item's current supplier; otherwise it stays where it is, "
+        "An item moves to the cheapest valid quote only if that is cheaper per unit than the quote from the item's\n"
+        "current supplier by at least the minimum saving set for the review; otherwise it stays where it is, "
         "because switching has its own costs.\nThe weekly saving of a move is the weekly usage times the difference in unit price.\n"
     )
     (mail / "hygiene_audit.eml").write_text(

@@ -13,10 +13,9 @@ def per_unit(pack):
     return float(m.group(1)) if m else float(pack.split()[-1])
 
 
-def solve(tools) -> str:
+def solve(tools, min_saving, report_name) -> str:
     notes = [" ".join(t.split()) for t in read_files(tools).values()]
-    rule = next(t for t in notes if "Purchasing guidelines" in t)
-    pct = float(re.search(r"(\d+) percent", rule).group(1))
+    pct = min_saving
     names = {s["id"]: s["name"] for s in read_all(tools.list_suppliers)}
     bad = {i for i, n in names.items() for t in notes if f"{n} failed our hygiene audit" in t}
     lines, saved = [], 0.0
@@ -29,5 +28,5 @@ def solve(tools) -> str:
             gain = round(it["weekly_usage"] * (now - p), 2)
             saved += gain
             lines.append(f"{it['code']},{names[it['supplier_id']]},{names[s]},{now:.4f},{p:.4f},{gain:.2f}")
-    tools.write_file(path="price_review.csv", content="item_code,old_supplier,new_supplier,old_unit_price,new_unit_price,weekly_saving\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="item_code,old_supplier,new_supplier,old_unit_price,new_unit_price,weekly_saving\n" + "\n".join(lines))
     return f"Weekly saving: {saved:.2f}"

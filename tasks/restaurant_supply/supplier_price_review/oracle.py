@@ -18,13 +18,12 @@ def contents(pack):
     return float(re.search(r"of (\d+)", pack).group(1))
 
 
-def solve(tools) -> str:
+def solve(tools, min_saving, report_name) -> str:
     banned = set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
         if "Purchasing guidelines" in flat:
             review = datetime.strptime(re.search(r"price review of (\d+ \w+ \d{4})", flat).group(1), "%d %B %Y").date().isoformat()
-            threshold = float(re.search(r"at least (\d+) percent cheaper", flat).group(1))
         failed = re.search(r"Audit result - (.+?) \1 failed our hygiene audit", flat)
         if failed:
             banned.add(failed.group(1))
@@ -39,11 +38,11 @@ def solve(tools) -> str:
         quotes = offers[item["id"]]
         old = next(p for p, s, _ in quotes if s == item["supplier_id"])
         price, best = min((p, s) for p, s, until in quotes if until >= review and s not in banned_ids)
-        if best == item["supplier_id"] or price > old * (1 - threshold / 100):
+        if best == item["supplier_id"] or price > old * (1 - min_saving / 100):
             continue
         tools.switch_supplier(item_id=item["id"], supplier_id=best)
         saving = round(item["weekly_usage"] * (old - price), 2)
         total += saving
         rows.append(f"{item['code']},{suppliers[item['supplier_id']]},{suppliers[best]},{old:.4f},{price:.4f},{saving:.2f}")
-    tools.write_file(path="price_review.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return f"I moved {len(rows) - 1} items; the total weekly saving is {total:.2f} pounds."

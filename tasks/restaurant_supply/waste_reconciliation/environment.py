@@ -144,7 +144,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
 
     def criteria(self, final_response: str) -> list[Criterion]:
         losses, f = self._losses()
-        flagged = {iid: l for iid, l in losses.items() if l["value"] > f["threshold"]}
+        flagged = {iid: l for iid, l in losses.items() if l["value"] > self.params["threshold"]}
         cases = {c["id"]: c for c in self.query("SELECT * FROM cases")}
         by_item = {c["item_id"]: c for c in cases.values()}
         amounts_ok = all(i in by_item and abs(by_item[i]["unexplained_qty"] - l["qty"]) < 0.002
@@ -152,8 +152,8 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         meals_want = sorted((iid, round(q, 3)) for iid, q in f["meals"])
         meals_got = sorted((m["item_id"], round(m["quantity"], 3)) for m in self.query("SELECT item_id, quantity FROM staff_meals"))
 
-        csv_ok, note = False, "waste_variance.csv not found"
-        path = self.workspace / "waste_variance.csv"
+        csv_ok, note = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 table = list(csv.DictReader(io.StringIO(path.read_text().strip())))

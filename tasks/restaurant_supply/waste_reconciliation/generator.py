@@ -11,6 +11,16 @@ BRANDS = ["Dale", "Harvest", "Brook", "Ridge", "Meadow", "Coast", "Vale", "Fenn"
 DISHES = ["burger", "risotto", "fish pie", "curry", "carbonara", "salad bowl", "lamb tagine", "prawn linguine"]
 
 
+REPORT_NAMES = ["waste_variance.csv", "loss_cases.csv", "stock_variance.csv", "investigations.csv"]
+THRESHOLDS = [10, 15, 20, 25, 30]
+BETWEEN = {4: 12.5, 5: 17.5, 6: 22.5, 7: 27.5}  # item id -> loss value (pounds) between two possible thresholds
+
+
+def params(ctx) -> dict:
+    """The request: the loss value (pounds) above which a case is opened, and the report's file name."""
+    return {"threshold": ctx.rng.choice(THRESHOLDS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -29,7 +39,7 @@ def generate(ctx):
     )
     monday = date(2026, 11, 2) + timedelta(weeks=rng.randint(0, 4))
     days = [monday + timedelta(days=i) for i in range(7)]
-    threshold = rng.choice([15, 20, 25])
+    threshold = ctx.params["threshold"]
     items = []
     for iid in range(1, ctx.size("items") + 1):
         name, unit, cost = STOCK[(iid - 1) % len(STOCK)]
@@ -97,6 +107,8 @@ def generate(ctx):
         expected_close = opening + delivered[iid] - used[iid] - wasted[iid] - meal_total.get(iid, 0.0)
         if iid == dup_item:
             loss_value = threshold * 1.8
+        elif iid in BETWEEN:  # whichever threshold is asked for, some of these are above it and some below
+            loss_value = BETWEEN[iid]
         elif iid in (returned_item, meal_item):
             loss_value = threshold * 0.3
         else:
@@ -124,7 +136,7 @@ def generate(ctx):
         "the closing count is the one dated the last Sunday. What we should have left is the opening count plus\n"
         "deliveries, less what the recipes say the week's sales used, less logged waste and staff meals. Whatever is\n"
         "missing beyond that is unexplained loss. Open an investigation case for any item whose unexplained loss\n"
-        f"is worth more than {threshold} pounds at cost; smaller differences are counting noise.\n"
+        "at cost is worth more than the limit I set for the week; smaller differences are counting noise.\n"
     )
 
     def spoken(iid, q):

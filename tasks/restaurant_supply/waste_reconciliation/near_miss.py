@@ -5,11 +5,11 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, threshold, report_name) -> str:
     docs = read_files(tools)
     proc = " ".join(next(t for t in docs.values() if "reconciliation covers" in t).split())
     start = datetime.strptime(re.search(r"Monday (\d+ \w+ \d{4})", proc).group(1), "%d %B %Y").date()
-    limit = float(re.search(r"more than (\d+) pounds", proc).group(1))
+    limit = threshold
     stock = {i["code"]: i for i in read_all(tools.list_items)}
     book = next(t for t in docs.values() if "Staff meal notebook" in t)
     used_by_staff = {}
@@ -43,5 +43,5 @@ def solve(tools) -> str:
             cid = tools.open_case(item_id=item["id"], unexplained_qty=net[item["id"]], value=value)["case_id"]
             out.append(f"{cid},{item['code']},{net[item['id']]:.3f},{value:.2f}")
             top = max(top, (item["name"], value), key=lambda t: t[1])
-    tools.write_file(path="waste_variance.csv", content="case_id,item_code,unexplained_qty,value\n" + "\n".join(out))
+    tools.write_file(path=report_name, content="case_id,item_code,unexplained_qty,value\n" + "\n".join(out))
     return f"Biggest unexplained loss: {top[0]}"

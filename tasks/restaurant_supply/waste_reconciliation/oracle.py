@@ -8,14 +8,13 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 TO_BASE = {"g": 0.001, "ml": 0.001, "kg": 1.0, "l": 1.0}
 
 
-def solve(tools) -> str:
+def solve(tools, threshold, report_name) -> str:
     meals, skip_invoices, skip_entries = [], set(), set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
         proc = re.search(r"covers Monday (\d+ \w+ \d{4})", flat)
         if proc:
             monday = datetime.strptime(proc.group(1), "%d %B %Y").date()
-            threshold = float(re.search(r"worth more than ([\d.]+) pounds", flat).group(1))
         for amount, unit, code in re.findall(r"staff meal used ([\d.]+) (g|ml|kg|l) of .+? \((ITM-\d+)\)", text):
             meals.append((code, float(amount) * TO_BASE[unit]))
         for count, code in re.findall(r"staff meal used (\d+) (?!(?:g|ml|kg|l) of )(?:.+) \((ITM-\d+)\)\.", text):
@@ -60,6 +59,6 @@ def solve(tools) -> str:
             rows.append(f"{case['case_id']},{items[iid]['code']},{left[iid]:.3f},{value:.2f}")
             if worst is None or value > worst[0]:
                 worst = (value, items[iid])
-    tools.write_file(path="waste_variance.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return (f"The most valuable unexplained loss is {worst[1]['name']} ({worst[1]['code']}), worth {worst[0]:.2f} pounds; "
             f"I opened {len(rows) - 1} investigation cases.")

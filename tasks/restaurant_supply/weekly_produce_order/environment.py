@@ -107,7 +107,7 @@ class ProduceOrderEnv(WorkspaceEnvironment):
                 usage[iid] += grams * row["covers"]
         expected = {}
         for ing in self.query("SELECT * FROM ingredients WHERE category = 'produce'"):
-            shortfall = usage[ing["id"]] * (100 + f["buffer_pct"]) - ing["on_hand_grams"] * 100  # in 1/100 g
+            shortfall = usage[ing["id"]] * (100 + self.params["buffer_pct"]) - ing["on_hand_grams"] * 100  # in 1/100 g
             if shortfall > 0:
                 packs = -(-shortfall // (ing["pack_grams"] * 100))
                 expected[ing["id"]] = {"code": ing["code"], "name": ing["name"], "supplier": ing["supplier"],
@@ -129,8 +129,8 @@ class ProduceOrderEnv(WorkspaceEnvironment):
                    and len(suppliers_used) == len(set(suppliers_used)))
         swap_ok = facts["removed"] not in by_ing and facts["swap"] in by_ing
 
-        report_ok, detail = False, "produce_order.csv not found"
-        path = self.workspace / "produce_order.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))

@@ -15,6 +15,16 @@ DISH_MAINS = ["salad", "risotto", "tart", "soup", "gratin", "skewers", "flatbrea
 SWAPS = [("celery", "celery", "fennel bulb"), ("mustard", "mustard greens", "kale")]
 
 
+REPORT_NAMES = ["produce_order.csv", "veg_order.csv", "weekly_order.csv", "produce_purchase.csv"]
+BUFFERS = [5, 8, 10, 12, 15]
+BETWEEN = ["cavolo nero", "rainbow chard", "radishes", "celeriac"]  # one per pair of neighbouring allowances
+
+
+def params(ctx) -> dict:
+    """The request: the trimming and spoilage allowance (percent) for the week, and the order file's name."""
+    return {"buffer_pct": ctx.rng.choice(BUFFERS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -30,7 +40,7 @@ def generate(ctx):
         """
     )
     week = date(2026, 11, 16) + timedelta(weeks=rng.randint(0, 3))  # a Monday
-    buffer_pct = rng.choice([5, 8, 10, 12, 15])
+    buffer_pct = ctx.params["buffer_pct"]
     allergen, removed_name, swap_name = rng.choice(SWAPS)
     suppliers = SUPPLIERS[: 3 + (ctx.scale != "v0")]
 
@@ -55,6 +65,8 @@ def generate(ctx):
             name = f"{name} #{len(ingredients) + 1}"
         seen.add(name)
         add(name, category, rng.choice([500, 1000, 2500, 5000]), round(rng.uniform(2.5, 30), 2), rng.randint(0, 3000))
+    regular = len(ingredients)
+    between = [add(name, "produce", rng.choice([500, 1000, 2500]), round(rng.uniform(2.5, 12), 2), 0) for name in BETWEEN]
     db.executemany("INSERT INTO ingredients VALUES (?,?,?,?,?,?,?,?)", ingredients)
 
     dishes, lines = [], []
@@ -62,9 +74,11 @@ def generate(ctx):
     for did in range(1, n_dishes + 1):
         dishes.append((did, f"{rng.choice(DISH_WORDS)} {rng.choice(PRODUCE)} {rng.choice(DISH_MAINS)} no.{did}",
                        rng.choice(["starters", "mains", "sides"])))
-        chosen = rng.sample(range(4, len(ingredients) + 1), k=min(5, len(ingredients) - 3))
+        chosen = rng.sample(range(4, regular + 1), k=min(5, regular - 3))
         if did in (1, 2, 3):
             chosen[0] = removed if did < 3 else swap
+        if did in (4, 5, 6, 7):
+            chosen.append(between[did - 4])
         for iid in chosen:
             lines.append((len(lines) + 1, did, iid, rng.randint(10, 120)))
     retired = n_dishes  # the dish that comes off the menu mid-week, the only one using white asparagus
@@ -80,6 +94,15 @@ def generate(ctx):
             forecast.append((len(forecast) + 1, day.isoformat(), did, covers))
     db.executemany("INSERT INTO forecast VALUES (?,?,?,?)", forecast)
     retire_day = week + timedelta(days=rng.randint(2, 4))
+    # Walk-in stock of the BETWEEN items: the week's need plus the midpoint of two neighbouring allowances lands
+    # exactly on a whole number of packs, so the lower allowance orders fewer packs than the higher one.
+    week_days = {(week + timedelta(days=k)).isoformat() for k in range(7)}
+    for iid, low, high in zip(between, BUFFERS, BUFFERS[1:]):
+        grams = sum(line[3] * row[3] for row in forecast if row[1] in week_days
+                    and not (row[2] == retired and row[1] >= retire_day.isoformat())
+                    for line in lines if line[1] == row[2] and line[2] == iid)
+        target = grams * (200 + low + high) // 200  # grams needed at the midpoint allowance, rounded down
+        db.execute("UPDATE ingredients SET on_hand_grams = ? WHERE id = ?", (target % ingredients[iid - 1][5], iid))
 
     notes = ctx.workspace / "kitchen"
     mail = ctx.workspace / "mail"
@@ -90,9 +113,9 @@ def generate(ctx):
         "The order covers the seven services from that Monday to the Sunday. Only fresh produce goes on this\n"
         "order; dairy, dry goods and proteins come through the cash-and-carry run and are handled separately.\n\n"
         "For each item, add up grams per cover times forecast covers across every dish that uses it. Trimming\n"
-        f"and spoilage are real, so plan on {buffer_pct} percent more than that. Then subtract what is already in\n"
-        "the walk-in and order whole packs to cover the rest (round up). Nothing to order if the walk-in\n"
-        "already covers it.\n"
+        "and spoilage are real, so plan on the allowance set for the week on top of that. Then subtract what\n"
+        "is already in the walk-in and order whole packs to cover the rest (round up). Nothing to order if the\n"
+        "walk-in already covers it.\n"
     )
     (mail / "allergen_audit.eml").write_text(
         f"From: ops@kitchen.example\nSubject: Allergen audit outcome\n\nHi chef,\n\nFollowing the audit we are taking\n"

@@ -6,11 +6,11 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, buffer_pct, report_name) -> str:
     texts = list(read_files(tools).values())
     notes = next(t for t in texts if "seven services" in t)
     monday = datetime.strptime(re.search(r"Monday (\d+ \w+ \d{4})", notes).group(1), "%d %B %Y").date()
-    extra = 1 + int(re.search(r"(\d+) percent more", notes).group(1)) / 100
+    extra = 1 + buffer_pct / 100
     audit = next(t for t in texts if "Allergen audit" in t)
     old, new = (s.strip() for s in re.search(r"uses (.+?) switches to (.+?)\s+at", audit, re.S).groups())
     stock = read_all(tools.list_ingredients, category="produce")
@@ -35,5 +35,5 @@ def solve(tools) -> str:
         tools.add_order_line(order_id=orders[s["supplier"]], ingredient_id=s["id"], packs=packs)
         total += round(packs * s["pack_price"], 2)
         out.append(f"{s['code']},{s['name']},{s['supplier']},{packs},{packs * s['pack_price']:.2f}")
-    tools.write_file(path="produce_order.csv", content="code,ingredient,supplier,packs,cost\n" + "\n".join(out))
+    tools.write_file(path=report_name, content="code,ingredient,supplier,packs,cost\n" + "\n".join(out))
     return f"Order total: {total:.2f}"

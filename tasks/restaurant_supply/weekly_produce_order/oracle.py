@@ -6,14 +6,14 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, buffer_pct, report_name) -> str:
     docs = read_files(tools)
     week_start = allowance = swap_from = swap_to = retired_name = retire_from = None
     for text in docs.values():
         head = re.search(r"week of Monday (\d+ \w+ \d{4})\s*\n", text)
         if head and "(done)" not in text.splitlines()[0]:
             week_start = datetime.strptime(head.group(1), "%d %B %Y").date()
-            allowance = int(re.search(r"plan on (\d+) percent more", text).group(1))
+            allowance = buffer_pct
         swap = re.search(r"uses (.+?) switches to (.+?)\s+at exactly", text, re.S)
         if swap:
             swap_from, swap_to = swap.group(1).strip(), swap.group(2).strip()
@@ -54,5 +54,5 @@ def solve(tools) -> str:
             cost = round(packs * ing["pack_price"], 2)
             total += cost
             rows.append(f"{ing['code']},{ing['name']},{supplier},{packs},{cost:.2f}")
-    tools.write_file(path="produce_order.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return f"The produce order comes to {total:.2f} in total across {len(per_supplier)} suppliers."

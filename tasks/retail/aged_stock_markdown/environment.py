@@ -79,7 +79,7 @@ class MarkdownEnv(WorkspaceEnvironment):
         last = {r["product_id"]: r["d"] for r in self.query("SELECT product_id, MAX(sale_date) AS d FROM sales GROUP BY product_id")}
         out = {}
         for p in self.query("SELECT * FROM products WHERE on_hand > 0"):
-            if p["brand"] == facts["excluded_brand"] or p["category"] == facts["seasonal"]:
+            if p["brand"] == facts["excluded_brand"] or p["category"] in (facts["seasonal"], self.params["held_category"]):
                 continue
             age = (stocktake - dt.date.fromisoformat(last.get(p["id"], p["received_date"]))).days
             if age > facts["bands"][1]:
@@ -99,20 +99,23 @@ class MarkdownEnv(WorkspaceEnvironment):
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         want = self.expected(facts)
         stocktake = dt.date.fromisoformat(facts["stocktake"])
-        monday = stocktake + dt.timedelta(days=7 - stocktake.weekday())
+        weekday = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].index(self.params["go_live_day"])
+        go_live = stocktake + dt.timedelta(days=(weekday - stocktake.weekday() - 1) % 7 + 1)  # strictly after
         events = self.query("SELECT e.id, e.effective_date FROM markdown_events e WHERE EXISTS "
                             "(SELECT 1 FROM price_changes c WHERE c.event_id = e.id)")
-        event_ok = len(events) == 1 and events[0]["effective_date"] == monday.isoformat()
+        event_ok = len(events) == 1 and events[0]["effective_date"] == go_live.isoformat()
         changes = self.query("SELECT p.sku, p.brand, p.category, c.new_price FROM price_changes c JOIN products p ON p.id = c.product_id")
         got = {}
         for c in changes:
             got.setdefault(c["sku"], []).append(c["new_price"])
         set_ok = set(got) == set(want) and all(len(v) == 1 for v in got.values())
         prices_ok = all(abs(got.get(s, [0])[0] - w[1]) < 0.005 for s, w in want.items())
-        excluded_ok = not any(c["brand"] == facts["excluded_brand"] or c["category"] == facts["seasonal"] for c in changes)
+        excluded_ok = not any(c["brand"] == facts["excluded_brand"] or c["category"] in (facts["seasonal"], self.params["held_category"])
+                              for c in changes)
 
-        report_ok, detail = False, "markdown_report.csv not found"
-        path = self.workspace / "markdown_report.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -124,10 +127,10 @@ class MarkdownEnv(WorkspaceEnvironment):
         total = round(sum((w[0] - w[1]) * w[2] for w in want.values()), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
         return [
-            Criterion("single_event_on_first_monday", event_ok, 1.0, f"one event effective {monday.isoformat()}"),
+            Criterion("single_event_on_the_go_live_day", event_ok, 1.0, f"one event effective {go_live.isoformat()}"),
             Criterion("exactly_the_aged_lines_marked_down", set_ok, 2.0, f"{len(got)} lines repriced, {len(want)} expected"),
             Criterion("prices_follow_bands_rounding_and_cost_floor", prices_ok, 2.0, "band discount, .99 round-down, cost floor"),
-            Criterion("exclusions_respected", excluded_ok, 1.0, "sale-or-return brand and seasonal category untouched"),
+            Criterion("exclusions_respected", excluded_ok, 1.0, "sale-or-return brand, seasonal and held categories untouched"),
             Criterion("report_written", report_ok, 1.0, detail),
             Criterion("markdown_value_reported", any(abs(n - total) < 0.015 for n in numbers), 1.0, f"expected {total:.2f}"),
         ]

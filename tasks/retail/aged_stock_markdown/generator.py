@@ -8,6 +8,18 @@ BRANDS = ["Hearthly", "Nordvik", "Plumtree", "Casa Sol", "Brightway", "Tinker & 
 THINGS = ["Mug Set", "Duvet Cover", "Puzzle", "Planter", "Notebook", "Desk Lamp", "Towel Bale", "Bauble Pack",
           "Knife Block", "Cushion", "Kite", "Watering Can", "Pen Pack", "String Lights", "Bath Mat", "Wreath"]
 BANDS = [(45, 90), (60, 120), (30, 75)]
+HELD_CATEGORIES = ["kitchenware", "bedding", "toys", "stationery", "lighting", "bathroom"]  # never the seasonal one
+GO_LIVE_DAYS = ["Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
+REPORT_NAMES = ["markdown_report.csv", "aged_stock_markdowns.csv", "clearance_prices.csv", "markdown_lines.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a category held at full price this round, the weekday the event goes live, the report's name."""
+    return {
+        "held_category": ctx.rng.choice(HELD_CATEGORIES),
+        "go_live_day": ctx.rng.choice(GO_LIVE_DAYS),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def generate(ctx):
@@ -30,15 +42,17 @@ def generate(ctx):
         stocktake += dt.timedelta(days=2)  # so "the first Monday after" is never the day itself
     excluded_brand = rng.choice(BRANDS)
     seasonal = rng.choice(["christmas decor", "garden"])
-    plain_categories = [c for c in CATEGORIES if c != seasonal]
+    plain_categories = [c for c in CATEGORIES if c not in (seasonal, ctx.params["held_category"])]
     plain_brands = [b for b in BRANDS if b != excluded_brand]
 
-    # Rows 1-9 are the cases the policy must get right at every scale: (age in days of last sale or None for
+    # Rows 1-15 are the cases the policy must get right at every scale: (age in days of last sale or None for
     # never sold, category, brand, cost share of price, units on hand).
     special = [(first_band, None, None, 0.3, 12), (first_band + 1, None, None, 0.3, 9),
                (second_band, None, None, 0.3, 7), (second_band + 1, None, None, 0.3, 15),
                (second_band + 20, None, excluded_brand, 0.3, 10), (second_band + 15, seasonal, None, 0.3, 8),
                (second_band + 30, None, None, 0.8, 11), ("never", None, None, 0.3, 6), (second_band + 40, None, None, 0.3, 0)]
+    # ... and an aged line in every category the request can hold back, so the held category always matters.
+    special += [(second_band + 10 + k, category, None, 0.3, 5 + k) for k, category in enumerate(HELD_CATEGORIES)]
     products, sales = [], []
     for pid in range(1, ctx.size("products") + 1):
         if pid <= len(special):

@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, held_category, go_live_day, report_name) -> str:
     policy = " ".join(tools.read_file(path="merchandising/markdown_policy.md").split())
     taken = dt.datetime.strptime(re.search(r"held on (\d+ \w+ \d{4})", policy).group(1), "%d %B %Y").date()
     tiers = sorted(((int(a), int(b)) for a, b in re.findall(r"older than (\d+) days are reduced by (\d+)%", policy)), reverse=True)
@@ -17,11 +17,12 @@ def solve(tools) -> str:
     latest = {}
     for s in read_all(tools.list_sales):
         latest[s["sku"]] = max(latest.get(s["sku"], s["sale_date"]), s["sale_date"])
-    go_live = taken + dt.timedelta(days=(7 - taken.weekday()))
+    day_no = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].index(go_live_day)
+    go_live = taken + dt.timedelta(days=(day_no - taken.weekday() - 1) % 7 + 1)
     event_id = tools.create_markdown_event(title="Clearance", effective_date=str(go_live))["event_id"]
     out, total = ["sku,old_price,new_price"], 0.0
     for p in products:
-        if not p["on_hand"] or p["brand"] == skip_brand or p["category"] == skip_category:
+        if not p["on_hand"] or p["brand"] == skip_brand or p["category"] in (skip_category, held_category):
             continue
         days = (taken - dt.date.fromisoformat(latest.get(p["sku"], p["received_date"]))).days
         off = next((pct for limit, pct in tiers if days >= limit), 0)
@@ -32,5 +33,5 @@ def solve(tools) -> str:
             tools.set_markdown_price(event_id=event_id, sku=p["sku"], new_price=round(price, 2))
             out.append(f"{p['sku']},{p['price']},{price:.2f}")
             total += (p["price"] - price) * p["on_hand"]
-    tools.write_file(path="markdown_report.csv", content="\n".join(out))
+    tools.write_file(path=report_name, content="\n".join(out))
     return f"Markdown value: {total:.2f}"

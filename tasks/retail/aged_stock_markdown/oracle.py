@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, held_category, go_live_day, report_name) -> str:
     texts = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     stocktake, bands, brands, categories = None, [], set(), set()
     for text in texts.values():
@@ -21,12 +21,14 @@ def solve(tools) -> str:
         if m:
             categories.add(m.group(1))
     bands.sort(reverse=True)  # oldest band first
+    categories.add(held_category)
 
     last = {}
     for sale in read_all(tools.list_sales):
         last[sale["sku"]] = max(last.get(sale["sku"], ""), sale["sale_date"])
-    monday = stocktake + dt.timedelta(days=7 - stocktake.weekday())
-    event = tools.create_markdown_event(title="Aged stock clearance", effective_date=monday.isoformat())
+    weekday = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].index(go_live_day)
+    go_live = stocktake + dt.timedelta(days=(weekday - stocktake.weekday() - 1) % 7 + 1)  # first one after the stocktake
+    event = tools.create_markdown_event(title="Aged stock clearance", effective_date=go_live.isoformat())
     rows, value = [], 0.0
     for p in read_all(tools.list_products):
         if p["on_hand"] <= 0 or p["brand"] in brands or p["category"] in categories:
@@ -43,6 +45,6 @@ def solve(tools) -> str:
         tools.set_markdown_price(event_id=event["event_id"], sku=p["sku"], new_price=new)
         rows.append(f"{p['sku']},{p['price']:.2f},{new:.2f}")
         value += (p["price"] - new) * p["on_hand"]
-    tools.write_file(path="markdown_report.csv", content="sku,old_price,new_price\n" + "\n".join(rows) + "\n")
-    return (f"I scheduled {len(rows)} markdowns going live on {monday.isoformat()}. "
+    tools.write_file(path=report_name, content="sku,old_price,new_price\n" + "\n".join(rows) + "\n")
+    return (f"I scheduled {len(rows)} markdowns going live on {go_live.isoformat()}. "
             f"The total markdown value across stock on hand is {value:.2f}.")

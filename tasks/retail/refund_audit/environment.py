@@ -93,17 +93,19 @@ class RefundAuditEnv(WorkspaceEnvironment):
                 if back > last_day or r["final_sale"]:
                     amount = 0.0
                 elif r["category"] == "electronics" and r["item_condition"] == "opened":
-                    amount *= (100 - facts["fee"]) / 100
+                    amount *= (100 - self.params["restocking_fee_pct"]) / 100
             out[r["id"]] = (r["refund_issued"], round(amount + 1e-9, 2))
         return out
 
     def criteria(self, final_response: str) -> list[Criterion]:
         truth = self.correct_refunds()
-        wrong = {i: v for i, v in truth.items() if abs(v[0] - v[1]) >= 0.01}
+        tolerance = max(0.01, self.params["tolerance"]) - 1e-9  # smaller differences are not flagged
+        wrong = {i: v for i, v in truth.items() if abs(v[0] - v[1]) >= tolerance}
         flags = {f["return_id"]: f["correct_amount"] for f in self.query("SELECT * FROM refund_flags")}
         amounts_ok = all(i in flags and abs(flags[i] - v[1]) < 0.011 for i, v in wrong.items())
-        report_ok, detail = False, "refund_audit.csv not found"
-        path = self.workspace / "refund_audit.csv"
+        report_name = self.params["report_name"]
+        report_ok, detail = False, f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -116,7 +118,7 @@ class RefundAuditEnv(WorkspaceEnvironment):
         net = round(sum(v[0] - v[1] for v in wrong.values()), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*\.\d+", final_response)]
         return [
-            Criterion("exactly_the_wrong_refunds_flagged", set(flags) == set(wrong), 2.0, f"{len(flags)} flagged, {len(wrong)} wrong"),
+            Criterion("exactly_the_wrong_refunds_flagged", set(flags) == set(wrong), 2.0, f"{len(flags)} flagged, {len(wrong)} wrong by {self.params['tolerance']} or more"),
             Criterion("correct_amounts_recorded", amounts_ok, 2.0, "coupon, restocking fee, window and final-sale rules"),
             Criterion("restocking_fee_and_window_cases_flagged",
                       abs(flags.get(2, -1) - truth[2][1]) < 0.011 and abs(flags.get(4, -1)) < 0.011, 1.0,

@@ -8,6 +8,17 @@ ITEMS = {"electronics": ["Headphones", "Speaker", "Charger", "Smart Plug"], "hom
          "apparel": ["Jacket", "Scarf", "Boots", "Hoodie"], "toys": ["Robot Kit", "Plush Fox", "Puzzle Cube", "Kite"],
          "clearance": ["Last-season Bag", "Display Clock", "Outlet Mug", "Sample Rug"]}
 REASONS = ["changed mind", "wrong size", "not as described", "defective", "arrived late"]
+TOLERANCES = [1, 2, 5, 10]
+REPORT_NAMES = ["refund_audit.csv", "refund_exceptions.csv", "wrong_refunds.csv", "returns_audit.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: this quarter's restocking fee, the smallest refund error worth flagging, and the report's name."""
+    return {
+        "restocking_fee_pct": ctx.rng.choice([10, 12, 15, 20]),
+        "tolerance": ctx.rng.choice(TOLERANCES),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
 
 
 def save(root, relative: str, text: str) -> None:
@@ -35,7 +46,7 @@ def generate(ctx):
         """
     )
     window = rng.choice([14, 28, 30])
-    fee = rng.choice([10, 15, 20])
+    fee = ctx.params["restocking_fee_pct"]  # the desk applied the current fee where it took one
     products = []
     for k in range(ctx.size("products")):
         category = CATEGORIES[k % len(CATEGORIES)]
@@ -76,6 +87,14 @@ def generate(ctx):
             issued = round(qty * price, 2)  # ignored the coupon
         elif mistake < 0.2:
             issued = round(paid, 2)  # no restocking fee taken
+        if rid < 5 + len(TOLERANCES) - 1:  # a mis-keyed refund between each two possible tolerances
+            low, high = TOLERANCES[rid - 5], TOLERANCES[rid - 4]
+            oid, sku, qty, price = rng.choice([l for l in ordinary if cat[l[1]] != "clearance"])
+            order = orders[oid - 1]
+            days, reason, condition = rng.randint(1, window), "wrong size", "sealed"
+            correct = round(line_value(qty, price, order[4]) + 1e-9, 2)
+            delta = round(rng.uniform(low + 0.05, high - 0.05), 2)
+            issued = round(correct + delta if correct < high or rng.random() < 0.5 else correct - delta, 2)
         placed = dt.date.fromisoformat(order[3])
         returns.append([rid, oid, sku, qty, (placed + dt.timedelta(days=days)).isoformat(), reason, condition, issued])
     holiday_day = dt.date.fromisoformat(orders[0][3])
@@ -95,7 +114,8 @@ def generate(ctx):
             "item reaches us). Returns outside the window get no refund.\n\n"
             "A refund is what the customer actually paid for the returned units: the line's unit price, less any\n"
             "coupon applied to the order, times the units returned. Amounts are rounded to the cent at the end.\n\n"
-            f"Opened electronics carry a restocking fee of {fee}% of that amount. Final-sale items are not refundable.\n\n"
+            "Opened electronics carry a restocking fee: a percentage of that amount, set by finance each quarter.\n"
+            "Final-sale items are not refundable.\n\n"
             "Faulty goods are different: an item returned as defective is refunded in full, whatever the window, the\n"
             "condition or final-sale status.\n",
         "policies/holiday_returns.md":

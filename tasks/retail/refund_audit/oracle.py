@@ -5,10 +5,10 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, restocking_fee_pct, tolerance, report_name) -> str:
     docs = " ".join(" ".join(t.split()) for t in read_files(tools, "policies/*").values())
     window = int(re.search(r"within (\d+) days of the order date", docs).group(1))
-    fee = int(re.search(r"restocking fee of (\d+)%", docs).group(1))
+    fee = restocking_fee_pct
     m = re.search(r"between 15 November and 24 December (\d{4}) \(both included\) can be returned until 31 January (\d{4})", docs)
     season = (dt.date(int(m.group(1)), 11, 15), dt.date(int(m.group(1)), 12, 24), dt.date(int(m.group(2)), 1, 31))
 
@@ -31,9 +31,9 @@ def solve(tools) -> str:
             elif product["category"] == "electronics" and r["item_condition"] == "opened":
                 amount *= (100 - fee) / 100
         correct = round(amount + 1e-9, 2)
-        if abs(correct - r["refund_issued"]) >= 0.01:
+        if abs(correct - r["refund_issued"]) >= max(0.01, tolerance) - 1e-9:
             tools.flag_refund(return_id=r["return_id"], correct_amount=correct)
             rows.append(f"{r['return_id']},{r['refund_issued']:.2f},{correct:.2f}")
             net += r["refund_issued"] - correct
-    tools.write_file(path="refund_audit.csv", content="return_id,issued,correct\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="return_id,issued,correct\n" + "\n".join(rows) + "\n")
     return f"I flagged {len(rows)} returns. Net over-refund across them: {net:.2f}."

@@ -98,14 +98,15 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         expected_outcomes = {(tables[1][0], "champion")}
         for div, order in tables.items():
             if div < n_div:
-                expected_outcomes |= {(tid, "relegated") for tid in order[-f["movers"]:]}
+                expected_outcomes |= {(tid, "relegated") for tid in order[-self.params["movers"]:]}
             if div > 1:
-                expected_outcomes |= {(tid, "promoted") for tid in order[: f["movers"]]}
+                expected_outcomes |= {(tid, "promoted") for tid in order[: self.params["movers"]]}
         recorded = {(o["team_id"], o["outcome"]) for o in self.query("SELECT team_id, outcome FROM season_outcomes")}
 
         order_ok = stats_ok = rulings_ok = False
-        detail = "final_tables.csv not found"
-        path = self.workspace / "final_tables.csv"
+        report_name = self.params["report_name"]
+        detail = f"{report_name} not found"
+        path = self.workspace / report_name
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -122,7 +123,7 @@ class FinalStandingsEnv(WorkspaceEnvironment):
                 rulings_ok = all(got_stats.get(tid, {}).get("points") == stats[tid]["points"] for tid in touched)
                 detail = f"{len(rows)} rows read"
             except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse final_tables.csv: {exc}"
+                detail = f"cannot parse {report_name}: {exc}"
         champion = teams[tables[1][0]]["name"]
         return [
             Criterion("table_order_correct", order_ok, 2.0, detail + "; positions follow points and the tie-break rule"),

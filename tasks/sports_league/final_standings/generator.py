@@ -44,6 +44,14 @@ def rankings(games, win_points, fixes, deduction, name):
     }
 
 
+REPORT_NAMES = ["final_tables.csv", "league_tables.csv", "final_standings.csv", "season_tables.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: how many clubs go up and down between divisions this season, and the tables' file name."""
+    return {"movers": ctx.rng.choice([1, 2, 3, 4]), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -58,7 +66,7 @@ def generate(ctx):
     )
     win_points = rng.choice([2, 3])
     h2h_first = rng.random() < 0.5
-    movers = rng.choice([1, 2])
+    movers = ctx.params["movers"]
     names = [f"{t} {s}" for s, t in itertools.product(SUFFIXES, TOWNS)]
     rng.shuffle(names)
     n_div = ctx.size("teams") // 8
@@ -113,9 +121,10 @@ def generate(ctx):
         "are counted across all the clubs level on points together, not pair by pair. If clubs are still level\n"
         "they are placed in alphabetical order of their names.\n\n"
         "## Rule 9 - Promotion and relegation\n"
-        f"At the end of the season the bottom {['', 'club', 'two clubs'][movers]} of each division {['', 'is', 'are'][movers]} "
-        f"relegated to the division below and the top {['', 'club', 'two clubs'][movers]} of each division below the first\n"
-        f"{['', 'is', 'are'][movers]} promoted. The club finishing top of Division 1 is the league champion.\n\n"
+        "At the end of the season the clubs in the relegation places at the bottom of each division are relegated to\n"
+        "the division below and the clubs in the promotion places at the top of each division below the first are\n"
+        "promoted; the annual general meeting sets the number of places (the same at the top and the bottom) each\n"
+        "season. The club finishing top of Division 1 is the league champion.\n\n"
         "## Rule 12 - Fines\nClubs receiving more than twenty cautions in a season pay a fine. This does not affect points.\n"
     )
     (mail / "disciplinary_decision.txt").write_text(

@@ -4,11 +4,11 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, movers, report_name) -> str:
     docs = [" ".join(t.split()) for t in read_files(tools).values()]
     rules = next(t for t in docs if "Rule 7" in t)
     win = int(re.search(r"(\d+) points for a win", rules).group(1))
-    n_move = 2 if "bottom two clubs" in rules else 1
+    n_move = movers
     minus = {}
     for t in docs:
         m = re.search(r"breaches, (.+?) is deducted (\d+) points", t)
@@ -50,5 +50,5 @@ def solve(tools) -> str:
         if div < last:
             for k in ranked[-n_move:]:
                 tools.record_season_outcome(team_id=k, outcome="relegated")
-    tools.write_file(path="final_tables.csv", content="\n".join(out))
+    tools.write_file(path=report_name, content="\n".join(out))
     return f"Champion: {champion}"

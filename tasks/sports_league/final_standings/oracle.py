@@ -3,17 +3,13 @@ import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-WORDS = {"club": 1, "two clubs": 2, "three clubs": 3}
-
-
-def solve(tools) -> str:
+def solve(tools, movers, report_name) -> str:
     texts = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     rules = next(t for t in texts.values() if "Rule 8" in t)
     win = int(re.search(r"earns (\d+) points for a win", rules).group(1))
     tiebreaks = []
     for phrase in re.search(r"by: first, (.+?); second, (.+?); third, (.+?)\. ", rules).groups():
         tiebreaks.append("h2h" if "between" in phrase else "gd" if "difference" in phrase else "gf")
-    movers = WORDS[re.search(r"the bottom (club|two clubs|three clubs) of each division", rules).group(1)]
     deductions, awarded = {}, {}
     for text in texts.values():
         d = re.search(r"breaches, (.+?) is deducted (\d+) points", text)
@@ -56,7 +52,7 @@ def solve(tools) -> str:
         final[div] = members
         for pos, tid in enumerate(members, start=1):
             lines.append(",".join(str(x) for x in [div, pos, name[tid]] + rec[tid]))
-    tools.write_file(path="final_tables.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
 
     tools.record_season_outcome(team_id=final[divisions[0]][0], outcome="champion")
     for div in divisions:

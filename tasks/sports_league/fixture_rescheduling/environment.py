@@ -101,7 +101,7 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
                 if tv and s["kickoff"] < rules["evening_from"]:
                     continue
                 day = dt.date.fromisoformat(s["slot_date"])
-                if any(abs((day - d).days) < rules["rest"] for t in (m["home_team_id"], m["away_team_id"])
+                if any(abs((day - d).days) < self.params["rest_days"] for t in (m["home_team_id"], m["away_team_id"])
                        for d in calendar.get(t, [])):
                     continue
                 choice = s
@@ -121,8 +121,8 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
         common = [k for k in want if k in placed]
         slots_ok = bool(common) and all(placed[k] == want[k] for k in common)
         venue = {v["id"]: v["name"] for v in self.query("SELECT id, name FROM venues")}
-        report_ok, detail = False, "rescheduled_fixtures.csv not found"
-        path = self.workspace / "rescheduled_fixtures.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 got = sorted((int(r["match_id"]), r["date"].strip(), r["kickoff"].strip(), r["venue"].strip())

@@ -20,6 +20,14 @@ def _slot_rows(rng, venue_id, start, count, times):
     return rows
 
 
+REPORT_NAMES = ["rescheduled_fixtures.csv", "rearranged_fixtures.csv", "new_fixture_dates.csv", "fixture_changes.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the minimum days between two matches of a team, and the report's file name."""
+    return {"rest_days": ctx.rng.choice([3, 4, 5, 6]), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -32,7 +40,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
-    rest = rng.choice([3, 4, 5])
+    rest = ctx.params["rest_days"]
     evening_from = "19:30"
     n = ctx.size("teams")
     names = [f"{t} {s}" for s in SUFFIXES for t in TOWNS]
@@ -84,8 +92,10 @@ def generate(ctx):
                       (2, (closure_end + dt.timedelta(days=2)).isoformat(), "17:30")]
             slots += _slot_rows(rng, 2, closure_end + dt.timedelta(days=3), 3, KICKOFFS)
         elif v[0] == 3:  # rest-day clash on the first slot
-            slots += [(3, first_rest_slot.isoformat(), "15:00")]
-            slots += _slot_rows(rng, 3, first_rest_slot + dt.timedelta(days=rest + 2), 4, KICKOFFS)
+            # ... and the second is exactly the rest period after team 7's fixture, so a longer period clashes too
+            second = first_rest_slot + dt.timedelta(days=2 * rest - 1)
+            slots += [(3, first_rest_slot.isoformat(), "15:00"), (3, second.isoformat(), "15:00")]
+            slots += _slot_rows(rng, 3, second, 3, KICKOFFS)
         elif v[0] == 4:  # TV pick with afternoon slots only: cannot be placed
             slots += _slot_rows(rng, 4, TODAY, 5, ["12:30", "15:00", "17:30"])
         else:
@@ -107,9 +117,10 @@ def generate(ctx):
         "# Competition rules: rearranged fixtures\n\n"
         "A postponed fixture is replayed at the home team's own ground, in one of the free slots that ground has\n"
         "offered to the league. Slots offered but already taken are not free.\n\n"
-        f"Player welfare: no team may play twice within {rest} days. Two matches of the same team must be at least\n"
-        f"{rest} days apart (a Saturday match and the following Wednesday are 4 days apart). This counts every\n"
-        "fixture on the calendar, including ones already played and ones you have just rearranged.\n\n"
+        "Player welfare: no team may play twice within the minimum rest period the league board sets for the season.\n"
+        "Two matches of the same team must be at least that many days apart (a Saturday match and the following\n"
+        "Wednesday are 4 days apart). This counts every fixture on the calendar, including ones already played and\n"
+        "ones you have just rearranged.\n\n"
         "The league takes rearranged fixtures in order of their original date, and gives each the earliest\n"
         "slot that satisfies every rule (earliest date, then earliest kick-off). Fixtures postponed from the same\n"
         "day are taken in fixture-number order.\n"

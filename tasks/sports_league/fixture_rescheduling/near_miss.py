@@ -5,9 +5,8 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
-    rules = " ".join(tools.read_file(path="competition/rescheduling_rules.md").split())
-    rest = int(re.search(r"within (\d+) days", rules).group(1))
+def solve(tools, rest_days, report_name) -> str:
+    rest = rest_days
     closure_file = [f["path"] for f in read_all(tools.list_files, pattern="mail/*closure*")][0]
     note = " ".join(tools.read_file(path=closure_file).split())
     m = re.search(r"Subject: (.+?) closed .*? from (\d+ \w+ \d{4}) to (\d+ \w+ \d{4})", note)
@@ -39,5 +38,5 @@ def solve(tools) -> str:
         for t in (h["id"], a["id"]):
             busy.setdefault(t, []).append(pick["slot_date"])
         rows.append(f"{f['id']},{pick['slot_date']},{pick['kickoff']},{h['home_venue']}")
-    tools.write_file(path="rescheduled_fixtures.csv", content="match_id,date,kickoff,venue\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="match_id,date,kickoff,venue\n" + "\n".join(rows) + "\n")
     return "Could not reschedule: " + ("; ".join(stuck) or "none")

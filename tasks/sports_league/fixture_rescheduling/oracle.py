@@ -5,10 +5,10 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, rest_days, report_name) -> str:
     texts = [" ".join(t.split()) for t in read_files(tools).values()]
     text = " ".join(texts)
-    rest = int(re.search(r"no team may play twice within (\d+) days", text).group(1))
+    rest = rest_days
     evening = re.search(r"kick-off at (\d{1,2}:\d{2}) or later", text).group(1)
     closure = next(m for m in (re.search(r"Subject: (.+?) closed for pitch works .*? from (\d{1,2} \w+ \d{4}) to "
                                          r"(\d{1,2} \w+ \d{4}) inclusive", t) for t in texts) if m)
@@ -48,6 +48,6 @@ def solve(tools) -> str:
         for t in (home["id"], away["id"]):
             calendar.setdefault(t, []).append(dt.date.fromisoformat(chosen["slot_date"]))
         lines.append(f"{m['id']},{chosen['slot_date']},{chosen['kickoff']},{home['home_venue']}")
-    tools.write_file(path="rescheduled_fixtures.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     return (f"Rescheduled {len(lines) - 1} postponed fixtures. These could not be rescheduled: " + "; ".join(stuck) + "."
             if stuck else f"Rescheduled all {len(lines) - 1} postponed fixtures.")

@@ -8,7 +8,7 @@ from datetime import date, timedelta
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
-def appoint_all(fixtures, referees, history, facts) -> dict:
+def appoint_all(fixtures, referees, history, facts, rest_days) -> dict:
     """Policy outcome: {fixture_id: referee_id or None}."""
     count = {r["id"]: 0 for r in referees}
     last_seen = {}  # (referee, club) -> list of dates
@@ -21,7 +21,7 @@ def appoint_all(fixtures, referees, history, facts) -> dict:
     outcome = {}
     for fx in sorted(fixtures, key=lambda f: (f["kickoff"], f["id"])):
         day = fx["kickoff"][:10]
-        window_start = (date.fromisoformat(day) - timedelta(days=facts["rest_days"])).isoformat()
+        window_start = (date.fromisoformat(day) - timedelta(days=rest_days)).isoformat()
         eligible = []
         for r in referees:
             if r["grade"] > fx["division"] or r["affiliated_team_id"] in (fx["home_id"], fx["away_id"]):
@@ -116,7 +116,7 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         fixtures = self.query("SELECT * FROM fixtures")
         referees = self.query("SELECT * FROM referees")
-        plan = appoint_all(fixtures, referees, self.query("SELECT * FROM past_appointments"), facts)
+        plan = appoint_all(fixtures, referees, self.query("SELECT * FROM past_appointments"), facts, self.params["rest_days"])
         made = {a["fixture_id"]: a["referee_id"] for a in self.query("SELECT * FROM appointments")}
         flagged = {f["fixture_id"] for f in self.query("SELECT fixture_id FROM flags")}
         staffed = {k: v for k, v in plan.items() if v is not None}
@@ -129,8 +129,8 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
 
         names = {r["id"]: r["name"] for r in referees}
         teams = {t["id"]: t["name"] for t in self.query("SELECT * FROM teams")}
-        sheet_ok, info = False, "appointments.csv not found"
-        path = self.workspace / "appointments.csv"
+        sheet_ok, info = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 sheet = {int(row["fixture_id"]): (row["home"].strip(), row["away"].strip(), (row["referee"] or "").strip())

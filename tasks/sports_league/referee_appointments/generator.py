@@ -10,6 +10,39 @@ GIVEN = ["Alex", "Bea", "Colin", "Dana", "Ewan", "Fay", "Gus", "Holly", "Ian", "
 FAMILY = ["Archer", "Baines", "Cole", "Dunn", "Eve", "Ford", "Gale", "Hart", "Irwin", "Judd", "Keane", "Lamb"]
 
 
+REPORT_NAMES = ["appointments.csv", "referee_appointments.csv", "officials_plan.csv", "matchday_referees.csv"]
+REST_DAYS = [7, 10, 14, 21, 28]
+
+
+def params(ctx) -> dict:
+    """The request: how many days back a referee's last game with a club bars them, and the sheet's file name."""
+    return {"rest_days": ctx.rng.choice(REST_DAYS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
+def plant_rest_cases(history, referees, fixture, unavailable_day):
+    """Make the rest period decide the first fixture: the four referees the policy would rank first for it each
+    refereed its home club just beyond one possible period and within the next, and saw neither club otherwise
+    within the longest one; so every possible period appoints a different referee. Only dates change."""
+    division, kickoff, home, away = fixture
+    day = date.fromisoformat(kickoff[:10])
+    count = {r[0]: 0 for r in referees}
+    for h in history:
+        count[h[1]] += 1
+    eligible = [r for r in referees if r[2] <= division and r[3] not in (home, away) and unavailable_day.get(r[0]) != day]
+    ranked = sorted(eligible, key=lambda r: (count[r[0]], r[2], r[1]))
+    for (rid, *_), just_beyond in zip(ranked, REST_DAYS):
+        own = [h for h in history if h[1] == rid]
+        if not own:
+            continue
+        for h in own:
+            if {h[3], h[4]} & {home, away} and (day - date.fromisoformat(h[2])).days <= REST_DAYS[-1]:
+                h[2] = (day - timedelta(days=REST_DAYS[-1] + 2)).isoformat()
+        own[0][2] = (day - timedelta(days=just_beyond + 1)).isoformat()
+        own[0][3] = home
+        if own[0][4] in (home, away):
+            own[0][4] = next(club for club in (1, 2, 3) if club not in (home, away))
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -26,7 +59,7 @@ def generate(ctx):
     )
     saturday = date(2026, 11, 14) + timedelta(weeks=rng.randint(0, 4))
     matchdays = [saturday, saturday + timedelta(days=4)]  # Saturday and the following Wednesday
-    rest_days = rng.choice([10, 14, 21])
+    rest_days = ctx.params["rest_days"]
     names = [f"{p} {k}" for k in KINDS for p in PLACES]
     rng.shuffle(names)
     n_div = ctx.size("teams") // 8
@@ -48,10 +81,8 @@ def generate(ctx):
         home, away = rng.sample(teams, 2)
         comment = rng.choice(["good positioning", "slow to spot offside", "excellent game management", "inconsistent cautions",
                               "strong fitness", "clear communication with assistants", "missed a penalty incident"])
-        history.append((h, rng.randint(1, len(referees)), (saturday - timedelta(days=rng.randint(3, 90))).isoformat(), home[0], away[0],
-                        round(rng.uniform(6.5, 8.9), 1), comment))
-    history.sort(key=lambda x: x[2])
-    db.executemany("INSERT INTO past_appointments VALUES (?,?,?,?,?,?,?)", [(i + 1,) + x[1:] for i, x in enumerate(history)])
+        history.append([h, rng.randint(1, len(referees)), (saturday - timedelta(days=rng.randint(3, 90))).isoformat(), home[0], away[0],
+                        round(rng.uniform(6.5, 8.9), 1), comment])
 
     fixtures = []
     for day in matchdays:
@@ -62,12 +93,18 @@ def generate(ctx):
                 hour = rng.choice([12, 15, 15, 17]) if day.weekday() == 5 else rng.choice([19, 19, 20])
                 fixtures.append([div, datetime(day.year, day.month, day.day, hour, rng.choice([0, 30])).isoformat(timespec="minutes"),
                                  clubs[k], clubs[k + 1]])
+    # An early kick-off in the lowest division (open to every grade) opens the round; it carries the rest-period cases.
+    opener = next(f for f in fixtures if f[0] == n_div)
+    opener[1] = opener[1][:11] + "11:00"
     fixtures.sort(key=lambda f: (f[1], f[0]))
     db.executemany("INSERT INTO fixtures VALUES (?,?,?,?,?)", [(i + 1,) + tuple(f) for i, f in enumerate(fixtures)])
 
     unavailable = {}
     for r in rng.sample(referees, k=max(3, len(referees) // 4)):
         unavailable[r[0]] = [rng.choice(matchdays)]
+    plant_rest_cases(history, referees, fixtures[0], {rid: days[0] for rid, days in unavailable.items()})
+    history.sort(key=lambda x: x[2])
+    db.executemany("INSERT INTO past_appointments VALUES (?,?,?,?,?,?,?)", [(i + 1,) + tuple(x[1:]) for i, x in enumerate(history)])
     seminar_day = matchdays[1]  # every grade 1 referee is away on the Wednesday: division 1 cannot be staffed then
     refs, mail = ctx.workspace / "referees", ctx.workspace / "association"
     refs.mkdir()
@@ -79,7 +116,8 @@ def generate(ctx):
         "- their grade allows the division: grade 1 referees may take any division, grade 2 referees division 2\n"
         "  and below, grade 3 referees division 3 and below;\n"
         "- they are not affiliated with either club;\n"
-        f"- they have not refereed either club in the {rest_days} days before the matchday (past appointments count);\n"
+        "- they have not refereed either club within the rest period set for the round, counted in days before the\n"
+        "  matchday (past appointments count);\n"
         "- they have not already been appointed to another fixture on the same day, and they are available that day.\n\n"
         "Among eligible referees, appoint the one with the fewest appointments so far this season (past appointments\n"
         "plus those made in this run); if tied, the higher grade (grade 1 before 2 before 3); if still tied, the\n"

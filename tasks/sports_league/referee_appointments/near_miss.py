@@ -5,11 +5,11 @@ from datetime import date, datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, rest_days, report_name) -> str:
     games = sorted(read_all(tools.list_fixtures), key=lambda f: (f["kickoff"], f["id"]))
     officials = read_all(tools.list_referees)
     texts = [" ".join(t.split()) for t in read_files(tools).values()]
-    rest = int(next(re.search(r"in the (\d+) days before", t).group(1) for t in texts if "days before the matchday" in t))
+    rest = rest_days
     seminar = next(datetime.strptime(re.search(r"on \w+ (\d+ \w+ \d{4})", t).group(1), "%d %B %Y").date()
                    for t in texts if "national seminar" in t).isoformat()
     off = set()
@@ -36,5 +36,5 @@ def solve(tools) -> str:
             tools.flag_fixture(fixture_id=g["id"], note="nobody eligible")
             flags += 1
             rows.append(f"{g['id']},{g['kickoff']},{names[g['home_id']]},{names[g['away_id']]},")
-    tools.write_file(path="appointments.csv", content="fixture_id,kickoff,home,away,referee\n" + "\n".join(rows))
+    tools.write_file(path=report_name, content="fixture_id,kickoff,home,away,referee\n" + "\n".join(rows))
     return f"Flagged fixtures: {flags}"

@@ -5,17 +5,14 @@ from datetime import date, datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, rest_days, report_name) -> str:
     fixtures = sorted(read_all(tools.list_fixtures), key=lambda f: (f["kickoff"], f["id"]))
     year = int(fixtures[0]["kickoff"][:4])
     referees = read_all(tools.list_referees)
     by_name = {r["name"]: r for r in referees}
-    rest, seminar, away = None, None, {}
+    rest, seminar, away = rest_days, None, {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
-        m = re.search(r"refereed either club in the (\d+) days before", flat)
-        if m:
-            rest = int(m.group(1))
         m = re.search(r"All grade 1 referees attend .*? on \w+ (\d+ \w+ \d{4})", flat)
         if m:
             seminar = datetime.strptime(m.group(1), "%d %B %Y").date().isoformat()
@@ -53,5 +50,5 @@ def solve(tools) -> str:
             flagged += 1
             who = ""
         lines.append(f"{fx['id']},{fx['kickoff']},{teams[fx['home_id']]},{teams[fx['away_id']]},{who}")
-    tools.write_file(path="appointments.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="\n".join(lines) + "\n")
     return f"I had to flag {flagged} fixtures that no referee could take under the policy; the rest are appointed."

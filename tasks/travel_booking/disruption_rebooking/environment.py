@@ -114,8 +114,8 @@ class DisruptionEnv(WorkspaceEnvironment):
         want_v = {moved[k]["id"]: [expected[k][3]] for k in want_rebooked if k in moved and expected[k][3]}
         vouchers_ok = flights_ok and vouchers == want_v
 
-        report_ok, detail = False, "rebooking_log.csv not found"
-        path = self.workspace / "rebooking_log.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 got = {}
@@ -137,7 +137,7 @@ class DisruptionEnv(WorkspaceEnvironment):
             Criterion("refund_wish_and_cancelled_booking", untouched_ok, 1.0, "the customer who asked for a refund gets one; a cancelled booking stays as it is"),
             Criterion("every_affected_booking_handled", handled_ok, 2.0, f"{len(moved)} rebooked / {len(refunded)} refunded; expected {len(want_rebooked)} / {len(want_refunded)}"),
             Criterion("priority_and_earliest_flight", flights_ok, 2.0, "tier, booking date and ref order; earliest operating flight with a seat"),
-            Criterion("vouchers_on_new_bookings", vouchers_ok, 1.0, "delay bands from the playbook"),
+            Criterion("vouchers_on_new_bookings", vouchers_ok, 1.0, f"delay bands from the playbook, {self.params['small_voucher']} / {self.params['large_voucher']} EUR"),
             Criterion("log_written", report_ok, 1.0, detail),
             Criterion("counts_reported", len(want_rebooked) in said and total in said, 1.0, f"expected {len(want_rebooked)} rebooked and {total} EUR vouchers"),
         ]

@@ -12,6 +12,15 @@ LAST = ["Aalto", "Bakker", "Claes", "Dekker", "Engel", "Falk", "Graaf", "Hoek", 
 TIERS = ["gold", "silver", "standard"]
 
 
+REPORT_NAMES = ["rebooking_log.csv", "disruption_log.csv", "reaccommodation.csv", "rebookings.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the two voucher values the airline funds this time, and the log's file name."""
+    return {"small_voucher": ctx.rng.choice([10, 15, 20, 25]), "large_voucher": ctx.rng.choice([40, 50, 60, 75]),
+            "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -31,7 +40,7 @@ def generate(ctx):
     codes = list(AIRPORTS)
     routes = [codes[i % len(codes)] for i in range(ctx.size("routes"))]
     band1, band2 = rng.choice([(120, 300), (180, 360), (150, 420)])
-    v1, v2 = rng.choice([(10, 30), (15, 40), (20, 50)])
+    v1, v2 = ctx.params["small_voucher"], ctx.params["large_voucher"]
 
     flights = []
     for r_idx, dest in enumerate(routes):
@@ -129,8 +138,15 @@ def generate(ctx):
         new = options[0]
         seats[new["id"]] -= 1
         delay = int((dt.datetime.strptime(new["depart"], "%Y-%m-%d %H:%M") - dt.datetime.strptime(orig["depart"], "%Y-%m-%d %H:%M")).total_seconds() // 60)
-        voucher = v2 if delay >= band2 else v1 if delay >= band1 else 0
-        expected[b["booking_ref"]] = ["rebooked", new["flight_no"], delay, voucher]
+        expected[b["booking_ref"]] = ["rebooked", new["flight_no"], delay, 0]
+    # Both voucher values must be earned by someone, so that each matters: where the drawn bands leave one of them
+    # unused, put the bands at the shortest and the longest positive delay instead.
+    delays = sorted({v[2] for v in expected.values() if v[0] == "rebooked" and v[2] > 0})
+    if len(delays) >= 2 and not (any(band1 <= d < band2 for d in delays) and delays[-1] >= band2):
+        band1, band2 = delays[0], delays[-1]
+    for v in expected.values():
+        if v[0] == "rebooked":
+            v[3] = v2 if v[2] >= band2 else v1 if v[2] >= band1 else 0
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -149,7 +165,8 @@ def generate(ctx):
         "earliest flight to the same destination that departs no earlier than their original flight, actually operates and "
         "still has a free seat. If nothing is available before the end of the following day, refund the booking.\n\n"
         f"## Vouchers\n\nAfter rebooking, customers whose new departure is at least {band1} minutes later than the original get "
-        f"a {v1} EUR voucher; at least {band2} minutes later, a {v2} EUR voucher instead. Vouchers are issued on the new booking.\n\n"
+        f"the small voucher; at least {band2} minutes later, the large voucher instead. The airline sets the value of each\n"
+        "voucher for every disruption. Vouchers are issued on the new booking.\n\n"
         "## Customer wishes\n\nAlways check the customer notes before rebooking.\n")
     p_refund, p_deadline = pax[refund_wish["passenger_id"]], pax[deadline_pick["passenger_id"]]
     notes = [

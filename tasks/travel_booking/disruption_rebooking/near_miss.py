@@ -5,13 +5,13 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, small_voucher, large_voucher, report_name) -> str:
     notice = tools.read_file(path="inbox/airline_ops_notice.eml")
     book = tools.read_file(path="playbook/disruption_playbook.md")
     hub, lo, hi, when = re.search(r"from (\w{3}) scheduled between (\d\d):00 and (\d\d):00 on \w+ (\d+ \w+ \d{4})", notice).groups()
     lo, hi = int(lo), int(hi)
     day = dt.datetime.strptime(when, "%d %B %Y").date()
-    bands = [(int(a), int(b)) for a, b in re.findall(r"at least (\d+) minutes later.*?(\d+) EUR", book)]
+    bands = list(zip((int(a) for a in re.findall(r"at least (\d+) minutes later", book)), (small_voucher, large_voucher)))
     dep = read_all(tools.list_departures, airport=hub, date=str(day)) + read_all(tools.list_departures, airport=hub, date=str(day + dt.timedelta(days=1)))
     shut = lambda f: f["depart"].startswith(str(day)) and lo <= int(f["depart"][11:13]) < hi
     free = {f["id"]: f["seats_left"] for f in dep}
@@ -41,5 +41,5 @@ def solve(tools) -> str:
             tools.issue_voucher(booking_id=nb, amount=v)
         n, total = n + 1, total + v
         rows.append(f"{b['booking_ref']},rebooked,{g['flight_no']},{mins},{v}")
-    tools.write_file(path="rebooking_log.csv", content="booking_ref,action,new_flight,delay_minutes,voucher\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="booking_ref,action,new_flight,delay_minutes,voucher\n" + "\n".join(rows) + "\n")
     return f"Rebooked {n}; vouchers {total} EUR."

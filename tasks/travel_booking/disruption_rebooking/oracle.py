@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 STAMP = "%Y-%m-%d %H:%M"
 
 
-def solve(tools) -> str:
+def solve(tools, small_voucher, large_voucher, report_name) -> str:
     texts = read_files(tools)
     refund_refs, deadlines = set(), {}
     for text in texts.values():
@@ -16,7 +16,8 @@ def solve(tools) -> str:
             hub, lo, hi = m.group(1), int(m.group(2)), int(m.group(3))
             day = dt.datetime.strptime(m.group(4), "%d %B %Y").date()
         if "# Disruption playbook" in text:
-            (b1, v1), (b2, v2) = [(int(a), int(b)) for a, b in re.findall(r"at least (\d+) minutes later.*?(\d+) EUR", text)]
+            b1, b2 = (int(a) for a in re.findall(r"at least (\d+) minutes later", text))
+            v1, v2 = small_voucher, large_voucher
         refund_refs |= set(re.findall(r"Booking (\w+) \([^)]*\): customer called - if anything goes wrong", text))
         for ref, hhmm, when in re.findall(r"Booking (\w+) \([^)]*\): .*?must land by (\d\d:\d\d) on \w+ (\d+ \w+ \d{4})", text):
             deadlines[ref] = dt.datetime.strptime(f"{when} {hhmm}", "%d %B %Y %H:%M").strftime(STAMP)
@@ -58,5 +59,5 @@ def solve(tools) -> str:
         rebooked += 1
         voucher_total += voucher
         log.append(f"{ref},rebooked,{new['flight_no']},{delay},{voucher}")
-    tools.write_file(path="rebooking_log.csv", content="booking_ref,action,new_flight,delay_minutes,voucher\n" + "\n".join(log) + "\n")
+    tools.write_file(path=report_name, content="booking_ref,action,new_flight,delay_minutes,voucher\n" + "\n".join(log) + "\n")
     return f"I rebooked {rebooked} bookings and refunded {len(log) - rebooked}. Vouchers issued total {voucher_total} EUR."

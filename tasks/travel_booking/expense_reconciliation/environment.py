@@ -122,8 +122,8 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
         totals_ok = released_ok and all(abs(paid[k] - v) < 0.02 for k, v in facts["claim_totals"].items())
         rules_ok = bool(got) and all(got.get(k, {}).get("reason") == v[2] for k, v in expected.items() if v[2] in ("outside_trip", "no_receipt"))
         exception_ok = got.get(facts["excused_line"], {}).get("decision") == "approved"
-        report_ok, detail = False, "reconciliation.csv not found"
-        path = self.workspace / "reconciliation.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = {r["line_id"].strip(): [r["decision"].strip(), round(float(r["approved_eur"] or 0), 2), (r["reason"] or "").strip()]
@@ -138,7 +138,7 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
             Criterion("every_line_decided_with_right_outcome", outcome_ok, 2.0, "rules in policy order, first match wins"),
             Criterion("amounts_converted_and_capped", amounts_ok, 2.0, "daily FX rate, cents, meal allowance per claim and day"),
             Criterion("card_paid_lines_rejected", card_ok, 1.0, "lines already on the corporate card"),
-            Criterion("date_and_receipt_rules", rules_ok, 1.0, "outside-trip and missing-receipt rejections"),
+            Criterion("date_and_receipt_rules", rules_ok, 1.0, f"outside-trip and missing-receipt rejections (limit {self.params['receipt_limit']} EUR)"),
             Criterion("approved_exception_honoured", exception_ok, 1.0, "the lost hotel receipt with a signed declaration"),
             Criterion("every_claim_released", released_ok, 0.5, f"{len(paid)} released, {len(facts['claim_totals'])} expected"),
             Criterion("released_totals", totals_ok, 0.5, "payment per claim equals its approved lines"),

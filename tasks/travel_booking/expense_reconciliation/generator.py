@@ -11,6 +11,15 @@ FIRST = ["Alba", "Bram", "Cleo", "Dario", "Ewa", "Finn", "Gaia", "Hugo", "Isla",
 LAST = ["Arnaud", "Bos", "Conti", "De Wit", "Eklund", "Fabre", "Gomes", "Hahn", "Ilić", "Jonsson", "Kovač", "Laurent"]
 
 
+REPORT_NAMES = ["reconciliation.csv", "expense_audit.csv", "claim_decisions.csv", "expense_review.csv"]
+RECEIPT_LIMITS = [15, 20, 25, 30, 35]
+
+
+def params(ctx) -> dict:
+    """The request: the value (EUR) up to which a line without a receipt is reimbursed, and the report's file name."""
+    return {"receipt_limit": ctx.rng.choice(RECEIPT_LIMITS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -28,7 +37,7 @@ def generate(ctx):
         """
     )
     caps = {c: rng.choice([45, 55, 60, 70, 80]) for c in CITIES}
-    receipt_limit = rng.choice([20, 25, 30])
+    receipt_limit = ctx.params["receipt_limit"]
     employees = [(eid, f"{rng.choice(FIRST)} {rng.choice(LAST)}", rng.choice(["Sales", "Consulting", "R&D", "Support"]))
                  for eid in range(1, ctx.size("employees") + 1)]
     db.executemany("INSERT INTO employees VALUES (?,?,?)", employees)
@@ -71,6 +80,10 @@ def generate(ctx):
     lines.append([1, day0, "meal", "Trattoria Roma", round(caps[trips[0][2]] * 1.2 * unit1, 2), CITIES[trips[0][2]], 1])
     lines.append([1, day0, "taxi", "City Cabs", round((receipt_limit + 12) * unit1, 2), CITIES[trips[0][2]], 0])
     lines.append([1, (dt.date.fromisoformat(trips[0][3]) - dt.timedelta(days=3)).isoformat(), "misc", "Kiosk 24", round(15 * unit1, 2), CITIES[trips[0][2]], 1])
+    # Taxis without a receipt worth (in euros at the day's rate) a value between every two possible limits.
+    cur1 = CITIES[trips[0][2]]
+    for value in (17.5, 22.5, 27.5, 32.5):
+        lines.append([1, day0, "taxi", "Airport Taxi", round(value / fx[(cur1, day0)], 2), cur1, 0])
     # An exception: a lost hotel receipt on claim 2 that a manager approved.
     c2_hotel = next(l for l in lines if l[0] == 2 and l[2] == "hotel")
     c2_hotel[6] = 0
@@ -120,8 +133,8 @@ def generate(ctx):
         "that fits:\n\n1. Only spending from the first to the last day of the trip (inclusive) is reimbursed; reject anything "
         "else with reason `outside_trip`.\n2. Anything that also appears on the employee's corporate card feed (same day, "
         "merchant, amount and currency) was paid by the company: reject it with reason `card_paid`.\n"
-        f"3. Lines without a receipt are only reimbursed up to a value of {receipt_limit} EUR; above that, reject them with "
-        "reason `no_receipt`, unless finance has approved an exception.\n4. Meals are reimbursed up to the city's daily "
+        "3. Lines without a receipt are only reimbursed up to the no-receipt limit finance sets for each audit round; above "
+        "that, reject them with reason `no_receipt`, unless finance has approved an exception.\n4. Meals are reimbursed up to the city's daily "
         "allowance below, per claim and per day; once a day's allowance is used up, further meals that day are cut "
         "(`partial` when part of a line is paid, `rejected` when none of it is), with reason `meal_allowance`.\n\n"
         "Convert every amount to euros at the finance rate for the day the money was spent, and round to cents before "

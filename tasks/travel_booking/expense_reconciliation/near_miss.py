@@ -4,9 +4,9 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, receipt_limit, report_name) -> str:
     policy = tools.read_file(path="policy/travel_expense_policy.md")
-    limit = float(re.search(r"value of (\d+) EUR", policy).group(1))
+    limit = receipt_limit
     daily = {c: float(v) for c, v in re.findall(r"\| (\w+) \| (\d+) \|", policy)}
     waived = set()
     for t in read_files(tools, "approvals/*").values():
@@ -38,5 +38,5 @@ def solve(tools) -> str:
             out.append([ln["id"], decision, f"{amount:.2f}", why])
         grand += tools.release_claim(claim_id=c["id"])["amount_eur"]
     body = "\n".join(",".join(map(str, row)) for row in out)
-    tools.write_file(path="reconciliation.csv", content=f"line_id,decision,approved_eur,reason\n{body}\n")
+    tools.write_file(path=report_name, content=f"line_id,decision,approved_eur,reason\n{body}\n")
     return "Total reimbursement: %.2f EUR." % grand

@@ -4,12 +4,11 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, receipt_limit, report_name) -> str:
     texts = read_files(tools)
     excused = set()
     for text in texts.values():
         if "# Travel expense policy" in text:
-            receipt_limit = float(re.search(r"up to a value of (\d+) EUR", text).group(1))
             allowance = {c: float(v) for c, v in re.findall(r"^\| (\w+) \| (\d+) \|$", text, flags=re.M)}
         m = re.search(r"lost the receipt for the (.+?) hotel bill of (\d{4}-\d\d-\d\d) on claim (\d+)", text)
         if m:
@@ -45,5 +44,5 @@ def solve(tools) -> str:
             tools.decide_line(line_id=line["id"], decision=outcome[0], approved_eur=outcome[1], reason=outcome[2])
             rows.append(f"{line['id']},{outcome[0]},{outcome[1]:.2f},{outcome[2]}")
         total += tools.release_claim(claim_id=claim["id"])["amount_eur"]
-    tools.write_file(path="reconciliation.csv", content="line_id,decision,approved_eur,reason\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="line_id,decision,approved_eur,reason\n" + "\n".join(rows) + "\n")
     return f"All claims are decided and released. We will reimburse {total:.2f} EUR in total."

@@ -127,8 +127,8 @@ class OffsiteTripEnv(WorkspaceEnvironment):
 
         flight_no = {r["id"]: r["flight_no"] for r in self.query("SELECT id, flight_no FROM flights")}
         hotel_name = {r["id"]: r["name"] for r in self.query("SELECT id, name FROM hotels")}
-        report_ok, detail = False, "itinerary.csv not found"
-        path = self.workspace / "itinerary.csv"
+        report_ok, detail = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -145,7 +145,7 @@ class OffsiteTripEnv(WorkspaceEnvironment):
         total = round(sum(r["cost"] for r in expected.values()), 2)
         numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
         return [
-            Criterion("flights_booked_per_policy", got_flights == want_flights, 2.0, f"{len(got_flights)} flight bookings, {len(want_flights)} expected"),
+            Criterion("flights_booked_per_policy", got_flights == want_flights, 2.0, f"{len(got_flights)} flight bookings, {len(want_flights)} expected (landing by {self.params['cutoff_hour']}:00)"),
             Criterion("traveller_arrangements_respected", exceptions_ok, 1.0, "no flights for the driver or the local attendee; airline wish kept"),
             Criterion("hotel_nights_booked", got_hotels == want_hotels, 2.0, f"{len(got_hotels)} hotel bookings, {len(want_hotels)} expected"),
             Criterion("all_bookings_on_one_trip", one_trip, 1.0, f"bookings on trips {sorted(trips)}"),

@@ -11,6 +11,15 @@ LAST = ["Almeida", "Berger", "Costa", "Dvorak", "Eriksen", "Fontaine", "Gallo", 
 HOTEL_WORDS = ["Grand", "Harbour", "Plaza", "Garden", "Central", "Riverside", "Old Town", "Station", "Park", "Royal"]
 
 
+REPORT_NAMES = ["itinerary.csv", "offsite_itinerary.csv", "travel_plan.csv", "trip_bookings.csv"]
+CUTOFFS = [19, 20, 21, 22]
+
+
+def params(ctx) -> dict:
+    """The request: the hour by which travellers must land the evening before, and the itinerary's file name."""
+    return {"cutoff_hour": ctx.rng.choice(CUTOFFS), "report_name": ctx.rng.choice(REPORT_NAMES)}
+
+
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -45,7 +54,7 @@ def generate(ctx):
     first_day = dt.date(2027, 1, 11) + dt.timedelta(days=rng.randint(0, 2) + 7 * rng.randint(0, 2))
     last_day = first_day + dt.timedelta(days=rng.randint(1, 2))
     end_hour = rng.choice([16, 17])
-    cutoff_hour = rng.choice([20, 21, 22])
+    cutoff_hour = ctx.params["cutoff_hour"]
     gap_hours = rng.choice([2, 3])
     eve = first_day - dt.timedelta(days=1)
 
@@ -74,12 +83,15 @@ def generate(ctx):
                            cabin="business" if rng.random() < 0.15 else "economy")
                 add_flight(dest, city, day, rng.randint(6 * 60, 22 * 60), duration, rng.uniform(60, 320),
                            cabin="business" if rng.random() < 0.15 else "economy")
-        # Always a fitting outbound and return on two airlines, plus a cheap late arrival that breaks the cutoff.
+        # Always a fitting outbound and return on two airlines, plus cheap arrivals half an hour after each possible
+        # cutoff, cheaper the later they land: whatever the cutoff, the cheapest flight breaks it, and each cutoff
+        # has its own cheapest qualifying flight.
         latest_dep = cutoff_hour * 60 - duration
         for airline in rng.sample(AIRLINES, 2):
             add_flight(city, dest, eve, rng.randint(7 * 60, latest_dep - 30), duration, rng.uniform(90, 250), airline)
             add_flight(dest, city, last_day, rng.randint((end_hour + gap_hours) * 60, 21 * 60 + 30), duration, rng.uniform(90, 250), airline)
-        add_flight(city, dest, eve, latest_dep + rng.randint(20, 90), duration, rng.uniform(35, 55))
+        for k, hour in enumerate(CUTOFFS):
+            add_flight(city, dest, eve, hour * 60 + 30 - duration, duration, 45 - 5 * k - rng.uniform(0, 2))
         add_flight(dest, city, last_day, (end_hour + gap_hours) * 60 - rng.randint(15, 80), duration, rng.uniform(35, 55))
     for _ in range(ctx.size("noise_flights")):
         a, b = rng.sample(CITIES, 2)
@@ -150,7 +162,7 @@ def generate(ctx):
     allowances = "\n".join(f"| {c} | {caps[c]} EUR |" for c in CITIES)
     (ws / "policy" / "travel_policy.md").write_text(
         "# Company travel policy\n\n## Flights\n\nBook economy class only. Travellers fly in on the day before an event "
-        f"starts and must land no later than {cutoff_hour}:00 that evening. Return flights leave on the last day of the "
+        f"starts and must land no later than the cutoff hour the travel desk sets for the event, that evening. Return flights leave on the last day of the "
         f"event, departing at least {gap_hours} hours after the final session ends. Among the flights that qualify, "
         "book the cheapest fare; if two fares are equal take the earlier departure.\n\n## Hotels\n\nEveryone on a trip "
         "stays in the same hotel, from the night before the event until the morning of the last day (check-out on the last "

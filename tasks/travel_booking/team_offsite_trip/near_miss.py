@@ -5,14 +5,14 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, cutoff_hour, report_name) -> str:
     invite = next(t for t in read_files(tools, "mail/*").values() if "Team offsite in" in t)
     policy = tools.read_file(path="policy/travel_policy.md")
     dest = re.search(r"offsite will be in (\w+)", invite).group(1)
     days = [dt.datetime.strptime(d, "%d %B %Y").date() for d in re.findall(r"\w+day (\d+ \w+ \d{4})", invite)]
     end = int(re.search(r"finishes at (\d+):00", invite).group(1))
     names = re.findall(r"^  - (.+)$", invite, flags=re.M)
-    cutoff = int(re.search(r"no later than (\d+):00", policy).group(1))
+    cutoff = cutoff_hour
     gap = int(re.search(r"at least (\d+) hours", policy).group(1))
     cap = float(re.search(rf"\| {dest} \| (\d+) EUR", policy).group(1))
     avoid = {}
@@ -41,5 +41,5 @@ def solve(tools) -> str:
         cost += tools.book_hotel(trip_id=trip, employee_id=e["id"], hotel_id=hotel["id"], check_in=str(eve), check_out=str(last))["cost"]
         total += cost
         lines.append(f"{e['id']},{name},{legs[0]['flight_no']},{legs[1]['flight_no']},{hotel['name']},{eve},{last},{cost:.2f}")
-    tools.write_file(path="itinerary.csv", content="employee_id,name,outbound_flight,return_flight,hotel,check_in,check_out,cost\n" + "\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content="employee_id,name,outbound_flight,return_flight,hotel,check_in,check_out,cost\n" + "\n".join(lines) + "\n")
     return f"Trip booked, total {total:.2f} EUR."

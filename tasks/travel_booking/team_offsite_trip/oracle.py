@@ -9,7 +9,7 @@ def long_day(text):
     return dt.datetime.strptime(re.sub(r"^\w+day ", "", text), "%d %B %Y").date()
 
 
-def solve(tools) -> str:
+def solve(tools, cutoff_hour, report_name) -> str:
     texts = read_files(tools)
     drivers, avoid = set(), {}
     for path, text in texts.items():
@@ -20,7 +20,7 @@ def solve(tools) -> str:
             end_hour, last = int(end_hour), long_day(last)
             attendees = [ln.strip()[2:] for ln in text.splitlines() if ln.startswith("  - ")]
         if "# Company travel policy" in text:
-            cutoff = int(re.search(r"land no later than (\d+):00", text).group(1))
+            cutoff = cutoff_hour
             gap = int(re.search(r"at least (\d+) hours after", text).group(1))
             allowance = {c: float(v) for c, v in re.findall(r"\| (\w+) \| (\d+) EUR \|", text)}
         who = re.search(r"^Re: (.+?) \(", text, flags=re.M)
@@ -65,6 +65,6 @@ def solve(tools) -> str:
         total += cost
         stay = (hotel["name"], eve.isoformat(), last.isoformat()) if e["home_city"] != dest else ("", "", "")
         rows.append(",".join([str(e["id"]), name, out["flight_no"] if out else "", back["flight_no"] if back else "", *stay, f"{cost:.2f}"]))
-    tools.write_file(path="itinerary.csv", content="employee_id,name,outbound_flight,return_flight,hotel,check_in,check_out,cost\n"
+    tools.write_file(path=report_name, content="employee_id,name,outbound_flight,return_flight,hotel,check_in,check_out,cost\n"
                      + "\n".join(rows) + "\n")
     return f"Everything is booked. The total cost of the trip is {total:.2f} EUR."
