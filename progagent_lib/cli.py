@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "progagent_lib.synthesis.cli",   # synth | audit | filter | export | import
     "progagent_lib.analysis.cli",    # reproduce
     "progagent_lib.analysis.memorization",  # memorization (the fixed-replay baseline over the pool)
+    "progagent_lib.integrations.openenv_cli",  # openenv serve (the task pool as an OpenEnv server)
 ]
 
 

@@ -110,7 +110,7 @@ class RegistrationEnv(WorkspaceEnvironment):
         status = {}
         for r in sorted(requests, key=lambda r: (r["submitted_at"], r["student_no"])):
             course = plan.setdefault(r["code"], {"enrolled": set(), "waitlist": []})
-            seats = facts["room_limit"][1] if r["code"] == facts["room_limit"][0] else r["capacity"]
+            seats = (facts["room_limit"][1] if r["code"] == facts["room_limit"][0] else r["capacity"]) - self.params["reserved_seats"]
             waived = [r["student_no"], r["code"]] == facts["waiver"]
             ok = waived or all(best.get((r["student_id"], p), 99) <= limit for p in needs.get(r["course_id"], []))
             if r["student_no"] in facts["holds"] or not ok:
@@ -118,9 +118,11 @@ class RegistrationEnv(WorkspaceEnvironment):
             elif len(course["enrolled"]) < seats:
                 course["enrolled"].add(r["student_no"])
                 status[r["id"]] = "enrolled"
-            else:
+            elif len(course["waitlist"]) < self.params["waitlist_cap"]:
                 course["waitlist"].append(r["student_no"])
                 status[r["id"]] = "waitlisted"
+            else:
+                status[r["id"]] = "declined"
         return plan, status
 
     def criteria(self, final_response: str) -> list[Criterion]:
@@ -143,8 +145,9 @@ class RegistrationEnv(WorkspaceEnvironment):
         tie, room = facts["tie_course"], facts["room_limit"][0]
         special_ok = all(got.get(c) == plan[c] for c in (tie, room))
 
-        report_ok, report_detail = False, "enrolment_summary.json not found"
-        path = self.workspace / "enrolment_summary.json"
+        summary_name = self.params["summary_name"]
+        report_ok, report_detail = False, f"{summary_name} not found"
+        path = self.workspace / summary_name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -160,8 +163,8 @@ class RegistrationEnv(WorkspaceEnvironment):
         numbers = [int(x) for x in re.findall(r"\b\d+\b", final_response)]
         return [
             Criterion("every_request_decided", decided, 1.0, "no request left pending"),
-            Criterion("declines_correct", declines_ok, 1.0, "prerequisite failures (after waivers) and held students declined"),
-            Criterion("enrolments_correct", enrol_ok, 2.0, "enrolled students per course"),
+            Criterion("declines_correct", declines_ok, 1.0, "prerequisite failures (after waivers), held students and full waitlists declined"),
+            Criterion("enrolments_correct", enrol_ok, 2.0, "enrolled students per course, seats held back respected"),
             Criterion("waitlists_in_order", waitlist_ok, 1.0, "waitlists in submission order, ties by student number"),
             Criterion("tie_and_room_change_handled", special_ok, 1.0, f"{tie} (same-minute tie) and {room} (smaller room)"),
             Criterion("summary_file_written", report_ok, 1.0, report_detail),

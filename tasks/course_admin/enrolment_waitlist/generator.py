@@ -11,6 +11,17 @@ GIVEN = ["Aiko", "Bram", "Celia", "Dario", "Emeka", "Freya", "Gustav", "Hana", "
 FAMILY = ["Achebe", "Berg", "Costa", "Dubois", "Evans", "Fischer", "Garcia", "Horvat", "Ito", "Jensen", "Khan",
           "Lopez", "Meyer", "Novak", "Ortiz", "Park", "Quist", "Rossi", "Singh", "Torres", "Weber", "Young"]
 OPENED = dt.datetime(2026, 8, 10, 9, 0)
+SUMMARY_NAMES = ["enrolment_summary.json", "registration_summary.json", "course_lists.json", "term_enrolments.json"]
+
+
+def params(ctx) -> dict:
+    """The request: seats held back in every course for late exchange students, the longest a waitlist may get,
+    and the summary file's name."""
+    return {
+        "reserved_seats": ctx.rng.choice([1, 2, 3, 4]),
+        "waitlist_cap": ctx.rng.choice([1, 2, 3, 4]),
+        "summary_name": ctx.rng.choice(SUMMARY_NAMES),
+    }
 
 
 def meets(transcript: list[tuple], prereqs: list[str], min_grade: str) -> bool:
@@ -90,16 +101,18 @@ def generate(ctx):
     tie_course, small_course = intro[0], intro[1]
     capacity = {c[0]: c[4] for c in courses}
     queue = eligible(tie_course[0])
-    seats = len(queue) - 2
-    capacity[tie_course[0]] = seats
+    # After the seats held back, the tie sits on the last seat, and one more student wants the waitlist than it holds.
+    seats = max(1, len(queue) - ctx.params["waitlist_cap"] - 1)
+    reserve = ctx.params["reserved_seats"]
+    capacity[tie_course[0]] = seats + reserve
     last_in, first_out = queue[seats - 1], queue[seats]
     first_out[3] = last_in[3]  # same submission minute: the student number decides
     if students[last_in[1] - 1][1] > students[first_out[1] - 1][1]:
         last_in, first_out = first_out, last_in
     if last_in[0] < first_out[0]:  # make the earlier request id the loser, so id order is the wrong tie-break
         last_in[1], first_out[1] = first_out[1], last_in[1]
-    room_seats = len(eligible(small_course[0])) - 2
-    capacity[small_course[0]] = len(eligible(small_course[0])) + 1  # the system thinks everyone fits
+    room_seats = len(eligible(small_course[0])) - 2 + reserve
+    capacity[small_course[0]] = len(eligible(small_course[0])) + 1 + reserve  # the system thinks everyone fits
 
     db.executemany("INSERT INTO courses VALUES (?,?,?,?,?)", [(c[0], c[1], c[2], c[3], capacity[c[0]]) for c in courses])
     db.executemany("INSERT INTO prerequisites VALUES (?,?)", [(cid, p) for cid, ps in prereqs.items() for p in ps])

@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 ORDER = "A A- B+ B B- C+ C C- D F".split()
 
 
-def solve(tools) -> str:
+def solve(tools, reserved_seats, waitlist_cap, summary_name) -> str:
     docs = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     rules = docs["registrar/registration_rules.md"]
     floor = ORDER.index(re.search(r"grade of (\S+) or better", rules).group(1))
@@ -25,7 +25,7 @@ def solve(tools) -> str:
             grades[t["course_code"]] = min(grades.get(t["course_code"], 9), ORDER.index(t["grade"]))
         ok = all(grades.get(p, 9) <= floor for p in course["prerequisites"])
         ok = ok or (who["student_no"], r["course_code"]) == (waiver.group(2), waiver.group(1))
-        cap = int(room.group(2)) if r["course_code"] == room.group(1) else course["capacity"]
+        cap = (int(room.group(2)) if r["course_code"] == room.group(1) else course["capacity"]) - reserved_seats
         bucket = out.setdefault(r["course_code"], {"enrolled": [], "waitlist": []})
         if who["student_no"] in held or not ok:
             tools.decide_request(request_id=r["request_id"], decision="decline")
@@ -34,8 +34,11 @@ def solve(tools) -> str:
             tools.decide_request(request_id=r["request_id"], decision="enrol")
             counts[r["course_code"]] = counts.get(r["course_code"], 0) + 1
             bucket["enrolled"].append(who["student_no"])
-        else:
+        elif len(bucket["waitlist"]) < waitlist_cap:
             tools.decide_request(request_id=r["request_id"], decision="waitlist")
             bucket["waitlist"].append(who["student_no"])
-    tools.write_file(path="enrolment_summary.json", content=json.dumps(out))
+        else:
+            tools.decide_request(request_id=r["request_id"], decision="decline")
+            declined += 1
+    tools.write_file(path=summary_name, content=json.dumps(out))
     return f"Done: {declined} declined."

@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 SCALE = ["A", "A-", "B+", "B", "B-", "C+", "C", "C-", "D", "F"]
 
 
-def solve(tools) -> str:
+def solve(tools, reserved_seats, waitlist_cap, summary_name) -> str:
     min_grade, holds, waivers, limits = None, set(), set(), {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -42,7 +42,7 @@ def solve(tools) -> str:
     for r in sorted(requests, key=lambda r: (r["submitted_at"], students[r["student_id"]]["student_no"])):
         student, course = students[r["student_id"]], courses[r["course_code"]]
         number = student["student_no"]
-        seats = limits.get(r["course_code"], course["capacity"])
+        seats = limits.get(r["course_code"], course["capacity"]) - reserved_seats
         entry = summary[r["course_code"]]
         if number in holds or not ((number, r["course_code"]) in waivers or passed(student, course)):
             tools.decide_request(request_id=r["request_id"], decision="decline")
@@ -50,8 +50,11 @@ def solve(tools) -> str:
         elif len(entry["enrolled"]) < seats:
             tools.decide_request(request_id=r["request_id"], decision="enrol")
             entry["enrolled"].append(number)
-        else:
+        elif len(entry["waitlist"]) < waitlist_cap:
             tools.decide_request(request_id=r["request_id"], decision="waitlist")
             entry["waitlist"].append(number)
-    tools.write_file(path="enrolment_summary.json", content=json.dumps(summary, indent=2))
+        else:
+            tools.decide_request(request_id=r["request_id"], decision="decline")
+            declined += 1
+    tools.write_file(path=summary_name, content=json.dumps(summary, indent=2))
     return f"All {len(requests)} requests are decided; {declined} requests were declined in total."

@@ -86,7 +86,7 @@ class GradesEnv(WorkspaceEnvironment):
         ext_student, ext_aid, ext_deadline = facts["extension"]
         out = {}
         for entry in self.query("SELECT course_id, student_id FROM roster"):
-            parts = self.query("SELECT id, weight, due_at FROM assessments WHERE course_id = ?", (entry["course_id"],))
+            parts = self.query("SELECT id, name, weight, due_at FROM assessments WHERE course_id = ?", (entry["course_id"],))
             total = weight_sum = 0.0
             for a in parts:
                 if [entry["student_id"], a["id"]] == facts["excused"]:
@@ -99,10 +99,12 @@ class GradesEnv(WorkspaceEnvironment):
                 deadline = ext_deadline if (entry["student_id"], a["id"]) == (ext_student, ext_aid) else a["due_at"]
                 hours = (dt.datetime.fromisoformat(sub[0]["submitted_at"]) - dt.datetime.fromisoformat(deadline)).total_seconds() / 3600
                 mark = sub[0]["raw_score"]
+                if a["name"] == "Final exam":
+                    mark = min(100.0, mark + self.params["exam_uplift"])
                 if hours > facts["cutoff_days"] * 24:
                     mark = 0.0
                 elif hours > 0:
-                    mark = max(0.0, mark - facts["penalty"] * math.ceil(hours / 24))
+                    mark = max(0.0, mark - min(self.params["max_late_penalty"], facts["penalty"] * math.ceil(hours / 24)))
                 total += a["weight"] * mark
             final = math.floor(total / weight_sum * 10 + 0.5 + 1e-9) / 10
             letter = next((l for l, b in zip(LETTERS, facts["bounds"]) if final >= b), "F")
@@ -123,8 +125,9 @@ class GradesEnv(WorkspaceEnvironment):
         for (cid, _), (_, letter) in want.items():
             dist.setdefault(codes[cid], {}).setdefault(letter, 0)
             dist[codes[cid]][letter] += 1
-        report_ok, detail = False, "grade_distribution.json not found"
-        path = self.workspace / "grade_distribution.json"
+        name = self.params["report_name"]
+        report_ok, detail = False, f"{name} not found"
+        path = self.workspace / name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())
@@ -141,7 +144,7 @@ class GradesEnv(WorkspaceEnvironment):
             Criterion("late_penalty_by_started_day", right(specials[0]), 1.0, "a piece 25 hours late has started two days"),
             Criterion("extension_applied", right(specials[1]), 1.0, "the extended deadline replaces the original"),
             Criterion("excused_component_reweighted", right(specials[2]), 1.0, "weights rescaled without the excused piece"),
-            Criterion("all_marks_and_letters_correct", wrong == 0, 2.0, f"{wrong} grades differ"),
+            Criterion("all_marks_and_letters_correct", wrong == 0, 2.0, f"{wrong} grades differ (final exams uplifted)"),
             Criterion("distribution_file_written", report_ok, 1.0, detail),
             Criterion("fail_count_reported", fails in numbers, 1.0, f"expected {fails} fails"),
         ]

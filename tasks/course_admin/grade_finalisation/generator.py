@@ -10,6 +10,18 @@ FIRST = ["Ada", "Bo", "Cai", "Dee", "Eli", "Fen", "Gus", "Hal", "Ida", "Jo", "Ki
 LAST = ["Archer", "Bishop", "Cole", "Dean", "Ellis", "Ford", "Grant", "Hale", "Irwin", "Jordan", "Knox", "Lane",
         "Mercer", "Nash", "Oakley", "Price", "Reid", "Shaw", "Tate", "Wade"]
 
+REPORT_NAMES = ["grade_distribution.json", "letter_grades.json", "exam_board_summary.json", "grade_counts.json"]
+
+
+def params(ctx) -> dict:
+    """The request: marks added to every final exam (a misprinted question), the most a late penalty may take
+    off one piece of work, and the report's name."""
+    return {
+        "exam_uplift": ctx.rng.choice([2, 3, 4, 5]),
+        "max_late_penalty": ctx.rng.choice([15, 20, 25, 30]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db

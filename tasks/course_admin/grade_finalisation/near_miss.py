@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, exam_uplift, max_late_penalty, report_name) -> str:
     regs = " ".join(tools.read_file(path="regulations/assessment_regulations.md").split())
     per_day = int(re.search(r"loses (\d+) marks", regs).group(1))
     max_days = int(re.search(r"more than (\d+) full days", regs).group(1))
@@ -38,7 +38,8 @@ def solve(tools) -> str:
                     due = e_when
                 handed = dt.datetime.fromisoformat(s["submitted_at"])
                 days = (handed.date() - due.date()).days if handed > due else 0
-                score = 0.0 if days > max_days else max(0.0, s["raw_score"] - per_day * days)
+                raw = min(100.0, s["raw_score"] + exam_uplift) if p["name"] == "Final exam" else s["raw_score"]
+                score = 0.0 if days > max_days else max(0.0, raw - min(max_late_penalty, per_day * days))
                 num += p["weight"] * score
             final = int(num / den * 10 + 0.5) / 10
             letter = next((l for l, b in grade_floor if final >= b), "F")
@@ -46,5 +47,5 @@ def solve(tools) -> str:
             out.setdefault(code, {}).setdefault(letter, 0)
             out[code][letter] += 1
             fails += letter == "F"
-    tools.write_file(path="grade_distribution.json", content=json.dumps(out))
+    tools.write_file(path=report_name, content=json.dumps(out))
     return f"{fails} fails."

@@ -7,7 +7,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, exam_uplift, max_late_penalty, report_name) -> str:
     regs, extensions, excused = {}, {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -42,15 +42,17 @@ def solve(tools) -> str:
                 deadline = extensions.get(key, dt.datetime.fromisoformat(part["due_at"]))
                 late_hours = (dt.datetime.fromisoformat(sub["submitted_at"]) - deadline).total_seconds() / 3600
                 mark = sub["raw_score"]
+                if part["name"] == "Final exam":
+                    mark = min(100.0, mark + exam_uplift)
                 if late_hours > regs["cutoff"] * 24:
                     mark = 0.0
                 elif late_hours > 0:
-                    mark = max(0.0, mark - regs["penalty"] * math.ceil(late_hours / 24))
+                    mark = max(0.0, mark - min(max_late_penalty, regs["penalty"] * math.ceil(late_hours / 24)))
                 total += part["weight"] * mark
             final = math.floor(total / weights * 10 + 0.5 + 1e-9) / 10
             letter = next((l for l, bound in regs["bounds"] if final >= bound), "F")
             tools.record_final_grade(course_code=code, student_id=student["student_id"], final_mark=final, letter=letter)
             counts[letter] = counts.get(letter, 0) + 1
             fails += letter == "F"
-    tools.write_file(path="grade_distribution.json", content=json.dumps(distribution, indent=2, sort_keys=True))
+    tools.write_file(path=report_name, content=json.dumps(distribution, indent=2, sort_keys=True))
     return f"All final grades are recorded. There are {fails} fails across all courses."

@@ -84,14 +84,15 @@ class RoomAllocationEnv(WorkspaceEnvironment):
     # --- verifier --------------------------------------------------------------------------------
     def allocation(self, facts: dict) -> dict[str, str | None]:
         """section code -> room code by the procedure, or None when it cannot be placed."""
-        rooms = [r for r in self.query("SELECT * FROM rooms") if r["code"] != facts["closed"]]
+        rooms = [r for r in self.query("SELECT * FROM rooms")
+                 if r["code"] != facts["closed"] and r["building"] != self.params["closed_building"]]
         for r in rooms:
             if r["code"] == facts["capacity_cut"][0]:
                 r["capacity"] = facts["capacity_cut"][1]
         taken: set[tuple] = set()
         out = {}
         for s in sorted(self.query("SELECT * FROM sections"), key=lambda s: (-s["enrolment"], s["code"])):
-            fits = [r for r in rooms if r["capacity"] >= s["enrolment"] and (s["slot"], r["code"]) not in taken
+            fits = [r for r in rooms if r["capacity"] >= s["enrolment"] + self.params["spare_seats"] and (s["slot"], r["code"]) not in taken
                     and all(f in r["features"].split(",") for f in s["needs"].split(",") if f)
                     and (s["lecturer"] != facts["ground_floor_lecturer"] or r["floor"] == 0)]
             best = min(fits, key=lambda r: (r["capacity"], r["code"]), default=None)
@@ -109,12 +110,13 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         floors = {r["code"]: r["floor"] for r in self.query("SELECT code, floor FROM rooms")}
         access_ok = all(got[c] is None or floors.get(got[c]) == 0
                         for c, s in sections.items() if s["lecturer"] == facts["ground_floor_lecturer"])
-        closed_ok = facts["closed"] not in got.values()
+        shut = {r["code"] for r in self.query("SELECT code FROM rooms WHERE building = ?", (self.params["closed_building"],))}
+        closed_ok = facts["closed"] not in got.values() and not shut & set(got.values())
         cut_room, cut_cap = facts["capacity_cut"]
         cut_ok = all(sections[c]["enrolment"] <= cut_cap for c, r in got.items() if r == cut_room)
 
-        report_ok, detail = False, "timetable.csv not found"
-        path = self.workspace / "timetable.csv"
+        report_ok, detail = False, f"{self.params['timetable_name']} not found"
+        path = self.workspace / self.params["timetable_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -129,9 +131,9 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         wrong = sum(1 for c in want if got[c] != want[c])
         return [
             Criterion("every_section_decided_and_published", decided and self._published(), 1.0, "placed or unplaced, then published"),
-            Criterion("estates_notices_respected", closed_ok and cut_ok, 1.0, "closed room unused, reduced capacity respected"),
+            Criterion("estates_notices_respected", closed_ok and cut_ok, 1.0, f"closed room and the {self.params['closed_building']} building unused, reduced capacity respected"),
             Criterion("ground_floor_request_respected", access_ok, 1.0, f"{facts['ground_floor_lecturer']} teaches on floor 0 only"),
-            Criterion("allocation_follows_procedure", wrong == 0, 2.0, f"{wrong} sections differ from the best-fit procedure"),
+            Criterion("allocation_follows_procedure", wrong == 0, 2.0, f"{wrong} sections differ from the best-fit procedure with {self.params['spare_seats']} spare seats"),
             Criterion("timetable_file_written", report_ok, 1.0, detail),
             Criterion("unplaced_count_reported", unplaced in numbers, 1.0, f"expected {unplaced} unplaced"),
         ]

@@ -10,6 +10,18 @@ SUBJECTS = ["ANTH", "BIOL", "CHEM", "DRAM", "ECON", "GEOG", "LING", "MATH", "PHY
 LECTURERS = ["Dr Adeyemi", "Dr Brennan", "Prof Castell", "Dr Dumont", "Dr Esposito", "Prof Fairley", "Dr Gupta",
              "Dr Holloway", "Prof Ibarra", "Dr Jakobsen", "Dr Kaur", "Prof Lindgren"]
 
+TIMETABLE_NAMES = ["timetable.csv", "room_allocation.csv", "term_rooms.csv", "section_rooms.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: empty seats every allocated room must keep beyond the enrolment, a building closed all term,
+    and the timetable file's name."""
+    return {
+        "spare_seats": ctx.rng.choice([2, 4, 6, 8]),
+        "closed_building": ctx.rng.choice(BUILDINGS),
+        "timetable_name": ctx.rng.choice(TIMETABLE_NAMES),
+    }
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -30,10 +42,16 @@ def generate(ctx):
         rooms.append([f"{building[0]}{rng.randint(0, 3)}{k + 1:02d}", building, 0, rng.choice([24, 30, 40, 60, 80, 100, 120]),
                       ",".join(features)])
         rooms[-1][2] = int(rooms[-1][0][1])  # the floor is the first digit of the room number
-    # Guarantees: the only two 150-seat rooms, one on the ground floor whose code sorts after the upper-floor one,
+    # Guarantees: the only two 150-seat rooms (section 1 fills one with exactly the spare seats left), one on the ground floor whose code sorts after the upper-floor one,
     # and a lab.
-    rooms[0] = ["C001", "Crane", 0, 150, "projector"]
-    rooms[1] = ["B202", "Beacon", 2, 150, "projector"]
+    # The guaranteed rooms stay out of the closed building (the ground-floor code still sorts after the upper one).
+    shut = ctx.params["closed_building"]
+    rooms[0] = ["D001", "Dalton", 0, 150, "projector"] if shut == "Crane" else ["C001", "Crane", 0, 150, "projector"]
+    rooms[1] = ["A202", "Abbey", 2, 150, "projector"] if shut == "Beacon" else ["B202", "Beacon", 2, 150, "projector"]
+    for k in (2, 3, 4):
+        if rooms[k][1] == shut:
+            moved = BUILDINGS[(BUILDINGS.index(shut) + 1) % len(BUILDINGS)]
+            rooms[k][0], rooms[k][1] = moved[0] + rooms[k][0][1:], moved
     rooms[2][4] = "lab,projector"
     closed = rooms[3][0]
     rooms[3][3], rooms[3][4] = 40, "projector"  # a popular size, so the closure matters
@@ -50,7 +68,7 @@ def generate(ctx):
         lecturer = rng.choice(LECTURERS)
         slot = SLOTS[sid % len(SLOTS)]
         if sid <= 2:  # the access-needs lecturer: a class only the two 150-seat rooms can hold, and a small one
-            lecturer, size, needs, slot = access_lecturer, 148 if sid == 1 else 18, "projector", SLOTS[0]
+            lecturer, size, needs, slot = access_lecturer, 150 - ctx.params["spare_seats"] if sid == 1 else 18, "projector", SLOTS[0]
         elif sid == 4:  # a lab class larger than any lab can hold: cannot be placed
             size, needs = 400, "lab"
         if lecturer == access_lecturer and sid > 2:

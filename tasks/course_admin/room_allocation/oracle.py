@@ -4,7 +4,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, spare_seats, closed_building, timetable_name) -> str:
     closed, capacity_fix, ground_only = set(), {}, set()
     for path, text in read_files(tools).items():
         flat = " ".join(text.split())
@@ -14,7 +14,7 @@ def solve(tools) -> str:
             sender = re.search(r"From: ([\w.]+)@", flat).group(1)
             ground_only.add(sender)
 
-    rooms = [r for r in read_all(tools.list_rooms) if r["code"] not in closed]
+    rooms = [r for r in read_all(tools.list_rooms) if r["code"] not in closed and r["building"] != closed_building]
     for r in rooms:
         r["capacity"] = capacity_fix.get(r["code"], r["capacity"])
     sections = read_all(tools.list_sections)
@@ -22,7 +22,7 @@ def solve(tools) -> str:
     for s in sorted(sections, key=lambda s: (-s["enrolment"], s["code"])):
         needs = [f for f in s["needs"].split(",") if f]
         ground = s["lecturer"].lower().replace(" ", ".") in ground_only
-        options = [r for r in rooms if r["capacity"] >= s["enrolment"] and (s["slot"], r["code"]) not in booked
+        options = [r for r in rooms if r["capacity"] >= s["enrolment"] + spare_seats and (s["slot"], r["code"]) not in booked
                    and all(f in r["features"].split(",") for f in needs) and (not ground or r["floor"] == 0)]
         if options:
             room = min(options, key=lambda r: (r["capacity"], r["code"]))["code"]
@@ -34,5 +34,5 @@ def solve(tools) -> str:
             unplaced += 1
         rows.append(f"{s['code']},{s['slot']},{room}")
     tools.publish_timetable()
-    tools.write_file(path="timetable.csv", content="section,slot,room\n" + "\n".join(rows) + "\n")
+    tools.write_file(path=timetable_name, content="section,slot,room\n" + "\n".join(rows) + "\n")
     return f"The timetable is published. {unplaced} sections could not be placed and need manual attention."

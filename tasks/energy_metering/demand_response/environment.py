@@ -8,6 +8,7 @@ from datetime import date
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 TIERS = ("gold", "silver")
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
 
 
 class DemandResponseEnv(WorkspaceEnvironment):
@@ -74,7 +75,8 @@ class DemandResponseEnv(WorkspaceEnvironment):
         daily = {}
         for r in self.query("SELECT * FROM peak_readings WHERE reading_date BETWEEN ? AND ? AND reading_date != ?",
                             (f["start"], f["end"], f["holiday"])):
-            if date.fromisoformat(r["reading_date"]).weekday() < 5:
+            weekday = date.fromisoformat(r["reading_date"]).weekday()
+            if weekday < 5 and weekday != WEEKDAYS.index(self.params["excluded_weekday"]):
                 key = (r["customer_id"], r["reading_date"])
                 daily[key] = daily.get(key, 0) + r["kwh"]
         per = {}
@@ -85,7 +87,8 @@ class DemandResponseEnv(WorkspaceEnvironment):
         for cid, days in per.items():
             smart = customers[cid]["meter_type"] == "smart" or cid in f["now_smart"]
             avg = sum(days) / len(days)
-            if smart and avg >= f["min_peak"] and cid not in f["excluded"]:
+            area = re.match(r"[A-Z]+", customers[cid]["postcode"]).group(0)
+            if smart and avg >= f["min_peak"] and cid not in f["excluded"] and area != self.params["excluded_area"]:
                 ranked.append((-round(avg * f["share"] / 100, 2), customers[cid]["account_no"], cid, avg))
         ranked.sort()
         left, want = f["capacity"], {}
@@ -94,8 +97,9 @@ class DemandResponseEnv(WorkspaceEnvironment):
                 left -= -neg
                 want[cid] = {"account": account, "avg": avg, "flex": -neg, "tier": "gold" if -neg >= f["gold_from"] else "silver"}
         got = {e["customer_id"]: e for e in self.query("SELECT * FROM enrolments")}
-        sheet_ok, info = False, "dr_enrolments.csv not found"
-        path = self.workspace / "dr_enrolments.csv"
+        sheet_name = self.params["sheet_name"]
+        sheet_ok, info = False, f"{sheet_name} not found"
+        path = self.workspace / sheet_name
         if path.is_file():
             try:
                 sheet = {r["account_no"].strip(): r for r in csv.DictReader(io.StringIO(path.read_text().strip()))}
@@ -111,10 +115,11 @@ class DemandResponseEnv(WorkspaceEnvironment):
         return [
             Criterion("exactly_the_right_customers_enrolled", set(got) == set(want), 2.0, f"{len(got)} enrolled, {len(want)} expected"),
             Criterion("tiers_and_loads_correct", all(k in got and got[k]["tier"] == w["tier"] and abs(got[k]["flexible_kwh"] - w["flex"]) < 0.006
-                                                     for k, w in want.items()), 1.0, "share of the weekday average peak, tier threshold"),
+                                                     for k, w in want.items()), 1.0, f"share of the weekday average peak without {self.params['excluded_weekday']}s, tier threshold"),
             Criterion("welcome_packs_sent", bool(got) and all(e["welcome_sent"] for e in got.values()), 1.0, "every enrolment welcomed"),
-            Criterion("notes_honoured", not (set(f["excluded"]) & set(got)) and all(c in got for c in f["now_smart"]), 1.0,
-                      "priority register and opt-out excluded, exchanged meter counted as smart"),
+            Criterion("notes_honoured", not (set(f["excluded"]) & set(got)) and all(c in got for c in f["now_smart"])
+                      and not any(re.match(r"[A-Z]+", customers[c]["postcode"]).group(0) == self.params["excluded_area"] for c in got), 1.0,
+                      "priority register, opt-out and the excluded postcode area left out, exchanged meter counted as smart"),
             Criterion("enrolment_sheet_written", sheet_ok, 1.0, info),
             Criterion("total_flexible_load_reported", any(abs(x - total) < 0.011 for x in said), 1.0, f"expected {total:.2f}"),
         ]

@@ -4,7 +4,23 @@ from datetime import date, timedelta
 
 FIRST = ["Ada", "Bram", "Cleo", "Dylan", "Edie", "Finn", "Gwen", "Hari", "Iris", "Jude", "Kai", "Lola", "Milo", "Nell",
          "Otto", "Pia", "Reuben", "Sadie", "Theo", "Wren"]
+AREAS = ["LS", "M", "B", "NG", "S"]
+SHEET_NAMES = ["dr_enrolments.csv", "winter_dr_signups.csv", "flex_programme_enrolments.csv", "evening_peak_enrolments.csv"]
 LAST = ["Baxter", "Chambers", "Dalton", "Emery", "Fowler", "Hobbs", "Kirby", "Lowry", "Mercer", "Norris", "Pryce", "Quayle"]
+
+
+def params(ctx) -> dict:
+    """The request: a postcode area covered by a separate local trial (left out), a weekday left out of the
+    averages (network test evenings), and the sheet's name."""
+    return {
+        "excluded_area": ctx.rng.choice(AREAS),
+        "excluded_weekday": ctx.rng.choice(["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]),
+        "sheet_name": ctx.rng.choice(SHEET_NAMES),
+    }
+
+
+def _in_area(postcode: str, area: str) -> str:
+    return area + postcode.lstrip("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
 
 def generate(ctx):
@@ -32,7 +48,7 @@ def generate(ctx):
     for cid in range(1, n + 1):
         meter = "smart" if rng.random() < 0.75 else "legacy"
         customers.append([cid, f"DR-{30000 + cid * 7}", f"{rng.choice(FIRST)} {rng.choice(LAST)}", meter,
-                          f"{rng.choice(['LS', 'M', 'B', 'NG', 'S'])}{rng.randint(1, 30)} {rng.randint(1, 9)}{rng.choice('ABDEF')}{rng.choice('GHJLN')}"])
+                          f"{rng.choice(AREAS)}{rng.randint(1, 30)} {rng.randint(1, 9)}{rng.choice('ABDEF')}{rng.choice('GHJLN')}"])
         level = rng.uniform(1.0, 6.0)
         day = start - timedelta(days=3)  # a few days before the window are in the data too
         while day <= end + timedelta(days=1):
@@ -41,8 +57,13 @@ def generate(ctx):
             day += timedelta(days=1)
     for cid in (1, 2, 3, 4):
         customers[cid - 1][3] = "smart" if cid != 4 else "legacy"
+    # Customer 3 (big, would otherwise get in) lives in the excluded area; customer 4 (the exchanged meter) does not.
+    excluded = ctx.params["excluded_area"]
+    customers[2][4] = _in_area(customers[2][4], excluded)
+    if customers[3][4].startswith(excluded) and not customers[3][4][len(excluded)].isalpha():
+        customers[3][4] = _in_area(customers[3][4], AREAS[(AREAS.index(excluded) + 1) % len(AREAS)])
     db.executemany("INSERT INTO customers VALUES (?,?,?,?,?)", [tuple(c) for c in customers])
-    # Guaranteed cases: 1 on the priority register, 2 declined, 3 a big but ordinary customer, 4 a legacy meter
+    # Guaranteed cases: 1 on the priority register, 2 declined, 3 a big customer in the excluded area, 4 a legacy meter
     # swapped for a smart one last week; all four comfortably above the peak threshold.
     boosted = {1: 6.5, 2: 6.2, 3: 6.0, 4: 5.8}
     readings = [(c, d, h, round(boosted[c] + rng.uniform(-0.3, 0.3), 2) if c in boosted and date.fromisoformat(d).weekday() < 5 else k)

@@ -9,7 +9,10 @@ def _when(text):
     return datetime.strptime(text, "%d %B %Y").date()
 
 
-def solve(tools) -> str:
+WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
+
+
+def solve(tools, excluded_area, excluded_weekday, sheet_name) -> str:
     barred, upgraded, holidays = set(), set(), set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -29,14 +32,15 @@ def solve(tools) -> str:
     evenings = {}
     for r in read_all(tools.list_peak_readings, date_from=first.isoformat(), date_to=last.isoformat()):
         day = datetime.strptime(r["reading_date"], "%Y-%m-%d").date()
-        if day.weekday() < 5 and day not in holidays:
+        if day.weekday() < 5 and day.weekday() != WEEKDAYS.index(excluded_weekday) and day not in holidays:
             evenings.setdefault(r["customer_id"], {}).setdefault(day, 0.0)
             evenings[r["customer_id"]][day] += r["kwh"]
     candidates = []
     for cid, days in evenings.items():
         c = customers[cid]
         average = sum(days.values()) / len(days)
-        if (c["meter_type"] == "smart" or c["account_no"] in upgraded) and average >= floor and c["account_no"] not in barred:
+        if (c["meter_type"] == "smart" or c["account_no"] in upgraded) and average >= floor and c["account_no"] not in barred \
+                and re.match(r"[A-Z]+", c["postcode"]).group(0) != excluded_area:
             candidates.append((round(average * share / 100, 2), c, average))
     candidates.sort(key=lambda x: (-x[0], x[1]["account_no"]))
 
@@ -50,5 +54,5 @@ def solve(tools) -> str:
         tools.send_welcome_pack(enrolment_id=enrolment["enrolment_id"])
         signed += flex
         rows.append(f"{c['account_no']},{average:.2f},{flex:.2f},{tier}")
-    tools.write_file(path="dr_enrolments.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=sheet_name, content="\n".join(rows) + "\n")
     return f"Enrolled {len(rows) - 1} customers with a total flexible load of {signed:.2f} kWh."

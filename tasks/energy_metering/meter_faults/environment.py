@@ -140,8 +140,12 @@ class MeterFaultsEnv(WorkspaceEnvironment):
             series.setdefault(r["meter_id"], []).append((r["read_date"], r["register_kwh"]))
         ignore = {f["vacant_meter"]: {"stuck"}, f["solar_meter"]: {"reverse"}}
         pre_open = {t["meter_id"]: t["id"] for t in self.query("SELECT * FROM tickets WHERE id <= ? AND status = 'open'", (f["pre_tickets"],))}
+        skipped = {m["meter_id"] for m in self.query("SELECT meter_id, address FROM meters")
+                   if m["address"].split(" ", 1)[1] == self.params["excluded_street"]}
         new_expected, noted_expected = {}, set()
         for meter, points in series.items():
+            if meter in skipped:
+                continue
             found = detect(points, f["stuck_run"], f["spike_factor"], ignore.get(meter, set()))
             if not found:
                 continue
@@ -149,7 +153,7 @@ class MeterFaultsEnv(WorkspaceEnvironment):
             if meter in pre_open:
                 noted_expected.add(pre_open[meter])
                 continue
-            visit = working_day_after(today, {"reverse": 1, "stuck": 3, "spike": 5}[fault], holidays)
+            visit = working_day_after(today, max({"reverse": 1, "stuck": 3, "spike": 5}[fault], self.params["booked_days"] + 1), holidays)
             new_expected[meter] = (fault, found[fault], visit.isoformat())
         fresh = self.query("SELECT * FROM tickets WHERE id > ?", (f["pre_tickets"],))
         created = {t["meter_id"]: t for t in fresh}
@@ -157,8 +161,8 @@ class MeterFaultsEnv(WorkspaceEnvironment):
         details_ok = all(m in created and (created[m]["fault"], created[m]["first_seen"]) == e[:2] for m, e in new_expected.items())
         visits_ok = all(m in created and created[m]["visit_date"] == e[2] for m, e in new_expected.items())
 
-        report_ok, info = False, "fault_tickets.csv not found"
-        path = self.workspace / "fault_tickets.csv"
+        report_ok, info = False, f"{self.params['report_name']} not found"
+        path = self.workspace / self.params["report_name"]
         if path.is_file():
             try:
                 got = {}
@@ -172,9 +176,9 @@ class MeterFaultsEnv(WorkspaceEnvironment):
         counts = [int(x) for x in re.findall(r"\b\d+\b", final_response)]
         return [
             Criterion("new_tickets_for_exactly_the_faulty_meters", set(created) == set(new_expected) and len(fresh) == len(created), 2.0,
-                      f"{len(created)} new tickets, {len(new_expected)} expected"),
+                      f"{len(created)} new tickets, {len(new_expected)} expected (none on {self.params['excluded_street']})"),
             Criterion("fault_type_and_first_seen_correct", details_ok, 1.0, "most serious fault, earliest occurrence"),
-            Criterion("visits_on_required_working_day", visits_ok, 1.0, "working days skip weekends and the public holiday"),
+            Criterion("visits_on_required_working_day", visits_ok, 1.0, f"working days skip weekends and the public holiday; none in the first {self.params['booked_days']} (fully booked)"),
             Criterion("existing_tickets_noted_not_duplicated", noted_expected <= notes, 1.0, f"notes expected on {sorted(noted_expected)}"),
             Criterion("ticket_report_written", report_ok, 1.0, info),
             Criterion("new_ticket_count_reported", len(new_expected) in counts, 1.0, f"expected {len(new_expected)}"),

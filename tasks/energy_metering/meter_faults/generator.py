@@ -5,6 +5,18 @@ from datetime import date, timedelta
 STREETS = ["Mill Lane", "Church Road", "Station Street", "Park Avenue", "High Street", "Victoria Road", "Queens Drive",
            "Orchard Close", "Meadow Way", "Bridge Street", "Kings Road", "Elm Grove"]
 
+REPORT_NAMES = ["fault_tickets.csv", "meter_fault_report.csv", "health_check_tickets.csv", "engineer_visits.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a street the field team is sweeping anyway (left out of the check), how many working days
+    after today the engineers are fully booked, and the report's name."""
+    return {
+        "excluded_street": ctx.rng.choice(STREETS),
+        "booked_days": ctx.rng.choice([1, 2, 3, 4]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -59,6 +71,13 @@ def generate(ctx):
             day += timedelta(days=1)
             if day < today:
                 readings.append((meter_id, day.isoformat(), register))
+    # Meter 5 (a real stuck register) is on the excluded street; the other guaranteed cases are not.
+    excluded = ctx.params["excluded_street"]
+    other = STREETS[(STREETS.index(excluded) + 1) % len(STREETS)]
+    for k in range(8):
+        number = meters[k][3].split(" ", 1)[0]
+        street = excluded if k == 4 else (other if meters[k][3].endswith(" " + excluded) else meters[k][3].split(" ", 1)[1])
+        meters[k] = meters[k][:3] + (f"{number} {street}",) + meters[k][4:]
     db.executemany("INSERT INTO meters VALUES (?,?,?,?,?)", meters)
     db.executemany("INSERT INTO readings (meter_id, read_date, register_kwh) VALUES (?,?,?)",
                    sorted(readings, key=lambda r: (r[0], r[1])))  # meter, then date

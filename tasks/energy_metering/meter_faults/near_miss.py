@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_street, booked_days, report_name) -> str:
     flat = [" ".join(t.split()) for t in read_files(tools).values()]
     guide = next(t for t in flat if "Meter health check" in t)
     run = int(re.search(r"on (\d+) or more consecutive", guide).group(1))
@@ -17,6 +17,8 @@ def solve(tools) -> str:
     existing = {t["meter_id"]: t["id"] for t in read_all(tools.list_tickets, status="open")}
     lines = []
     for m in read_all(tools.list_meters):
+        if m["address"].endswith(excluded_street):
+            continue
         pts = [(r["read_date"], r["register_kwh"]) for r in read_all(tools.list_readings, meter_id=m["meter_id"])]
         use = [(pts[i][0], pts[i][1] - pts[i - 1][1]) for i in range(1, len(pts))]
         faults = {}
@@ -37,10 +39,10 @@ def solve(tools) -> str:
             tools.add_ticket_note(ticket_id=existing[m["meter_id"]], note=kind)
             continue
         tid = tools.open_ticket(meter_id=m["meter_id"], fault=kind, first_seen=faults[kind])["ticket_id"]
-        day = today + timedelta(days={"reverse": 1, "stuck": 3, "spike": 5}[kind])
+        day = today + timedelta(days=max({"reverse": 1, "stuck": 3, "spike": 5}[kind], booked_days + 1))
         while day.weekday() >= 5:
             day += timedelta(days=1)
         tools.schedule_visit(ticket_id=tid, visit_date=str(day))
         lines.append(f"{tid},{m['meter_id']},{kind},{faults[kind]},{day}")
-    tools.write_file(path="fault_tickets.csv", content="ticket_id,meter_id,fault,first_seen,visit_date\n" + "\n".join(lines))
+    tools.write_file(path=report_name, content="ticket_id,meter_id,fault,first_seen,visit_date\n" + "\n".join(lines))
     return f"New tickets: {len(lines)}"

@@ -8,7 +8,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7}
 
 
-def solve(tools) -> str:
+def solve(tools, excluded_street, booked_days, report_name) -> str:
     holidays, ignore_stuck_accounts, ignore_reverse = set(), set(), set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -42,6 +42,8 @@ def solve(tools) -> str:
 
     rows, noted = ["ticket_id,meter_id,fault,first_seen,visit_date"], 0
     for m in meters:
+        if m["address"].split(" ", 1)[1] == excluded_street:
+            continue
         points = sorted(series[m["meter_id"]])
         found = {}
         diffs = [(points[i][0], points[i][1] - points[i - 1][1]) for i in range(1, len(points))]
@@ -69,8 +71,8 @@ def solve(tools) -> str:
             noted += 1
             continue
         ticket = tools.open_ticket(meter_id=m["meter_id"], fault=fault, first_seen=found[fault])
-        when = visit(visit_after[fault])
+        when = visit(max(visit_after[fault], booked_days + 1))
         tools.schedule_visit(ticket_id=ticket["ticket_id"], visit_date=when)
         rows.append(f"{ticket['ticket_id']},{m['meter_id']},{fault},{found[fault]},{when}")
-    tools.write_file(path="fault_tickets.csv", content="\n".join(rows) + "\n")
+    tools.write_file(path=report_name, content="\n".join(rows) + "\n")
     return f"I opened {len(rows) - 1} new fault tickets and added notes to {noted} existing ones."

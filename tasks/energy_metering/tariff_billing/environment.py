@@ -93,6 +93,8 @@ class TariffBillingEnv(WorkspaceEnvironment):
         days = (date.fromisoformat(f["end"]) - date.fromisoformat(f["start"])).days
         expected = {}
         for c in self.query("SELECT * FROM customers WHERE status = 'live'"):
+            if tariffs[c["tariff_code"]]["name"] == self.params["skipped_tariff"]:
+                continue  # billed in the partner's system this month
             meters = [c["meter_id"]] + ([f["old_meter"]] if c["id"] == f["swapped"] else [])
             t = tariffs[c["tariff_code"]]
             if c["tariff_code"] == f["changed"]:
@@ -103,7 +105,7 @@ class TariffBillingEnv(WorkspaceEnvironment):
                 before = sum(used(m, f["start"], f["end"]) for m in meters)
                 after, pence = 0, before * t["unit_rate_pence"]
             standing = 0.0 if c["account_no"] in f["hardship"] else round(days * t["standing_pence_per_day"] / 100, 2)
-            energy = round(pence / 100, 2)
+            energy = round(pence / 100 * (100 - self.params["discount_pct"]) / 100, 2)
             expected[c["id"]] = {"account_no": c["account_no"], "kwh": before + after, "energy": energy,
                                  "standing": standing, "total": round(energy + standing, 2)}
         return expected, f
@@ -124,8 +126,8 @@ class TariffBillingEnv(WorkspaceEnvironment):
         swap = expected[f["swapped"]]
         swap_ok = f["swapped"] in bills and bills[f["swapped"]]["kwh"] == swap["kwh"]
 
-        report_ok, detail = False, "bills.csv not found"
-        path = self.workspace / "bills.csv"
+        report_ok, detail = False, f"{self.params['bills_name']} not found"
+        path = self.workspace / self.params["bills_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -142,8 +144,8 @@ class TariffBillingEnv(WorkspaceEnvironment):
         slack = 0.011 * (len(changed_ids) + 1)  # per-segment rounding may move each repriced bill by a penny
         amounts = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
         return [
-            Criterion("one_bill_per_live_account", everyone, 2.0, f"{len(bills)} bills, {len(expected)} live accounts"),
-            Criterion("energy_charges_correct", plain_ok, 1.0, "closing minus opening register at the tariff rate"),
+            Criterion("one_bill_per_live_account", everyone, 2.0, f"{len(bills)} bills, {len(expected)} live accounts not on {self.params['skipped_tariff']}"),
+            Criterion("energy_charges_correct", plain_ok, 1.0, f"closing minus opening register at the tariff rate, less {self.params['discount_pct']}%"),
             Criterion("price_change_split_at_effective_date", split_ok, 1.0, f"tariff {f['changed']} repriced from {f['change_day']}"),
             Criterion("standing_charges_and_waivers", standing_ok, 1.0, "days x daily charge, waived for the support scheme"),
             Criterion("meter_exchange_consumption", swap_ok, 1.0, "old and new meter registers both billed"),

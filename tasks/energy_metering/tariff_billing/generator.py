@@ -7,6 +7,18 @@ FIRST = ["Amira", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo", "Isla
 LAST = ["Abbott", "Brook", "Carver", "Doyle", "Ellis", "Frost", "Gill", "Hale", "Ives", "Jones", "Kerr", "Lowe"]
 TARIFFS = [("FIX12", "Fixed 12 month"), ("FLEX", "Flexible standard"), ("GREEN", "Green saver"), ("EV", "EV overnight")]
 
+BILLS_NAMES = ["bills.csv", "billing_run.csv", "monthly_bills.csv", "electricity_bills.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: the support discount taken off every energy charge, a tariff whose customers are billed
+    elsewhere this month, and the bills file's name."""
+    return {
+        "discount_pct": ctx.rng.choice([5, 10, 15, 20]),
+        "skipped_tariff": ctx.rng.choice([name for _, name in TARIFFS]),
+        "bills_name": ctx.rng.choice(BILLS_NAMES),
+    }
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -27,7 +39,8 @@ def generate(ctx):
     change_day = start + timedelta(days=rng.randint(8, 20))
     tariffs = [(code, name, round(rng.uniform(19, 31), 1), round(rng.uniform(38, 62), 2)) for code, name in TARIFFS]
     db.executemany("INSERT INTO tariffs VALUES (?,?,?,?)", tariffs)
-    changed = rng.choice(tariffs[:3])
+    skipped = next(t for t in tariffs if t[1] == ctx.params["skipped_tariff"])
+    changed = rng.choice([t for t in tariffs[:3] if t is not skipped])  # the repriced tariff is always billed here
     new_rate = round(changed[2] + rng.choice([1.8, 2.4, 3.1, -1.5]), 1)
     later = next(t for t in tariffs if t is not changed)  # a change announced for after this period
 
@@ -43,7 +56,7 @@ def generate(ctx):
 
     n = ctx.size("customers")
     for cid in range(1, n + 1):
-        tariff = changed if cid <= 3 else rng.choice(tariffs)
+        tariff = changed if cid <= 3 else skipped if cid == 4 else rng.choice(tariffs)  # 4: a live account not billed here
         status = "closed" if cid % 9 == 5 else "live"
         meter = f"MTR-{100000 + cid * 7}"
         customers.append((cid, f"AC-{50000 + cid * 13}", f"{rng.choice(FIRST)} {rng.choice(LAST)}", tariff[0], meter, status))

@@ -5,7 +5,7 @@ from datetime import date, datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, discount_pct, skipped_tariff, bills_name) -> str:
     docs = read_files(tools)
     proc = next(t for t in docs.values() if "billing procedure" in t)
     m = re.search(r"from (\d+) (\w+) to (\d+) \w+ (\d{4})", proc)
@@ -23,6 +23,8 @@ def solve(tools) -> str:
     out, total = [], 0.0
     for c in read_all(tools.list_customers, status="live"):
         t = tariffs[c["tariff_code"]]
+        if t["name"] == skipped_tariff:
+            continue
         meter = c["meter_id"]
         opening = reg.get((meter, first), 0)
         if t["name"] == name:
@@ -30,10 +32,11 @@ def solve(tools) -> str:
             pence = (mid - opening) * t["unit_rate_pence"] + (reg[(meter, closing)] - mid) * float(new_rate)
         else:
             pence = (reg[(meter, closing)] - opening) * t["unit_rate_pence"]
+        pence *= (100 - discount_pct) / 100
         kwh = reg[(meter, closing)] - opening
         sc = 0.0 if c["account_no"] in waived else round((closing - first).days * t["standing_pence_per_day"] / 100, 2)
         tools.create_bill(customer_id=c["id"], kwh=kwh, energy_charge=round(pence / 100, 2), standing_charge=sc)
         total += round(pence / 100, 2) + sc
         out.append(f"{c['account_no']},{kwh},{pence / 100:.2f},{sc:.2f},{pence / 100 + sc:.2f}")
-    tools.write_file(path="bills.csv", content="account_no,kwh,energy_charge,standing_charge,total\n" + "\n".join(out))
+    tools.write_file(path=bills_name, content="account_no,kwh,energy_charge,standing_charge,total\n" + "\n".join(out))
     return f"Total billed: {total:.2f}"

@@ -9,7 +9,7 @@ def _day(text):
     return datetime.strptime(text, "%d %B %Y").date()
 
 
-def solve(tools) -> str:
+def solve(tools, discount_pct, skipped_tariff, bills_name) -> str:
     period = changes = None
     waived, exchanges = set(), []
     changes = []
@@ -51,6 +51,8 @@ def solve(tools) -> str:
     lines, grand = ["account_no,kwh,energy_charge,standing_charge,total"], 0.0
     for c in read_all(tools.list_customers, status="live"):
         t = tariffs[c["tariff_code"]]
+        if t["name"] == skipped_tariff:
+            continue
         meters = [c["meter_id"]] + ([extra_meters[c["account_no"]]] if c["account_no"] in extra_meters else [])
         segments = [(start, end, t["unit_rate_pence"])]
         if c["tariff_code"] in reprice:
@@ -61,10 +63,10 @@ def solve(tools) -> str:
             part = sum(used(m, a, b) for m in meters)
             kwh += part
             pence += part * rate
-        energy = round(pence / 100, 2)
+        energy = round(pence / 100 * (100 - discount_pct) / 100, 2)
         standing = 0.0 if c["account_no"] in waived else round(days * t["standing_pence_per_day"] / 100, 2)
         tools.create_bill(customer_id=c["id"], kwh=kwh, energy_charge=energy, standing_charge=standing)
         grand += energy + standing
         lines.append(f"{c['account_no']},{kwh},{energy:.2f},{standing:.2f},{energy + standing:.2f}")
-    tools.write_file(path="bills.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=bills_name, content="\n".join(lines) + "\n")
     return f"Raised {len(lines) - 1} bills; the total billed is {grand:.2f} pounds."

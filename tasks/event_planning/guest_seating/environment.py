@@ -96,6 +96,7 @@ class GuestSeatingEnv(WorkspaceEnvironment):
                              if row["plus_one_of"] and g in coming),
             "feud": table.get(f["feud"][0]) is None or table.get(f["feud"][0]) != table.get(f["feud"][1]),
             "step-free": all(g in seat and seat[g]["zone"] == "floor" for g in f["step_free"]),
+            "sponsor table": all(t != self.params["sponsor_table"] for t in table.values()),
         }
         broken = [name for name, ok in rules.items() if not ok]
         want = {}
@@ -103,8 +104,9 @@ class GuestSeatingEnv(WorkspaceEnvironment):
             if g in table:
                 want.setdefault(str(table[g]), {}).setdefault(expected_meal[g], 0)
                 want[str(table[g])][expected_meal[g]] += 1
-        report_ok, detail = False, "catering_by_table.json not found"
-        path = self.workspace / "catering_by_table.json"
+        name = self.params["catering_name"]
+        report_ok, detail = False, f"{name} not found"
+        path = self.workspace / name
         if path.is_file():
             try:
                 data = json.loads(path.read_text())

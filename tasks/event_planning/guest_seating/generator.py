@@ -7,6 +7,15 @@ GIVEN = ["Alba", "Bram", "Celine", "Dario", "Elif", "Frode", "Giulia", "Hamid", 
 FAMILY = ["Aalto", "Bergstrom", "Castellano", "Dufour", "Eklund", "Fontaine", "Garrido", "Hartmann", "Iversen",
           "Janssen", "Kaur", "Laurent", "Mancini", "Nakamura", "Olsen", "Pereira", "Quist", "Rinaldi"]
 MEALS = ["standard", "vegetarian", "vegan", "gluten_free"]
+CATERING_NAMES = ["catering_by_table.json", "kitchen_counts.json", "meals_per_table.json", "gala_catering.json"]
+
+
+def params(ctx) -> dict:
+    """The request: a table kept for the sponsors (no guest of ours there), and the catering file's name."""
+    return {
+        "sponsor_table": ctx.rng.choice([2, 3, 4, 5]),
+        "catering_name": ctx.rng.choice(CATERING_NAMES),
+    }
 
 
 def generate(ctx):
@@ -43,7 +52,7 @@ def generate(ctx):
 
     attending = sum(1 for g in guests if g[4] == "attending") - 1
     seats = 10
-    n_tables = math.ceil(attending * 1.3 / seats) + 1
+    n_tables = math.ceil(attending * 1.3 / seats) + 2  # one more than before: the sponsors' table (a floor table)
     tables = [(t, t, seats, "mezzanine" if t > n_tables // 2 + 1 else "floor") for t in range(1, n_tables + 1)]
     db.executemany("INSERT INTO guests VALUES (?,?,?,?,?,?,?)", [tuple(g) for g in guests])
     db.executemany("INSERT INTO dining_tables VALUES (?,?,?,?)", tables)

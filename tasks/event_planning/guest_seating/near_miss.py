@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, sponsor_table, catering_name) -> str:
     notes = next(iter(read_files(tools, "organiser/*").values()))
     people = read_all(tools.list_guests)
     named = {p["name"]: p["id"] for p in people}
@@ -15,7 +15,7 @@ def solve(tools) -> str:
     feud = [i for n, i in named.items() if n in next(p for p in paragraphs if "court case" in p)]
     wheel = [i for n, i in named.items() if n in next(p for p in paragraphs if "wheelchair" in p)]
     tables = read_all(tools.list_tables)
-    room = {t["table_number"]: t["seats"] for t in tables}
+    room = {t["table_number"]: t["seats"] for t in tables if t["table_number"] != sponsor_table}
     floor = {t["table_number"] for t in tables if t["zone"] == "floor"}
     where = {}
     for b in board:
@@ -43,5 +43,5 @@ def solve(tools) -> str:
     for g, t in where.items():
         plan.setdefault(str(t), {}).setdefault(meals[g], 0)
         plan[str(t)][meals[g]] += 1
-    tools.write_file(path="catering_by_table.json", content=json.dumps(plan))
+    tools.write_file(path=catering_name, content=json.dumps(plan))
     return f"Seated {len(where)} guests; {sum(m != 'standard' for g, m in meals.items() if g in where)} special meals."

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, sponsor_table, catering_name) -> str:
     texts = read_files(tools)
     guests = {g["id"]: g for g in read_all(tools.list_guests)}
     by_email = {g["email"].lower(): g for g in guests.values()}
@@ -38,7 +38,7 @@ def solve(tools) -> str:
     for gid, g in coming.items():
         groups.setdefault(g["plus_one_of"] or gid, []).append(gid)
     tables = read_all(tools.list_tables)
-    free = {t["table_number"]: t["seats"] for t in tables}
+    free = {t["table_number"]: t["seats"] for t in tables if t["table_number"] != sponsor_table}
     zone = {t["table_number"]: t["zone"] for t in tables}
     seated_at = {}
     for gid in board:
@@ -68,5 +68,5 @@ def solve(tools) -> str:
         per_table = catering.setdefault(str(number), {})
         per_table[meal] = per_table.get(meal, 0) + 1
         special += meal != "standard"
-    tools.write_file(path="catering_by_table.json", content=json.dumps(catering, indent=2, sort_keys=True))
+    tools.write_file(path=catering_name, content=json.dumps(catering, indent=2, sort_keys=True))
     return f"{len(seated_at)} guests are seated. The kitchen must prepare {special} special meals."

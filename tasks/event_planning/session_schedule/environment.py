@@ -102,6 +102,7 @@ class SessionScheduleEnv(WorkspaceEnvironment):
                 clash.append(f"track clash in slot {slot}")
         fits = all(rooms[r]["capacity"] >= sessions[s]["expected_attendance"] and (sessions[s]["format"] != "workshop" or rooms[r]["lab_equipped"])
                    for s, (r, _) in plan.items())
+        closed_free = not any(rooms[r]["name"] == self.params["closed_room"] for r, _ in plan.values())
 
         def allowed(speaker: int, slot: dict) -> bool:
             if speaker == f["only_day2"]:
@@ -113,13 +114,16 @@ class SessionScheduleEnv(WorkspaceEnvironment):
             return True
 
         available = all(allowed(sp, slots[slot]) for s, (_, slot) in plan.items() for sp in speakers_of.get(s, ()))
+        sponsor_day, sponsor_start = re.fullmatch(r"day (\d) at (\d\d:\d\d)", self.params["sponsor_slot"]).groups()
+        sponsor_free = not any(slots[slot]["day"] == int(sponsor_day) and slots[slot]["start"] == sponsor_start
+                               for _, slot in plan.values())
         keynote = plan.get(1)
         opening = min(slots, key=lambda k: (slots[k]["day"], slots[k]["start"]))
         keynote_ok = keynote is not None and keynote == (1, opening) and by_slot.get(opening) == [1]
 
         names = {r["id"]: r["name"] for r in rooms.values()}
-        report_ok, detail = False, "timetable.csv not found"
-        path = self.workspace / "timetable.csv"
+        report_ok, detail = False, f"{self.params['timetable_name']} not found"
+        path = self.workspace / self.params["timetable_name"]
         if path.is_file():
             try:
                 rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
@@ -135,9 +139,11 @@ class SessionScheduleEnv(WorkspaceEnvironment):
             Criterion("every_programme_session_scheduled_once", complete, 2.0,
                       f"{len(plan)} scheduled, {len(programme)} on the programme (withdrawals excluded)"),
             Criterion("no_speaker_or_track_clash", bool(plan) and not clash, 1.0, "; ".join(clash[:3]) or "none"),
-            Criterion("rooms_fit_sessions", bool(plan) and fits, 1.0, "capacity, and labs for workshops"),
-            Criterion("availability_and_keynote_respected", available and keynote_ok, 1.0,
-                      "speakers' e-mailed availability; keynote alone in the Main Hall first thing on day 1"),
+            Criterion("rooms_fit_sessions", bool(plan) and fits and closed_free, 1.0,
+                      f"capacity, labs for workshops, nothing in {self.params['closed_room']} (closed)"),
+            Criterion("availability_and_keynote_respected", available and keynote_ok and sponsor_free, 1.0,
+                      f"speakers' e-mailed availability; keynote alone in the Main Hall first thing on day 1; "
+                      f"nothing on {self.params['sponsor_slot']}"),
             Criterion("timetable_file_written", report_ok, 1.0, detail),
             Criterion("programme_size_reported", len(programme) in counts, 1.0, f"expected {len(programme)}"),
         ]

@@ -13,6 +13,18 @@ ABSTRACTS = ["what went wrong when we scaled it tenfold and how we fixed it", "a
              "patterns and anti-patterns from five years in production", "a hands-on walk through a real migration"]
 TAKEAWAYS = ["a checklist they can apply on Monday", "sample code", "a decision framework", "war stories and metrics"]
 
+TIMETABLE_NAMES = ["timetable.csv", "conference_programme.csv", "session_grid.csv", "room_schedule.csv"]
+
+
+def params(ctx) -> dict:
+    """The request: a room closed for refurbishment (rooms 102..108 exist at every scale), a busy slot taken by a sponsor
+    event (never the keynote's or the one the early leaver needs), and the timetable file's name."""
+    return {
+        "closed_room": ctx.rng.choice(["Room 102", "Room 104", "Room 105", "Room 107"]),
+        "sponsor_slot": ctx.rng.choice(["day 1 at 13:00", "day 1 at 14:30", "day 1 at 16:00", "day 2 at 09:00"]),
+        "timetable_name": ctx.rng.choice(TIMETABLE_NAMES),
+    }
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db

@@ -3,10 +3,10 @@ sessions stay on the programme and availability requests are ignored; clashes an
 from progagent_lib.task.oracle_kit import read_all
 
 
-def solve(tools) -> str:
+def solve(tools, closed_room, sponsor_slot, timetable_name) -> str:
     sessions = read_all(tools.list_sessions)
-    rooms = sorted(read_all(tools.list_rooms), key=lambda r: r["capacity"])
-    slots = tools.list_slots()
+    rooms = sorted((r for r in read_all(tools.list_rooms) if r["name"] != closed_room), key=lambda r: r["capacity"])
+    slots = [s for s in tools.list_slots() if f"day {s['day']} at {s['start']}" != sponsor_slot]
     used = {}
     keynote = next(s for s in sessions if s["code"] == "KN-1")
     hall = next(r for r in rooms if r["name"] == "Main Hall")
@@ -24,5 +24,5 @@ def solve(tools) -> str:
                 here.append((s, free[0]["id"]))
                 lines.append(f"{s['code']},{slot['day']},{slot['start']},{free[0]['name']}")
                 break
-    tools.write_file(path="timetable.csv", content="session_code,day,start,room\n" + "\n".join(lines))
+    tools.write_file(path=timetable_name, content="session_code,day,start,room\n" + "\n".join(lines))
     return f"{len(lines)} sessions scheduled."

@@ -4,13 +4,15 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools) -> str:
+def solve(tools, closed_room, sponsor_slot, timetable_name) -> str:
     texts = read_files(tools)
     speakers = read_all(tools.list_speakers)
     sessions = read_all(tools.list_sessions)
-    rooms = read_all(tools.list_rooms)
-    slots = tools.list_slots()
-    first_of_day = {d: min(s["start"] for s in slots if s["day"] == d) for d in {s["day"] for s in slots}}
+    rooms = [r for r in read_all(tools.list_rooms) if r["name"] != closed_room]
+    sponsor_day, sponsor_start = re.fullmatch(r"day (\d) at (\d\d:\d\d)", sponsor_slot).groups()
+    every_slot = tools.list_slots()
+    first_of_day = {d: min(s["start"] for s in every_slot if s["day"] == d) for d in {s["day"] for s in every_slot}}
+    slots = [s for s in every_slot if (s["day"], s["start"]) != (int(sponsor_day), sponsor_start)]
 
     withdrawn, rules = set(), {}
     for path, text in texts.items():
@@ -70,5 +72,5 @@ def solve(tools) -> str:
     for sid, (room, slot) in placed.items():
         tools.schedule_session(session_id=sid, room_id=room["id"], slot_id=slot["id"])
         lines.append(f"{by_id[sid]['code']},{slot['day']},{slot['start']},{room['name']}")
-    tools.write_file(path="timetable.csv", content="\n".join(lines) + "\n")
+    tools.write_file(path=timetable_name, content="\n".join(lines) + "\n")
     return f"The timetable is done: {len(placed)} sessions are on the final programme."

@@ -1,6 +1,7 @@
 """Tools and verifier for event_planning/vendor_booking."""
 import json
 import re
+from datetime import date, timedelta
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -89,6 +90,7 @@ class VendorBookingEnv(WorkspaceEnvironment):
     def expected(self) -> dict[str, dict]:
         f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         day = self.query("SELECT event_date FROM events WHERE id = ?", (f["event_id"],))[0]["event_date"]
+        day = (date.fromisoformat(day) + timedelta(days=self.params["insurance_margin_days"])).isoformat()
         rows = self.query("SELECT q.id, q.amount, q.valid_until, v.id AS vendor_id, v.name, v.category, v.rating, "
                           "v.insurance_expiry FROM quotes q JOIN vendors v ON v.id = q.vendor_id WHERE q.event_id = ?",
                           (f["event_id"],))
@@ -102,9 +104,9 @@ class VendorBookingEnv(WorkspaceEnvironment):
         return out
 
     def report_rows(self) -> tuple[dict | None, str]:
-        path = self.workspace / "bookings.md"
+        path = self.workspace / self.params["report_name"]
         if not path.is_file():
-            return None, "bookings.md not found"
+            return None, f"{self.params['report_name']} not found"
         got = {}
         for line in path.read_text().splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -135,7 +137,8 @@ class VendorBookingEnv(WorkspaceEnvironment):
         return [
             Criterion("one_booking_per_requested_service", len(live) == len(expected) and len(booked) == len(live), 1.0,
                       f"{len(live)} confirmed bookings, {len(expected)} expected"),
-            Criterion("right_vendors_booked", booked == want_quotes, 2.0, "best rating within the cap, after every exclusion"),
+            Criterion("right_vendors_booked", booked == want_quotes, 2.0,
+                      f"best rating within the cap, after every exclusion (insurance {self.params['insurance_margin_days']} days past the event); nothing for {self.params['skipped_service']}"),
             Criterion("payments_follow_policy", paid_ok, 1.0, "deposit or full payment per the payment policy"),
             Criterion("report_written", report_ok, 1.0, detail if not report_ok else "matches the bookings"),
             Criterion("total_paid_today_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected {total:.2f}"),

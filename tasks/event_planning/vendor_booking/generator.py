@@ -11,6 +11,18 @@ KIND_WORDS = {"catering": "Kitchen", "audio-visual": "Sound & Light", "photograp
               "security": "Guard", "transport": "Coaches"}
 CLIENTS = ["Northwind", "Helios Bank", "Tessera Labs", "Marlow Insurance", "Quantum Freight", "Verdant Energy"]
 
+REPORT_NAMES = ["bookings.md", "vendor_bookings.md", "summit_suppliers.md", "supplier_bookings.md"]
+
+
+def params(ctx) -> dict:
+    """The request: a service in the memo that the client now arranges itself (not booked), how long past the
+    event day a vendor's insurance must run, and the report's name."""
+    return {
+        "skipped_service": ctx.rng.choice(CATEGORIES),
+        "insurance_margin_days": ctx.rng.choice([30, 60, 90, 120]),
+        "report_name": ctx.rng.choice(REPORT_NAMES),
+    }
+
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -38,15 +50,18 @@ def generate(ctx):
     events[target_id - 1] = (target_id, target_name, event_day.isoformat(), "Lisbon", rng.randint(150, 400))
     db.executemany("INSERT INTO events VALUES (?,?,?,?,?)", events)
 
-    needed = rng.sample(CATEGORIES, 4)
-    caps = {c: rng.choice([3, 4, 5, 6, 8]) * 500 for c in needed}
+    skipped = ctx.params["skipped_service"]
+    needed = rng.sample([c for c in CATEGORIES if c != skipped], 4)
+    caps = {c: rng.choice([3, 4, 5, 6, 8]) * 500 for c in needed + [skipped]}  # the memo also lists the skipped service
     raised = needed[2]
     new_cap = caps[raised] + rng.choice([500, 1000])
 
     vendors, quotes = [], []
     used_names = set()
 
-    def vendor(category, rating, insured=True):
+    margin = ctx.params["insurance_margin_days"]
+
+    def vendor(category, rating, insured=True, safe=False):
         while True:
             name = f"{rng.choice(STEMS)} {KIND_WORDS[category]}"
             if name not in used_names:
@@ -55,7 +70,10 @@ def generate(ctx):
             if name not in used_names:
                 break
         used_names.add(name)
-        expiry = event_day + timedelta(days=rng.randint(30, 400)) if insured else event_day - timedelta(days=rng.randint(1, 40))
+        if insured:  # a safe vendor's insurance outlasts every margin the request can ask for
+            expiry = event_day + timedelta(days=rng.randint(200, 400) if safe else rng.randint(30, 400))
+        else:
+            expiry = event_day - timedelta(days=rng.randint(1, 40))
         vendors.append((len(vendors) + 1, name, category, rng.choice(["Lisbon", "Porto"]), rating, expiry.isoformat(),
                         f"bookings@{name.split()[0].lower()}{len(vendors) + 1}.example"))
         return vendors[-1]
@@ -64,22 +82,28 @@ def generate(ctx):
         until = TODAY + timedelta(days=rng.randint(0, 40)) if valid else TODAY - timedelta(days=rng.randint(1, 30))
         quotes.append((len(quotes) + 1, event_id, vendor_row[0], round(amount, 2), until.isoformat()))
 
-    for _ in range(ctx.size("vendors") - 10):
+    for _ in range(ctx.size("vendors") - 14):  # 14 planted vendors below
         v = vendor(rng.choice(CATEGORIES), round(rng.uniform(3.0, 4.8), 1), insured=rng.random() < 0.9)
         if v[2] in caps and rng.random() < 0.6:
             quote(target_id, v, rng.uniform(0.5, 1.3) * caps[v[2]], valid=rng.random() < 0.85)
-    # One sure eligible fallback per needed category (mid rating, within cap).
-    for c in needed:
-        quote(target_id, vendor(c, 3.9), caps[c] * rng.uniform(0.6, 0.95))
+    # One sure eligible fallback per category in the memo (mid rating, within cap).
+    for c in needed + [skipped]:
+        quote(target_id, vendor(c, 3.9, safe=True), caps[c] * rng.uniform(0.6, 0.95))
     # Traps, each above every ordinary vendor's rating.
-    quote(target_id, vendor(needed[0], 5.0), caps[needed[0]] + rng.randint(50, 400))          # over the cap
-    blacklisted = vendor(needed[1], 5.0)
+    quote(target_id, vendor(needed[0], 5.0, safe=True), caps[needed[0]] + rng.randint(50, 400))  # over the cap
+    short = vendor(needed[0], 5.0)                                                              # insured too briefly
+    vendors[-1] = short[:5] + ((event_day + timedelta(days=margin - 1 - rng.randint(0, 20))).isoformat(),) + short[6:]
+    quote(target_id, vendors[-1], caps[needed[0]] * 0.85)
+    enough = vendor(needed[0], 4.9)                                                             # insured just long enough: wins
+    vendors[-1] = enough[:5] + ((event_day + timedelta(days=margin + rng.randint(0, 20))).isoformat(),) + enough[6:]
+    quote(target_id, vendors[-1], caps[needed[0]] * 0.9)
+    blacklisted = vendor(needed[1], 5.0, safe=True)
     quote(target_id, blacklisted, caps[needed[1]] * 0.8)                                      # e-mail says never again
     tie_amount = round(caps[needed[1]] * rng.uniform(0.5, 0.7), 2)
-    quote(target_id, vendor(needed[1], 4.9), tie_amount + rng.randint(40, 300))               # tie, dearer
-    quote(target_id, vendor(needed[1], 4.9), tie_amount)                                      # tie, cheaper: wins
-    quote(target_id, vendor(raised, 5.0), caps[raised] * 0.7, valid=False)                    # quote lapsed
-    quote(target_id, vendor(raised, 4.9), caps[raised] + (new_cap - caps[raised]) * 0.5)      # fits only the raised cap
+    quote(target_id, vendor(needed[1], 4.9, safe=True), tie_amount + rng.randint(40, 300))    # tie, dearer
+    quote(target_id, vendor(needed[1], 4.9, safe=True), tie_amount)                                      # tie, cheaper: wins
+    quote(target_id, vendor(raised, 5.0, safe=True), caps[raised] * 0.7, valid=False)                    # quote lapsed
+    quote(target_id, vendor(raised, 4.9, safe=True), caps[raised] + (new_cap - caps[raised]) * 0.5)      # fits only the raised cap
     quote(target_id, vendor(needed[3], 5.0, insured=False), caps[needed[3]] * 0.75)           # insurance lapses
     while len(quotes) < ctx.size("quotes"):
         other = rng.choice([e for e in events if e[0] != target_id])
@@ -94,7 +118,7 @@ def generate(ctx):
     docs, inbox = ctx.workspace / "docs", ctx.workspace / "inbox"
     docs.mkdir()
     inbox.mkdir()
-    cap_lines = "\n".join(f"- {c}: no more than {caps[c]:,} euros" for c in needed)
+    cap_lines = "\n".join(f"- {c}: no more than {caps[c]:,} euros" for c in sorted(caps))
     (docs / "planning_memo_client_summit.md").write_text(
         f"# Planning memo: {target_name}\n\n"
         f"{client} has asked us to run their client summit on {event_day.strftime('%d %B %Y').lstrip('0')} in Lisbon. We need "
@@ -132,6 +156,7 @@ def generate(ctx):
             f"decide now. Budget code {rng.randint(100, 999)}.\n"
         )
     caps[raised] = new_cap
+    del caps[skipped]  # the request leaves it out
     facts = {"event_id": target_id, "caps": caps, "blacklisted_vendor": blacklisted[0], "today": TODAY.isoformat(),
              "threshold": threshold, "deposit_pct": deposit_pct}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -1,5 +1,6 @@
 """Reference solution for event_planning/vendor_booking, using only the task's tools."""
 import re
+from datetime import date, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
@@ -10,12 +11,13 @@ def euros(text):
     return float(text.replace(",", ""))
 
 
-def solve(tools) -> str:
+def solve(tools, skipped_service, insurance_margin_days, report_name) -> str:
     texts = read_files(tools)
     memo = next(t for t in texts.values() if t.startswith("# Planning memo:"))
     policy = next(t for t in texts.values() if "deposit" in t and "paid in full" in t)
     event_name = re.search(r"# Planning memo: (.+)", memo).group(1).strip()
-    caps = {m.group(1): euros(m.group(2)) for m in re.finditer(r"^- ([\w-]+): no more than ([\d,]+) euros", memo, re.M)}
+    caps = {m.group(1): euros(m.group(2)) for m in re.finditer(r"^- ([\w-]+): no more than ([\d,]+) euros", memo, re.M)
+            if m.group(1) != skipped_service}
     avoid = set()
     for text in texts.values():
         raise_ = re.search(r"more for the ([\w-]+) at the summit.*?go up to ([\d,]+) euros", text, re.S)
@@ -29,13 +31,14 @@ def solve(tools) -> str:
 
     event = next(e for e in read_all(tools.list_events) if e["name"] == event_name)
     quotes = read_all(tools.list_quotes, event_id=event["id"])
+    insured_until = (date.fromisoformat(event["event_date"]) + timedelta(days=insurance_margin_days)).isoformat()
     rows, total = [], 0.0
     for category, cap in caps.items():
         vendors = {v["id"]: v for v in read_all(tools.list_vendors, category=category)}
         options = []
         for q in quotes:
             v = vendors.get(q["vendor_id"])
-            if (v and q["amount"] <= cap and q["valid_until"] >= BOOKING_DAY and v["insurance_expiry"] >= event["event_date"]
+            if (v and q["amount"] <= cap and q["valid_until"] >= BOOKING_DAY and v["insurance_expiry"] >= insured_until
                     and v["name"] not in avoid):
                 options.append((-v["rating"], q["amount"], q["id"], v["name"]))
         _, amount, quote_id, vendor_name = min(options)
@@ -45,5 +48,5 @@ def solve(tools) -> str:
         total += due
         rows.append(f"| {category} | {vendor_name} | {amount:.2f} | {due:.2f} |")
     table = "| category | vendor | quote | paid_now |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
-    tools.write_file(path="bookings.md", content=table)
+    tools.write_file(path=report_name, content=table)
     return f"Booked {len(rows)} vendors for {event_name}. We pay {total:.2f} euros today."
