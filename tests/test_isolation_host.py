@@ -58,10 +58,14 @@ def payment_task():
     return load_task(TASKS_DIR / "accounts_payable" / "discount_payment_run")
 
 
+# The report the seed-0 instance asks for (the task's parameters name it).
+REPORT = load_task(TASKS_DIR / "accounts_payable" / "discount_payment_run").params_for(0)["report_name"]
+
+
 def test_many_sibling_folders_hide_no_report_and_the_walk_holds_a_descriptor_per_level(payment_task):
     env = payment_task.instantiate("v0", 0)
     try:
-        answer = payment_task.oracle(env.tools)  # writes payment_run.csv and releases the run
+        answer = payment_task.oracle(env.tools)  # writes the report and releases the run
         workspace = env.workspace
         room = os.statvfs(workspace).f_favail - 200 if env.quota_mounted else SIBLINGS  # the tmpfs's inodes left
         siblings = min(SIBLINGS, room)
@@ -88,17 +92,17 @@ def test_many_sibling_folders_hide_no_report_and_the_walk_holds_a_descriptor_per
             for rel, size, is_dir in env.fs.walk(count):
                 if not is_dir:
                     files[rel] = size
-                if rel in (bottom, late_file, "payment_run.csv"):
+                if rel in (bottom, late_file, REPORT):
                     held[rel] = open_fds() - base
-            listed = env.call_tool("list_files", {"pattern": "payment_run.csv"})
+            listed = env.call_tool("list_files", {"pattern": REPORT})
             late = env.call_tool("list_files", {"pattern": f"d{siblings - 1:05d}/*"})
             verdict = env.verify(answer)
-        assert "payment_run.csv" in files and files[late_file] == 5 and bottom in files
+        assert REPORT in files and files[late_file] == 5 and bottom in files
         # Descriptors follow the depth, not the width: the root's copy, plus one per folder down to the file
         # (41 for the bottom file: deep/ and 40 d/), plus scandir's own duplicate while a folder is listed.
-        assert held == {"payment_run.csv": 1, late_file: 2, bottom: 42}, held
+        assert held == {REPORT: 1, late_file: 2, bottom: 42}, held
         assert 1 <= peak[0] <= 3, peak[0]
-        assert [item["path"] for item in listed["items"]] == ["payment_run.csv"]
+        assert [item["path"] for item in listed["items"]] == [REPORT]
         assert [item["path"] for item in late["items"]] == [f"d{siblings - 1:05d}/late.txt"]
         by_name = {c.name: c for c in verdict.criteria}
         assert by_name["run_file_written"].passed, by_name["run_file_written"].detail
@@ -151,7 +155,7 @@ def test_folders_that_vanish_or_become_links_mid_walk_are_left_out_without_an_er
 def test_out_of_descriptors_is_reported_not_a_silent_miss(payment_task):
     env = payment_task.instantiate("v0", 0)
     try:
-        (env.workspace / "payment_run.csv").write_text("invoice_no,amount_paid,discount\n")
+        (env.workspace / REPORT).write_text("invoice_no,amount_paid,discount\n")
         env.fs.root_fd()  # the workspace's own descriptor stays open, as in an episode that already used a tool
         probe = os.open("/dev/null", os.O_RDONLY)
         os.close(probe)
@@ -164,7 +168,7 @@ def test_out_of_descriptors_is_reported_not_a_silent_miss(payment_task):
             with pytest.raises(ToolError) as listing:
                 env.call_tool("list_files", {})
             with pytest.raises(ToolError) as reading:
-                env.call_tool("read_file", {"path": "payment_run.csv"})
+                env.call_tool("read_file", {"path": REPORT})
             verdict = env.verify("paid 0.00")
         assert opened.value.errno == 24  # EMFILE
         for raised in (walked, listing, reading):
@@ -176,7 +180,7 @@ def test_out_of_descriptors_is_reported_not_a_silent_miss(payment_task):
                                         "progagent_lib.task.safe_fs.WorkspaceReadError: the host ran out of file "
                                         "descriptors (EMFILE)"), failed.detail
         # With descriptors back, the same episode lists and verifies its report as usual.
-        assert [i["path"] for i in env.call_tool("list_files", {"pattern": "*.csv"})["items"]] == ["payment_run.csv"]
+        assert [i["path"] for i in env.call_tool("list_files", {"pattern": "*.csv"})["items"]] == [REPORT]
         assert "run_file_written" in {c.name for c in env.verify("paid 0.00").criteria}
     finally:
         env.close()
@@ -188,7 +192,7 @@ def test_report_field_past_the_csv_limit_scores_zero_with_the_exception_named(pa
     try:
         answer = payment_task.oracle(env.tools)
         assert env.verify(answer).reward == 1.0
-        (env.workspace / "payment_run.csv").write_text('invoice_no,amount_paid,discount\n"' + "x" * 140_000 + '",1,0\n')
+        (env.workspace / REPORT).write_text('invoice_no,amount_paid,discount\n"' + "x" * 140_000 + '",1,0\n')
         verdict = env.verify(answer)  # the task reads it with csv.DictReader and does not expect csv.Error
         assert (verdict.reward, verdict.score) == (0.0, 0.0)
         [failed] = verdict.criteria

@@ -27,7 +27,9 @@ the count bound is what keeps a frame's memory within a small multiple of its si
 Every call pays for the bridge's path, so it is kept short: a frame normally comes in with one
 `recv_into` on a reused buffer and no socket timeout is set unless a frame arrives in pieces; the
 scan is a few `bytes.count` calls unless the counts come near a bound; JSON is read and written by
-the C scanner and encoder directly.
+the C scanner and encoder directly. The result of one of the environment's own tools is encoded once:
+`Environment.call_tool_json` writes it (the call log measures it by that text) and the reply frame is
+built around that text.
 
 The kernel side is `kernel_side/tools_proxy.py`, sent to the kernel as source text: the kernel
 cannot import progagent_lib (the sandbox hides the project tree), and it needs nothing of it.
@@ -47,7 +49,7 @@ from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, Iterable, Protocol
 
 from ..task import ToolError
-from ..task.environment import MAX_ERROR_CHARS, bounded_text, loggable_arguments
+from ..task.environment import MAX_ERROR_CHARS, Environment, bounded_text, loggable_arguments
 from .error_modes import ERROR_MODES, check_error_mode, looks_like_error
 from .kernel_side import FILENAME as PRELUDE_FILENAME, source
 
@@ -111,6 +113,11 @@ class ToolRouter:
         self.sources: dict[str, ToolSource | None] = {}
         self.specs: dict[str, Any] = {}
         self._takes_deadline: dict[int, bool] = {}  # id(source) -> whether its call() takes a deadline
+        # The environment's call that also gives the result's JSON text, which the bridge then sends as
+        # it is; not where a subclass changed `call_tool` (its override must run).
+        self._env_call_json = None
+        if env is not None and isinstance(env, Environment) and type(env).call_tool is Environment.call_tool:
+            self._env_call_json = env.call_tool_json
         if env is not None:
             for name, spec in env.tool_specs.items():
                 self.sources[name] = None
@@ -135,14 +142,28 @@ class ToolRouter:
         Error messages are cut to MAX_ERROR_CHARS: a tool (or a program through its arguments) can
         make them as long as it likes.
         """
+        result, _, error = self.call_json(name, arguments, deadline)
+        return result, error
+
+    def call_json(self, name: str, arguments: dict, deadline: float | None = None) -> tuple[Any, str | None, str | None]:
+        """`call`, as (result, the result's JSON text or None, error message or None).
+
+        The text (compact, ASCII, what `Environment.call_tool_json` writes) comes with results of the
+        environment's own tools, which encode their result anyway; None where it must still be encoded.
+        """
         source = self.sources.get(name, _UNKNOWN)
+        text = None
         if source is None:
             try:
-                result, is_error = self.env.call_tool(name, arguments, deadline=deadline), False
+                if self._env_call_json is not None:
+                    result, text = self._env_call_json(name, arguments, deadline=deadline)
+                else:
+                    result = self.env.call_tool(name, arguments, deadline=deadline)
+                is_error = False
             except ToolError as exc:
                 result, is_error = str(exc), True
         elif source is _UNKNOWN:
-            return None, f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.sources))}"
+            return None, None, f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.sources))}"
         else:
             try:
                 takes_deadline = self._takes_deadline.get(id(source))
@@ -157,13 +178,13 @@ class ToolRouter:
         if is_error:
             message = bounded_text(result if isinstance(result, str) else json.dumps(result, default=str))
             if self.error_mode == "off":  # the paper's ablation: the failure is an ordinary value
-                return message, None
-            return None, message
+                return message, None, None
+            return None, None, message
         if self.error_mode == "detect":
             detected = looks_like_error(result)
             if detected is not None:
-                return None, bounded_text(detected)
-        return result, None
+                return None, None, bounded_text(detected)
+        return result, text, None
 
 
 # A JSON string in a frame's bytes: to its closing quote, or to the end for one never closed (so that
@@ -363,17 +384,21 @@ class BridgeServer:
                 return _encode({"id": request_id, "error": "tools can only be called while a program runs "
                                                            "(not from a thread left running after it ended)"})
             started = time.perf_counter()
-            result, error = router.call(name, arguments, deadline=self._deadline)
+            result, text, error = router.call_json(name, arguments, deadline=self._deadline)
             seconds = time.perf_counter() - started
             # Encoded and recorded before the lock is let go: when close_gate returns, every call of the
             # program is in its records (none can land in the next program's).
-            if error is None:
-                frame = _encode({"id": request_id, "result": result})
-                self._record(ToolCall(name[:200], loggable_arguments(arguments), len(frame), seconds, False))
-            else:
+            if error is not None:
                 frame = _encode({"id": request_id, "error": error})
                 error = error[:MAX_ERROR_CHARS]
                 self._record(ToolCall(name[:200], loggable_arguments(arguments), len(error), seconds, True, error))
+            elif text is not None:  # the environment's JSON text of the result, framed as it is
+                body = f'{{"id":{request_id if type(request_id) is int else _dumps(request_id)},"result":{text}}}'.encode()
+                frame = _HEADER.pack(len(body)) + body
+                self._record(ToolCall(name[:200], loggable_arguments(arguments), len(text), seconds, False))
+            else:
+                frame = _encode({"id": request_id, "result": result})
+                self._record(ToolCall(name[:200], loggable_arguments(arguments), len(frame), seconds, False))
         return frame
 
     def _record(self, call: ToolCall) -> None:

@@ -11,6 +11,7 @@ import threading
 import time
 from abc import abstractmethod
 from dataclasses import dataclass
+from json.encoder import c_make_encoder, encode_basestring_ascii
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator, Mapping
 
@@ -58,6 +59,21 @@ def bounded_text(text: str, limit: int = MAX_ERROR_CHARS) -> str:
         return text
     half = limit // 2
     return f"{text[:half]}\n[... {len(text) - 2 * half} characters cut ...]\n{text[-half:]}"
+
+
+# A tool's result as JSON, by the C encoder directly (json.dumps builds an encoder object per call):
+# compact, ASCII only, `str()` of any value JSON has no form for, NaN and infinities as Python's json
+# writes them. No cycle check (a cycle in the checker's dict would outlive an encoding that failed): a
+# result that contains itself ends in RecursionError instead, which fails the call.
+_result_encoder = (c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
+                   if c_make_encoder is not None else None)
+
+
+def result_json(value: Any) -> str:
+    """`value` as compact ASCII JSON text (`str()` of what JSON cannot hold), the form the tool bridge sends."""
+    if _result_encoder is None:
+        return json.dumps(value, default=str, separators=(",", ":"))
+    return "".join(_result_encoder(value, 0))
 
 
 def describe_exception(exc: BaseException, limit: int = MAX_VERIFIER_ERROR_CHARS) -> str:
@@ -253,12 +269,23 @@ class Environment(Closeable):
         from now): queries and workspace walks past it are stopped with a ToolError saying so.
         Error messages are cut to MAX_ERROR_CHARS.
         """
+        return self.call_tool_json(name, arguments, deadline=deadline)[0]
+
+    def call_tool_json(self, name: str, arguments: dict | None = None, *,
+                       deadline: float | None = None) -> tuple[Any, str]:
+        """`call_tool`, also returning the result as JSON text: compact, ASCII, `str()` of what JSON has no form for.
+
+        The call log measures the result by this text, and the tool bridge sends it to the kernel as
+        it is (the result is encoded once per call). A result JSON cannot hold (one that contains
+        itself) fails the call with a ToolError, as any failing tool does.
+        """
         if self.closed:
             raise ToolError("the episode is closed; no more tool calls are accepted")
         started = time.perf_counter()
-        limit = time.monotonic() + self.tool_timeout
-        deadline = limit if deadline is None else min(deadline, limit)
-        allowed = max(0.0, deadline - time.monotonic())
+        now = time.monotonic()
+        limit = now + self.tool_timeout
+        deadline = limit if deadline is None or deadline > limit else deadline
+        allowed = max(0.0, deadline - now)
         if not isinstance(arguments, dict) and arguments is not None:
             raise ToolError(f"{name}: arguments must be an object of named parameters, got {type(arguments).__name__}")
         arguments = dict(arguments or {})
@@ -273,7 +300,7 @@ class Environment(Closeable):
                 raise ToolError(f"{name} was not run: the program's time limit has passed")
             result = getattr(self, name)(**arguments)
             self.db.commit()
-            size = len(json.dumps(result, default=str))
+            text = result_json(result)
         except Exception as exc:  # a crashing tool must not take the episode down
             self.db.rollback()
             if isinstance(exc, ToolError):
@@ -289,8 +316,8 @@ class Environment(Closeable):
         finally:
             self._deadline = None
             self._busy.release()
-        self._record(name, arguments, True, started, size, None)
-        return result
+        self._record(name, arguments, True, started, len(text), None)
+        return result, text
 
     def _record(self, name: str, arguments: dict, ok: bool, started: float, size: int, error: str | None) -> None:
         self.call_log.append(ToolCallRecord(name, loggable_arguments(arguments), ok, time.perf_counter() - started,

@@ -5,8 +5,9 @@ bridge socketpair and returns `(tools, ToolError)`; the host's replies come on a
 descriptor is the first message on the first. Frames are a 4-byte big-endian length and a JSON body;
 see `runtime/bridge.py` for the host's end.
 
-A call is on the path of every tool use, so it does little: one `sendall` of header and body, one
-`recv` that normally brings the whole reply, and JSON by the C encoder and scanner directly.
+A call is on the path of every tool use, so it does little: the request formatted around its
+arguments' JSON, one `sendall` of header and body, one `recv` that normally brings the whole reply,
+taken from that one buffer, and JSON by the C encoder and scanner directly.
 """
 import inspect
 import itertools
@@ -60,6 +61,7 @@ def install(fd, max_frame=None):
     lock = threading.Lock()
     ids = itertools.count(1)
     header = struct.Struct("!I")
+    unpack_from = header.unpack_from
     dumps, loads = _json_codec()
     unread = [b""]  # bytes read past the last frame taken (a reply to an abandoned call may precede ours)
 
@@ -85,18 +87,38 @@ def install(fd, max_frame=None):
         unread[0] = data[n:]
         return data[:n]  # all of `data` (no copy) when it held just this
 
-    def request(message):
+    def request(message, name_json=None):
+        """Send one request frame and return its reply's `result` (ToolError for its `error`).
+
+        `message` is the request without its id; or, with `name_json` (a tool's name as JSON), a tool
+        call's arguments, framed without building a dict around them.
+        """
         __tracebackhide__ = True
-        message["id"] = request_id = next(ids)
-        body = dumps(message).encode()
+        request_id = next(ids)
+        if name_json is None:
+            message["id"] = request_id
+            body = dumps(message).encode()
+        else:
+            body = f'{{"id":{request_id},"name":{name_json},"arguments":{dumps(message)}}}'.encode()
         if max_frame is not None and len(body) > max_frame:  # the host would refuse it unread
             raise ToolError(f"the call's arguments are {len(body)} bytes as JSON, more than the tool bridge carries "
                             f"({max_frame}); write a large text into the workspace's files directly")
         with lock:
             sock.sendall(header.pack(len(body)) + body)
             while True:  # skip replies to calls abandoned by an interrupt
-                (length,) = header.unpack(recv_exact(4))
-                reply = loads(recv_exact(length))
+                data = unread[0]
+                if not data:  # the usual case: one recv brings the whole reply, header and body
+                    data = replies.recv(READ_SIZE)
+                    if not data:
+                        raise ToolError("the tool bridge is closed; the episode may have ended")
+                    unread[0] = data
+                end = 4 + unpack_from(data)[0] if len(data) >= 4 else -1
+                if 0 <= end <= len(data):
+                    unread[0] = data[end:]
+                    reply = loads(data[4:end])
+                else:
+                    (length,) = header.unpack(recv_exact(4))
+                    reply = loads(recv_exact(length))
                 if reply.get("id") == request_id:
                     break
         if "error" in reply:
@@ -119,11 +141,12 @@ def install(fd, max_frame=None):
         names = [n for _, n, _ in params]
         known = frozenset(names)
         name = spec["name"]
+        name_json = dumps(name)
 
         def tool(*args, **kwargs):
             __tracebackhide__ = True
             if not args and known.issuperset(kwargs):  # what bind_partial gives, without its cost
-                return request({"name": name, "arguments": {n: kwargs[n] for n in names if n in kwargs}})
+                return request(kwargs, name_json)
             try:
                 bound = signature.bind_partial(*args, **kwargs)
                 arguments = dict(bound.arguments)
