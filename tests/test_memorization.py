@@ -107,7 +107,8 @@ def test_memorization_on_a_parametrised_pool_task_and_the_summary(restock_task):
     assert [t.reward for t in trajectories] == [0.0, 0.0]
     table = memorization_table(trajectories, [restock_task])
     summary = memorization_summary(table)
-    assert summary.row(0, named=True)["fail_rate"] == 1.0 and summary.row(0, named=True)["instances"] == 2
+    row = summary.row(0, named=True)
+    assert row["fail_rate"] == 1.0 and row["instances"] == 2 and row["passed_other_params"] == 0
 
 
 def test_wilson_interval_against_known_values():

@@ -17,22 +17,29 @@ from .stats import wilson_interval
 from .style import save_chart
 
 
-def memorization_table(trajectories: list, tasks: list) -> pl.DataFrame:
-    """One row per task: instances replayed, passed, and whether the task draws instance parameters."""
-    parametrised = {t.id: t.parametrised for t in tasks}
+def memorization_table(trajectories: list, tasks: list, train_seed: int = 0) -> pl.DataFrame:
+    """One row per task: instances replayed, passed, and whether the task draws instance parameters; `same_params`
+    counts the instances whose seed drew the training seed's parameters again, `passed_other_params` the passes
+    among the others (what one fixed program solves although the request differs)."""
+    by_id = {t.id: t for t in tasks}
     rows: dict[str, dict] = {}
     for tr in trajectories:
+        task = by_id.get(tr.task_id)
         row = rows.setdefault(tr.task_id, {"task": tr.task_id, "domain": tr.task_id.split("/")[0],
-                                            "parametrised": parametrised.get(tr.task_id, False),
-                                            "instances": 0, "passed": 0, "errored": 0})
+                                            "parametrised": bool(task and task.parametrised),
+                                            "instances": 0, "passed": 0, "errored": 0, "same_params": 0,
+                                            "passed_other_params": 0})
         if tr.errored:
             row["errored"] += 1
             continue
+        same = task is not None and tr.params == task.params_for(train_seed)
         row["instances"] += 1
         row["passed"] += int(tr.reward == 1.0)
+        row["same_params"] += int(same)
+        row["passed_other_params"] += int(tr.reward == 1.0 and not same)
     table = pl.DataFrame(list(rows.values())) if rows else pl.DataFrame(
         schema={"task": pl.Utf8, "domain": pl.Utf8, "parametrised": pl.Boolean, "instances": pl.Int64,
-                "passed": pl.Int64, "errored": pl.Int64})
+                "passed": pl.Int64, "errored": pl.Int64, "same_params": pl.Int64, "passed_other_params": pl.Int64})
     return table.with_columns((pl.col("passed") / pl.col("instances")).alias("pass_rate")).sort("task")
 
 
@@ -46,6 +53,7 @@ def memorization_summary(table: pl.DataFrame) -> pl.DataFrame:
         n, k = int(part["instances"].sum()), int(part["passed"].sum())
         low, high = wilson_interval(n - k, n)
         rows.append({"tasks": label, "task_count": part.height, "instances": n, "passed": k,
+                     "same_params": int(part["same_params"].sum()), "passed_other_params": int(part["passed_other_params"].sum()),
                      "fail_rate": (n - k) / n if n else float("nan"), "fail_low": low, "fail_high": high})
     return pl.DataFrame(rows)
 
@@ -93,9 +101,9 @@ def _main(args) -> int:
     out = Path(args.out)
     out.unlink(missing_ok=True)
     write_jsonl(trajectories, out)
-    table = memorization_table(trajectories, tasks)
+    table = memorization_table(trajectories, tasks, args.train_seed)
     summary = memorization_summary(table)
-    with pl.Config(tbl_rows=-1, tbl_width_chars=140):
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=60):
         print(table)
         print(summary)
     title = (f"One fixed program per task: {args.harness.upper()} teacher turns of seed {args.train_seed} "
