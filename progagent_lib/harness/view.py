@@ -45,7 +45,9 @@ def trajectory_html(trajectory: Trajectory, max_observation_chars: int = 5000) -
             f"R={t.reward:.0f}, R~={t.score:.2f}, ended by {_shown(t.end_reason)}<br>"
             f"<span class='meta'>{t.turns} turns · {t.model_tool_calls} model tool calls · {t.tool_calls} task-tool calls · "
             f"{t.tool_output_tokens} tool-output tokens ({_shown(t.token_counter)}) · "
-            f"{t.runtime_errors} runtime errors · {t.seconds:.1f} s</span>")
+            f"{t.runtime_errors} runtime errors · {t.seconds:.1f} s</span>"
+            + (f"<br><span class='meta'>instance parameters: {_shown(json.dumps(t.params, ensure_ascii=False))}</span>"
+               if t.params else ""))
     criteria = "".join(f"<li>{'✔' if c['passed'] else '✘'} {_shown(c['name'])} "
                        f"<span class='meta'>{_shown(c.get('detail', ''))}</span></li>" for c in t.criteria)
     blocks = [f"<details><summary>Prompt</summary><pre>{_shown(_user_prompt(t))}</pre></details>"]
