@@ -222,8 +222,11 @@ def test_an_idle_flood_keeps_the_hosts_memory_bounded_and_the_next_program_promp
             started = time.monotonic()
             result = runtime.execute("print('after')")
             seconds = time.monotonic() - started
-            # The flood is more than a program's message budget: the kernel is restarted, and says so.
-            assert result.kernel_restarted and result.error is not None and "MiB of messages" in result.error.message
+            # The flood is more than a program's message budget: the kernel is restarted, and says so. Either the host's
+            # drain refuses what came while idle, or the kernel died first of its own memory limit (its send queue
+            # grows while the host reads no more than its bound); which comes first depends on the machine's speed.
+            assert result.kernel_restarted and "[the kernel was restarted" in result.observation
+            assert result.error is None or "MiB of messages" in result.error.message, result.error
             assert seconds < kernel_module.STARTUP_TIMEOUT, seconds
             after = runtime.execute("print(40 + 2)\nprint('x' in globals())")
             assert after.output.split() == ["42", "False"] and not after.kernel_restarted
