@@ -71,8 +71,8 @@ from ..harness.session import ToolCall
 from ..harness.spec import get_harness, model_tool_schemas
 from ..harness.trajectory import Trajectory, write_jsonl
 from ..policy.base import PolicyTurn
-from ..task import SCALES, Task, TaskLoadError
-from ..task.task import find_task_dirs
+from ..task import SCALES, Task
+from ._tasks import resolve_task as _resolve_task
 
 OPENENV_VERSION = "0.3.0"  # the openenv-core release this adapter is written and tested against
 RESET_OPTIONS = ("task", "scale", "harness", "limits")
@@ -204,42 +204,12 @@ class OpenEnvServerConfig:
             raise ValueError("max_concurrent_envs must be at least 1")
 
 
-_TASKS: dict[Path, Task] = {}
-_TASKS_LOCK = threading.Lock()
 _TRAJECTORIES_LOCK = threading.Lock()
 
 
 def resolve_task(name: str, tasks_dir: str | Path) -> Task:
-    """The task `name` (an id such as `retail/restock_orders`, or a path) below `tasks_dir`; loaded once.
-
-    A client cannot make the server load task code from anywhere else: a folder outside `tasks_dir` is refused.
-    """
-    if not isinstance(name, str) or not name.strip():
-        raise ProgAgentEnvError(f"task must be a task id such as 'retail/restock_orders', got {name!r}")
-    root = Path(tasks_dir).resolve()
-    outside = None
-    for candidate in (root / name, Path(name)):
-        folder = candidate.resolve()
-        if not (folder / "task.toml").is_file():
-            continue
-        if not folder.is_relative_to(root):
-            outside = folder
-            continue
-        with _TASKS_LOCK:
-            if folder not in _TASKS:
-                try:
-                    _TASKS[folder] = Task(folder)
-                except TaskLoadError as exc:
-                    raise ProgAgentEnvError(f"task {name!r} cannot be loaded: {exc}") from None
-            return _TASKS[folder]
-    if outside is not None:
-        raise ProgAgentEnvError(f"task {name!r} is outside the served tasks folder {root}; name a task by its id")
-    known = [p.relative_to(root).as_posix() for p in find_task_dirs(root)] if root.is_dir() else []
-    domain = name.strip("/").split("/")[0] + "/"
-    near = [k for k in known if k.startswith(domain)] or known  # the same domain's tasks first: likely a typo
-    shown = ", ".join(near[:12]) + (f", ... ({len(known)} tasks in all)" if len(near) > 12 or near is not known else "")
-    raise ProgAgentEnvError(f"unknown task {name!r}: no task folder {root / name}"
-                            + (f"; tasks served here: {shown}" if known else f" (and no tasks under {root})"))
+    """The task `name` (an id, or a path) below `tasks_dir`, loaded once; a folder outside it is refused."""
+    return _resolve_task(name, tasks_dir, ProgAgentEnvError)
 
 
 def _check_limits(limits: Any) -> dict:

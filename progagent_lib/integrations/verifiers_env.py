@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -46,8 +45,9 @@ from ..harness.session import ToolCall
 from ..harness.spec import get_harness
 from ..harness.trajectory import Trajectory, write_jsonl
 from ..policy.base import PolicyTurn
-from ..task import SCALES, Task, TaskLoadError, load_task
+from ..task import SCALES, Task
 from ..task.task import find_task_dirs
+from ._tasks import resolve_task as _resolve_task
 
 VERIFIERS_VERSION = "0.4.0"  # the verifiers release this adapter is written and tested against
 ROW_KEYS = ("task", "scale", "seed")
@@ -60,28 +60,9 @@ class ProgAgentInputError(ValueError):
 
 
 # --- tasks ------------------------------------------------------------------------------------------
-_TASKS: dict[Path, Task] = {}
-_TASKS_LOCK = threading.Lock()
-
-
 def resolve_task(name: str, tasks_dir: str | Path) -> Task:
     """The task `name` (an id such as `retail/restock_orders`) below `tasks_dir`, loaded once per process."""
-    root = Path(tasks_dir).resolve()
-    folder = (root / str(name).strip("/")).resolve()
-    if root not in folder.parents or not (folder / "task.toml").is_file():
-        known = [p.relative_to(root).as_posix() for p in find_task_dirs(root)] if root.is_dir() else []
-        domain = str(name).strip("/").split("/")[0] + "/"
-        near = [k for k in known if k.startswith(domain)] or known  # the same domain's tasks first: likely a typo
-        shown = ", ".join(near[:12]) + (f", ... ({len(known)} tasks in all)" if len(near) < len(known) or len(near) > 12 else "")
-        raise ProgAgentInputError(f"unknown task {name!r}: no task folder of that id under {root} "
-                                  f"(known tasks: {shown or 'none'})")
-    with _TASKS_LOCK:
-        if folder not in _TASKS:
-            try:
-                _TASKS[folder] = load_task(folder)
-            except TaskLoadError as exc:
-                raise ProgAgentInputError(f"task {name!r} cannot be loaded: {exc}") from None
-        return _TASKS[folder]
+    return _resolve_task(name, tasks_dir, ProgAgentInputError)
 
 
 # --- the verifiers types ----------------------------------------------------------------------------
