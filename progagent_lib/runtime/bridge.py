@@ -45,11 +45,10 @@ import threading
 import time
 from dataclasses import dataclass
 from json.decoder import JSONDecoder
-from json.encoder import c_make_encoder, encode_basestring_ascii
 from typing import Any, Iterable, Protocol
 
 from ..task import ToolError
-from ..task.environment import MAX_ERROR_CHARS, Environment, bounded_text, loggable_arguments
+from ..task.environment import MAX_ERROR_CHARS, Environment, bounded_text, loggable_arguments, result_json
 from .error_modes import ERROR_MODES, check_error_mode, looks_like_error
 from .kernel_side import FILENAME as PRELUDE_FILENAME, source
 
@@ -521,14 +520,8 @@ class _FrameReader:
 # Replies are written by the C encoder directly (json.dumps builds a new encoder around it per call).
 # It is made without a cycle check: a result that holds itself ends in RecursionError instead, still
 # an error reply. Compact separators: the kernel reads fewer bytes.
-_encoder = (c_make_encoder(None, str, encode_basestring_ascii, None, ":", ",", False, False, True)
-            if c_make_encoder is not None else None)
-
-
-def _dumps(value: Any) -> str:
-    if _encoder is None:
-        return json.dumps(value, default=str, separators=(",", ":"))
-    return "".join(_encoder(value, 0))
+# Replies are written by the same encoder as the environment's results (one JSON form for both).
+_dumps = result_json
 
 
 def _encode(reply: dict) -> bytes:
