@@ -104,9 +104,8 @@ def param_ranges(task: Task, seeds: int = PARAM_RANGE_SEEDS) -> dict[str, list]:
     return {name: sorted(found) for name, found in values.items()}
 
 
-def _certify_params(task: Task, report: CertifyReport) -> None:
-    """Each parameter takes at least MIN_PARAM_VALUES values, and there are at least two parameters."""
-    ranges = param_ranges(task)
+def _certify_params(task: Task, ranges: dict[str, list], report: CertifyReport) -> None:
+    """Each parameter takes at least MIN_PARAM_VALUES values (`ranges`: `param_ranges`), and there are at least two."""
     report.add(task.id, "all", None, "params_ge_2", len(ranges) >= 2, f"parameters: {list(ranges)}")
     narrow = {name: len(values) for name, values in ranges.items() if len(values) < MIN_PARAM_VALUES}
     report.add(task.id, "all", None, "param_values_ge_4", not narrow,
@@ -211,14 +210,15 @@ def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int
     seeds = param_draw_seeds(task, seeds, draws)
     ranges = param_ranges(task) if task.parametrised else {}
     if task.parametrised:
-        _certify_params(task, report)
+        _certify_params(task, ranges, report)
     seen: dict[str, tuple[str, str]] = {}
     for scale in scales:
         for seed in seeds:
             try:
                 _certify_determinism(task, scale, seed, report)
                 instruction, schemas = _certify_instance(task, scale, seed, report)
-                seen.setdefault(scale, (instruction if seed == seeds[0] else "", schemas))
+                if seed == seeds[0]:  # the same instance at every scale: its instruction and schemas must agree
+                    seen[scale] = (instruction, schemas)
                 if task.parametrised:
                     _certify_other_draw(task, scale, seed, seeds[seeds.index(seed) + 1:] + seeds[:seeds.index(seed)], report)
                     if scale == "v0":

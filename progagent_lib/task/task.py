@@ -355,10 +355,9 @@ class Task:
                 raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder(s) {', '.join('{%s}' % u for u in used)} but "
                                     "generator.py defines no params(ctx)")
             return ()
-        self.param_names = ()
-        names = tuple(self._draw_params(0))
+        self.param_names = ()  # no names to compare the first draw with yet
+        names = tuple(self.params_for(0))  # drawn twice: seed 0 is checked for determinism here
         self.param_names = names
-        self.params_for(0)  # determinism of seed 0
         missing = [u for u in used if u not in names]
         if missing:
             raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder {{{missing[0]}}} names no parameter; "
