@@ -38,10 +38,10 @@ def test_near_miss_solution_is_rejected(task):
     assert result.score > 0.0, f"{task.id}: the near miss is not near (R~=0); make it plausible"
 
 
-def test_near_miss_takes_the_instance_parameters(task):
-    """A parametrised task's near miss is a wrong program for the same request: it takes the same parameters."""
-    if not task.parametrised:
-        pytest.skip(f"{task.id} draws no instance parameters")
+def test_task_is_parametrised_and_its_near_miss_takes_the_parameters(task):
+    """Every pool task draws instance parameters (else one fixed program passes all its instances), and its near miss
+    is a wrong program for the same request: it takes the same parameters."""
+    assert task.parametrised, f"{task.id} draws no instance parameters: one fixed program would pass every instance"
     import inspect
     spec = importlib.util.spec_from_file_location(f"near_miss_sig_{task.id.replace('/', '_')}", task.root / "near_miss.py")
     module = importlib.util.module_from_spec(spec)
