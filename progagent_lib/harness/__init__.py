@@ -1,5 +1,6 @@
 """Harnesses (DTC, PTC, Hybrid), the tool-call session, parsing, the episode loop and trajectories."""
-from .episode import END_REASONS, Episode, Limits, PolicyError, cut_observation, run_episode
+from .end_reasons import END_REASONS, is_errored, is_truncated
+from .episode import Episode, Limits, PolicyError, cut_observation, run_episode
 from .metrics import ProgramStructure, TokenCounter, analyze_program, approximate_tokens
 from .parsing import ParsedTurn, parse_tool_calls
 from .session import Observation, Session, ToolCall
@@ -7,7 +8,7 @@ from .spec import CLAIM_DONE, HARNESSES, PROGRAMMATIC_TOOL_CALL, TERMINAL, Harne
 from .trajectory import CallRecord, Trajectory, messages_for_chat_template, read_jsonl, write_jsonl
 
 __all__ = [
-    "END_REASONS", "Episode", "Limits", "PolicyError", "cut_observation", "run_episode", "ProgramStructure", "TokenCounter", "analyze_program", "approximate_tokens",
+    "END_REASONS", "is_errored", "is_truncated", "Episode", "Limits", "PolicyError", "cut_observation", "run_episode", "ProgramStructure", "TokenCounter", "analyze_program", "approximate_tokens",
     "ParsedTurn", "parse_tool_calls", "Observation", "Session", "ToolCall", "CLAIM_DONE", "HARNESSES",
     "PROGRAMMATIC_TOOL_CALL", "TERMINAL", "HarnessSpec", "get_harness", "model_tool_schemas",
     "CallRecord", "Trajectory", "messages_for_chat_template", "read_jsonl", "write_jsonl",

@@ -8,7 +8,11 @@ every metric a trajectory records. Everything that runs an episode steps it:
   turn, `episode.add_turn(turn)`, until `episode.finished`;
 - the training rollout and the evaluation after training (`progagent_lib.train.rollout`) are a token
   adapter over the same object: they decode the generated tokens, hand the turn to the episode, and
-  render the messages it adds with the tokenizer's own chat template.
+  render the messages it adds with the tokenizer's own chat template;
+- the MCP server (`harness.mcp_server`, `progagent serve`) hands each tool call of its client to the
+  episode as one turn; the client's own text never reaches the server.
+
+Why an episode ends, and which endings count as errored or truncated, is `end_reasons.py`.
 
 The loop is the same for DTC, PTC and Hybrid; what differs (the tools offered, the system prompt,
 whether task tools are direct calls) is data in `spec.py`, applied by `Session`.
@@ -22,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..textsafe import clean_text
+from .end_reasons import END_REASONS, INFRASTRUCTURE_END_REASONS, TRUNCATION_END_REASONS
 from .metrics import TokenCounter, analyze_program
 from .session import Observation, Session, ToolCall
 from .spec import PROGRAMMATIC_TOOL_CALL, HarnessSpec, get_harness
@@ -29,18 +34,6 @@ from .trajectory import CallRecord, Trajectory
 
 if TYPE_CHECKING:
     from ..task import Task
-
-# Why an episode ended. One list for every path (message loop, MCP, training rollouts, evaluation).
-END_REASONS: dict[str, str] = {
-    "claim_done": "the model called claim_done; the verifier judged its action",
-    "no_tool_call": "a turn without a tool call; its text is the final answer",
-    "max_turns": "the turn budget (Limits.max_turns) ran out",
-    "max_tool_calls": "the tool-call budget (Limits.max_tool_calls) ran out",
-    "max_context_tokens": "the context reached Limits.max_context_tokens",
-    "turn_cut": "a turn reached Limits.max_new_tokens before its end-of-turn token",
-    "policy_error": "the policy or its server failed: an infrastructure error, not a task failure",
-}
-INFRASTRUCTURE_END_REASONS = frozenset({"policy_error"})
 
 
 @dataclass(frozen=True)
@@ -230,6 +223,11 @@ class Episode:
         self.context_tokens += self.count(getattr(turn, "raw", "") or turn.text or "")
         self._end("turn_cut")
 
+    def client_left(self) -> None:
+        """The driver left before the episode ended (an MCP client closed, its server was stopped): the episode
+        ends as `client_closed`, and `to_trajectory()` judges the state as left, as after a plain answer."""
+        self._end("client_closed")
+
     def fail(self, error: str) -> None:
         """The policy could not produce a turn: the episode ends as an infrastructure error."""
         self.trajectory.error = str(error)
@@ -368,4 +366,4 @@ def _call_record(turn_index: int, call: ToolCall, observation: Observation, cont
                       kernel_restarted=observation.kernel_restarted, program=program)
 
 
-__all__ = ["END_REASONS", "Episode", "Limits", "PolicyError", "cut_observation", "run_episode", "PROGRAMMATIC_TOOL_CALL"]
+__all__ = ["END_REASONS", "INFRASTRUCTURE_END_REASONS", "TRUNCATION_END_REASONS", "Episode", "Limits", "PolicyError", "cut_observation", "run_episode", "PROGRAMMATIC_TOOL_CALL"]

@@ -1,25 +1,48 @@
-"""Tables over trajectories (polars), shared by `progagent run` and the notebooks."""
+"""Tables over trajectories (polars), shared by `progagent run` and the notebooks, and the one summary of a batch.
+
+Every mean over episodes is defined once, in `SCORED_MEANS`: `summarize` takes them per group (the table
+`progagent run` prints), `episode_summary` over a whole batch (the numbers a training step logs). Errored
+episodes (`end_reasons.is_errored`) are counted apart and left out of every mean.
+"""
 from __future__ import annotations
 
 import json
 from math import comb
-from typing import Iterable
+from typing import Any, Iterable
 
 import polars as pl
 
+from .end_reasons import INFRASTRUCTURE_END_REASONS, is_errored
 from .trajectory import Trajectory
 
 GROUP = ("task_id", "scale", "harness", "policy")
-INFRA_END_REASONS = ("policy_error",)
+
+# The means over the scored (not errored) episodes of a group or a batch: one definition each.
+SCORED_MEANS: dict[str, pl.Expr] = {
+    "pass_rate": (pl.col("reward") >= 1.0).mean(),          # R = 1
+    "mean_reward": pl.col("reward").mean(),
+    "mean_score": pl.col("score").mean(),                   # R~
+    "tool_output_tokens": pl.col("tool_output_tokens").mean(),
+    "tool_calls": pl.col("tool_calls").mean(),
+    "model_tool_calls": pl.col("model_tool_calls").mean(),
+    "runtime_errors": pl.col("runtime_errors").mean(),
+    "malformed_calls": pl.col("malformed_calls").mean(),
+    "turns": pl.col("turns").mean(),
+    "truncation_rate": pl.col("truncated").mean(),
+    "claim_done_rate": (pl.col("end_reason") == "claim_done").mean(),
+}
+# The columns of `summarize`'s table, beside the counts and pass@k.
+TABLE_MEANS = ("pass_rate", "mean_score", "tool_output_tokens", "tool_calls", "model_tool_calls", "runtime_errors",
+               "turns")
 
 
-def is_infra_error(trajectory: Trajectory) -> bool:
+def is_infra_error(trajectory: Any) -> bool:
     """Whether an episode ended because the policy or its server failed (errored), not because of the task.
 
     Such an episode says nothing about the model: it is counted apart from pass rates, and retried on resume.
+    `end_reasons.is_errored` decides; this reads a trajectory's (or an `EpisodeTokens`') end reason.
     """
-    errored = getattr(trajectory, "errored", None)
-    return bool(errored) if errored is not None else trajectory.end_reason in INFRA_END_REASONS
+    return is_errored(trajectory.end_reason)
 
 
 def trajectories_frame(trajectories: Iterable[Trajectory]) -> pl.DataFrame:
@@ -27,7 +50,7 @@ def trajectories_frame(trajectories: Iterable[Trajectory]) -> pl.DataFrame:
     rows = [{
         "task_id": t.task_id, "scale": t.scale, "seed": t.seed, "harness": t.harness, "policy": t.policy,
         "sample": t.sample, "params": json.dumps(getattr(t, "params", None) or {}, sort_keys=True), "reward": t.reward, "score": t.score, "end_reason": t.end_reason,
-        "errored": is_infra_error(t), "turns": t.turns,
+        "errored": t.errored, "truncated": t.truncated, "turns": t.turns,
         "tool_output_tokens": t.tool_output_tokens, "context_tokens": t.context_tokens, "tool_calls": t.tool_calls,
         "model_tool_calls": t.model_tool_calls, "runtime_errors": t.runtime_errors, "malformed_calls": t.malformed_calls,
         "programs": len(t.programs), "dtc_like_programs": t.dtc_like_programs, "seconds": t.seconds,
@@ -48,7 +71,7 @@ def with_errored(frame: pl.DataFrame) -> pl.DataFrame:
     """The frame with its `errored` column (derived from `end_reason` for frames built elsewhere)."""
     if "errored" in frame.columns:
         return frame
-    return frame.with_columns(pl.col("end_reason").is_in(list(INFRA_END_REASONS)).alias("errored"))
+    return frame.with_columns(pl.col("end_reason").is_in(sorted(INFRASTRUCTURE_END_REASONS)).alias("errored"))
 
 
 def summarize(trajectories: Iterable[Trajectory] | pl.DataFrame, k: int | None = None,
@@ -70,20 +93,40 @@ def summarize(trajectories: Iterable[Trajectory] | pl.DataFrame, k: int | None =
     per_seed = per_seed.with_columns(
         pl.struct("n", "c").map_elements(lambda r: pass_at_k(r["n"], r["c"], min(k, r["n"])), return_dtype=pl.Float64)
         .alias("pass_at_k"))
-    means = scored.group_by(list(by)).agg(
-        (pl.col("reward") >= 1.0).mean().alias("pass_rate"),
-        pl.col("score").mean().alias("mean_score"),
-        pl.col("tool_output_tokens").mean().alias("tool_output_tokens"),
-        pl.col("tool_calls").mean().alias("tool_calls"),
-        pl.col("model_tool_calls").mean().alias("model_tool_calls"),
-        pl.col("runtime_errors").mean().alias("runtime_errors"),
-        pl.col("turns").mean().alias("turns"),
-    )
+    means = scored.group_by(list(by)).agg(SCORED_MEANS[name].alias(name) for name in TABLE_MEANS)
     pass_k = per_seed.group_by(list(by)).agg(pl.col("pass_at_k").mean().alias(f"pass@{k}"))
     table = counts.join(means, on=list(by), how="left").join(pass_k, on=list(by), how="left").sort(list(by))
-    order = [*by, "episodes", "errored", "pass_rate", f"pass@{k}", "mean_score", "tool_output_tokens", "tool_calls",
-             "model_tool_calls", "runtime_errors", "turns"]
+    order = [*by, "episodes", "errored", "pass_rate", f"pass@{k}", *TABLE_MEANS[1:]]
     return table.select(order)
+
+
+# episode_summary's names for the means that are counts per episode (the training-dynamics logs' names)
+_PER_EPISODE = ("tool_output_tokens", "tool_calls", "model_tool_calls", "runtime_errors", "malformed_calls", "turns")
+
+
+def episode_summary(trajectories: Iterable[Trajectory]) -> dict[str, Any]:
+    """One batch of episodes in numbers: the quantities of the paper's training-dynamics figures and more.
+
+    `episodes`, `errored_episodes`, `end_reasons` (counts over all episodes), then over the scored ones:
+    every mean of `SCORED_MEANS` (the per-episode counts named `<metric>_per_episode`) and the share of
+    DTC-like programs. With no scored episode the means are 0.0 (a training log wants numbers).
+    """
+    trajectories = list(trajectories)
+    frame = trajectories_frame(trajectories)
+    summary: dict[str, Any] = {"episodes": len(trajectories), "errored_episodes": 0}
+    end_reasons: dict[str, int] = {}
+    for t in trajectories:
+        end_reasons[t.end_reason] = end_reasons.get(t.end_reason, 0) + 1
+    scored = frame.filter(~pl.col("errored")) if not frame.is_empty() else frame
+    summary["errored_episodes"] = len(trajectories) - scored.height
+    means = scored.select(expr.alias(name) for name, expr in SCORED_MEANS.items()).row(0, named=True) \
+        if scored.height else dict.fromkeys(SCORED_MEANS, 0.0)
+    for name, value in means.items():
+        summary[f"{name}_per_episode" if name in _PER_EPISODE else name] = float(value or 0.0)
+    programs = int(scored["programs"].sum()) if scored.height else 0
+    summary["dtc_like_program_share"] = int(scored["dtc_like_programs"].sum()) / programs if programs else 0.0
+    summary["end_reasons"] = end_reasons
+    return summary
 
 
 def print_table(table: pl.DataFrame) -> None:

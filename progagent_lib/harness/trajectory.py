@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..textsafe import escape_controls_in_json
+from .end_reasons import is_errored, is_truncated
 from .metrics import ProgramStructure
 
 
@@ -54,7 +55,7 @@ class Trajectory:
     reward: float = 0.0                   # R: 1 iff every criterion passed
     score: float = 0.0                    # R~: weighted share of criteria passed
     criteria: list[dict] = field(default_factory=list)
-    end_reason: str = ""                  # one of harness.episode.END_REASONS
+    end_reason: str = ""                  # one of harness.end_reasons.END_REASONS
     turns: int = 0
     tool_output_tokens: int = 0           # tokens of tool observations that entered the context
     context_tokens: int = 0               # the context's size at the end (prompt + everything generated)
@@ -75,7 +76,12 @@ class Trajectory:
     @property
     def errored(self) -> bool:
         """Ended by an infrastructure error (the policy or its server failed), not by the task: keep it out of pass rates."""
-        return self.end_reason == "policy_error"
+        return is_errored(self.end_reason)
+
+    @property
+    def truncated(self) -> bool:
+        """Cut off by a budget (turns, tool calls, context, a turn's tokens) before the model finished."""
+        return is_truncated(self.end_reason)
 
     @property
     def programs(self) -> list[ProgramStructure]:
