@@ -90,3 +90,22 @@ def test_programs_and_terminal_run_in_the_episode_kernel(env):
         bad = session.dispatch(ToolCall("programmatic_tool_call", {"source": "print(1)"}))
         assert bad.is_error and "'code'" in bad.content
     assert session.closed
+
+
+@pytest.mark.parametrize("error_mode, flagged", [
+    ("is_error", {"get_supplier": True, "read_file": False}),
+    ("off", {"get_supplier": False, "read_file": False}),
+    ("detect", {"get_supplier": True, "read_file": True})])
+def test_direct_calls_and_calls_in_programs_share_one_error_mode(env, error_mode, flagged):
+    # One place applies the error mode (the bridge's router): a direct call is flagged exactly when the same call
+    # raises in a program, with the same message.
+    env.tools.write_file(path="status.txt", content="Error: upstream service unavailable")
+    calls = {"get_supplier": {"supplier_id": -5}, "read_file": {"path": "status.txt"}}
+    with Session(env, "hybrid", error_mode=error_mode) as session:
+        for name, arguments in calls.items():
+            direct = session.dispatch(ToolCall(name, arguments))
+            code = (f"try:\n    print(tools.{name}(**{arguments!r}))\n"
+                    "except ToolError as exc:\n    print('Error:', exc)\n    print('[raised]')")
+            program = session.dispatch(ToolCall("programmatic_tool_call", {"code": code}))
+            assert direct.is_error == flagged[name] and not program.is_error
+            assert program.content.strip() == direct.content.strip() + ("\n[raised]" if flagged[name] else "")

@@ -6,7 +6,9 @@ server and the RL rollouts, so every front end applies the same rules:
 - `programmatic_tool_call(code)` runs the program in the episode's persistent kernel (PTC, Hybrid);
 - `terminal(command)` runs a shell command confined to the workspace;
 - `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused);
-- a task tool runs directly under DTC and Hybrid; under PTC the model is told to call it from a program;
+- a task tool runs directly under DTC and Hybrid; under PTC the model is told to call it from a program.
+  A direct call goes through the same `runtime.bridge.ToolRouter` as a call inside a program, so the
+  error mode (`is_error`, `off`, `detect`) is applied in one place, the bridge, for both;
 - an unknown tool or bad arguments give an error observation. `dispatch` never raises for model mistakes;
 - every observation's text is cleaned (`textsafe.clean_text`) on its way out, whatever produced it (a
   program, a shell command, a direct tool's text or JSON result, an error message): what reaches the
@@ -22,8 +24,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..runtime.error_modes import check_error_mode, looks_like_error  # one definition for both paths
-from ..task import ToolError, VerifyResult
+from ..runtime.bridge import ToolRouter  # applies the error mode, for direct calls as for calls in programs
+from ..task import VerifyResult
 from ..textsafe import clean_text
 from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
 
@@ -68,7 +70,7 @@ class Session:
     def __init__(self, env, harness: str | HarnessSpec, *, error_mode: str = "is_error", runtime=None, pool=None,
                  program_timeout: float | None = None, terminal_timeout: float | None = None,
                  **runtime_kwargs: Any):
-        check_error_mode(error_mode)
+        self._router = ToolRouter(env, error_mode=error_mode)  # refuses an unknown error mode
         self.env = env
         self.harness = get_harness(harness) if isinstance(harness, str) else harness
         self.error_mode = error_mode
@@ -138,15 +140,13 @@ class Session:
 
     def _run_task_tool(self, call: ToolCall) -> Observation:
         record = {"name": call.name, "arguments": call.arguments}
-        try:
-            value = self.env.call_tool(call.name, call.arguments)
-        except ToolError as exc:
-            # error_mode="off" is the paper's ablation: the failure arrives as an ordinary result.
-            flagged = self.error_mode != "off"
-            return Observation(f"Error: {exc}", is_error=flagged, kind="task_tool",
-                               task_tool_calls=[{**record, "is_error": True, "error": str(exc)}])
-        flagged = self.error_mode == "detect" and looks_like_error(value) is not None
-        return Observation(render_result(value), is_error=flagged, kind="task_tool",
+        # The router applies the error mode: under "off" (the paper's ablation) a failure comes back as an
+        # ordinary result, its message; under "detect" an error-shaped result comes back as an error.
+        value, error = self._router.call(call.name, call.arguments)
+        if error is not None:
+            return Observation(f"Error: {error}", is_error=True, kind="task_tool",
+                               task_tool_calls=[{**record, "is_error": True, "error": error}])
+        return Observation(render_result(value), is_error=False, kind="task_tool",
                            task_tool_calls=[{**record, "is_error": False}], value=value)
 
     def _run_program(self, code: str) -> Observation:
