@@ -9,6 +9,7 @@ server's tools as `tools.<name>` in the kernel beside the task's own tools.
     with MCPToolSource("python notes_server.py") as source:
         source.tool_specs["add_note"].parameters      # JSON schema of the arguments
         result, is_error = source.call("add_note", {"text": "hi"})
+        source.call_tool("add_note", {"text": "hi"})  # the MCP result itself: text, structured content, isError
 """
 from __future__ import annotations
 
@@ -161,6 +162,17 @@ class MCPToolSource:
         broken connection or an unknown tool raises. `deadline` (time.monotonic) ends the wait
         sooner than `call_timeout` (a program's own deadline).
         """
+        result = self.call_tool(name, arguments, deadline)
+        return decode_result(result, self.tool_specs[name].output_schema), bool(result.is_error)
+
+    def call_tool(self, name: str, arguments: dict | None = None,
+                  deadline: float | None = None) -> mcp_types.CallToolResult:
+        """Call a tool; returns the server's result as it came (its text content, structured content and
+        isError), for a client that shows the text to a model, as `call` decodes it for a program.
+
+        Raises as `call` does; a call abandoned past `deadline` or refused by the server comes back as an
+        error result with the message that says so.
+        """
         if self._closed:
             raise MCPConnectionError(f"MCP server {self.server!r}: this connection is closed")
         if name not in self.tool_specs:
@@ -174,7 +186,7 @@ class MCPToolSource:
         except FutureTimeout:
             future.cancel()
             if deadline is not None and time.monotonic() >= deadline:
-                return f"{name} ran past the program's time limit and was abandoned", True
+                return _error_result(f"{name} ran past the program's time limit and was abandoned")
             raise MCPConnectionError(f"MCP tool {name!r} on {self.server!r} took longer than {self.call_timeout:g}s") from None
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED or self._owner.done():
@@ -182,12 +194,12 @@ class MCPToolSource:
                                          "its tools are unavailable until it is reconnected") from exc
             # A protocol-level refusal of this call (invalid params, an internal error in the server):
             # to the program it is the tool failing, with the server's message.
-            return f"{name} was refused by the MCP server: {exc.error.message}", True
+            return _error_result(f"{name} was refused by the MCP server: {exc.error.message}")
         except Exception as exc:
             if self._owner.done():  # the server went away: say so rather than echo a stream error
                 raise MCPConnectionError(f"MCP server {self.server!r} closed the connection ({_describe(exc)})") from exc
             raise
-        return decode_result(result, self.tool_specs[name].output_schema), bool(result.is_error)
+        return result
 
     def close(self) -> None:
         """Disconnect (a stdio server process is stopped) and end the background thread. Idempotent."""
@@ -212,6 +224,10 @@ class MCPToolSource:
 
     def __repr__(self) -> str:
         return f"MCPToolSource({self.server!r}, tools={sorted(self.tool_specs)})"
+
+
+def _error_result(message: str) -> mcp_types.CallToolResult:
+    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=message)], is_error=True)
 
 
 def _describe(exc: BaseException) -> str:
