@@ -1,4 +1,6 @@
-"""`progagent serve` as a real process, driven by the MCP SDK's own client over stdio and streamable HTTP."""
+"""`progagent serve` as a real process, driven by the MCP SDK's own client over stdio and streamable HTTP.
+
+The server steps an `Episode`; that its trajectory equals `progagent run`'s is tests/test_mcp_episode.py."""
 import argparse
 import json
 import re
@@ -204,12 +206,15 @@ def test_build_server_in_process_hybrid_offers_programs_and_direct_tools(restock
         names, supplier, missing, instructions = anyio.run(main)
     # the client is told the task (and the harness's system prompt) when it connects
     assert restock_task.instruction(0) in instructions
-    assert names == [s["function"]["name"] for s in server.session.tool_schemas()]
+    assert names == [s["function"]["name"] for s in server.episode.tools]
     assert {"programmatic_tool_call", "get_supplier", "terminal", "claim_done"} <= set(names)
     assert not supplier.is_error and supplier.structured_content["id"] == 1
     assert supplier.structured_content["name"] in text(supplier)
     assert missing.is_error and "supplier_id" in text(missing)
-    assert server.session.closed
+    assert server.episode.session.closed
+    # the calls were turns of the episode, as `progagent run` records them
+    assert [c.name for c in server.episode.trajectory.calls] == ["get_supplier", "get_supplier"]
+    assert server.episode.trajectory.model_tool_calls == 2 and server.episode.trajectory.tool_calls == 2
 
 
 # --- HTTP: one episode per client, Host/Origin on every bind address, the bearer token --------------------------

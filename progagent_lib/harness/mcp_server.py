@@ -5,14 +5,25 @@ it lists the tools the model would see under the chosen harness (`programmatic_t
 `terminal`, `claim_done` and, for DTC and Hybrid, the task's own tools, with the same schemas and
 descriptions), calls them, and ends with `claim_done`, whose result carries the verifier's verdict.
 
-Every call goes through `Session.dispatch`, so this module only translates between MCP and the
-session: an observation's text becomes the result's text content and its `is_error` becomes
-`isError`. The episode's rules (what is refused under which harness, the end after claim_done)
-live in the session, once, for the episode loop, the trainer and this server alike. What a reply adds
-to the observation (the verdict, a direct tool's result as structured data, an error) is cleaned the
-same way (`textsafe.clean_text`): no reply carries a character that a client's terminal would obey.
+The server steps an `Episode` (harness/episode.py), the same object `progagent run` plays: each tool
+call of the client is one turn of the episode, with one call. So an MCP-driven episode has the same
+budgets (`Limits`: tool calls, turns, context tokens), the same observation cuts, error mode, end
+reasons and metrics as `progagent run` for the same task, scale, seed and harness, and it ends the same
+way: at claim_done or when a budget runs out; later calls get a tool error saying so. This module only
+translates between MCP and the episode: the observation's text (cut as the episode cut it) becomes the
+result's text content and its `is_error` becomes `isError`. What a reply adds to the observation (the
+verdict, a direct tool's result as structured data, an error) is cleaned the same way
+(`textsafe.clean_text`): no reply carries a character that a client's terminal would obey.
 
-    server = build_server("tasks/retail/restock_orders", scale="v2", seed=0, harness="ptc")
+The client is the model, and the server never sees the model's own text (its reasoning, the words
+around its calls): token counts that need it (the context's size) count only the calls' arguments;
+tool-output tokens are counted from the observations, as `progagent run` counts them. An episode the
+client leaves before it ended (the server is closed or stopped) ends as `client_closed`, the state as
+left judged. With `trajectory=` (`progagent serve --trajectory FILE`) the episode is appended to a
+JSON-lines file as it ends, a trajectory that `harness.read_jsonl` reads like `progagent run`'s.
+
+    server = build_server("tasks/retail/restock_orders", scale="v2", seed=0, harness="ptc",
+                          trajectory="runs/mcp.jsonl")
     server.run_stdio()                       # or server.run_http(port=8765): http://127.0.0.1:8765/mcp
 
 One server process serves one episode, to one client: over HTTP the first MCP session that calls a
@@ -35,6 +46,7 @@ import sys
 import threading
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from io import TextIOWrapper
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -43,43 +55,63 @@ import anyio
 import mcp_types
 from mcp.server import Server
 
+from progagent_lib.harness.end_reasons import END_REASONS
+from progagent_lib.harness.episode import Episode, Limits
+from progagent_lib.harness.session import ToolCall
 from progagent_lib.harness.spec import HarnessSpec, get_harness
+from progagent_lib.harness.trajectory import Trajectory, write_jsonl
 from progagent_lib.task.task import Task, load_task
 from progagent_lib.textsafe import clean_text, clean_value
 
 SERVER_NAME = "progagent"
+MCP_POLICY_NAME = "mcp"  # the trajectory's `policy`: the model behind the MCP client is unknown to the server
 logger = logging.getLogger(__name__)
 
 
-class HarnessMCPServer:
-    """An MCP server (the SDK's low-level `Server`) in front of one harness `Session`.
+@dataclass
+class ClientTurn:
+    """One tool call of the MCP client, as the episode takes a turn: the server sees no text around it."""
 
-    The session (and the kernel behind it) is created, used and closed on one dedicated worker
+    tool_calls: list[ToolCall]
+    text: str = ""
+    parse_errors: list[str] = field(default_factory=list)
+
+
+class HarnessMCPServer:
+    """An MCP server (the SDK's low-level `Server`) in front of one `Episode`.
+
+    The episode (and the kernel behind it) is created, stepped and closed on one dedicated worker
     thread: the kernel client's sockets then never change threads, the async server loop never
     blocks on a running program, and calls are applied one at a time, in arrival order.
+    `trajectory` is a JSON-lines file the episode is appended to when it ends (or None).
     """
 
-    def __init__(self, make_session: Callable[[], Any], *, name: str = SERVER_NAME, instructions: str | None = None,
-                 close_env: bool = True):
-        self._close_env = close_env
-        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-session")
+    def __init__(self, make_episode: Callable[[], Episode], *, name: str = SERVER_NAME,
+                 instructions: str | None = None, trajectory: str | Path | None = None):
+        self.trajectory_path = Path(trajectory) if trajectory is not None else None
+        self.trajectory: Trajectory | None = None  # the scored episode, once it ended
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-episode")
         self._closed = False
         self._owner: str | None = None  # the MCP session that owns the episode (HTTP); None until the first call
         self._owner_lock = threading.Lock()
         try:
-            self.session = self._worker.submit(make_session).result()
+            self.episode: Episode = self._worker.submit(make_episode).result()
         except BaseException:
             self._worker.shutdown(wait=False)
             raise
+        if instructions is None:  # what the model reads before its first call: the system prompt and the task
+            t = self.episode.trajectory
+            instructions = (f"{self.episode.messages[0]['content']}\n\n# Task ({t.task_id}, scale {t.scale}, seed {t.seed})"
+                            f"\n\n{self.episode.env.instruction}")
         self.server: Server = Server(name, version=_version(), instructions=instructions,
                                      on_list_tools=self._list_tools, on_call_tool=self._call_tool)
 
     # -- MCP handlers -------------------------------------------------------------------------
     def tools(self) -> list[mcp_types.Tool]:
-        """The session's tool schemas (OpenAI function format) as MCP tools, unchanged."""
+        """The episode's tool schemas (OpenAI function format) as MCP tools, unchanged."""
         return [mcp_types.Tool(name=s["function"]["name"], description=s["function"].get("description", ""),
                                input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}})
-                for s in self.session.tool_schemas()]
+                for s in self.episode.tools]
 
     async def _list_tools(self, ctx: Any, params: Any) -> mcp_types.ListToolsResult:
         return mcp_types.ListToolsResult(tools=self.tools())
@@ -103,28 +135,58 @@ class HarnessMCPServer:
                              "episode to one client. Start another server (another port) for another episode.")
 
     def call(self, name: str, arguments: dict) -> mcp_types.CallToolResult:
-        """Dispatch one tool call to the session (blocking) and translate the observation."""
-        from progagent_lib.harness.session import ToolCall
-
+        """Step the episode by one tool call (blocking) and translate what it observed."""
         if self._closed:
             return _error_result("this server has shut down; start a new `progagent serve` for another episode")
         try:
-            observation = self._worker.submit(self.session.dispatch, ToolCall(name=name, arguments=arguments)).result()
-        except Exception as exc:  # noqa: BLE001 - dispatch handles model mistakes; this is the machinery failing
+            return self._worker.submit(self._step, name, arguments).result()
+        except Exception as exc:  # noqa: BLE001 - the episode handles model mistakes; this is the machinery failing
             logger.exception("tool call %r failed inside the harness", name)
             return _error_result(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
-        text, structured = observation.content, None
-        if isinstance(observation.value, dict) and not observation.is_error:
-            # a direct task-tool result as data too (an object, as every MCP version allows)
+
+    def _step(self, name: str, arguments: dict) -> mcp_types.CallToolResult:
+        """On the worker thread: one turn of the episode with this one call; the end of the episode when it came."""
+        episode = self.episode
+        if episode.finished:
+            return _error_result(ended_message(episode.end_reason))
+        try:
+            (message,) = episode.add_turn(ClientTurn([ToolCall(name=name, arguments=arguments)]))
+        except Exception as exc:  # the machinery failed, not the model: the episode ends errored, as in training
+            episode.fail(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
+            try:
+                self._finish()
+            except Exception:  # noqa: BLE001 - the first failure is the one the client is told
+                logger.exception("the errored episode could not be scored or written")
+            raise
+        text = message["content"]  # the observation as it entered the context (cut by the episode's limits)
+        observations = episode.last_observations
+        observation = observations[-1] if observations else None
+        is_error = observation.is_error if observation is not None else True  # None: refused over the budget
+        structured = None
+        if observation is not None and isinstance(observation.value, dict) and not is_error \
+                and text == observation.content:
+            # a direct task-tool result as data too (an object, as every MCP version allows); not when the
+            # observation was cut: the data would carry what the cut kept out of the context
             structured = observation.value
-        verdict = observation.verify
-        if observation.done and verdict is not None:
+        if episode.finished:
+            trajectory = self._finish()
             # The verdict goes to the MCP client (the evaluator driving the episode), as data and as text.
-            structured = {"reward": verdict.reward, "score": verdict.score,
-                          "criteria": verdict.to_dict()["criteria"], "final_answer": self.session.final_answer}
-            text = f"{text}\n\n{verdict.summary()}"
+            structured = {"reward": trajectory.reward, "score": trajectory.score, "criteria": trajectory.criteria,
+                          "final_answer": trajectory.final_answer, "end_reason": trajectory.end_reason}
+            verdict = episode.session.result
+            summary = verdict.summary() if verdict is not None and episode.end_reason == "claim_done" else \
+                f"[{ended_message(trajectory.end_reason)} The state as left: R={trajectory.reward:g}, " \
+                f"R~={trajectory.score:.3f}]"
+            text = f"{text}\n\n{summary}"
         return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=clean_text(text))],
-                                        structured_content=clean_value(structured), is_error=bool(observation.is_error))
+                                        structured_content=clean_value(structured), is_error=bool(is_error))
+
+    def _finish(self) -> Trajectory:
+        """Score the ended episode, release its environment and kernel, and append its trajectory to the file."""
+        self.trajectory = self.episode.to_trajectory()
+        if self.trajectory_path is not None:
+            write_jsonl(self.trajectory, self.trajectory_path)
+        return self.trajectory
 
     # -- transports ---------------------------------------------------------------------------
     def run_stdio(self, stdin: Any = None, stdout: Any = None) -> None:
@@ -161,7 +223,7 @@ class HarnessMCPServer:
         """Serve streamable HTTP at http://HOST:PORT/PATH until interrupted (blocking)."""
         import uvicorn
 
-        # uvicorn re-raises a SIGTERM after its own shutdown; as SystemExit it lets us close the session.
+        # uvicorn re-raises a SIGTERM after its own shutdown; as SystemExit it lets us close the episode.
         with _sigterm_exits():
             try:
                 uvicorn.run(self.http_app(host, path, port=port, allowed_hosts=allowed_hosts, token=token),
@@ -170,22 +232,26 @@ class HarnessMCPServer:
                 self.close()
 
     def close(self) -> None:
-        """End the episode: close the session (kernel, environment copy). Idempotent."""
+        """End the episode if it is still going (`client_closed`; written to the trajectory file when there is
+        one), and release it (kernel, environment copy). Idempotent."""
         if self._closed:
             return
         self._closed = True
         with _sigterm_ignored():  # a client's SIGTERM must not cut the kernel's shutdown short
             try:
-                self._worker.submit(self._close_session).result()
+                self._worker.submit(self._close_episode).result()
             finally:
                 self._worker.shutdown(wait=True)
 
-    def _close_session(self) -> None:
+    def _close_episode(self) -> None:
         try:
-            self.session.close()
+            if not self.episode.finished and self.trajectory_path is not None:
+                self.episode.client_left()
+                self._finish()
+        except Exception:  # noqa: BLE001 - closing must go on: the kernel and the copy are released below
+            logger.exception("the episode left by its client could not be scored or written")
         finally:
-            if self._close_env:  # the environment copy was made for this server alone
-                self.session.env.close()
+            self.episode.close()
 
     def __enter__(self) -> "HarnessMCPServer":
         return self
@@ -194,50 +260,60 @@ class HarnessMCPServer:
         self.close()
 
 
+def ended_message(end_reason: str) -> str:
+    """What a call after the end of the episode is told."""
+    return (f"The episode has ended ({end_reason}: {END_REASONS.get(end_reason, 'ended')}). No more tool calls "
+            "are accepted; start a new `progagent serve` for another episode.")
+
+
 def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
                  error_mode: str = "is_error", mcp_servers: Sequence[str] = (), name: str = SERVER_NAME,
+                 limits: Limits | None = None, trajectory: str | Path | None = None,
+                 system_prompt: str | Path | None = None, policy_name: str = MCP_POLICY_NAME,
                  **session_kwargs: Any) -> HarnessMCPServer:
-    """Instantiate the task at (scale, seed) and serve it under `harness`.
+    """Instantiate the task at (scale, seed) and serve one episode of it under `harness`.
 
-    `mcp_servers` are external MCP servers (command lines or http(s) URLs) whose tools join the
-    task's inside programs as `tools.<name>`. Further keyword arguments go to `Session` (and on to
+    The episode is the one `progagent run` plays (`harness.episode.Episode`): `limits` default to the task's
+    (`Limits.for_task`), `error_mode` and `system_prompt` (a file replacing the harness's prompt) are
+    `run_episode`'s. `trajectory` is a JSON-lines file the episode is appended to when it ends, recorded
+    under `policy_name`. `mcp_servers` are external MCP servers (command lines or http(s) URLs) whose tools
+    join the task's inside programs as `tools.<name>`. Further keyword arguments go to `Session` (and on to
     the runtime), e.g. `program_timeout=` or `unsafe_no_sandbox=True`.
     """
-    from progagent_lib.harness.session import Session
-
     task = task if isinstance(task, Task) else load_task(task)
     spec = get_harness(harness) if isinstance(harness, str) else harness
     if mcp_servers and not spec.programmatic:
         raise ValueError(f"external MCP servers are reachable only from programs, which the {spec.name!r} harness "
                          "does not offer; use harness 'ptc' or 'hybrid'")
+    kwargs = dict(session_kwargs)
+    if mcp_servers:
+        kwargs["mcp_servers"] = list(mcp_servers)
 
-    def make_session():
-        env = task.instantiate(scale=scale, seed=seed)
+    def make_episode() -> Episode:
+        episode = Episode(task, scale, seed, spec, limits=limits or Limits.for_task(task), policy_name=policy_name,
+                          error_mode=error_mode, system_prompt=system_prompt, session_kwargs=kwargs)
         try:
-            kwargs = dict(session_kwargs)
-            if mcp_servers:
-                kwargs["mcp_servers"] = list(mcp_servers)
-            session = Session(env, spec, error_mode=error_mode, **kwargs)
             if spec.programmatic:
                 # Start the kernel now: a sandbox or MCP-server problem shows when the server starts,
                 # not as the first program's error, and the first program does not wait for a kernel.
-                session.runtime  # noqa: B018
-            return session
+                episode.session.runtime  # noqa: B018
+            return episode
         except BaseException:
-            env.close()
+            episode.close()
             raise
 
-    instructions = f"{spec.system_prompt()}\n\n# Task ({task.id}, scale {scale}, seed {seed})\n\n{task.instruction(seed)}"
-    return HarnessMCPServer(make_session, name=name, instructions=instructions)
+    return HarnessMCPServer(make_episode, name=name, trajectory=trajectory)
 
 
 def serve_command(task: Task | str | Path, scale: str = "v2", seed: int = 0, harness: str = "ptc", *,
                   transport: str = "stdio", port: int | None = None, error_mode: str = "is_error",
-                  mcp_servers: Sequence[str] = (), python: str | None = None) -> list[str]:
+                  mcp_servers: Sequence[str] = (), python: str | None = None,
+                  trajectory: str | Path | None = None) -> list[str]:
     """The argv of `progagent serve` for these settings, to start the server as a subprocess.
 
     E.g. `MCPToolSource(serve_command("tasks/retail/restock_orders", harness="dtc"))`, or the
-    command and args of the SDK's `StdioServerParameters`.
+    command and args of the SDK's `StdioServerParameters`. `trajectory`: the JSON-lines file the
+    episode is appended to when it ends.
     """
     task_path = str(task.root if isinstance(task, Task) else task)
     argv = [python or sys.executable, "-m", "progagent_lib.cli", "serve", "--task", task_path, "--scale", scale,
@@ -246,6 +322,8 @@ def serve_command(task: Task | str | Path, scale: str = "v2", seed: int = 0, har
         argv += ["--port", str(port)]
     for server in mcp_servers:
         argv += ["--mcp-server", server]
+    if trajectory is not None:
+        argv += ["--trajectory", str(trajectory)]
     return argv
 
 

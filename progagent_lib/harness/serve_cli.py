@@ -35,7 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve", help="serve one episode of a task as an MCP server",
         description="Serve one episode of TASK at (scale, seed) under a harness as an MCP server. Tools: "
                     "programmatic_tool_call(code) (ptc, hybrid), terminal(command), claim_done(action), and the "
-                    "task's own tools (dtc, hybrid). claim_done returns the verifier's result and ends the episode.")
+                    "task's own tools (dtc, hybrid). claim_done returns the verifier's result and ends the episode. "
+                    "The episode is the one `progagent run` plays: the same budgets, observation cuts and error "
+                    "mode, and --trajectory writes it as a trajectory.")
     p.add_argument("--task", required=True, help="task folder, e.g. tasks/retail/restock_orders")
     p.add_argument("--scale", default="v2", choices=tuple(SCALES), help="environment scale (default v2)")
     p.add_argument("--seed", type=int, default=0, help="environment seed (default 0)")
@@ -56,17 +58,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--mcp-server", action="append", default=[], metavar="CMD",
                    help="an external MCP server (command line or http(s) URL) whose tools join the task's inside "
                         "programs as tools.<name>; repeatable")
+    p.add_argument("--trajectory", default=None, metavar="FILE",
+                   help="append the episode to this JSON-lines file when it ends (claim_done, a budget, or the client "
+                        "leaving), as `progagent run` writes trajectories")
+    p.add_argument("--max-tool-calls", type=int, help="tool calls per episode (0 = no limit; default: the task's, 100)")
+    p.add_argument("--max-turns", type=int, help="turns per episode; each tool call of the client is one (0 = no limit)")
+    p.add_argument("--max-context-tokens", type=int,
+                   help="context tokens per episode, as far as the server sees them (0 = no limit)")
+    p.add_argument("--system-prompt", default=None, metavar="FILE",
+                   help="a file whose text replaces the harness's system prompt (the server's instructions)")
     p.add_argument("--timeout", type=float, default=None, help="seconds one program may run (runtime default if omitted)")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run programs without confinement when the sandbox cannot be set up (never on shared machines)")
     p.set_defaults(func=run)
 
 
+def limits_from_args(task, args: argparse.Namespace):
+    """The task's limits (as `progagent run` plays it) with the budgets given on the command line; 0 = no limit."""
+    from dataclasses import replace
+
+    from progagent_lib.harness.episode import Limits
+
+    given = {name: getattr(args, name, None) for name in ("max_tool_calls", "max_turns", "max_context_tokens")}
+    return replace(Limits.for_task(task), **{k: (None if v == 0 else v) for k, v in given.items() if v is not None})
+
+
 def run(args: argparse.Namespace) -> int:
     from progagent_lib.harness.mcp_server import build_server, claim_process_stdio
     from progagent_lib.runtime.mcp_client import MCPConnectionError
     from progagent_lib.runtime.sandbox import SandboxUnavailable
-    from progagent_lib.task import GenerationError, TaskLoadError
+    from progagent_lib.task import GenerationError, TaskLoadError, load_task
 
     try:
         token = read_token(args.token_file) if args.transport == "http" else None
@@ -81,14 +102,19 @@ def run(args: argparse.Namespace) -> int:
     if args.unsafe_no_sandbox:
         kwargs["unsafe_no_sandbox"] = True
     try:
-        server = build_server(args.task, scale=args.scale, seed=args.seed, harness=args.harness,
-                              error_mode=args.error_mode, mcp_servers=args.mcp_server, **kwargs)
+        task = load_task(args.task)
+        server = build_server(task, scale=args.scale, seed=args.seed, harness=args.harness,
+                              error_mode=args.error_mode, mcp_servers=args.mcp_server, trajectory=args.trajectory,
+                              limits=limits_from_args(task, args), system_prompt=args.system_prompt, **kwargs)
     except SandboxUnavailable as exc:
         print(f"progagent serve: the sandbox for programs cannot be set up here: {exc}\n"
               "Fix the cause, or pass --unsafe-no-sandbox on a machine you trust.", file=sys.stderr)
         return 2
     except (TaskLoadError, GenerationError, MCPConnectionError, ValueError) as exc:
         print(f"progagent serve: {exc}", file=sys.stderr)
+        return 2
+    except FileNotFoundError as exc:  # --system-prompt
+        print(f"progagent serve: no such file: {exc.filename}", file=sys.stderr)
         return 2
     if args.transport == "stdio":
         print(f"progagent serve: {args.task} ({args.scale}, seed {args.seed}) under {args.harness} on stdio",
