@@ -1,8 +1,12 @@
-"""GSPO through TRL on the tiny model: one real RL step, checkpoints, and a resumed run continuing its step count."""
+"""GSPO through TRL on the tiny model: one real RL step, checkpoints, and a resumed run continuing its step count;
+the loss and its diagnostics (sequence ratio, sampler-trainer mismatch, truncated importance sampling), masked
+truncated episodes, and no optimizer step where every advantage is zero."""
 import json
 
 import pytest
 
+from progagent_lib.train import gspo as gspo_module
+from progagent_lib.train.config import ConfigError
 from progagent_lib.train.gspo import DYNAMICS_FILE, DynamicsLog, GSPORunConfig, grpo_args, run_gspo
 from progagent_lib.train.models import TinyModelConfig, build_tiny_model
 
@@ -78,17 +82,36 @@ def test_killed_run_resumes_step_count_and_dynamics(tiny_path, tmp_path, repo, m
     assert log[1]["mean_reward"] != 123.0 and log[1]["episodes"] == 2
     for key in ("mean_reward", "tool_output_tokens_per_episode", "tool_calls_per_episode", "runtime_errors_per_episode",
                 "malformed_calls_per_episode", "end_reasons", "zero_variance_group_share", "dtc_like_program_share",
-                "episode_length_tokens", "truncation_rate", "loss"):
-        assert key in log[0]
+                "episode_length_tokens", "truncation_rate", "loss", "ratio_mean", "entropy", "clip_region",
+                "logp_mismatch_mean", "logp_mismatch_max", "is_weight_mean", "skipped", "importance_sampling"):
+        assert key in log[0]   # one pass per batch: TRL keeps no old log-probs, the mismatch needs them all the same
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["step"] for s in samples] == [1, 1, 2, 2] and all(s["messages"] for s in samples)  # 2 kept per batch
+
+
+def alternating_reward(prompts, completions, verifier_reward, **_):
+    """Rewards 0, 1, 0, 1, ...: every group has an advantage, so the policy moves (the tiny model never solves a task)."""
+    return [float(index % 2) for index in range(len(prompts))]
+
+
+def equal_reward(prompts, completions, verifier_reward, **_):
+    return [1.0] * len(prompts)
+
+
+def weights(folder):
+    from safetensors.torch import load_file
+
+    return load_file(str(folder / "model.safetensors"))
 
 
 @pytest.mark.slow
 def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(tiny_path, tmp_path, repo, monkeypatch):
     from dataclasses import replace
 
+    import torch
+
     monkeypatch.chdir(repo)
+    monkeypatch.setattr(gspo_module, "verifier_reward", alternating_reward)
     config = replace(small_config(tiny_path, tmp_path / "two", max_steps=2), num_iterations=2, learning_rate=5e-3,
                      epsilon=1e-4, epsilon_high=1e-4)
     result = run_gspo(config)
@@ -97,6 +120,169 @@ def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(ti
     assert [(line["generation"], line["pass"]) for line in log] == [(1, 1), (1, 2)]
     assert log[0]["episodes"] == log[1]["episodes"] == 2
     assert all("clip_region" in line and 0.0 <= line["clip_region"] <= 1.0 for line in log)
+    # The sequence ratio is exactly 1 on the first pass (nothing has moved) and moves on the second.
+    assert log[0]["ratio_mean"] == log[0]["ratio_min"] == log[0]["ratio_max"] == 1.0
+    assert log[1]["ratio_min"] < 1.0 < log[1]["ratio_max"] and log[1]["clip_region"] > 0.0
+    assert all(line["entropy"] > 0.0 and line["skipped"] is False for line in log)
+    # transformers' sampler is the trainer's own model: its log-probs agree with the trainer's but for rounding,
+    # and the TIS weights are 1 but for as much; the mismatch is measured once per generation batch
+    assert 0.0 <= log[0]["logp_mismatch_mean"] <= log[0]["logp_mismatch_max"] < 1e-4
+    assert "logp_mismatch_mean" not in log[1]
+    assert all(line["importance_sampling"] == "truncated" for line in log)
+    assert all(abs(line[key] - 1.0) < 1e-4 for line in log for key in ("is_weight_mean", "is_weight_min", "is_weight_max"))
+    before, after = weights(tiny_path), weights(tmp_path / "two" / "final")
+    assert any(not torch.equal(before[name], after[name]) for name in before)   # the policy moved
+
+
+@pytest.mark.slow
+def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_path, tmp_path, repo, monkeypatch):
+    """Equal rewards in every group: zero advantage, so no optimizer step — no weight decay, no momentum."""
+    from dataclasses import replace
+
+    import torch
+
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(gspo_module, "verifier_reward", equal_reward)
+    out = tmp_path / "flat"
+    config = replace(small_config(tiny_path, out, max_steps=2), num_iterations=2, learning_rate=1e-2,
+                     weight_decay=0.1, importance_sampling="none")
+    log = run_gspo(config)["dynamics"]
+    assert [line["skipped"] for line in log] == [True, True]
+    before, after = weights(tiny_path), weights(out / "final")
+    assert before.keys() == after.keys() and all(torch.equal(before[name], after[name]) for name in before)
+    assert torch.load(out / "checkpoint-2" / "optimizer.pt", weights_only=False)["state"] == {}   # no moments either
+    # "none" is said on every line and in the saved config; the mismatch is measured all the same
+    assert all(line["importance_sampling"] == "none" and "is_weight_mean" not in line for line in log)
+    assert json.loads((out / "gspo_config.json").read_text())["importance_sampling"] == "none"
+    assert log[0]["logp_mismatch_max"] < 1e-4
+
+
+def test_ratio_mismatch_and_truncated_importance_weights():
+    import torch
+
+    from progagent_lib.train.gspo_trainer import logp_mismatch, sequence_ratio, truncated_importance_weights
+
+    trainer = torch.tensor([[-1.0, -2.0, -0.5, 0.0], [-0.1, -0.2, -0.3, -0.4]])
+    model_tokens = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
+    # GSPO's ratio: exp of the mean log-ratio over each sequence's model tokens; 1 against itself
+    assert torch.equal(sequence_ratio(trainer, trainer, model_tokens), torch.ones(2, 1))
+    shifted = trainer + torch.tensor([[0.2, 0.4, 9.0, 9.0], [0.1, 0.1, 0.1, 0.1]])   # masked tokens do not count
+    torch.testing.assert_close(sequence_ratio(shifted, trainer, model_tokens), torch.tensor([[0.3], [0.1]]).exp())
+    # the mismatch is 0 when the sampler's log-probs are the trainer's own; else |difference| over model tokens
+    assert logp_mismatch(trainer, trainer.clone(), model_tokens).abs().max() == 0.0
+    sampler = trainer - torch.tensor([[3.0, -0.5, 7.0, 7.0], [0.0, 0.0, 0.0, float("nan")]])
+    torch.testing.assert_close(logp_mismatch(trainer, sampler, model_tokens), torch.tensor([3.0, 0.5, 0.0, 0.0, 0.0]))
+    # TIS: min(p_trainer / p_sampler, cap) on model tokens; 1 off them and where the sampler gave no log-prob
+    weights = truncated_importance_weights(trainer, sampler, model_tokens, cap=2.0)
+    torch.testing.assert_close(weights, torch.tensor([[2.0, float(torch.tensor(-0.5).exp()), 1.0, 1.0],
+                                                      [1.0, 1.0, 1.0, 1.0]]))
+    assert weights.max() <= 2.0
+
+
+def test_gspo_loss_is_trls_grpo_loss_with_a_sequence_ratio(tiny_path, tmp_path):
+    """The loss written out in GSPOTrainer is the one TRL's GRPOTrainer computes for GSPO's settings; TIS scales it."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+    from progagent_lib.train.models import load_model
+
+    model, tokenizer = load_model(str(tiny_path))
+    args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=2, epsilon=0.1, epsilon_high=0.2))
+    trainer = GSPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[equal_reward], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}] * 2))
+    generator = torch.Generator().manual_seed(0)
+    completion_mask = torch.tensor([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]])
+    inputs = {"prompt_ids": torch.randint(0, 1024, (2, 3), generator=generator), "prompt_mask": torch.tensor([[0, 1, 1], [1, 1, 1]]),
+              "completion_ids": torch.randint(0, 1024, (2, 6), generator=generator), "completion_mask": completion_mask,
+              "tool_mask": torch.tensor([[1, 1, 0, 0, 1, 1], [1, 1, 1, 1, 1, 1]]), "advantages": torch.tensor([0.7, -0.7]),
+              "num_items_in_batch": torch.tensor(8)}
+    with torch.no_grad():
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(
+            model, torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1),
+            torch.cat([inputs["prompt_mask"], completion_mask], 1), 6)
+    for shift in (0.0, 0.05, -0.5):   # on-policy, inside the clip range, outside it
+        inputs["old_per_token_logps"] = logps + shift
+        model.train()
+        trainer.current_gradient_accumulation_steps = 2
+        ours, trls = trainer._compute_loss(model, inputs), GRPOTrainer._compute_loss(trainer, model, inputs)
+        torch.testing.assert_close(ours, trls)
+        weighted = trainer._compute_loss(model, {**inputs, "is_weight": torch.full((2, 6), 0.5)})
+        torch.testing.assert_close(weighted, 0.5 * trls)
+
+
+def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, monkeypatch):
+    from progagent_lib import load_task
+    from progagent_lib.harness.chat_format import ChatFormat
+    from progagent_lib.train.gspo import make_rollout_func
+    from progagent_lib.train.models import load_model
+    from progagent_lib.train.rollout import TurnOutput
+
+    monkeypatch.chdir(repo)
+    _, tokenizer = load_model(str(tiny_path))
+    chat = ChatFormat(tokenizer, model_name=str(tiny_path))
+    cut = tokenizer("I will list the", add_special_tokens=False)["input_ids"]                       # no end of turn
+    answer = tokenizer("Nothing to do.", add_special_tokens=False)["input_ids"] + [chat.end_of_turn]
+
+    def turns(trainer, specs):   # episode 0's turn stops before its end of turn (a cut); episode 1 answers and ends
+        return lambda contexts, max_new_tokens: [TurnOutput(cut, [-1.0] * len(cut)), TurnOutput(answer, [-1.0] * len(answer))]
+
+    task = load_task(repo / "tasks" / "retail" / "restock_orders")
+    prompts = [[{"role": "user", "content": "x", "episode": f"{task.id}|v0|0"}]] * 2
+    trainer = type("Trainer", (), {"processing_class": tokenizer})()
+    for mask_truncated in (True, False):
+        config = GSPORunConfig(harness="dtc", num_generations=2, max_turns=2, max_new_tokens=len(answer) + 8,
+                               max_context_tokens=None, reward="dense", mask_truncated=mask_truncated)
+        dynamics = DynamicsLog(repo / "unused.jsonl", group_size=2, sample_episodes=0)
+        out = make_rollout_func(config, [task], dynamics, turn_generator=turns, chat=chat)(prompts, trainer)
+        assert [e.end_reason for e in dynamics.pending] == ["turn_cut", "no_tool_call"]
+        assert any(out["env_mask"][1])
+        if mask_truncated:   # dropped as an errored episode is: no token trained, the group's mean reward
+            assert not any(out["env_mask"][0]) and out["verifier_reward"][0] == out["verifier_reward"][1]
+        else:
+            assert out["env_mask"][0] == [1] * len(cut)
+            assert out["verifier_reward"] == [e.score for e in dynamics.pending]
+
+
+def test_bad_gspo_settings_are_refused_naming_the_field(tmp_path):
+    with pytest.raises(ConfigError, match=r"importance_sampling='tis': must be one of none, truncated"):
+        GSPORunConfig(importance_sampling="tis")
+    for cap in (0.5, float("nan"), float("inf"), "2", True):
+        with pytest.raises(ConfigError, match="importance_sampling_cap=.*must be a finite number >= 1"):
+            GSPORunConfig(importance_sampling_cap=cap)
+    with pytest.raises(ConfigError, match="mask_truncated='yes': must be true or false"):
+        GSPORunConfig(mask_truncated="yes")
+    assert GSPORunConfig(importance_sampling="none", importance_sampling_cap=1, mask_truncated=True).importance_sampling == "none"
+    # TRL's own vLLM correction stays off: the correction is the config's, on every generation path
+    assert grpo_args(GSPORunConfig(output_dir=str(tmp_path), use_vllm=True)).vllm_importance_sampling_correction is False
+
+
+def test_diagnostics_figure_per_run_and_step(tmp_path):
+    from progagent_lib.analysis import training_figures as tf
+    from progagent_lib.analysis.style import save_chart
+
+    for harness, moved in {"dtc": 0.0, "ptc": 0.1}.items():
+        lines = [{"step": step, "ratio_mean": 1.0 + moved * (step - 1), "ratio_min": 1.0 - moved, "ratio_max": 1.0 + 2 * moved,
+                  "entropy": 2.0 - 0.1 * step, "clip_low": 0.0, "clip_high": moved, "clip_region": moved,
+                  "is_weight_mean": 1.0, "is_weight_min": 0.9, "is_weight_max": 1.2, "skipped": False,
+                  "importance_sampling": "truncated", **({"logp_mismatch_mean": 0.01, "logp_mismatch_max": 0.3}
+                                                         if step % 2 else {})} for step in (1, 2, 3, 4)]
+        (tmp_path / f"gspo-{harness}").mkdir()
+        (tmp_path / f"gspo-{harness}" / DYNAMICS_FILE).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    folders = {h: tmp_path / f"gspo-{h}" for h in ("dtc", "ptc")}
+    steps = tf.gspo_step_table(tf.read_dynamics(folders), {h: tf.read_trainer_log(f) for h, f in folders.items()})
+    spec = tf.gspo_diagnostics(steps).to_dict()
+    titles = [chart["title"] for row in spec["vconcat"] for chart in row["hconcat"]]
+    assert titles == ["Sequence importance ratio", "Token entropy", "Sampler-trainer mismatch", "Clip fractions",
+                      "Importance weight (TIS)"]
+    png, _ = save_chart(tf.gspo_diagnostics(steps), "gspo_diagnostics", tmp_path / "figures")
+    assert png.stat().st_size > 1000
+    # a run logged before these diagnostics existed: only what it has, or a chart that says so
+    older = steps.drop("ratio_mean", "ratio_min", "ratio_max", "is_weight_mean", "is_weight_min", "is_weight_max")
+    older_titles = [c["title"] for row in tf.gspo_diagnostics(older).to_dict()["vconcat"] for c in row["hconcat"]]
+    assert older_titles == ["Token entropy", "Sampler-trainer mismatch", "Clip fractions"]
+    assert "no logged steps" in json.dumps(tf.gspo_diagnostics(steps.select("harness", "step")).to_dict())
 
 
 @pytest.mark.slow

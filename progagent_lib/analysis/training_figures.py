@@ -241,3 +241,82 @@ def pass_rate_by_harness(table: pl.DataFrame, title: str = "Pass rate on held-ou
         y=alt.Y("pass_rate:Q", title="Pass rate", scale=alt.Scale(domain=[0, 1])),
         color=harness_color(), tooltip=["harness", alt.Tooltip("pass_rate:Q", format=".2f")],
     ).properties(title=title, width=WIDTH // 1.5, height=HEIGHT)
+
+
+@dataclass(frozen=True)
+class DiagnosticPanel:
+    """One chart of GSPO's per-step diagnostics: `lines` (column -> the statistic's name in the legend), drawn
+    solid, dashed, ... per statistic and coloured per run, over a shaded `band` (columns low, high) if given."""
+
+    title: str
+    y_title: str
+    lines: dict[str, str]
+    band: tuple[str, str] | None = None
+    unit_interval: bool = False
+
+
+# The columns are the dynamics line's (progagent_lib.train.gspo.STEP_LOG_KEYS).
+GSPO_DIAGNOSTIC_PANELS = [
+    DiagnosticPanel("Sequence importance ratio", "Ratio (line: mean; band: min-max)", {"ratio_mean": "mean"},
+                    band=("ratio_min", "ratio_max")),
+    DiagnosticPanel("Token entropy", "Nats per model token", {"entropy": "mean"}),
+    DiagnosticPanel("Sampler-trainer mismatch", "|logp sampler - logp trainer|",
+                    {"logp_mismatch_mean": "mean", "logp_mismatch_max": "max"}),
+    DiagnosticPanel("Clip fractions", "Share of episodes clipped",
+                    {"clip_region": "region", "clip_low": "low", "clip_high": "high"}, unit_interval=True),
+    DiagnosticPanel("Importance weight (TIS)", "Weight (line: mean; band: min-max)", {"is_weight_mean": "mean"},
+                    band=("is_weight_min", "is_weight_max")),
+]
+
+
+def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "GSPO diagnostics") -> alt.VConcatChart:
+    """Per optimizer step, one line per run (column `name` of a `gspo_step_table`): the sequence ratio (mean, with
+    its min-max band), token entropy, the sampler-trainer log-prob mismatch (mean, max; on each generation batch's
+    first step), the clip fractions and the truncated-importance-sampling weight. A panel whose columns the logs
+    lack is left out; with none, one chart says so."""
+    def present(column: str) -> bool:
+        return column in steps.columns and steps.get_column(column).drop_nulls().len() > 0
+
+    shown = [p for p in GSPO_DIAGNOSTIC_PANELS if any(present(c) for c in p.lines)]
+    if not shown:
+        note = pl.DataFrame({"text": ["no logged steps with GSPO diagnostics (ratio, entropy, mismatch, clip fractions)"]})
+        return alt.vconcat(alt.Chart(note).mark_text(size=13).encode(text="text:N").properties(
+            width=WIDTH * 2, height=40)).properties(title=title)
+    runs = [name] if name in steps.columns else []
+    if name == "harness" and runs:
+        color = harness_color()
+    elif runs:
+        color = alt.Color(f"{name}:N", title=name.replace("_", " ").capitalize())
+    else:
+        color = alt.value("#4c78a8")
+    if runs:  # the bands share the legend: draw its symbols opaque
+        color = color.legend(symbolOpacity=1)
+    # every panel over the run's steps (a mismatch is logged on a batch's first step only)
+    x = alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d"),
+              scale=alt.Scale(domain=[steps["step"].min(), steps["step"].max()]))
+    charts = []
+    for panel in shown:
+        columns = [c for c in panel.lines if present(c)]
+        long = (steps.select(*runs, "step", *columns).unpivot(index=[*runs, "step"], on=columns, variable_name="column")
+                .drop_nulls("value").with_columns(pl.col("column").replace_strict(panel.lines).alias("statistic"))
+                .sort(*runs, "step"))
+        y = alt.Y("value:Q", title=panel.y_title,
+                  scale=alt.Scale(domain=[0, 1]) if panel.unit_interval else alt.Scale(zero=False))
+        encoding = {"x": x, "y": y, "color": color,
+                    "tooltip": [*runs, "step", "statistic", alt.Tooltip("value:Q", format=".4g")]}
+        if len(panel.lines) > 1:
+            encoding["strokeDash"] = alt.StrokeDash("statistic:N", title="Statistic", sort=list(panel.lines.values()),
+                                                    legend=alt.Legend(symbolType="stroke", symbolStrokeColor="gray"))
+            encoding["detail"] = "statistic:N"
+        # the points (a run of one step has no line) carry no dash, so the dash legend shows strokes
+        points = {k: v for k, v in encoding.items() if k != "strokeDash"}
+        chart = (alt.Chart(long).mark_line().encode(**encoding)
+                 + alt.Chart(long).mark_point(filled=True, size=25).encode(**points))
+        if panel.band and all(present(c) for c in panel.band):
+            low, high = panel.band
+            band = alt.Chart(steps.select(*runs, "step", low, high).drop_nulls().sort(*runs, "step")).encode(
+                x=x, y=alt.Y(f"{low}:Q", title=panel.y_title), y2=f"{high}:Q", color=color)
+            chart = band.mark_area(opacity=0.15) + band.mark_rule(opacity=0.5) + chart
+        charts.append(chart.properties(title=panel.title, width=WIDTH, height=HEIGHT))
+    rows = [alt.hconcat(*charts[i:i + 3]) for i in range(0, len(charts), 3)]
+    return alt.vconcat(*rows).properties(title=title)

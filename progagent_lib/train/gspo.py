@@ -1,9 +1,11 @@
 """GSPO reinforcement learning through TRL's GRPOTrainer, with our own multi-turn rollouts.
 
-TRL does the policy-gradient part (sequence-level importance ratio = GSPO, clipping, group-normalised
-advantages, the optimizer, checkpoints); `rollout_func` below plays the episodes with the trainer's own model
-and hands back token ids, an `env_mask` that removes observation tokens from the loss, and the verifier's
-reward. Each optimizer step appends one line to `<output_dir>/dynamics.jsonl` (see DynamicsLog).
+TRL does the machinery (group-normalised advantages, micro-batches, the optimizer, checkpoints); the loss is
+GSPO's, written out in `gspo_trainer.GSPOTrainer` (sequence-level importance ratio, clipping, truncated importance
+sampling against the sampler, no optimizer step where there is nothing to learn). `rollout_func` below plays the
+episodes and hands back token ids, an `env_mask` that removes observation tokens from the loss, the sampler's
+log-probs and the verifier's reward. Each optimizer step appends one line to `<output_dir>/dynamics.jsonl`
+(see DynamicsLog).
 """
 from __future__ import annotations
 
@@ -15,10 +17,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..harness.episode import Limits
+from .config import ConfigError
 from .rollout import EpisodeSpec, EpisodeTokens, HFTurnGenerator, VLLMServerTurnGenerator, episode_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
+IMPORTANCE_SAMPLING = ("none", "truncated")
 
 
 @dataclass
@@ -68,10 +72,33 @@ class GSPORunConfig:
     engine_model: str | None = None          # weights reach it by a reload from a saved folder each batch
     use_vllm: bool = False                   # gpu-paper: generation by a `trl vllm-serve` server
     vllm_server_base_url: str | None = None
+    # The sampler (the engine's vLLM in bf16, transformers' generate) is not exactly the trainer. "truncated":
+    # truncated importance sampling at token level, each model token's loss times min(p_trainer / p_sampler, cap),
+    # p_trainer taken before any update on the batch (as TRL does on its own vLLM path, whose correction is then
+    # off); "none": no correction (the dynamics lines and gspo_config.json say so). Either way the mismatch is logged.
+    importance_sampling: str = "truncated"   # none | truncated
+    importance_sampling_cap: float = 2.0     # the truncation (>= 1)
+    # True: an episode that ended on a budget (max_turns, max_tool_calls, max_context_tokens, a turn cut at
+    # max_new_tokens) is dropped like an errored one: no token trained, its group's mean reward. Off by default:
+    # evaluation plays under the same budgets, which every shipped config is checked to let the teacher meet, so
+    # running out of one is the policy's own failure (looping, rambling) and its R = 0 is a signal to learn from.
+    # Masking suits budgets that cut off episodes that might still have succeeded (DAPO's overlong filtering).
+    mask_truncated: bool = False
     bf16: bool = False
     gradient_checkpointing: bool = False
     lora: LoraSettings | None = None
     seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.importance_sampling not in IMPORTANCE_SAMPLING:
+            raise ConfigError(f"gspo.importance_sampling={self.importance_sampling!r}: must be one of "
+                              f"{', '.join(IMPORTANCE_SAMPLING)}")
+        cap = self.importance_sampling_cap
+        if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap >= 1.0 or cap == float("inf"):
+            raise ConfigError(f"gspo.importance_sampling_cap={cap!r}: must be a finite number >= 1 (a cap below 1 would "
+                              "shrink the loss of tokens the sampler and the trainer agree on)")
+        if not isinstance(self.mask_truncated, bool):
+            raise ConfigError(f"gspo.mask_truncated={self.mask_truncated!r}: must be true or false")
 
     def limits(self) -> Limits:
         return limits_of(self)
@@ -113,8 +140,9 @@ def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
 
 
 class DynamicsLog:
-    """One JSON line per optimizer step: the step's loss and clip fractions, and the summary of the generation
-    batch it trained on.
+    """One JSON line per optimizer step: the step's loss, its GSPO diagnostics (sequence ratio, entropy, clip
+    fractions, importance weights, whether the update was skipped: see STEP_LOG_KEYS) and the summary of the
+    generation batch it trained on (with the sampler-trainer log-prob mismatch on the batch's first line).
 
     A generation batch is trained on `steps_per_batch` times (`minibatches` x `num_iterations`); its lines say
     which (`generation`, `pass` of `passes`), and carry the batch's episode summary, the same on each of them.
@@ -123,8 +151,9 @@ class DynamicsLog:
     """
 
     def __init__(self, path: Path, group_size: int = 1, sample_episodes: int = 2, steps_per_batch: int = 1,
-                 reward: str = "binary"):
+                 reward: str = "binary", importance_sampling: str | None = None):
         self.path, self.steps_per_batch, self.reward = path, max(steps_per_batch, 1), reward
+        self.importance_sampling = importance_sampling   # the run's correction, named on every line ("none" too)
         self.samples_path = path.with_name(SAMPLES_FILE)
         self.group_size, self.sample_episodes = group_size, sample_episodes
         self.pending: list[EpisodeTokens] = []   # this process's episodes of the batch not yet summarised
@@ -156,6 +185,8 @@ class DynamicsLog:
         where = self.position(step)
         first = where["pass"] == 1
         record = {"step": step, **where, **self.batch, **_step_log(log or {}), "seconds_step": step_seconds}
+        if self.importance_sampling is not None:
+            record["importance_sampling"] = self.importance_sampling
         if not first:
             record["seconds_rollout"] = record["seconds_weight_sync"] = 0.0
         record["seconds_update"] = max(step_seconds - record.get("seconds_rollout", 0.0)
@@ -195,11 +226,25 @@ def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = 
     return {"groups": len(groups), "zero_variance_group_share": flat / len(groups) if groups else 0.0}
 
 
-def _step_log(log: dict) -> dict[str, float]:
-    """What the dynamics line keeps of TRL's log of one optimizer step."""
-    keys = ("loss", "clip_ratio/low_mean", "clip_ratio/high_mean", "clip_ratio/region_mean", "grad_norm", "learning_rate")
-    return {key.replace("clip_ratio/", "clip_").replace("_mean", ""): log[key] for key in keys
-            if isinstance(log.get(key), (int, float))}
+# TRL's log of an optimizer step -> the dynamics line's key. The gspo/ metrics come from GSPOTrainer (gspo_trainer.py).
+STEP_LOG_KEYS = {
+    "loss": "loss", "grad_norm": "grad_norm", "learning_rate": "learning_rate",
+    "clip_ratio/low_mean": "clip_low", "clip_ratio/high_mean": "clip_high", "clip_ratio/region_mean": "clip_region",
+    "entropy": "entropy",                                             # per model token
+    "gspo/ratio_mean": "ratio_mean", "gspo/ratio_min": "ratio_min", "gspo/ratio_max": "ratio_max",   # per episode
+    "gspo/is_weight_mean": "is_weight_mean", "gspo/is_weight_min": "is_weight_min", "gspo/is_weight_max": "is_weight_max",
+    # |logp_sampler - logp_trainer| over the generation batch's model tokens: on its first step's line only
+    "gspo/logp_mismatch_mean": "logp_mismatch_mean", "gspo/logp_mismatch_max": "logp_mismatch_max",
+}
+
+
+def _step_log(log: dict) -> dict[str, Any]:
+    """What the dynamics line keeps of TRL's log of one optimizer step (and whether its update was skipped)."""
+    kept: dict[str, Any] = {name: log[key] for key, name in STEP_LOG_KEYS.items()
+                            if isinstance(log.get(key), (int, float)) and not isinstance(log.get(key), bool)}
+    if "gspo/optimizer_step_skipped" in log:
+        kept["skipped"] = bool(log["gspo/optimizer_step_skipped"])
+    return kept
 
 
 def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
@@ -279,19 +324,21 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
         rewards = [e.reward if config.reward == "binary" else e.score for e in episodes]
-        # An episode that ended by an infrastructure error is dropped from the loss (no token is trained) and
-        # given its group's mean reward, so it moves neither the baseline nor the policy.
-        for index, episode in enumerate(episodes):
-            if episode.errored:
+        # An episode that ended by an infrastructure error (and, with mask_truncated, one that ran out of a budget)
+        # is dropped from the loss (no token is trained) and given its group's mean reward, so it moves neither the
+        # baseline nor the policy.
+        dropped = [e.errored or (config.mask_truncated and e.truncated) for e in episodes]
+        for index in range(len(episodes)):
+            if dropped[index]:
                 start = index - index % config.num_generations
-                group = [r for e, r in zip(episodes[start:start + config.num_generations],
-                                           rewards[start:start + config.num_generations]) if not e.errored]
+                group = [r for gone, r in zip(dropped[start:start + config.num_generations],
+                                              rewards[start:start + config.num_generations]) if not gone]
                 rewards[index] = sum(group) / len(group) if group else 0.0
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
             "logprobs": [e.logprobs for e in episodes],
-            "env_mask": [[0] * len(e.env_mask) if e.errored else e.env_mask for e in episodes],
+            "env_mask": [[0] * len(e.env_mask) if gone else e.env_mask for e, gone in zip(episodes, dropped)],
             "verifier_reward": rewards,
         }
 
@@ -369,6 +416,8 @@ def grpo_args(config: GSPORunConfig):
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
         activation_checkpointing=config.gradient_checkpointing,
         use_vllm=config.use_vllm, vllm_mode="server",
+        # The sampler correction is GSPOTrainer's on every generation path (config.importance_sampling), not TRL's.
+        vllm_importance_sampling_correction=False,
         **({"vllm_server_base_url": config.vllm_server_base_url} if config.vllm_server_base_url else {}),
     )
 
@@ -377,8 +426,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
              turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None) -> dict:
     """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
-    from trl import GRPOTrainer
-
+    from .gspo_trainer import GSPOTrainer
     from .models import load_model
 
     output_dir = Path(config.output_dir)
@@ -402,7 +450,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))  # recorded with the run
 
     dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
-                           config.minibatches * config.num_iterations, config.reward)
+                           config.minibatches * config.num_iterations, config.reward, config.importance_sampling)
     checkpoint = last_checkpoint(output_dir) if resume else None
     if checkpoint is not None:
         state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
@@ -416,10 +464,11 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
 
         peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
-    trainer = GRPOTrainer(
+    trainer = GSPOTrainer(
         model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=grpo_args(config),
         train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat), peft_config=peft_config,
         callbacks=[_dynamics_callback(dynamics)],
+        importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     if config.lora is not None:  # a plain checkpoint, so evaluation and the next stage need no adapter logic
