@@ -212,7 +212,7 @@ def test_gspo_loss_is_trls_grpo_loss_with_a_sequence_ratio(tiny_path, tmp_path):
         torch.testing.assert_close(weighted, 0.5 * trls)
 
 
-def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, monkeypatch):
+def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, tmp_path, monkeypatch):
     from progagent_lib import load_task
     from progagent_lib.harness.chat_format import ChatFormat
     from progagent_lib.train.gspo import make_rollout_func
@@ -234,7 +234,7 @@ def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, monkeypatch):
     for mask_truncated in (True, False):
         config = GSPORunConfig(harness="dtc", num_generations=2, max_turns=2, max_new_tokens=len(answer) + 8,
                                max_context_tokens=None, reward="dense", mask_truncated=mask_truncated)
-        dynamics = DynamicsLog(repo / "unused.jsonl", group_size=2, sample_episodes=0)
+        dynamics = DynamicsLog(tmp_path / DYNAMICS_FILE, group_size=2, sample_episodes=0)
         out = make_rollout_func(config, [task], dynamics, turn_generator=turns, chat=chat)(prompts, trainer)
         assert [e.end_reason for e in dynamics.pending] == ["turn_cut", "no_tool_call"]
         assert any(out["env_mask"][1])
