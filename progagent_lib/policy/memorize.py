@@ -65,6 +65,45 @@ class MemorizationPolicy:
         raise TypeError("MemorizationPolicy replays one task's turns: run it through run_episode (start_episode(task))")
 
 
+class NearestMemorizationPolicy:
+    """The memorization baseline of a training run: a lookup table from every trained instruction to the teacher's
+    turns on that instance. On an episode it replays the turns of the trained instance whose instruction is nearest
+    to the episode's (word-set Jaccard; an identical instruction first), and hands in the last observation.
+
+    What a model scores that memorised every training program and retrieves one by its request: it passes a held-out
+    seed whose request a trained instance had (split (a)), and nothing that needs another request (b) or task (c).
+    `training`: (task, scale, seed) instances, in order (ties go to the first)."""
+
+    def __init__(self, harness: str, training: list[tuple[Any, str, int]]):
+        if not training:
+            raise ValueError("NearestMemorizationPolicy needs at least one training instance")
+        self.harness = get_harness(harness).name
+        self.training = [(task, scale, int(seed), _words(task.instruction(int(seed)))) for task, scale, seed in training]
+        self.name = f"memorize:nearest-of-{len(self.training)}"
+        self._turns: dict[tuple[str, str, int], list[list[ToolCall]]] = {}
+        self.default_limits = OracleTeacher.default_limits
+
+    def nearest(self, instruction: str) -> tuple[Any, str, int]:
+        words = _words(instruction)
+        best = max(self.training, key=lambda item: len(words & item[3]) / max(len(words | item[3]), 1))
+        return best[0], best[1], best[2]
+
+    def start_episode(self, task, params: dict | None = None) -> "_MemorizedEpisode":
+        instruction = task.instruction(params if params is not None else task.params_for(0))
+        trained, scale, seed = self.nearest(instruction)
+        key = (trained.id, scale, seed)
+        if key not in self._turns:
+            self._turns[key] = teacher_turns(trained, self.harness, scale, seed)
+        return _MemorizedEpisode(self._turns[key])
+
+    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+        raise TypeError("NearestMemorizationPolicy replays recorded turns: run it through run_episode")
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.lower().split())
+
+
 class _MemorizedEpisode:
     def __init__(self, turns: list[list[ToolCall]]):
         self.remaining = [list(t) for t in turns]
@@ -100,4 +139,4 @@ def replay_memorized(tasks: list[Any], harness: str = "ptc", scale: str = "v0", 
     return trajectories
 
 
-__all__ = ["MemorizationPolicy", "replay_memorized", "teacher_turns"]
+__all__ = ["MemorizationPolicy", "NearestMemorizationPolicy", "replay_memorized", "teacher_turns"]
