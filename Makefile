@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install engine verifiers reproduce test lab certify stats bench bench-engine clean
+.PHONY: install engine verifiers reproduce study test lab certify stats bench bench-engine clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -57,6 +57,10 @@ verifiers: $(VERIFIERS_VENV)/.installed
 # The profile's engine (cpu-smoke: vLLM serving smollm2) generates GSPO rollouts and evaluations: one server for the run.
 reproduce: install engine
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
+
+# The transfer study (profile cpu-study, under two hours on 2 cores): the training and evaluation notebooks only.
+study: install engine
+	$(VENV)/bin/progagent reproduce --profile cpu-study --only 04 05 06 07
 
 # The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
 test: install engine verifiers

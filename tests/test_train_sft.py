@@ -105,7 +105,7 @@ def test_every_shipped_config_loads(repo):
     from progagent_lib.train.gspo import GSPORunConfig
     from progagent_lib.train.pipeline import PipelineConfig
 
-    kinds = {"cpu-smoke": PipelineConfig, "cpu-fast": PipelineConfig, "ci": PipelineConfig, "gpu-paper": PipelineConfig, "sft": SFTRunConfig, "gspo": GSPORunConfig, "eval": EvalConfig}
+    kinds = {"cpu-smoke": PipelineConfig, "cpu-study": PipelineConfig, "cpu-fast": PipelineConfig, "ci": PipelineConfig, "gpu-paper": PipelineConfig, "sft": SFTRunConfig, "gspo": GSPORunConfig, "eval": EvalConfig}
     configs = sorted((repo / "configs").glob("*.yaml"))
     assert configs
     for path in configs:

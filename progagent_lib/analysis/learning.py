@@ -1,6 +1,7 @@
-"""What training changed: pass rate on held-out seeds by stage (base, SFT, GSPO) and recipe harness.
+"""What training changed: pass rate on the held-out splits by stage (base, memorization baseline, SFT, GSPO, the
+SFT control) and recipe harness, with 95% intervals.
 
-Reads `runs/<profile>/learning.jsonl` (one row per stage, recipe, harness and scale, written by
+Reads `runs/<profile>/learning.jsonl` (one row per stage, recipe, harness, split and decoding, written by
 `progagent_lib.train.pipeline.Recipe.evaluate`) and draws it; and the teacher's needs, per harness, against the
 model's context (what DTC does within the small model's 8,192 positions).
 """
@@ -13,7 +14,14 @@ import polars as pl
 
 from .style import HARNESS_ORDER, harness_color
 
-STAGE_ORDER = ["base", "sft", "gspo"]
+STAGE_ORDER = ["base", "memorize", "sft", "gspo", "control"]
+STAGE_LABELS = {"base": "base", "memorize": "memorization", "sft": "SFT", "gspo": "GSPO", "control": "SFT control"}
+SPLIT_ORDER = ["seeds", "params", "tasks"]
+SPLIT_LABELS = {"seeds": "(a) held-out seeds", "params": "(b) held-out parameters", "tasks": "(c) held-out tasks"}
+COLUMNS = ["run", "commit", "stage", "recipe", "harness", "split", "decoding", "temperature", "samples", "instances",
+           "tasks", "episodes", "errored", "pass_rate", "pass_low", "pass_high", "mean_score", "score_low", "score_high",
+           "task_pass_min", "task_pass_max", "tasks_with_a_pass", "valid_program_rate", "runtime_error_rate",
+           "claim_done_rate", "task_tool_call_rate", "tool_output_tokens", "model"]
 
 
 def learning_frame(path: str | Path) -> pl.DataFrame:
@@ -22,23 +30,58 @@ def learning_frame(path: str | Path) -> pl.DataFrame:
     rows = read_learning(path)
     if not rows:
         raise FileNotFoundError(f"no learning rows in {path}: run the training notebooks (04, 05) first")
-    return pl.DataFrame(rows).select("stage", "recipe", "harness", "scale", "episodes", "errored", "pass_rate",
-                                     "mean_score", "claim_done_rate", "model")
+    old = [r for r in rows if "split" not in r]
+    if old:
+        raise ValueError(f"{path}: {len(old)} row(s) without a split, written before the held-out splits existed; "
+                         "rerun the training notebooks (04, 05) into a fresh run folder")
+    return pl.DataFrame([{k: r.get(k) for k in COLUMNS} for r in rows], infer_schema_length=None)
 
 
-def pass_rate_by_stage(frame: pl.DataFrame, title: str = "Pass rate on held-out seeds, by training stage") -> alt.Chart:
-    """Grouped bars: pass rate per stage, one colour per harness (a recipe evaluated under its own harness)."""
+def learning_table(frame: pl.DataFrame) -> pl.DataFrame:
+    """Split x stage: greedy and sampled pass rate with intervals and mean R~ (each recipe under its own harness)."""
     own = frame.filter(pl.col("recipe") == pl.col("harness"))
-    data = own.group_by("stage", "harness").agg(pl.col("pass_rate").mean(), pl.col("mean_score").mean(),
-                                                pl.col("episodes").sum())
-    return alt.Chart(data).mark_bar().encode(
-        x=alt.X("stage:N", sort=STAGE_ORDER, title="Stage"),
-        xOffset=alt.XOffset("harness:N", sort=HARNESS_ORDER),
-        y=alt.Y("pass_rate:Q", title="Pass rate (R = 1)", scale=alt.Scale(domain=[0, 1])),
-        color=harness_color(),
-        tooltip=["stage", "harness", "episodes", alt.Tooltip("pass_rate:Q", format=".2f"),
-                 alt.Tooltip("mean_score:Q", format=".2f")],
-    ).properties(title=title, width=260, height=220)
+
+    def cell(prefix: str) -> list[pl.Expr]:
+        return [pl.format("{} ({}-{})", pl.col("pass_rate").round(2), pl.col("pass_low").round(2),
+                          pl.col("pass_high").round(2)).alias(prefix),
+                pl.format("{} ({}-{})", pl.col("mean_score").round(2), pl.col("score_low").round(2),
+                          pl.col("score_high").round(2)).alias(f"{prefix} R~")]
+
+    keys = ["recipe", "split", "stage"]
+    greedy = own.filter(pl.col("decoding") == "greedy").select(*keys, "instances", *cell("greedy"))
+    sampled = own.filter(pl.col("decoding") == "sampled").select(*keys, pl.col("samples").alias("k"), *cell("sampled"))
+    table = greedy.join(sampled, on=keys, how="left")
+    order = {s: i for i, s in enumerate(STAGE_ORDER)}
+    split_order = {s: i for i, s in enumerate(SPLIT_ORDER)}
+    return (table.with_columns(pl.col("stage").replace_strict(order, default=99).alias("_s"),
+                               pl.col("split").replace_strict(split_order, default=99).alias("_p"))
+            .sort("recipe", "_p", "_s").drop("_s", "_p")
+            .with_columns(pl.col("split").replace_strict(SPLIT_LABELS, default=pl.col("split")),
+                          pl.col("stage").replace_strict(STAGE_LABELS, default=pl.col("stage"))))
+
+
+def pass_rate_by_split(frame: pl.DataFrame, title: str = "Pass rate on held-out instances, by split and stage") -> alt.Chart:
+    """Points with 95% interval bars: pass rate per stage, one panel per split, greedy and sampled side by side
+    (each recipe under its own harness)."""
+    own = (frame.filter(pl.col("recipe") == pl.col("harness"))
+           .with_columns(pl.col("split").replace_strict(SPLIT_LABELS, default=pl.col("split")).alias("split_label"),
+                         pl.col("stage").replace_strict(STAGE_LABELS, default=pl.col("stage")).alias("stage_label")))
+    stages = [STAGE_LABELS[s] for s in STAGE_ORDER]
+    base = alt.Chart(own).encode(
+        x=alt.X("stage_label:N", sort=stages, title="Stage"),
+        xOffset=alt.XOffset("decoding:N", sort=["greedy", "sampled"]),
+        color=alt.Color("decoding:N", sort=["greedy", "sampled"], title="Decoding"),
+    )
+    bars = base.mark_rule(strokeWidth=2).encode(y=alt.Y("pass_low:Q", title="Pass rate (R = 1), 95% interval",
+                                                        scale=alt.Scale(domain=[0, 1])), y2="pass_high:Q")
+    points = base.mark_point(filled=True, size=60).encode(
+        y="pass_rate:Q", tooltip=["recipe", "split_label", "stage_label", "decoding", "instances", "episodes",
+                                  alt.Tooltip("pass_rate:Q", format=".2f"), alt.Tooltip("pass_low:Q", format=".2f"),
+                                  alt.Tooltip("pass_high:Q", format=".2f"), alt.Tooltip("mean_score:Q", format=".2f")])
+    return (bars + points).properties(width=220, height=200).facet(
+        column=alt.Column("split_label:N", sort=[SPLIT_LABELS[s] for s in SPLIT_ORDER], title=None),
+        row=alt.Row("recipe:N", title="Recipe"),
+    ).properties(title=title)
 
 
 def teacher_needs_chart(needs: pl.DataFrame, positions: int | None = None) -> alt.LayerChart | alt.Chart:

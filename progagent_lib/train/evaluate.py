@@ -30,6 +30,9 @@ class EvalConfig:
     harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
     scales: list[str] = field(default_factory=lambda: ["v0"])
     seeds: list[int] = field(default_factory=lambda: [1000, 1001])   # held out: training uses low seeds
+    # Explicit [task_id, scale, seed] instances (the pipeline's held-out splits); when given, they replace the
+    # task_ids x scales x seeds product.
+    instances: list[list] = field(default_factory=list)
     samples: int = 1                        # episodes per (task, scale, seed, harness)
     batch_size: int = 8                     # episodes played in lockstep (one generate call per turn)
     temperature: float = 0.0                # 0: greedy
@@ -119,9 +122,15 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
         chat = ChatFormat(tokenizer, model_name=config.model)
         generate = HFTurnGenerator(model, chat, temperature=config.temperature if not greedy else 1.0, do_sample=not greedy)
     limits = limits_of(config)
-    tasks = select_tasks(config.tasks_root, config.task_ids)
-    specs = [EpisodeSpec(task, scale, seed, sample) for task in tasks
-             for scale in config.scales for seed in config.seeds for sample in range(config.samples)]
+    if config.instances:
+        tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))
+        by_id = {t.id: t for t in tasks}
+        specs = [EpisodeSpec(by_id[str(task_id)], str(scale), int(seed), sample)
+                 for task_id, scale, seed in config.instances for sample in range(config.samples)]
+    else:
+        tasks = select_tasks(config.tasks_root, config.task_ids)
+        specs = [EpisodeSpec(task, scale, seed, sample) for task in tasks
+                 for scale in config.scales for seed in config.seeds for sample in range(config.samples)]
     from .feasibility import check_template_on_teacher
 
     for harness in config.harnesses:  # before any generation: the template renders a teacher episode consistently

@@ -1,12 +1,16 @@
 """The paper's three recipes on one base model: base -> SFT -> GSPO for each trained harness, every stage
-evaluated on held-out seeds (never seen in SFT or RL).
+evaluated on three held-out splits (train.splits: (a) seeds, (b) instruction parameters, (c) tasks), beside the
+memorization baseline (the teacher's trained programs, retrieved by instruction and replayed) and a control (the
+SFT model trained further on teacher data for as many optimizer steps as GSPO took).
 
     progagent train pipeline --config configs/cpu-smoke.yaml
 
-`Recipe` holds the stages so the notebooks can run them one at a time (04: teacher + SFT, 05: GSPO,
-07: evaluation); `run_pipeline` runs them all. Before any compute, `check` refuses a config under which
-the teacher itself cannot finish (feasibility.check_learnable). Every evaluation appends rows to
-`<output_dir>/learning.jsonl`: one per (stage, harness, scale) with episodes, pass_rate, mean_score, model.
+`Recipe` holds the stages so the notebooks can run them one at a time (04: teacher + SFT, 05: GSPO and the
+control, 07: evaluation); `run_pipeline` runs them all. Before any compute, `check` refuses a config under which
+the teacher itself cannot finish on a training or evaluation task (feasibility.check_learnable), and the splits
+are built and proven disjoint from training. Every evaluation writes rows to `<output_dir>/learning.jsonl`: one per
+(stage, recipe, harness, split, decoding) with pass rate and mean R~ and their 95% intervals, the process metrics,
+and the run's identity (config hash, commit); a file never holds two runs (train.scoring).
 """
 from __future__ import annotations
 
@@ -18,10 +22,15 @@ from typing import Any
 
 from .evaluate import EvalConfig, evaluate
 from .gspo import GSPORunConfig, limits_of, run_gspo, select_tasks
+from .scoring import commit_of, config_hash, format_learning_table, learning_rows
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
+from .splits import Instance, SplitConfig, TrainedInstances, make_splits
 
 LEARNING_FILE = "learning.jsonl"
-STAGES = ("base", "sft", "gspo")
+SPLITS_FILE = "splits.json"
+# base: the model before training; memorize: the memorization baseline (no model); control: SFT continued for
+# as many optimizer steps as GSPO took, on the same teacher data.
+STAGES = ("base", "memorize", "sft", "gspo", "control")
 
 
 @dataclass
@@ -31,8 +40,10 @@ class PipelineConfig:
     chat_template: str | None = None         # None: the model's own or its registered choice
     rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"])   # the trained harnesses: one recipe each
     stages: list[str] = field(default_factory=lambda: list(STAGES))
-    check: bool = True                       # refuse a config the teacher cannot finish under
-    check_tasks: int | None = 4              # training tasks the check replays the teacher on (None: all)
+    check: bool = True                       # refuse a config the teacher cannot finish under (every train/eval task)
+    splits: SplitConfig = field(default_factory=SplitConfig)    # the held-out instances every stage is evaluated on
+    sampled: int = 4                         # sampled episodes per held-out instance at GSPO's temperature, beside
+                                             # the greedy one (0: greedy only)
     # A `progagent engine serve --model <model>` server: GSPO's rollouts and every evaluation generate there
     # (each stage's weights are loaded into it first); None: transformers' generate in this process.
     engine_url: str | None = None
@@ -40,6 +51,18 @@ class PipelineConfig:
     sft: SFTRunConfig = field(default_factory=SFTRunConfig)      # model, harnesses and output_dir are set per recipe
     gspo: GSPORunConfig = field(default_factory=GSPORunConfig)   # model, harness and output_dir are set per recipe
     eval: EvalConfig = field(default_factory=EvalConfig)         # model, stage and output_dir are set per evaluation
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.stages if s not in STAGES]
+        if unknown:
+            raise ValueError(f"stages: unknown stage(s) {unknown}; stages are {list(STAGES)}")
+        if "control" in self.stages and "gspo" not in self.stages:
+            raise ValueError("stages: the control (SFT for as many optimizer steps as GSPO) needs the gspo stage")
+        if not isinstance(self.sampled, int) or self.sampled < 0:
+            raise ValueError(f"sampled={self.sampled!r}: sampled episodes per instance must be an integer >= 0")
+        bad = [h for h in self.rl_harnesses if h not in ("dtc", "ptc", "hybrid")]
+        if bad or not self.rl_harnesses:
+            raise ValueError(f"rl_harnesses={self.rl_harnesses}: one or more of dtc, ptc, hybrid")
 
 
 class Recipe:
@@ -52,6 +75,9 @@ class Recipe:
         seconds = self.out / "seconds.json"
         self.seconds: dict[str, float] = json.loads(seconds.read_text()) if seconds.exists() else {}
         self.base_model = config.model   # "tiny": a from-scratch model built from config.sft.tiny
+        # Who produced every row this recipe writes: the config (without where generation ran) and the checkout.
+        self.identity = {"run": config_hash(config), "commit": commit_of()}
+        self._instances: list[Instance] | None = None
 
     # --- paths -------------------------------------------------------------------------------------
     def model_for(self, stage: str, harness: str) -> str:
@@ -61,6 +87,8 @@ class Recipe:
             return str(self.out / f"sft-{harness}" / "final")
         if stage == "gspo":
             return str(self.out / f"gspo-{harness}" / "final")
+        if stage == "control":
+            return str(self.out / f"control-{harness}" / "final")
         raise ValueError(f"unknown stage {stage!r}; stages are {STAGES}")
 
     def engine(self) -> dict[str, str]:
@@ -76,9 +104,9 @@ class Recipe:
 
     # --- stages ------------------------------------------------------------------------------------
     def check(self) -> list[dict]:
-        """Refuse (NotLearnableError) unless the teacher finishes every trained harness and task under the GSPO and
-        evaluation limits, SFT's max_length and the model's positions. The teacher's needs under all three
-        harnesses (trained or not) go to teacher_needs.json, with whether each fits."""
+        """Refuse (NotLearnableError) unless the teacher finishes, under every trained harness, every training task
+        within the GSPO and evaluation limits, SFT's max_length and the model's positions, and every held-out task
+        within the evaluation limits. The needs go to teacher_needs.json (with DTC/Hybrid on one training task)."""
         from ..harness.chat_format import ChatFormat
         from .feasibility import check_learnable, measure, problems_of
         from .models import build_tiny_model, load_model
@@ -91,19 +119,56 @@ class Recipe:
         positions = model_positions(model.config)
         del model
         chat = ChatFormat(tokenizer, model_name=self.base_model)
-        tasks = select_tasks(self.config.sft.tasks_root, self.config.gspo.task_ids or self.config.sft.task_ids)
-        if self.config.check_tasks is not None:
-            tasks = tasks[: self.config.check_tasks]
-        budgets = [limits_of(self.config.gspo), limits_of(self.config.eval)]
-        reported = list(dict.fromkeys([*self.config.rl_harnesses, "dtc", "ptc", "hybrid"]))
-        measured = measure(tasks, reported, chat, scale=self.config.gspo.scales[0])
-        table = [{**asdict(n), "trained": n.harness in self.config.rl_harnesses, "positions": positions,
-                  "fits": not problems_of(n, budgets, self.config.sft.max_length, positions)} for n in measured]
+        instances = self.instances()   # refuses a split that is empty or leaks a trained instance
+        training = self.training_tasks()
+        trained_ids = {t.id for t in training}
+        held_out = select_tasks(self.config.sft.tasks_root, sorted({i.task_id for i in instances} - trained_ids))
+        train_budgets = [limits_of(self.config.gspo), limits_of(self.config.eval)]
+        eval_budgets = [limits_of(self.config.eval)]
+        # Every training task (GSPO and evaluation limits, SFT's max_length) and every held-out task (evaluation
+        # limits) under every trained harness; the other harnesses are measured on the first training task, to show
+        # what they need against the model's positions.
+        scale = self.config.gspo.scales[0]
+        measured = measure(training, self.config.rl_harnesses, chat, scale=scale)
+        measured_held_out = measure(held_out, self.config.rl_harnesses, chat, scale=scale)
+        others = [h for h in ("dtc", "ptc", "hybrid") if h not in self.config.rl_harnesses]
+        shown = measure(training[:1], others, chat, scale=scale)
+        table = [{**asdict(n), "role": "train", "trained": n.harness in self.config.rl_harnesses, "positions": positions,
+                  "fits": not problems_of(n, train_budgets, self.config.sft.max_length, positions)}
+                 for n in measured + shown]
+        table += [{**asdict(n), "role": "held-out", "trained": False, "positions": positions,
+                   "fits": not problems_of(n, eval_budgets, None, positions)} for n in measured_held_out]
         (self.out / "teacher_needs.json").write_text(json.dumps(table, indent=2))
         self._timed("check", started)
-        check_learnable(tasks, self.config.rl_harnesses, chat, budgets, max_length=self.config.sft.max_length,
-                        model_positions=positions, measured=measured)
+        check_learnable(training, self.config.rl_harnesses, chat, train_budgets, max_length=self.config.sft.max_length,
+                        model_positions=positions, measured=measured + shown)
+        check_learnable(held_out, self.config.rl_harnesses, chat, eval_budgets, max_length=None,
+                        model_positions=positions, measured=measured_held_out)
         return table
+
+    def training_tasks(self) -> list[Any]:
+        ids = list(dict.fromkeys([*self.config.sft.task_ids, *self.config.gspo.task_ids]))
+        return select_tasks(self.config.sft.tasks_root, ids)
+
+    def trained_instances(self) -> TrainedInstances:
+        """Every (task, seed) any training stage sees: SFT's teacher episodes and GSPO's prompts (at any scale)."""
+        sft, gspo = self.config.sft, self.config.gspo
+        sft_ids = sft.task_ids or [t.id for t in select_tasks(sft.tasks_root, [])]
+        gspo_ids = gspo.task_ids or [t.id for t in select_tasks(gspo.tasks_root, [])]
+        return TrainedInstances().add(sft_ids, sft.seeds).add(gspo_ids, gspo.train_seeds)
+
+    def instances(self) -> list[Instance]:
+        """The held-out instances of the three splits (built once, written to splits.json)."""
+        if self._instances is None:
+            pool = {t.id: t for t in select_tasks(self.config.sft.tasks_root, [])}
+            self._instances = make_splits(pool, self.trained_instances(), self.config.splits)
+            (self.out / SPLITS_FILE).write_text(json.dumps([i.to_dict() for i in self._instances], indent=1))
+        return self._instances
+
+    def _rows(self, trajectories: list[Any], **fields: Any) -> list[dict]:
+        split_of = {(i.task_id, i.scale, i.seed): i.split for i in self.instances()}
+        limits = asdict(limits_of(self.config.eval))
+        return learning_rows(trajectories, split_of, **self.identity, limits=limits, **fields)
 
     def teacher(self) -> dict[str, list[Any]]:
         """Teacher trajectories for every trained harness, balanced (equal numbers, every task covered)."""
@@ -146,21 +211,85 @@ class Recipe:
         self._timed(f"gspo_{harness}", started)
         return result
 
+    def control(self, harness: str, trajectories: list[Any] | None = None) -> dict:
+        """The control of the GSPO stage: the SFT model trained further on the same teacher data, with SFT's
+        settings, for as many optimizer steps as GSPO took. What RL adds beyond more SFT is GSPO minus this."""
+        started = time.perf_counter()
+        trajectories = trajectories if trajectories is not None else self.teacher()[harness]
+        steps = self.gspo_steps(harness)
+        config = replace(self.config.sft, model=self.model_for("sft", harness), chat_template=self.config.chat_template,
+                         harnesses=[harness], max_steps=steps, output_dir=str(self.out / f"control-{harness}"))
+        result = run_sft(config, trajectories, preselected=True)
+        self._timed(f"control_{harness}", started)
+        return result
+
+    def gspo_steps(self, harness: str) -> int:
+        """The optimizer steps GSPO took (its trainer state), else the configured max_steps."""
+        state = self.out / f"gspo-{harness}" / "final" / "trainer_state.json"
+        if state.exists():
+            return int(json.loads(state.read_text())["global_step"])
+        from .gspo import DYNAMICS_FILE, DynamicsLog
+
+        lines = DynamicsLog.read(self.out / f"gspo-{harness}" / DYNAMICS_FILE)
+        return max((line["step"] for line in lines), default=self.config.gspo.max_steps)
+
     def evaluate(self, stage: str, harness: str, harnesses: list[str] | None = None) -> list[dict]:
-        """Evaluate the (stage, recipe harness) model under `harnesses` (default: its own) on held-out seeds;
-        append its rows to learning.jsonl (rows of an earlier evaluation of the same model are replaced)."""
+        """Evaluate the (stage, recipe harness) model under `harnesses` (default: its own) on the held-out splits,
+        greedily and with `sampled` samples per instance at GSPO's temperature; write its rows to learning.jsonl
+        (rows of an earlier evaluation of the same stage are replaced)."""
+        if stage == "memorize":
+            return self.memorize(harness, harnesses)
         started = time.perf_counter()
         model = self.model_for(stage, harness)
         harnesses = harnesses or [harness]
         name = f"{stage}-{harness}"
-        _, table = evaluate(replace(self.config.eval, model=model, stage=name, chat_template=self.config.chat_template,
-                                    harnesses=harnesses, output_dir=str(self.out / "eval" / name), **self.engine()))
-        rows = [{"stage": stage, "recipe": harness, "harness": r.harness, "scale": r.scale, "episodes": r.episodes,
-                 "errored": r.errored, "pass_rate": r.pass_rate, "mean_score": r.mean_score,
-                 "claim_done_rate": r.claim_done_rate, "model": model,
-                 "seeds": list(self.config.eval.seeds)} for r in table]
+        instances = [[i.task_id, i.scale, i.seed] for i in self.instances()]
+        rows = []
+        decodings = [("greedy", 0.0, 1)] + ([("sampled", self.config.gspo.temperature, self.config.sampled)]
+                                            if self.config.sampled else [])
+        for decoding, temperature, samples in decodings:
+            trajectories, _ = evaluate(replace(
+                self.config.eval, model=model, stage=name, chat_template=self.config.chat_template, harnesses=harnesses,
+                instances=instances, temperature=temperature, samples=samples,
+                output_dir=str(self.out / "eval" / name / decoding), **self.engine()))
+            rows += self._rows(trajectories, stage=stage, recipe=harness, decoding=decoding, temperature=temperature,
+                               samples=samples, model=model)
         write_learning_rows(self.out / LEARNING_FILE, rows)
         self._timed(f"eval_{name}", started)
+        return rows
+
+    def memorize(self, harness: str, harnesses: list[str] | None = None) -> list[dict]:
+        """The memorization baseline on the held-out splits: every trained instance's teacher turns, the one whose
+        instruction is nearest the episode's replayed verbatim (policy.memorize.NearestMemorizationPolicy)."""
+        from ..harness.episode import run_episode
+        from ..harness.trajectory import write_jsonl
+        from ..policy.memorize import NearestMemorizationPolicy
+
+        started = time.perf_counter()
+        trained = self.trained_instances()
+        tasks = {t.id: t for t in self.training_tasks()}
+        scale = self.config.sft.scales[0]
+        training = [(tasks[task_id], scale, seed) for task_id in tasks for seed in sorted(trained.seeds[task_id])]
+        pool = {t.id: t for t in select_tasks(self.config.sft.tasks_root, sorted({i.task_id for i in self.instances()}))}
+        limits = limits_of(self.config.eval)
+        rows = []
+        out = self.out / "eval" / f"memorize-{harness}" / "trajectories.jsonl"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.unlink(missing_ok=True)
+        from tqdm.auto import tqdm
+
+        for played in harnesses or [harness]:
+            policy = NearestMemorizationPolicy(played, training)
+            trajectories = []
+            for inst in tqdm(self.instances(), desc=f"memorization baseline ({played})", leave=False):
+                trajectory = run_episode(pool[inst.task_id], inst.scale, inst.seed, played, policy, limits,
+                                         error_mode=self.config.eval.error_mode)
+                write_jsonl(trajectory, out)
+                trajectories.append(trajectory)
+            rows += self._rows(trajectories, stage="memorize", recipe=harness, decoding="greedy", temperature=0.0,
+                               samples=1, model=policy.name)
+        write_learning_rows(self.out / LEARNING_FILE, rows)
+        self._timed(f"eval_memorize-{harness}", started)
         return rows
 
 
@@ -175,10 +304,21 @@ def model_positions(config: Any) -> int | None:
 
 
 def write_learning_rows(path: Path, rows: list[dict]) -> None:
-    """Add rows to learning.jsonl, replacing rows of the same (stage, recipe, harness, scale)."""
-    key = lambda r: (r["stage"], r.get("recipe", r["harness"]), r["harness"], r["scale"])  # noqa: E731
+    """Add rows to learning.jsonl, replacing rows of the same (stage, recipe, harness, split, decoding).
+
+    A file never holds two runs: when its rows came from another config or commit (`run`, `commit`), it is moved
+    aside to learning.<run>.<commit>.jsonl first, and the new rows start a new file."""
+    key = lambda r: (r["stage"], r.get("recipe", r["harness"]), r["harness"], r.get("split"), r.get("decoding"))  # noqa: E731
+    existing = read_learning(path)
+    identities = {(r.get("run"), r.get("commit")) for r in existing} | {(r.get("run"), r.get("commit")) for r in rows}
+    if existing and len(identities) > 1:
+        run, commit = existing[0].get("run"), existing[0].get("commit")
+        aside = path.with_name(f"{path.stem}.{run}.{str(commit).replace('+', '-')}{path.suffix}")
+        path.rename(aside)
+        print(f"{path.name}: its rows came from another run (config {run}, commit {commit}); moved to {aside.name}")
+        existing = []
     new = {key(r) for r in rows}
-    kept = [r for r in read_learning(path) if key(r) not in new]
+    kept = [r for r in existing if key(r) not in new]
     path.write_text("".join(json.dumps(r) + "\n" for r in kept + rows))
 
 
@@ -194,27 +334,32 @@ def run_pipeline(config: PipelineConfig) -> dict:
     recipe = Recipe(config)
     if config.check:
         recipe.check()
+    else:
+        recipe.instances()   # the splits are built and proven disjoint from training before any compute
     teacher = recipe.teacher()
     rows = []
     for harness in config.rl_harnesses:
         if "base" in config.stages and config.model != "tiny":
             rows += recipe.evaluate("base", harness)
+        if "memorize" in config.stages:
+            rows += recipe.evaluate("memorize", harness)
         if "sft" in config.stages:
             recipe.sft(harness, teacher[harness])
             rows += recipe.evaluate("sft", harness)
         if "gspo" in config.stages:
             recipe.gspo(harness)
             rows += recipe.evaluate("gspo", harness)
-    summary = {"learning": rows, "seconds": recipe.seconds, "total_seconds": sum(recipe.seconds.values())}
+        if "control" in config.stages:
+            recipe.control(harness, teacher[harness])
+            rows += recipe.evaluate("control", harness)
+    summary = {"learning": rows, "seconds": recipe.seconds, "total_seconds": sum(recipe.seconds.values()),
+               **recipe.identity}
     (recipe.out / "summary.json").write_text(json.dumps(summary, indent=2))
     (recipe.out / "summary.md").write_text(format_summary(rows, recipe.seconds) + "\n")
     return summary
 
 
 def format_summary(rows: list[dict], seconds: dict[str, float]) -> str:
-    lines = ["| stage | recipe | harness | scale | episodes | errored | pass rate | mean R~ | claim_done rate |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['stage']} | {r['recipe']} | {r['harness']} | {r['scale']} | {r['episodes']} | {r['errored']} | "
-              f"{r['pass_rate']:.3f} | {r['mean_score']:.3f} | {r['claim_done_rate']:.3f} |" for r in rows]
+    lines = [format_learning_table(rows)]
     lines += ["", "Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + f"; total {sum(seconds.values()):.0f}"]
     return "\n".join(lines)
