@@ -2,17 +2,25 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
+
+from ..harness.spec import HARNESSES
+from ..task.scales import SCALES
+from ..train.config import (ConfigError, check_bool, check_choice, check_choices, check_int, check_ints, check_nested,
+                            check_number, check_text, check_texts, config_error, from_dict)
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROFILES = REPO / "profiles.yaml"
 
 
-class ProfileError(Exception):
-    """An unknown profile, or a profile file that cannot be read."""
+HARNESS_NAMES = tuple(HARNESSES)
+
+
+class ProfileError(ConfigError):
+    """An unknown profile, a profile file that cannot be read, or a profile key or value the notebooks cannot use."""
 
 
 @dataclass
@@ -82,6 +90,108 @@ class Profile:
                 f"Run folder `{self.run_dir}` · figures `{self.figures_dir}`")
 
 
+CROSS_HARNESS_STAGES = ("base", "sft", "gspo", "control")   # the stages whose models the cross-harness table reads
+
+
+@dataclass
+class ComparisonSettings:
+    """Notebook 03: the harness comparison."""
+
+    policy: str = field(default="oracle", metadata={"help": "The policy played under every harness (a policy spec)."})
+    samples: int = field(default=1, metadata={"help": "Episodes per (task, scale, seed, harness)."})
+    workers: int = field(default=1, metadata={"help": "Episodes played in parallel."})
+
+    def __post_init__(self) -> None:
+        check_text(self, "policy")
+        check_int(self, "samples", at_least=1)
+        check_int(self, "workers", at_least=1)
+
+
+@dataclass
+class DifficultySettings:
+    """Notebook 01: the difficulty filter keeps tasks whose pass rate lies between low and high."""
+
+    policy: str = field(default="oracle", metadata={"help": "The independent solver (a policy spec)."})
+    k: int = field(default=1, metadata={"help": "Attempts per task."})
+    low: float = field(default=0.0, metadata={"help": "Lowest pass rate kept, in [0, 1]."})
+    high: float = field(default=0.8, metadata={"help": "Highest pass rate kept, in [low, 1]."})
+
+    def __post_init__(self) -> None:
+        check_text(self, "policy")
+        check_int(self, "k", at_least=1)
+        check_number(self, "low", at_least=0, at_most=1)
+        check_number(self, "high", at_least=0, at_most=1)
+        if self.high < self.low:
+            raise config_error(self, "high", f"must be >= low={self.low} (no pass rate lies between them)")
+
+
+@dataclass
+class ProfileSettings:
+    """The keys a profile in profiles.yaml may set, checked when it loads (after `extends:` is merged). A key the
+    profile leaves out is not filled in: a notebook that needs it says so (ProfileError)."""
+
+    description: str = field(default="", metadata={"help": "One line shown under a notebook's parameters."})
+    tasks: list[str] = field(default_factory=list, metadata={
+        "help": "Task folders (or folders of tasks), relative to the repository; they must exist."})
+    pool: str = field(default="tasks", metadata={"help": "The task pool's folder (training and held-out tasks)."})
+    scales: list[str] = field(default_factory=lambda: list(SCALES), metadata={"help": "Scales (v0..v3) played."})
+    seeds: list[int] = field(default_factory=lambda: [0], metadata={"help": "Seeds of the teacher's episodes."})
+    eval_seeds: list[int] = field(default_factory=lambda: [100], metadata={
+        "help": "Held-out seeds of the evaluations."})
+    harnesses: list[str] = field(default_factory=lambda: list(HARNESS_NAMES), metadata={
+        "help": "Harnesses compared: dtc, ptc, hybrid."})
+    comparison: ComparisonSettings = field(default_factory=ComparisonSettings, metadata={
+        "help": "Notebook 03's harness comparison: policy, samples, workers."})
+    difficulty: DifficultySettings = field(default_factory=DifficultySettings, metadata={
+        "help": "Notebook 01's difficulty filter: policy, k, low, high."})
+    train_config: str = field(default="configs/cpu-smoke.yaml", metadata={
+        "help": "The PipelineConfig YAML (SFT, GSPO, evaluation); the file must exist."})
+    engine: str | None = field(default=None, metadata={
+        "help": "The model `progagent reproduce` serves with vLLM for the run; null: generation in-process."})
+    rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"], metadata={
+        "help": "The trained recipes (dtc, ptc, hybrid); overrides the train config's."})
+    ablation_harness: str = field(default="ptc", metadata={"help": "The harness the ablations run under."})
+    ablations: bool = field(default=False, metadata={"help": "Run the v0-only and isError-off GSPO ablations."})
+    ablation_max_steps: int | None = field(default=None, metadata={
+        "help": "Optimizer steps of each ablation run (null: the recipe's)."})
+    cross_harness_scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
+        "help": "Scales of the cross-harness table."})
+    cross_harness_stages: list[str] = field(default_factory=lambda: ["gspo"], metadata={
+        "help": "Stages whose models the cross-harness table evaluates: base, sft, gspo, control."})
+    cross_harness_seeds: list[int] = field(default_factory=lambda: [100], metadata={
+        "help": "Held-out seeds of the cross-harness table."})
+    ablation_scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
+        "help": "Scales of the ablations' pass-rate table."})
+    figures_dir: str = field(default="figures", metadata={
+        "help": "Where figures are saved (relative to the repository)."})
+
+    def __post_init__(self) -> None:
+        check_text(self, "description", empty=True)
+        check_texts(self, "tasks")
+        missing = [p for p in self.tasks if not Profile.resolve(p).exists()]
+        if missing:
+            raise config_error(self, "tasks", f"folder(s) {missing} do not exist; name task folders (or folders of "
+                               f"tasks) relative to {REPO}")
+        check_text(self, "pool")
+        for name in ("scales", "cross_harness_scales", "ablation_scales"):
+            check_choices(self, name, SCALES)
+        for name in ("seeds", "eval_seeds", "cross_harness_seeds"):
+            check_ints(self, name)
+        for name in ("harnesses", "rl_harnesses"):
+            check_choices(self, name, HARNESS_NAMES)
+        check_choice(self, "ablation_harness", HARNESS_NAMES)
+        check_choices(self, "cross_harness_stages", CROSS_HARNESS_STAGES)
+        check_nested(self, "comparison", ComparisonSettings)
+        check_nested(self, "difficulty", DifficultySettings)
+        check_text(self, "train_config")
+        if not Profile.resolve(self.train_config).is_file():
+            raise config_error(self, "train_config", f"no such file (relative to {REPO}); the presets are in configs/")
+        check_text(self, "engine", optional=True)
+        check_bool(self, "ablations")
+        check_int(self, "ablation_max_steps", at_least=1, optional=True, why=" (null: the recipe's)")
+        check_text(self, "figures_dir")
+
+
 def load_profile(name: str | None = None, run_dir: str | Path | None = None, path: str | Path | None = None) -> Profile:
     """Load a profile by name (default: $PROGAGENT_PROFILE, else cpu-smoke). Profiles may `extends:` another."""
     name = name or os.environ.get("PROGAGENT_PROFILE", "cpu-smoke")
@@ -90,6 +200,8 @@ def load_profile(name: str | None = None, run_dir: str | Path | None = None, pat
         profiles = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise ProfileError(f"cannot read profiles from {path}: {exc}") from exc
+    if not isinstance(profiles, dict):
+        raise ProfileError(f"{path}: expected a mapping of profile names to settings")
     if name not in profiles:
         raise ProfileError(f"no profile {name!r} in {path}; known: {', '.join(profiles)}")
     settings: dict = {}
@@ -97,10 +209,20 @@ def load_profile(name: str | None = None, run_dir: str | Path | None = None, pat
     while current:
         if current in chain:
             raise ProfileError(f"profile {name!r}: 'extends' loops through {chain}")
+        if chain and current not in profiles:
+            raise ProfileError(f"profile {chain[-1]!r}: extends: {current!r} names no profile in {path}; "
+                               f"known: {', '.join(profiles)}")
+        if not isinstance(profiles[current], dict):
+            raise ProfileError(f"profile {current!r} in {path}: expected a mapping of settings, got "
+                               f"{type(profiles[current]).__name__}")
         chain.append(current)
         current = profiles[current].get("extends")
     for link in reversed(chain):
         settings = _merge(settings, {k: v for k, v in profiles[link].items() if k != "extends"})
+    try:   # unknown keys and bad values are refused here, before a notebook runs
+        from_dict(ProfileSettings, settings, f"{path}: profile {name!r}")
+    except ConfigError as exc:
+        raise ProfileError(str(exc)) from None
     run_dir = Path(run_dir or os.environ.get("PROGAGENT_RUN_DIR") or REPO / "runs" / name)
     run_dir.mkdir(parents=True, exist_ok=True)
     return Profile(name, settings, run_dir)

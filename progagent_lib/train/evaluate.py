@@ -13,7 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from ..harness.trajectory import Trajectory, write_jsonl
-from .gspo import limits_of, select_tasks
+from ..runtime.error_modes import ERROR_MODES
+from ..task.scales import SCALES
+from .config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
+                     check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
+from .gspo import HARNESS_NAMES, limits_of, select_tasks
 from .rollout import EpisodeSpec, HFTurnGenerator, VLLMServerTurnGenerator, run_token_episodes
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -21,32 +25,87 @@ TRAJECTORIES_FILE = "trajectories.jsonl"
 
 @dataclass
 class EvalConfig:
-    model: str = "runs/gspo/final"          # a folder, a hub id or a registered name
-    stage: str = ""                         # base | sft | gspo: names the policy "hf:<model>@<stage>"
-    chat_template: str | None = None
-    output_dir: str = "runs/eval"
-    tasks_root: str = "tasks"
-    task_ids: list[str] = field(default_factory=list)
-    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
-    scales: list[str] = field(default_factory=lambda: ["v0"])
-    seeds: list[int] = field(default_factory=lambda: [1000, 1001])   # held out: training uses low seeds
-    # Explicit [task_id, scale, seed] instances (the pipeline's held-out splits); when given, they replace the
-    # task_ids x scales x seeds product.
-    instances: list[list] = field(default_factory=list)
-    samples: int = 1                        # episodes per (task, scale, seed, harness)
-    batch_size: int = 8                     # episodes played in lockstep (one generate call per turn)
-    temperature: float = 0.0                # 0: greedy
-    max_turns: int = 8
-    max_new_tokens: int = 256
-    max_context_tokens: int = 8192
-    max_observation_chars: int = 4000
-    max_tool_calls: int = 100
-    error_mode: str = "is_error"
-    vllm_server_base_url: str | None = None   # gpu-paper: a `trl vllm-serve` server holding `model` generates
-    engine_url: str | None = None            # a `progagent engine serve` server (http://127.0.0.1:P/v1) generates
-    engine_model: str | None = None          # its served name (default: the model's short name)
-    engine_load_weights: bool = True         # reload the server's weights from `model` first (a local folder)
-    seed: int = 0
+    """A checkpoint's evaluation: which episodes, under which budgets, generated where."""
+
+    model: str = field(default="runs/gspo/final", metadata={
+        "help": "The model: a folder, a hub id or a registered name."})
+    stage: str = field(default="", metadata={
+        "help": "A label (base, sft, gspo, sft-ptc, ...) naming the policy 'hf:<model>@<stage>'; empty: no label."})
+    chat_template: str | None = field(default=None, metadata={
+        "help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."})
+    output_dir: str = field(default="runs/eval", metadata={
+        "help": "trajectories.jsonl, pass_rates.json/.md and chat_format.json."})
+    tasks_root: str = field(default="tasks", metadata={"help": "The task pool's folder."})
+    task_ids: list[str] = field(default_factory=list, metadata={
+        "help": "Evaluated tasks by id (domain/name); empty: every task under tasks_root."})
+    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"], metadata={
+        "help": "Harnesses every episode is played under: dtc, ptc, hybrid."})
+    scales: list[str] = field(default_factory=lambda: ["v0"], metadata={"help": "Scales (v0..v3) evaluated at."})
+    seeds: list[int] = field(default_factory=lambda: [1000, 1001], metadata={
+        "help": "Held-out instance seeds (training uses low seeds)."})
+    # The pipeline's held-out splits name their instances one by one.
+    instances: list[list] = field(default_factory=list, metadata={
+        "help": "Explicit [task_id, scale, seed] instances; when given, they replace task_ids x scales x seeds."})
+    samples: int = field(default=1, metadata={"help": "Episodes per (task, scale, seed, harness)."})
+    batch_size: int = field(default=8, metadata={"help": "Episodes played in lockstep (one generate call per turn)."})
+    temperature: float = field(default=0.0, metadata={"help": "Sampling temperature (>= 0); 0: greedy."})
+    max_turns: int | None = field(default=8, metadata={"help": "Assistant turns per episode (null: no limit)."})
+    max_new_tokens: int | None = field(default=256, metadata={
+        "help": "Tokens per assistant turn; a longer turn is cut (null: no limit)."})
+    max_context_tokens: int | None = field(default=8192, metadata={
+        "help": "Prompt + turns + observations; must fit the model's positions (null: no limit)."})
+    max_observation_chars: int | None = field(default=4000, metadata={
+        "help": "Characters of one observation, cut with a visible marker (null: no limit)."})
+    max_tool_calls: int | None = field(default=100, metadata={
+        "help": "Tool calls per episode, a program counting once (null: no limit)."})
+    error_mode: str = field(default="is_error", metadata={
+        "help": "How a failing tool shows: is_error (the paper's) | off | detect."})
+    vllm_server_base_url: str | None = field(default=None, metadata={
+        "help": "gpu-paper: a `trl vllm-serve` server holding `model` generates (not with engine_url)."})
+    engine_url: str | None = field(default=None, metadata={
+        "help": "A `progagent engine serve` server (http://127.0.0.1:P/v1) generates; None: transformers, here."})
+    engine_model: str | None = field(default=None, metadata={
+        "help": "The engine's served name (default: the model's short name); only with engine_url."})
+    engine_load_weights: bool = field(default=True, metadata={
+        "help": "Reload the engine's weights from `model` (a local folder) before generating."})
+    seed: int = field(default=0, metadata={"help": "Seed of the sampler."})
+
+    def __post_init__(self) -> None:
+        check_text(self, "model")
+        check_text(self, "stage", empty=True)
+        check_text(self, "chat_template", optional=True)
+        check_text(self, "output_dir")
+        check_text(self, "tasks_root")
+        check_texts(self, "task_ids")
+        check_choices(self, "harnesses", HARNESS_NAMES)
+        check_choices(self, "scales", SCALES)
+        check_ints(self, "seeds", empty=bool(self.instances))
+        if not isinstance(self.instances, (list, tuple)):
+            raise config_error(self, "instances", "must be a list of [task_id, scale, seed] instances")
+        for instance in self.instances:
+            if not (isinstance(instance, (list, tuple)) and len(instance) == 3 and isinstance(instance[0], str)
+                    and instance[1] in SCALES and isinstance(instance[2], int) and not isinstance(instance[2], bool)
+                    and instance[2] >= 0):
+                raise ConfigError(f"EvalConfig.instances: {instance!r} is not an instance; each must be [task_id, "
+                                  f"scale, seed] with scale one of {', '.join(SCALES)} and seed an integer >= 0")
+        check_int(self, "samples", at_least=1)
+        check_int(self, "batch_size", at_least=1)
+        check_number(self, "temperature", at_least=0)
+        check_budgets(self)
+        check_choice(self, "error_mode", ERROR_MODES)
+        check_url(self, "vllm_server_base_url")
+        check_engine(self)
+        if self.engine_url and self.vllm_server_base_url:
+            raise config_error(self, "vllm_server_base_url", f"and engine_url={self.engine_url!r} name two generators; "
+                               "keep one (the engine: a `progagent engine serve` server)")
+        check_bool(self, "engine_load_weights")
+        check_int(self, "seed", at_least=0)
+
+    def validate_tasks(self) -> None:
+        """The task ids (and the instances' tasks) exist under tasks_root (when that folder exists): called by
+        evaluate, not at construction."""
+        check_task_ids(self, "task_ids", self.tasks_root)
+        check_task_ids(self, "instances", self.tasks_root, [str(i[0]) for i in self.instances])
 
 
 @dataclass
@@ -92,6 +151,7 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
     from ..harness.chat_format import ChatFormat
     from .models import load_model
 
+    config.validate_tasks()
     torch.manual_seed(config.seed)
     greedy = config.temperature <= 0
     if config.engine_url:

@@ -17,88 +17,177 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..harness.episode import Limits
-from .config import ConfigError
+from ..harness.spec import HARNESSES
+from ..runtime.error_modes import ERROR_MODES
+from ..task.scales import SCALES
+from .config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
+                     check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .rollout import EpisodeSpec, EpisodeTokens, HFTurnGenerator, VLLMServerTurnGenerator, episode_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 IMPORTANCE_SAMPLING = ("none", "truncated")
+REWARDS = ("binary", "dense")
+HARNESS_NAMES = tuple(HARNESSES)
 
 
 @dataclass
 class LoraSettings:
-    r: int = 16
-    alpha: int = 32
-    dropout: float = 0.05
-    target_modules: str | list[str] = "all-linear"
+    """LoRA adapters (peft) instead of full fine-tuning; merged into a plain checkpoint when the run ends."""
+
+    r: int = field(default=16, metadata={"help": "Rank of each adapter (>= 1)."})
+    alpha: int = field(default=32, metadata={"help": "Scaling numerator: the update is scaled by alpha / r (> 0)."})
+    dropout: float = field(default=0.05, metadata={"help": "Dropout on the adapters' input, in [0, 1)."})
+    target_modules: str | list[str] = field(default="all-linear", metadata={
+        "help": "The modules that get adapters: peft's 'all-linear' or a list of module names."})
+
+    def __post_init__(self) -> None:
+        check_int(self, "r", at_least=1)
+        check_number(self, "alpha", above=0)
+        check_number(self, "dropout", at_least=0)
+        if self.dropout >= 1:
+            raise config_error(self, "dropout", "must be a number >= 0 and < 1")
+        if isinstance(self.target_modules, str):
+            check_text(self, "target_modules")
+        else:
+            check_texts(self, "target_modules", empty=False)
 
 
 @dataclass
 class GSPORunConfig:
     """Everything a GSPO run needs. Same task pool and hyper-parameters for every harness."""
 
-    model: str = "runs/cpu-smoke-pipeline/sft-ptc/final"   # a folder (e.g. the SFT output), a hub id or a registered name
-    chat_template: str | None = None         # None: the model's own (or its registered choice); "qwen3" | a .jinja path
-    output_dir: str = "runs/gspo"
-    tasks_root: str = "tasks"
-    task_ids: list[str] = field(default_factory=list)   # empty: every task under tasks_root
-    harness: str = "ptc"                     # dtc | ptc | hybrid
-    scales: list[str] = field(default_factory=lambda: ["v0", "v1", "v2", "v3"])  # ["v0"]: the scale ablation
-    train_seeds: list[int] = field(default_factory=lambda: list(range(8)))
-    error_mode: str = "is_error"             # is_error | off (the isError ablation) | detect
-    reward: str = "binary"                   # binary (R, the paper's) | dense (R~)
-    epsilon: float = 3e-4                    # lower clip (GSPO paper); the authors used 1e-2
-    epsilon_high: float = 4e-4               # upper clip (GSPO paper); the authors used 2e-2
-    learning_rate: float = 1e-6
-    weight_decay: float = 0.1
-    temperature: float = 1.0
-    num_generations: int = 4                 # rollouts per task in a group
-    prompts_per_step: int = 1                # tasks per generation batch
+    model: str = field(default="runs/cpu-smoke-pipeline/sft-ptc/final", metadata={
+        "help": "The policy to train: a folder (e.g. the SFT output), a hub id or a registered name."})
+    chat_template: str | None = field(default=None, metadata={
+        "help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."})
+    output_dir: str = field(default="runs/gspo", metadata={
+        "help": "Checkpoints, the final model, dynamics.jsonl and samples.jsonl; a run here resumes."})
+    tasks_root: str = field(default="tasks", metadata={"help": "The task pool's folder."})
+    task_ids: list[str] = field(default_factory=list, metadata={
+        "help": "Training tasks by id (domain/name); empty: every task under tasks_root."})
+    harness: str = field(default="ptc", metadata={"help": "The harness episodes are played under: dtc | ptc | hybrid."})
+    scales: list[str] = field(default_factory=lambda: ["v0", "v1", "v2", "v3"], metadata={
+        "help": "Environment scales trained on (v0..v3); ['v0']: the scale ablation."})
+    train_seeds: list[int] = field(default_factory=lambda: list(range(8)), metadata={
+        "help": "Instance seeds trained on (evaluation holds out higher ones)."})
+    error_mode: str = field(default="is_error", metadata={
+        "help": "How a failing tool shows: is_error (the paper's) | off (the isError ablation) | detect."})
+    reward: str = field(default="binary", metadata={
+        "help": "The reward optimised: binary (R, the paper's) | dense (R~)."})
+    epsilon: float = field(default=3e-4, metadata={"help": "Lower clip of the sequence ratio (GSPO paper; the authors "
+                                                           "used 1e-2), >= 0."})
+    epsilon_high: float = field(default=4e-4, metadata={
+        "help": "Upper clip (GSPO paper; the authors used 2e-2), >= 0."})
+    learning_rate: float = field(default=1e-6, metadata={"help": "AdamW's learning rate (> 0)."})
+    weight_decay: float = field(default=0.1, metadata={"help": "AdamW's weight decay (>= 0)."})
+    temperature: float = field(default=1.0, metadata={
+        "help": "Sampling temperature of the rollouts (> 0: a group of identical greedy episodes has no advantage)."})
+    num_generations: int = field(default=4, metadata={"help": "Rollouts per task in a group (>= 2)."})
+    prompts_per_step: int = field(default=1, metadata={"help": "Tasks (groups) per generation batch."})
     # Each generation batch (num_generations x prompts_per_step episodes) is split into `minibatches`, one optimizer
     # step each, and passed over `num_iterations` times: minibatches x num_iterations optimizer steps per batch.
     # Past the first, the policy has moved since the batch was sampled, so the sequence ratio and its clip act.
-    minibatches: int = 1
-    num_iterations: int = 2                  # passes over each generation batch
-    micro_batch_size: int = 1                # episodes per forward pass; gradients accumulate over a minibatch
-    max_steps: int = 2                       # optimizer steps (generation batches = max_steps / (minibatches x num_iterations))
-    save_steps: int = 1
-    sample_episodes: int = 2                 # decoded episodes kept per generation batch (samples.jsonl)
-    max_turns: int = 8
-    max_new_tokens: int = 256                # per assistant turn
-    max_context_tokens: int = 8192           # prompt + turns + observations (must fit the model's positions)
-    max_observation_chars: int = 4000
-    max_tool_calls: int = 100                # per episode (the paper's budget)
-    engine_url: str | None = None            # CPU or GPU: a `progagent engine serve` server generates; the trainer's
-    engine_model: str | None = None          # weights reach it by a reload from a saved folder each batch
-    use_vllm: bool = False                   # gpu-paper: generation by a `trl vllm-serve` server
-    vllm_server_base_url: str | None = None
+    minibatches: int = field(default=1, metadata={
+        "help": "Optimizer steps each pass over a generation batch is split into."})
+    num_iterations: int = field(default=2, metadata={"help": "Passes over each generation batch."})
+    micro_batch_size: int = field(default=1, metadata={
+        "help": "Episodes per forward pass; gradients accumulate over a minibatch."})
+    max_steps: int = field(default=2, metadata={
+        "help": "Optimizer steps in all: a multiple of minibatches x num_iterations (the steps of one batch)."})
+    save_steps: int = field(default=1, metadata={"help": "A checkpoint every this many optimizer steps."})
+    sample_episodes: int = field(default=2, metadata={
+        "help": "Decoded episodes kept per generation batch in samples.jsonl (0: none)."})
+    max_turns: int | None = field(default=8, metadata={"help": "Assistant turns per episode (null: no limit)."})
+    max_new_tokens: int | None = field(default=256, metadata={
+        "help": "Tokens per assistant turn; a longer turn is cut (null: no limit)."})
+    max_context_tokens: int | None = field(default=8192, metadata={
+        "help": "Prompt + turns + observations; must fit the model's positions (null: no limit)."})
+    max_observation_chars: int | None = field(default=4000, metadata={
+        "help": "Characters of one observation, cut with a visible marker (null: no limit)."})
+    max_tool_calls: int | None = field(default=100, metadata={
+        "help": "Tool calls per episode, a program counting once (the paper's budget; null: no limit)."})
+    engine_url: str | None = field(default=None, metadata={
+        "help": "A `progagent engine serve` server (CPU or GPU) generates; the trainer's weights reach it by a reload "
+                "from a saved folder each batch. None: transformers' generate in this process."})
+    engine_model: str | None = field(default=None, metadata={
+        "help": "The engine's served name (default: the model's short name); only with engine_url."})
+    use_vllm: bool = field(default=False, metadata={"help": "gpu-paper: generation by a `trl vllm-serve` server."})
+    vllm_server_base_url: str | None = field(default=None, metadata={
+        "help": "That server's URL (only with use_vllm; null: TRL's default host and port)."})
     # The sampler (the engine's vLLM in bf16, transformers' generate) is not exactly the trainer. "truncated":
     # truncated importance sampling at token level, each model token's loss times min(p_trainer / p_sampler, cap),
     # p_trainer taken before any update on the batch (as TRL does on its own vLLM path, whose correction is then
     # off); "none": no correction (the dynamics lines and gspo_config.json say so). Either way the mismatch is logged.
-    importance_sampling: str = "truncated"   # none | truncated
-    importance_sampling_cap: float = 2.0     # the truncation (>= 1)
+    importance_sampling: str = field(default="truncated", metadata={
+        "help": "Correction for the sampler-trainer mismatch: none | truncated."})
+    importance_sampling_cap: float = field(default=2.0, metadata={"help": "The truncation of the IS weight (>= 1)."})
     # True: an episode that ended on a budget (max_turns, max_tool_calls, max_context_tokens, a turn cut at
     # max_new_tokens) is dropped like an errored one: no token trained, its group's mean reward. Off by default:
     # evaluation plays under the same budgets, which every shipped config is checked to let the teacher meet, so
     # running out of one is the policy's own failure (looping, rambling) and its R = 0 is a signal to learn from.
     # Masking suits budgets that cut off episodes that might still have succeeded (DAPO's overlong filtering).
-    mask_truncated: bool = False
-    bf16: bool = False
-    gradient_checkpointing: bool = False
-    lora: LoraSettings | None = None
-    seed: int = 0
+    mask_truncated: bool = field(default=False, metadata={
+        "help": "Drop episodes that ended on a budget from the loss, as errored ones are."})
+    bf16: bool = field(default=False, metadata={"help": "Train in bfloat16 (GPU only; ignored on CPU)."})
+    gradient_checkpointing: bool = field(default=False, metadata={
+        "help": "Recompute activations in the backward pass: less memory, ~40% slower."})
+    lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
+    seed: int = field(default=0, metadata={"help": "Seed of the trainer and the sampler."})
 
     def __post_init__(self) -> None:
-        if self.importance_sampling not in IMPORTANCE_SAMPLING:
-            raise ConfigError(f"gspo.importance_sampling={self.importance_sampling!r}: must be one of "
-                              f"{', '.join(IMPORTANCE_SAMPLING)}")
+        check_text(self, "model")
+        check_text(self, "chat_template", optional=True)
+        check_text(self, "output_dir")
+        check_text(self, "tasks_root")
+        check_texts(self, "task_ids")
+        check_choice(self, "harness", HARNESS_NAMES)
+        check_choices(self, "scales", SCALES)
+        check_ints(self, "train_seeds")
+        check_choice(self, "error_mode", ERROR_MODES)
+        check_choice(self, "reward", REWARDS)
+        check_number(self, "epsilon", at_least=0)
+        check_number(self, "epsilon_high", at_least=0)
+        check_number(self, "learning_rate", above=0)
+        check_number(self, "weight_decay", at_least=0)
+        check_number(self, "temperature", above=0, why=" (GSPO learns from differences within a group; greedy "
+                                                        "rollouts of one prompt are all the same)")
+        check_int(self, "num_generations", at_least=2, why=" (a group of one has no advantage to learn from)")
+        for name in ("prompts_per_step", "minibatches", "num_iterations", "micro_batch_size", "max_steps",
+                     "save_steps"):
+            check_int(self, name, at_least=1)
+        check_int(self, "sample_episodes", at_least=0)
+        check_budgets(self)
+        group = self.num_generations * self.prompts_per_step
+        if group % (self.micro_batch_size * self.minibatches):
+            raise config_error(self, "micro_batch_size", f"times minibatches={self.minibatches} must divide the "
+                               f"generation batch of {group} episodes "
+                               "(num_generations x prompts_per_step)")
+        per_batch = self.minibatches * self.num_iterations
+        if self.max_steps % per_batch:
+            raise config_error(self, "max_steps", f"must be a multiple of minibatches x num_iterations = {per_batch} "
+                               "(the optimizer steps of one generation batch)")
+        check_engine(self)
+        check_bool(self, "use_vllm")
+        check_url(self, "vllm_server_base_url")
+        if self.use_vllm and self.engine_url:
+            raise config_error(self, "engine_url", "and use_vllm=True name two generators; keep one: engine_url (a "
+                               "`progagent engine serve` server) or use_vllm (a `trl vllm-serve` server)")
+        if self.vllm_server_base_url and not self.use_vllm:
+            raise config_error(self, "vllm_server_base_url", "is read only with use_vllm=True; set use_vllm or drop it")
+        check_choice(self, "importance_sampling", IMPORTANCE_SAMPLING)
         cap = self.importance_sampling_cap
         if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap >= 1.0 or cap == float("inf"):
-            raise ConfigError(f"gspo.importance_sampling_cap={cap!r}: must be a finite number >= 1 (a cap below 1 would "
-                              "shrink the loss of tokens the sampler and the trainer agree on)")
-        if not isinstance(self.mask_truncated, bool):
-            raise ConfigError(f"gspo.mask_truncated={self.mask_truncated!r}: must be true or false")
+            raise config_error(self, "importance_sampling_cap", "must be a finite number >= 1 (a cap below 1 would "
+                               "shrink the loss of tokens the sampler and the trainer agree on)")
+        for name in ("mask_truncated", "bf16", "gradient_checkpointing"):
+            check_bool(self, name)
+        check_nested(self, "lora", LoraSettings, optional=True)
+        check_int(self, "seed", at_least=0)
+
+    def validate_tasks(self) -> None:
+        """The task ids exist under tasks_root (when that folder exists): called by run_gspo, not at construction."""
+        check_task_ids(self, "task_ids", self.tasks_root)
 
     def limits(self) -> Limits:
         return limits_of(self)
@@ -388,14 +477,7 @@ def grpo_args(config: GSPORunConfig):
     from trl import GRPOConfig
 
     on_cpu = not torch.cuda.is_available()
-    group = config.num_generations * config.prompts_per_step
-    if group % (config.micro_batch_size * config.minibatches):
-        raise ValueError(f"micro_batch_size={config.micro_batch_size} x minibatches={config.minibatches} must divide "
-                         f"the generation batch of {group} episodes (num_generations x prompts_per_step)")
-    per_batch = config.minibatches * config.num_iterations
-    if config.max_steps % per_batch:
-        raise ValueError(f"max_steps={config.max_steps} must be a multiple of minibatches x num_iterations = {per_batch} "
-                         "(the optimizer steps of one generation batch)")
+    group = config.num_generations * config.prompts_per_step   # GSPORunConfig checked that the minibatches divide it
     return GRPOConfig(
         output_dir=config.output_dir,
         # GSPO = GRPO's machinery with a sequence-level importance ratio and no KL term.
@@ -432,6 +514,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
+    config.validate_tasks()
     tasks = select_tasks(config.tasks_root, config.task_ids)
     dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
     model, tokenizer = load_model(config.model, chat_template=config.chat_template)

@@ -18,9 +18,11 @@ import re
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
+
+from .config import check_int, config_error
 
 # Found without importing trl, so that `progagent --help` stays fast.
 QWEN3_CHAT_TEMPLATE_PATH = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3.jinja"
@@ -44,15 +46,26 @@ MARKUP_TOKENS = [
 class TinyModelConfig:
     """Size of the cpu-smoke model: small enough to train in minutes on 2 cores."""
 
-    vocab_size: int = 3072
-    hidden_size: int = 96
-    intermediate_size: int = 256
-    num_hidden_layers: int = 2
-    num_attention_heads: int = 4
-    num_key_value_heads: int = 2
-    head_dim: int = 24
-    max_position_embeddings: int = 32768
-    seed: int = 0
+    vocab_size: int = field(default=3072, metadata={
+        "help": "Tokens the byte-level BPE tokenizer is trained to (the control and markup tokens come on top)."})
+    hidden_size: int = field(default=96, metadata={"help": "Width of the residual stream."})
+    intermediate_size: int = field(default=256, metadata={"help": "Width of each MLP."})
+    num_hidden_layers: int = field(default=2, metadata={"help": "Decoder layers."})
+    num_attention_heads: int = field(default=4, metadata={"help": "Query heads per layer."})
+    num_key_value_heads: int = field(default=2, metadata={
+        "help": "Key/value heads per layer (grouped-query attention): must divide num_attention_heads."})
+    head_dim: int = field(default=24, metadata={"help": "Width of each attention head."})
+    max_position_embeddings: int = field(default=32768, metadata={"help": "Positions the model can attend over."})
+    seed: int = field(default=0, metadata={"help": "Seed of the random initialisation."})
+
+    def __post_init__(self) -> None:
+        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+                     "num_key_value_heads", "head_dim", "max_position_embeddings"):
+            check_int(self, name, at_least=1)
+        check_int(self, "seed", at_least=0)
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise config_error(self, "num_key_value_heads", f"must divide num_attention_heads="
+                               f"{self.num_attention_heads} (each key/value head serves a whole group of query heads)")
 
 
 def qwen3_chat_template() -> str:

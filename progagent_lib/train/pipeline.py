@@ -20,8 +20,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from .config import (check_bool, check_choices, check_engine, check_int, check_nested, check_task_ids, check_text,
+                     config_error)
 from .evaluate import EvalConfig, evaluate
-from .gspo import GSPORunConfig, limits_of, run_gspo, select_tasks
+from .gspo import HARNESS_NAMES, GSPORunConfig, limits_of, run_gspo, select_tasks
 from .scoring import commit_of, config_hash, format_learning_table, learning_rows
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
 from .splits import Instance, SplitConfig, TrainedInstances, make_splits
@@ -35,40 +37,80 @@ STAGES = ("base", "memorize", "sft", "gspo", "control")
 
 @dataclass
 class PipelineConfig:
-    output_dir: str = "runs/cpu-smoke-pipeline"
-    model: str = "smollm2"                   # the base model every recipe starts from (a registered name, folder, hub id)
-    chat_template: str | None = None         # None: the model's own or its registered choice
-    rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"])   # the trained harnesses: one recipe each
-    stages: list[str] = field(default_factory=lambda: list(STAGES))
-    check: bool = True                       # refuse a config the teacher cannot finish under (every train/eval task)
-    splits: SplitConfig = field(default_factory=SplitConfig)    # the held-out instances every stage is evaluated on
-    sampled: int = 4                         # sampled episodes per held-out instance at GSPO's temperature, beside
-                                             # the greedy one (0: greedy only)
-    # A `progagent engine serve --model <model>` server: GSPO's rollouts and every evaluation generate there
-    # (each stage's weights are loaded into it first); None: transformers' generate in this process.
-    engine_url: str | None = None
-    engine_model: str | None = None          # its served name (default: the model's short name)
-    sft: SFTRunConfig = field(default_factory=SFTRunConfig)      # model, harnesses and output_dir are set per recipe
-    gspo: GSPORunConfig = field(default_factory=GSPORunConfig)   # model, harness and output_dir are set per recipe
-    eval: EvalConfig = field(default_factory=EvalConfig)         # model, stage and output_dir are set per evaluation
+    """The three recipes on one base model: which stages run, on what, evaluated where."""
+
+    output_dir: str = field(default="runs/cpu-smoke-pipeline", metadata={
+        "help": "Every stage's folder, learning.jsonl, splits.json and seconds.json."})
+    model: str = field(default="smollm2", metadata={
+        "help": "The base model every recipe starts from: 'tiny' (built from sft.tiny), a registered name, a folder "
+                "or a hub id."})
+    chat_template: str | None = field(default=None, metadata={
+        "help": "None: the model's own or its registered choice; 'qwen3' or a .jinja path."})
+    rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"], metadata={
+        "help": "The trained harnesses, one recipe (SFT then GSPO under it) each: dtc, ptc, hybrid."})
+    stages: list[str] = field(default_factory=lambda: list(STAGES), metadata={
+        "help": "The stages run, in order: base, memorize, sft, gspo, control (control needs gspo)."})
+    check: bool = field(default=True, metadata={
+        "help": "Refuse a config the teacher cannot finish under (every training and held-out task)."})
+    splits: SplitConfig = field(default_factory=SplitConfig, metadata={
+        "help": "The held-out instances every stage is evaluated on."})
+    sampled: int = field(default=4, metadata={
+        "help": "Sampled episodes per held-out instance at GSPO's temperature, beside the greedy one (0: greedy "
+                "only)."})
+    # Each stage's weights are loaded into the engine first.
+    engine_url: str | None = field(default=None, metadata={
+        "help": "A `progagent engine serve --model <model>` server: GSPO's rollouts and every evaluation generate "
+                "there. None: transformers' generate in this process."})
+    engine_model: str | None = field(default=None, metadata={
+        "help": "The engine's served name (default: the model's short name); only with engine_url."})
+    sft: SFTRunConfig = field(default_factory=SFTRunConfig, metadata={
+        "help": "SFT settings (model, harnesses and output_dir are set per recipe)."})
+    gspo: GSPORunConfig = field(default_factory=GSPORunConfig, metadata={
+        "help": "GSPO settings (model, harness and output_dir are set per recipe)."})
+    eval: EvalConfig = field(default_factory=EvalConfig, metadata={
+        "help": "Evaluation settings (model, stage and output_dir are set per evaluation)."})
 
     def __post_init__(self) -> None:
+        check_text(self, "output_dir")
+        check_text(self, "model")
+        check_text(self, "chat_template", optional=True)
+        check_choices(self, "rl_harnesses", HARNESS_NAMES)
+        if not isinstance(self.stages, (list, tuple)):
+            raise config_error(self, "stages", f"must be a list of stages from {', '.join(STAGES)}")
         unknown = [s for s in self.stages if s not in STAGES]
         if unknown:
-            raise ValueError(f"stages: unknown stage(s) {unknown}; stages are {list(STAGES)}")
+            raise config_error(self, "stages", f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
         if "control" in self.stages and "gspo" not in self.stages:
-            raise ValueError("stages: the control (SFT for as many optimizer steps as GSPO) needs the gspo stage")
-        if not isinstance(self.sampled, int) or self.sampled < 0:
-            raise ValueError(f"sampled={self.sampled!r}: sampled episodes per instance must be an integer >= 0")
-        bad = [h for h in self.rl_harnesses if h not in ("dtc", "ptc", "hybrid")]
-        if bad or not self.rl_harnesses:
-            raise ValueError(f"rl_harnesses={self.rl_harnesses}: one or more of dtc, ptc, hybrid")
+            raise config_error(self, "stages", "the control (SFT for as many optimizer steps as GSPO) needs the gspo "
+                               "stage; add gspo or drop control")
+        check_bool(self, "check")
+        check_nested(self, "splits", SplitConfig)
+        check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
+        check_engine(self)
+        check_nested(self, "sft", SFTRunConfig)
+        check_nested(self, "gspo", GSPORunConfig)
+        check_nested(self, "eval", EvalConfig)
+        if self.engine_url and self.gspo.use_vllm:
+            raise config_error(self, "engine_url", "and gspo.use_vllm=True name two generators for GSPO's rollouts; "
+                               "keep one")
+        if self.engine_url and self.eval.vllm_server_base_url:
+            raise config_error(self, "engine_url", "and eval.vllm_server_base_url name two generators for the "
+                               "evaluations; keep one")
+
+    def validate_tasks(self) -> None:
+        """Every task id (SFT's, GSPO's, evaluation's, the held-out split's) exists under its tasks_root (when that
+        folder exists): called by run_pipeline and Recipe, not at construction."""
+        self.sft.validate_tasks()
+        self.gspo.validate_tasks()
+        self.eval.validate_tasks()
+        check_task_ids(self.splits, "held_out_tasks", self.sft.tasks_root)
 
 
 class Recipe:
     """The stages of one pipeline config, each resumable from what is on disk."""
 
     def __init__(self, config: PipelineConfig, output_dir: str | Path | None = None):
+        config.validate_tasks()   # every task id names a task of the pool, before any stage runs
         self.config = config
         self.out = Path(output_dir or config.output_dir)
         self.out.mkdir(parents=True, exist_ok=True)

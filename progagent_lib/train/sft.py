@@ -11,7 +11,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from .gspo import LoraSettings, select_tasks
+from ..task.scales import SCALES
+from .config import (check_bool, check_choices, check_int, check_ints, check_lr_scheduler, check_nested, check_number,
+                     check_task_ids, check_text, check_texts)
+from .gspo import HARNESS_NAMES, LoraSettings, select_tasks
 from .models import TinyModelConfig, build_tiny_model, load_model, save_model
 
 
@@ -19,31 +22,75 @@ from .models import TinyModelConfig, build_tiny_model, load_model, save_model
 class SFTRunConfig:
     """Everything an SFT run needs."""
 
-    model: str = "tiny"                      # "tiny": build a from-scratch model; else a registered name, folder or hub id
-    chat_template: str | None = None         # None: the model's own (or its registered choice); "qwen3" | a .jinja path
-    tiny: TinyModelConfig = field(default_factory=TinyModelConfig)
-    output_dir: str = "runs/sft"
-    tasks_root: str = "tasks"
-    task_ids: list[str] = field(default_factory=list)      # empty: every task under tasks_root
-    trajectories: list[str] = field(default_factory=list)  # JSON-lines files; empty: play the OracleTeacher now
-    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"])
-    scales: list[str] = field(default_factory=lambda: ["v0"])   # for teacher trajectories played here
-    seeds: list[int] = field(default_factory=lambda: [0])       # for teacher trajectories played here
-    min_score: float = 0.7
-    per_harness: int | None = None           # trajectories per harness; None: as many as the smallest harness has
-    max_length: int | None = 8192            # tokens per trajectory; a longer teacher trajectory is refused, not cut
-    num_train_epochs: float = 1.0
-    max_steps: int = -1
-    learning_rate: float = 1e-5
-    lr_scheduler_type: str = "linear"        # transformers' schedulers: linear | constant | cosine | ...
-    warmup_steps: int = 0
-    weight_decay: float = 0.0
-    per_device_train_batch_size: int = 1
-    gradient_accumulation_steps: int = 1
-    lora: LoraSettings | None = None
-    bf16: bool = False
-    gradient_checkpointing: bool = False
-    seed: int = 0
+    model: str = field(default="tiny", metadata={
+        "help": "'tiny': build a from-scratch model (see tiny); else a registered name, a folder or a hub id."})
+    chat_template: str | None = field(default=None, metadata={
+        "help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."})
+    tiny: TinyModelConfig = field(default_factory=TinyModelConfig, metadata={
+        "help": "The from-scratch model's size (read only when model is 'tiny')."})
+    output_dir: str = field(default="runs/sft", metadata={"help": "The dataset report, logs and the final model."})
+    tasks_root: str = field(default="tasks", metadata={"help": "The task pool's folder."})
+    task_ids: list[str] = field(default_factory=list, metadata={
+        "help": "Training tasks by id (domain/name); empty: every task under tasks_root."})
+    trajectories: list[str] = field(default_factory=list, metadata={
+        "help": "Teacher trajectories (JSON-lines files); empty: play the OracleTeacher now."})
+    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"], metadata={
+        "help": "Harnesses whose trajectories are trained on, the same number each: dtc, ptc, hybrid."})
+    scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
+        "help": "Scales (v0..v3) of the teacher trajectories played here."})
+    seeds: list[int] = field(default_factory=lambda: [0], metadata={
+        "help": "Seeds of the teacher trajectories played here."})
+    min_score: float = field(default=0.7, metadata={
+        "help": "Keep trajectories with R~ >= this (the paper's 0.7), in [0, 1]."})
+    per_harness: int | None = field(default=None, metadata={
+        "help": "Trajectories per harness; None: as many as the smallest harness has."})
+    max_length: int | None = field(default=8192, metadata={
+        "help": "Tokens per trajectory; a longer teacher trajectory is refused, not cut (null: no limit)."})
+    num_train_epochs: float = field(default=1.0, metadata={"help": "Passes over the dataset (when max_steps is -1)."})
+    max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: num_train_epochs decides."})
+    learning_rate: float = field(default=1e-5, metadata={"help": "AdamW's peak learning rate (> 0)."})
+    lr_scheduler_type: str = field(default="linear", metadata={
+        "help": "A transformers scheduler: linear | constant | cosine | ... (transformers' SchedulerType)."})
+    warmup_steps: int = field(default=0, metadata={"help": "Steps of linear warm-up from 0."})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay (>= 0)."})
+    per_device_train_batch_size: int = field(default=1, metadata={"help": "Trajectories per forward pass."})
+    gradient_accumulation_steps: int = field(default=1, metadata={"help": "Forward passes per optimizer step."})
+    lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
+    bf16: bool = field(default=False, metadata={"help": "Train in bfloat16 (GPU only; ignored on CPU)."})
+    gradient_checkpointing: bool = field(default=False, metadata={
+        "help": "Recompute activations in the backward pass: less memory, slower."})
+    seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, dropout)."})
+
+    def __post_init__(self) -> None:
+        check_text(self, "model")
+        check_text(self, "chat_template", optional=True)
+        check_nested(self, "tiny", TinyModelConfig)
+        check_text(self, "output_dir")
+        check_text(self, "tasks_root")
+        check_texts(self, "task_ids")
+        check_texts(self, "trajectories")
+        check_choices(self, "harnesses", HARNESS_NAMES)
+        check_choices(self, "scales", SCALES)
+        check_ints(self, "seeds")
+        check_number(self, "min_score", at_least=0, at_most=1)
+        check_int(self, "per_harness", at_least=1, optional=True)
+        check_int(self, "max_length", at_least=1, optional=True, why=" (null: no limit)")
+        check_number(self, "num_train_epochs", above=0)
+        check_int(self, "max_steps", at_least=1, also=(-1,), why=" (-1: num_train_epochs decides)")
+        check_number(self, "learning_rate", above=0)
+        check_lr_scheduler(self)
+        check_int(self, "warmup_steps", at_least=0)
+        check_number(self, "weight_decay", at_least=0)
+        check_int(self, "per_device_train_batch_size", at_least=1)
+        check_int(self, "gradient_accumulation_steps", at_least=1)
+        check_nested(self, "lora", LoraSettings, optional=True)
+        check_bool(self, "bf16")
+        check_bool(self, "gradient_checkpointing")
+        check_int(self, "seed", at_least=0)
+
+    def validate_tasks(self) -> None:
+        """The task ids exist under tasks_root (when that folder exists): called by run_sft, not at construction."""
+        check_task_ids(self, "task_ids", self.tasks_root)
 
 
 @dataclass
@@ -199,6 +246,7 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "sft_config.json").write_text(json.dumps(asdict(config), indent=2))
+    config.validate_tasks()
     tasks = select_tasks(config.tasks_root, config.task_ids)
     if config.model == "tiny":
         model, tokenizer = build_tiny_model(config.tasks_root, config.tiny, save_to=output_dir / "initial")

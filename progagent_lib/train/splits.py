@@ -18,11 +18,14 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
+from ..task.scales import SCALES
+from .config import ConfigError
+
 SPLITS = ("seeds", "params", "tasks")
 SPLIT_LABELS = {"seeds": "(a) held-out seeds", "params": "(b) held-out parameters", "tasks": "(c) held-out tasks"}
 
 
-class SplitError(ValueError):
+class SplitError(ConfigError):
     """A split that cannot be built or would leak a trained instance (raised before any compute)."""
 
 
@@ -30,15 +33,19 @@ class SplitError(ValueError):
 class SplitConfig:
     """How many held-out instances each split gets. Every field is validated in `__post_init__`."""
 
-    seeds_per_task: int = 1          # (a) instances per trained task (same parameters as a trained instance)
-    params_per_task: int = 1         # (b) instances per trained task (parameters no trained instance drew)
-    max_trained_tasks: int | None = None   # (a) and (b) on at most this many trained tasks, taken round-robin over
-                                           # their domains (None: every trained task)
-    held_out_tasks: list[str] = field(default_factory=list)   # (c) task ids never trained on
-    seeds_per_held_out_task: int = 1  # (c) instances per held-out task
-    first_seed: int = 1000           # held-out seeds are drawn from here up (training uses low seeds)
-    search: int = 400                # seeds tried per task before a split is declared impossible
-    scale: str = "v0"                # the scale every held-out instance is played at
+    seeds_per_task: int = field(default=1, metadata={
+        "help": "(a) instances per trained task (same parameters as a trained instance)."})
+    params_per_task: int = field(default=1, metadata={
+        "help": "(b) instances per trained task (parameters no trained instance drew)."})
+    max_trained_tasks: int | None = field(default=None, metadata={
+        "help": "(a) and (b) on at most this many trained tasks, taken round-robin over their domains (None: every "
+                "trained task)."})
+    held_out_tasks: list[str] = field(default_factory=list, metadata={"help": "(c) task ids never trained on."})
+    seeds_per_held_out_task: int = field(default=1, metadata={"help": "(c) instances per held-out task."})
+    first_seed: int = field(default=1000, metadata={
+        "help": "Held-out seeds are drawn from here up (training uses low seeds)."})
+    search: int = field(default=400, metadata={"help": "Seeds tried per task before a split is declared impossible."})
+    scale: str = field(default="v0", metadata={"help": "The scale (v0..v3) every held-out instance is played at."})
 
     def __post_init__(self) -> None:
         for name in ("seeds_per_task", "params_per_task", "seeds_per_held_out_task"):
@@ -51,8 +58,10 @@ class SplitConfig:
             raise SplitError(f"splits.search={self.search!r}: must be an integer >= 1")
         if not isinstance(self.first_seed, int) or self.first_seed < 0:
             raise SplitError(f"splits.first_seed={self.first_seed!r}: must be an integer >= 0")
-        if self.scale not in ("v0", "v1", "v2", "v3"):
-            raise SplitError(f"splits.scale={self.scale!r}: must be one of v0, v1, v2, v3")
+        if self.scale not in SCALES:
+            raise SplitError(f"splits.scale={self.scale!r}: must be one of {', '.join(SCALES)}")
+        if not isinstance(self.held_out_tasks, list) or not all(isinstance(t, str) for t in self.held_out_tasks):
+            raise SplitError(f"splits.held_out_tasks={self.held_out_tasks!r}: must be a list of task ids")
         if len(set(self.held_out_tasks)) != len(self.held_out_tasks):
             raise SplitError(f"splits.held_out_tasks lists a task twice: {self.held_out_tasks}")
 
