@@ -142,7 +142,7 @@ def main() -> int:
                 rows.append(shares("engine", harness, run_gspo(config, resume=False)["dynamics"]))
             if "teacher-replay" in args.kinds.split(","):
                 config = replace(base, output_dir=str(work / f"replay-{harness}"), task_ids=REPLAY_TASKS,
-                                 train_seeds=[0, 1], num_generations=2, max_turns=10_000, max_new_tokens=100_000,
+                                 train_seeds=[0, 1], num_generations=2, max_turns=10_000, max_new_tokens=None,
                                  max_context_tokens=positions)
                 runs = teacher_runs(config, harness)
 

@@ -42,6 +42,15 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .config import ConfigError
+
+    try:
+        return _run(args)
+    except ConfigError as exc:   # a bad config: its field and allowed values, no traceback
+        raise SystemExit(f"progagent train {args.train_command}: {exc}") from None
+
+
+def _run(args: argparse.Namespace) -> int:
     overrides = {"output_dir": args.output_dir, "model": getattr(args, "model", None),
                  "engine_url": getattr(args, "engine_url", None)}
     command = args.train_command
