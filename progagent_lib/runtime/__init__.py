@@ -10,11 +10,11 @@ from .error_modes import ERROR_MODES, looks_like_error
 from .kernel import KernelSession, KernelStartError
 from .pool import KernelPool
 from .ptc import ErrorInfo, ExecutionResult, PTCRuntime
-from .sandbox import Limits, Sandbox, SandboxUnavailable, check_available
+from .sandbox import ProcessLimits, Sandbox, SandboxUnavailable, check_available
 from .terminal import TerminalResult, run_terminal
 
 __all__ = [
     "PTCRuntime", "ExecutionResult", "ErrorInfo", "ToolCall", "ToolRouter", "ERROR_MODES", "looks_like_error",
-    "KernelPool", "KernelSession", "KernelStartError", "Limits", "Sandbox", "SandboxUnavailable", "check_available",
+    "KernelPool", "KernelSession", "KernelStartError", "ProcessLimits", "Sandbox", "SandboxUnavailable", "check_available",
     "TerminalResult", "run_terminal",
 ]

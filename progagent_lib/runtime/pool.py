@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..task.closeable import Closeable
 from .kernel import KernelSession
-from .sandbox import Limits, Sandbox
+from .sandbox import ProcessLimits, Sandbox
 
 
 REFILL_DELAY = 0.3  # seconds
@@ -21,11 +21,11 @@ REFILL_DELAY = 0.3  # seconds
 class KernelPool(Closeable):
     """`size` ready kernels; `acquire(workspace)` hands one out and a background thread refills."""
 
-    def __init__(self, size: int = 2, *, limits: Limits | None = None, unsafe_no_sandbox: bool = False):
+    def __init__(self, size: int = 2, *, limits: ProcessLimits | None = None, unsafe_no_sandbox: bool = False):
         if size < 1:
             raise ValueError("a KernelPool needs size >= 1")
         self.size = size
-        self.limits = limits or Limits()
+        self.limits = limits or ProcessLimits()
         self.confined = not unsafe_no_sandbox
         self._ready: list[KernelSession] = []
         self._lock = threading.Lock()

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from ..task.closeable import Closeable
 from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
-from .sandbox import GiB, Limits, Sandbox, SandboxUnavailable
+from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable
 from .terminal import TerminalResult, clean_bounded, run_terminal
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
@@ -101,7 +101,7 @@ class PTCRuntime(Closeable):
         self.timeout = timeout
         self.max_output_chars = max_output_chars
         self.confined = not unsafe_no_sandbox
-        self.limits = Limits(memory_bytes=memory_limit, cpu_seconds=cpu_limit, file_bytes=file_size_limit,
+        self.limits = ProcessLimits(memory_bytes=memory_limit, cpu_seconds=cpu_limit, file_bytes=file_size_limit,
                              max_processes=max_processes)
         workspace = workspace if workspace is not None else getattr(env, "workspace", None)
         if workspace is None:

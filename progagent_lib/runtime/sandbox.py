@@ -60,7 +60,7 @@ class SandboxUnavailable(RuntimeError):
 
 
 @dataclass
-class Limits:
+class ProcessLimits:
     """Resource bounds of one sandbox (the kernel and everything it starts)."""
 
     memory_bytes: int = 4 * GiB  # address space per process (RLIMIT_AS)
@@ -283,7 +283,7 @@ class Sandbox:
     """
 
     workspace: Path | None = None  # None: a pooled sandbox, bound to a workspace later via the slot
-    limits: Limits = field(default_factory=Limits)
+    limits: ProcessLimits = field(default_factory=ProcessLimits)
     confined: bool = True
     extra_read_paths: list[str] = field(default_factory=list)
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..textsafe import clean_text
-from .sandbox import Limits, Sandbox
+from .sandbox import ProcessLimits, Sandbox
 
 
 @dataclass
@@ -44,13 +44,13 @@ def clean_bounded(text: str, limit: int) -> tuple[str, bool]:
 
 
 def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, max_output_chars: int = 20_000,
-                 limits: Limits | None = None, unsafe_no_sandbox: bool = False) -> TerminalResult:
+                 limits: ProcessLimits | None = None, unsafe_no_sandbox: bool = False) -> TerminalResult:
     """Run `command` with bash in `workspace`; every process it starts is killed when it ends or times out.
 
     The output is cleaned (textsafe.clean_text: escape sequences removed, other control characters escaped)."""
     from .kernel import BoundedText
 
-    sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or Limits(), confined=not unsafe_no_sandbox)
+    sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or ProcessLimits(), confined=not unsafe_no_sandbox)
     started = time.monotonic()
     output = BoundedText(max_output_chars)
     timed_out = False
