@@ -127,7 +127,7 @@ def bench_tool(env: BlobEnv, runtime: PTCRuntime, size: int, repeats: int, chunk
 
     The two are measured in alternating chunks of `chunk` calls, after a first program has run (the
     kernel's set-up is over), so that the load of the machine at any moment weighs on both alike. The
-    host part is the tool's run on the bridge's thread as the bridge times it (`ToolCall.seconds`):
+    host part is the tool's run on the bridge's thread as the bridge times it (`BridgeCall.seconds`):
     bridged minus it is the way there and back.
     """
     warm = runtime.execute(f"tools.blob(size={size})", timeout=60)

@@ -16,7 +16,7 @@ serving thread for nothing, and the host reading a request woke the kernel.
 The kernel writes whatever it likes into its end, so every frame is untrusted: its size, its JSON,
 its nesting, its types. A bad frame gets an error reply and the bridge goes on serving; nothing a
 frame holds can end the serving thread. Calls run only while a program runs, each by the program's
-deadline, and what the host keeps of each (`ToolCall`) is bounded.
+deadline, and what the host keeps of each (`BridgeCall`) is bounded.
 
 What one frame may cost the host is bounded before its JSON is parsed: a frame over MAX_FRAME is
 read off in pieces and refused, never held whole, and the bytes of a frame are scanned for the
@@ -81,7 +81,7 @@ class ToolSource(Protocol):
 
 
 @dataclass
-class ToolCall:
+class BridgeCall:
     """One tool call a program made through the bridge, as the host saw it (arguments bounded)."""
 
     name: str
@@ -276,7 +276,7 @@ class BridgeServer:
             socket.send_fds(self.host_sock, [b"R"], [kernel_replies.fileno()])
         finally:
             kernel_replies.close()
-        self.calls: list[ToolCall] = []
+        self.calls: list[BridgeCall] = []
         self.calls_not_recorded = 0
         self.bad_frames = 0
         # Why the channel can no longer be read in step (a frame that never completes), or None. The
@@ -316,7 +316,7 @@ class BridgeServer:
             return True
         return False
 
-    def take_calls(self) -> list[ToolCall]:
+    def take_calls(self) -> list[BridgeCall]:
         with self._lock:
             calls, self.calls = self.calls, []
             self.calls_not_recorded = 0
@@ -390,17 +390,17 @@ class BridgeServer:
             if error is not None:
                 frame = _encode({"id": request_id, "error": error})
                 error = error[:MAX_ERROR_CHARS]
-                self._record(ToolCall(name[:200], loggable_arguments(arguments), len(error), seconds, True, error))
+                self._record(BridgeCall(name[:200], loggable_arguments(arguments), len(error), seconds, True, error))
             elif text is not None:  # the environment's JSON text of the result, framed as it is
                 body = f'{{"id":{request_id if type(request_id) is int else _dumps(request_id)},"result":{text}}}'.encode()
                 frame = _HEADER.pack(len(body)) + body
-                self._record(ToolCall(name[:200], loggable_arguments(arguments), len(text), seconds, False))
+                self._record(BridgeCall(name[:200], loggable_arguments(arguments), len(text), seconds, False))
             else:
                 frame = _encode({"id": request_id, "result": result})
-                self._record(ToolCall(name[:200], loggable_arguments(arguments), len(frame), seconds, False))
+                self._record(BridgeCall(name[:200], loggable_arguments(arguments), len(frame), seconds, False))
         return frame
 
-    def _record(self, call: ToolCall) -> None:
+    def _record(self, call: BridgeCall) -> None:
         with self._lock:
             if len(self.calls) < MAX_CALL_RECORDS:
                 self.calls.append(call)
@@ -555,6 +555,6 @@ def output_guard_code(limit: int) -> str:
             f"_ptc_ns['install']({int(limit)})\ndel _ptc_ns\n")
 
 
-__all__ = ["BridgeServer", "ToolRouter", "ToolCall", "ToolSource", "ERROR_MODES", "looks_like_error", "parse_request",
+__all__ = ["BridgeServer", "ToolRouter", "BridgeCall", "ToolSource", "ERROR_MODES", "looks_like_error", "parse_request",
            "BadFrame", "check_shape", "MAX_FRAME", "MAX_DEPTH", "MAX_VALUES", "MAX_CALL_RECORDS", "install_code", "output_guard_code",
            "PRELOAD_SPECS_CODE", "PRELUDE_FILENAME"]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..task.closeable import Closeable
-from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, ToolCall, ToolRouter, output_guard_code
+from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, BridgeCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
 from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable
 from .terminal import TerminalResult, clean_bounded, run_terminal
@@ -41,7 +41,7 @@ class ExecutionResult:
     error: ErrorInfo | None = None
     timed_out: bool = False
     truncated: bool = False
-    tool_calls: list[ToolCall] = field(default_factory=list)
+    tool_calls: list[BridgeCall] = field(default_factory=list)
     kernel_restarted: bool = False  # the kernel died or was killed: every variable is gone
     seconds: float = 0.0
     tool_calls_not_recorded: int = 0  # calls beyond the bridge's bound of records per program
