@@ -15,7 +15,7 @@ from progagent_lib.harness import Limits, run_episode
 from progagent_lib.harness.chat_format import ChatFormat, ChatFormatError
 from progagent_lib.policy import OracleTeacher
 from progagent_lib.train.models import TinyModelConfig, build_tiny_model, qwen3_chat_template
-from progagent_lib.train.rollout import EpisodeSpec, ReplayTurns, run_token_episodes
+from progagent_lib.train.rollout import ReplayTurns, RolloutSpec, run_token_episodes
 
 TEMPLATES = Path(__file__).parent / "templates"
 LLAMA_TOKENS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]
@@ -63,7 +63,7 @@ def test_message_loop_and_token_adapter_record_the_same_episode(teacher_runs, to
         assert message_path.reward == 1.0, (task_id, harness)
         chat.check_conversation(message_path.messages, message_path.tools)
         script = chat.assistant_turns(message_path.messages, message_path.tools)
-        rollout = run_token_episodes([EpisodeSpec(task, "v0", 0)], harness, chat, ReplayTurns([script]), UNLIMITED)[0]
+        rollout = run_token_episodes([RolloutSpec(task, "v0", 0)], harness, chat, ReplayTurns([script]), UNLIMITED)[0]
         token_path = rollout.trajectory
         for name in FIELDS:
             assert getattr(token_path, name) == getattr(message_path, name), (template, task_id, harness, name)

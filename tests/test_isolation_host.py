@@ -26,7 +26,7 @@ from progagent_lib.task.certify import certify_task
 from progagent_lib.task.environment import VERIFIER_FAILED
 from progagent_lib.task.safe_fs import WorkspaceFS, WorkspaceReadError
 from progagent_lib.train.gspo import GSPORunConfig, make_rollout_func
-from progagent_lib.train.rollout import EpisodeSpec, ReplayTurns, run_token_episodes
+from progagent_lib.train.rollout import ReplayTurns, RolloutSpec, run_token_episodes
 
 from conftest import TASKS_DIR
 
@@ -356,8 +356,8 @@ def scripts(chat):
 
 def test_an_episode_that_raises_ends_errored_and_the_batch_goes_on(rollout_tasks, chat):
     counting, broken = rollout_tasks
-    specs = [EpisodeSpec(broken, "v0", 0, 0), EpisodeSpec(counting, "v0", 0, 1), EpisodeSpec(counting, "v0", 0, 2),
-             EpisodeSpec(counting, "v0", 0, 3)]
+    specs = [RolloutSpec(broken, "v0", 0, 0), RolloutSpec(counting, "v0", 0, 1), RolloutSpec(counting, "v0", 0, 2),
+             RolloutSpec(counting, "v0", 0, 3)]
     limits = Limits(max_turns=10, max_context_tokens=None, max_new_tokens=None)
     unbuilt, defect, hostile, solved = run_token_episodes(specs, "dtc", chat, ReplayTurns(scripts(chat)), limits)
 

@@ -11,7 +11,7 @@ import pytest
 from progagent_lib.harness import Limits
 from progagent_lib.harness.chat_format import ChatFormat
 from progagent_lib.train.models import TinyModelConfig, build_tiny_model
-from progagent_lib.train.rollout import (EpisodeSpec, HFTurnGenerator, ReplayTurns, TurnOutput, run_token_episode,
+from progagent_lib.train.rollout import (HFTurnGenerator, ReplayTurns, RolloutSpec, TurnOutput, run_token_episode,
                                          run_token_episodes, teacher_scripts)
 
 WIDE = Limits(max_tool_calls=100, max_turns=100, max_context_tokens=100_000)
@@ -194,7 +194,7 @@ def test_teacher_turns_replayed_as_tokens_solve_the_task(tiny, chat, restock_tas
     trajectories = [run_episode(restock_task, "v0", seed, harness, OracleTeacher(harness)) for seed in (0, 1)]
     scripts = teacher_scripts(chat, trajectories)
     limits = Limits(max_turns=1000, max_tool_calls=None, max_context_tokens=None)
-    episodes = run_token_episodes([EpisodeSpec(restock_task, "v0", 0), EpisodeSpec(restock_task, "v0", 1)], harness,
+    episodes = run_token_episodes([RolloutSpec(restock_task, "v0", 0), RolloutSpec(restock_task, "v0", 1)], harness,
                                   chat, ReplayTurns(scripts), limits)
     for episode, script in zip(episodes, scripts):
         assert (episode.reward, episode.end_reason, episode.turns) == (1.0, "claim_done", len(script))

@@ -10,13 +10,13 @@ from .evaluate import EvalConfig, evaluate, pass_rate_table
 from .gspo import DynamicsLog, GSPORunConfig, LoraSettings, make_rollout_func, run_gspo
 from .models import TinyModelConfig, build_tiny_model, load_model, pool_corpus, save_model, train_tokenizer
 from .pipeline import PipelineConfig, run_pipeline
-from .rollout import EpisodeSpec, EpisodeTokens, HFTurnGenerator, ReplayTurns, run_token_episode, run_token_episodes
+from .rollout import EpisodeTokens, HFTurnGenerator, ReplayTurns, RolloutSpec, run_token_episode, run_token_episodes
 from .sft import SFTRunConfig, build_sft_dataset, run_sft, select_sft_trajectories
 
 __all__ = [
     "ConfigError", "load_config", "EvalConfig", "evaluate", "pass_rate_table", "DynamicsLog", "GSPORunConfig",
     "LoraSettings", "make_rollout_func", "run_gspo", "TinyModelConfig", "build_tiny_model", "load_model", "pool_corpus",
-    "save_model", "train_tokenizer", "PipelineConfig", "run_pipeline", "EpisodeSpec", "EpisodeTokens", "HFTurnGenerator",
-    "ReplayTurns", "run_token_episode", "run_token_episodes", "SFTRunConfig", "build_sft_dataset", "run_sft",
+    "save_model", "train_tokenizer", "PipelineConfig", "run_pipeline", "EpisodeTokens", "HFTurnGenerator", "ReplayTurns",
+    "RolloutSpec", "run_token_episode", "run_token_episodes", "SFTRunConfig", "build_sft_dataset", "run_sft",
     "select_sft_trajectories",
 ]

@@ -18,7 +18,7 @@ from ..task.scales import SCALES
 from .config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
                      check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .gspo import HARNESS_NAMES, limits_of, select_tasks
-from .rollout import EpisodeSpec, HFTurnGenerator, VLLMServerTurnGenerator, run_token_episodes
+from .rollout import HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, run_token_episodes
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 
@@ -185,11 +185,11 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
     if config.instances:
         tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))
         by_id = {t.id: t for t in tasks}
-        specs = [EpisodeSpec(by_id[str(task_id)], str(scale), int(seed), sample)
+        specs = [RolloutSpec(by_id[str(task_id)], str(scale), int(seed), sample)
                  for task_id, scale, seed in config.instances for sample in range(config.samples)]
     else:
         tasks = select_tasks(config.tasks_root, config.task_ids)
-        specs = [EpisodeSpec(task, scale, seed, sample) for task in tasks
+        specs = [RolloutSpec(task, scale, seed, sample) for task in tasks
                  for scale in config.scales for seed in config.seeds for sample in range(config.samples)]
     from .feasibility import check_template_on_teacher
 

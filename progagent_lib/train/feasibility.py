@@ -55,19 +55,19 @@ def teacher_needs(task: Any, harness: str, chat: Any, *, scale: str = "v0", seed
     """Measure one teacher episode; with `limits`, also return the replay under them (its trajectory)."""
     from ..harness.episode import run_episode
     from ..policy import OracleTeacher
-    from .rollout import EpisodeSpec, ReplayTurns, run_token_episodes
+    from .rollout import ReplayTurns, RolloutSpec, run_token_episodes
 
     played = run_episode(task, scale, seed, harness, OracleTeacher(harness), UNLIMITED, tokenizer=chat.tokenizer)
     chat.check_conversation(played.messages, played.tools)
     script = chat.assistant_turns(played.messages, played.tools)
-    replay = run_token_episodes([EpisodeSpec(task, scale, seed)], harness, chat, ReplayTurns([script]), UNLIMITED)[0]
+    replay = run_token_episodes([RolloutSpec(task, scale, seed)], harness, chat, ReplayTurns([script]), UNLIMITED)[0]
     ids, _ = chat.tokenize_conversation(played.messages, played.tools)
     needs = TeacherNeeds(task.id, harness, scale, seed, replay.turns, replay.model_tool_calls,
                          max(len(turn) for turn in script), len(replay.prompt_ids) + len(replay.completion_ids),
                          len(ids), replay.reward)
     limited = None
     if limits is not None:
-        limited = run_token_episodes([EpisodeSpec(task, scale, seed)], harness, chat, ReplayTurns([list(script)]),
+        limited = run_token_episodes([RolloutSpec(task, scale, seed)], harness, chat, ReplayTurns([list(script)]),
                                      limits)[0].trajectory
     return needs, limited
 

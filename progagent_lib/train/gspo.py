@@ -22,7 +22,7 @@ from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
 from .config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
                      check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
-from .rollout import EpisodeSpec, EpisodeTokens, HFTurnGenerator, VLLMServerTurnGenerator, episode_summary, run_token_episodes
+from .rollout import EpisodeTokens, HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, episode_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
@@ -337,7 +337,7 @@ def _step_log(log: dict) -> dict[str, Any]:
 
 
 def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
-                      turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None, chat: Any = None):
+                      turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None, chat: Any = None):
     """The function TRL calls instead of its own generation: one full episode per prompt it is given.
 
     `turn_generator(trainer, specs)` replaces the trainer's model as the source of assistant turns (bench/train.py
@@ -397,7 +397,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         specs = []
         for prompt in prompts:
             task_id, scale, seed = prompt[-1]["episode"].split("|")
-            specs.append(EpisodeSpec(tasks_by_id[task_id], scale, int(seed)))
+            specs.append(RolloutSpec(tasks_by_id[task_id], scale, int(seed)))
         if turn_generator is not None:
             generate_turn = turn_generator(trainer, specs)
         elif config.engine_url:
@@ -505,7 +505,7 @@ def grpo_args(config: GSPORunConfig):
 
 
 def run_gspo(config: GSPORunConfig, *, resume: bool = True,
-             turn_generator: Callable[[Any, list[EpisodeSpec]], Any] | None = None) -> dict:
+             turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None) -> dict:
     """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from .gspo_trainer import GSPOTrainer

@@ -42,7 +42,7 @@ class TurnGenerator(Protocol):
 
 
 @dataclass
-class EpisodeSpec:
+class RolloutSpec:
     """Which episode to play: a task at one scale and seed (and which of K samples it is)."""
 
     task: Any
@@ -182,7 +182,7 @@ class TokenEpisode:
 class _UnbuiltEpisode:
     """An episode whose environment or session could not be built: errored from the start, nothing to play."""
 
-    def __init__(self, spec: EpisodeSpec, harness: str, chat: ChatFormat, policy_name: str, exc: BaseException):
+    def __init__(self, spec: RolloutSpec, harness: str, chat: ChatFormat, policy_name: str, exc: BaseException):
         trajectory = Trajectory(task_id=getattr(spec.task, "id", str(spec.task)), scale=spec.scale, seed=spec.seed,
                                 harness=harness, policy=policy_name, sample=spec.sample)
         mark_errored(trajectory, episode_error(exc, "starting"))
@@ -198,7 +198,7 @@ class _UnbuiltEpisode:
 
 
 def run_token_episodes(
-    specs: list[EpisodeSpec],
+    specs: list[RolloutSpec],
     harness: str,
     chat: ChatFormat,
     generate_turns: TurnGenerator,
@@ -254,7 +254,7 @@ def run_token_episodes(
 def run_token_episode(task: Any, scale: str, seed: int, harness: str, chat: ChatFormat, generate_turns: TurnGenerator,
                       limits: Limits, **kwargs: Any) -> EpisodeTokens:
     """Play one episode of `task` at (scale, seed) under `harness`."""
-    return run_token_episodes([EpisodeSpec(task, scale, seed)], harness, chat, generate_turns, limits, **kwargs)[0]
+    return run_token_episodes([RolloutSpec(task, scale, seed)], harness, chat, generate_turns, limits, **kwargs)[0]
 
 
 # --- generators ------------------------------------------------------------------------------------------
