@@ -213,16 +213,17 @@ def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:
     return [by_id[t] for t in task_ids]
 
 
-def episode_key(task_id: str, scale: str, seed: int) -> str:
+def prompt_key(task_id: str, scale: str, seed: int) -> str:
+    """task|scale|seed: the episode a TRL prompt stands for, read back by the rollout function."""
     return f"{task_id}|{scale}|{seed}"
 
 
 def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
-    """One row per (task, scale, seed). TRL hands rollout_func only the prompts, so each carries its episode key."""
+    """One row per (task, scale, seed). TRL hands rollout_func only the prompts, so each carries its prompt key."""
     from datasets import Dataset
 
     rows = [
-        {"prompt": [{"role": "user", "content": task.instruction(seed), "episode": episode_key(task.id, scale, seed)}]}
+        {"prompt": [{"role": "user", "content": task.instruction(seed), "episode": prompt_key(task.id, scale, seed)}]}
         for seed in seeds for task in tasks for scale in scales
     ]
     return Dataset.from_list(rows)
