@@ -16,7 +16,8 @@ import time
 import pytest
 
 from progagent_lib.runtime import PTCRuntime
-from progagent_lib.task.task import cache_root, episodes_root
+from progagent_lib.cache import cache_root
+from progagent_lib.task.task import episodes_root
 
 GiB = 1 << 30
 
@@ -81,7 +82,7 @@ def test_cannot_read_another_episodes_workspace(rt, other_episode):
 
 def test_cannot_read_the_environment_cache(rt, restock_task, episode):
     restock_task.state_dir("v0", 0)  # make sure it exists
-    result = rt.execute(f"import os\nfor root, dirs, files in os.walk({str(cache_root())!r}):\n    print(root, files)")
+    result = rt.execute(f"import os\nfor root, dirs, files in os.walk({str(cache_root() / 'envs')!r}):\n    print(root, files)")
     assert "data.db" not in result.output and "READY" not in result.output
     db = rt.execute(f"print(open({str(restock_task.state_dir('v0', 0) / 'data.db')!r}, 'rb').read(16))")
     assert denied(db)

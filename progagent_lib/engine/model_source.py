@@ -4,11 +4,6 @@ that renders tools; folders and hub ids are passed as given."""
 from __future__ import annotations
 
 import os
-from pathlib import Path
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("PROGAGENT_CACHE", ".cache/progagent"))
 
 
 def resolve_model_source(name: str | os.PathLike) -> str:

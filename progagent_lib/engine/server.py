@@ -22,10 +22,11 @@ from typing import Sequence
 
 import httpx
 
+from ..cache import cache_root
 from . import vllm_side
 from .access import is_loopback_host, new_api_key, remove_key_file, write_key_file
 from .errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
-from .model_source import cache_dir, resolve_model_source
+from .model_source import resolve_model_source
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VENV = REPO / ".venv-engine"
@@ -139,7 +140,7 @@ class EngineServer:
             given = Path(self.model)
             self.served_name = given.name if given.is_dir() else self.model
         if self.log_path is None:
-            self.log_path = (cache_dir() / "engine" / f"{self.served_name.replace('/', '_')}-{self.port}.log").resolve()
+            self.log_path = cache_root() / "engine" / f"{self.served_name.replace('/', '_')}-{self.port}.log"
 
     @property
     def base_url(self) -> str:

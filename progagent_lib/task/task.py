@@ -18,6 +18,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
+from ..cache import cache_root
 from .environment import WORKSPACE_MAX_FILES, WORKSPACE_QUOTA, Environment
 from .safe_fs import mount_quota, unmount
 from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, SCALES, check_scale
@@ -34,11 +35,6 @@ class TaskLoadError(Exception):
 
 class GenerationError(Exception):
     """A task's generator raised or produced an unusable state."""
-
-
-def cache_root() -> Path:
-    """Where built environment states live (override with PROGAGENT_CACHE)."""
-    return Path(os.environ.get("PROGAGENT_CACHE", Path.home() / ".cache" / "progagent")) / "envs"
 
 
 def episodes_root() -> Path:
@@ -443,7 +439,7 @@ class Task:
     def state_dir(self, scale: str, seed: int) -> Path:
         """The cached state for (scale, seed), built on first use. Never modified by episodes."""
         check_scale(scale)
-        final = cache_root() / self.id / self.code_fingerprint() / f"{scale}-seed{seed}"
+        final = cache_root() / "envs" / self.id / self.code_fingerprint() / f"{scale}-seed{seed}"
         if (final / "READY").exists():
             return final
         final.parent.mkdir(parents=True, exist_ok=True)

@@ -15,13 +15,13 @@ import hashlib
 import importlib.util
 import json
 import re
-import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
+from ..cache import cache_root
 from .config import check_int, config_error
 
 # Found without importing trl, so that `progagent --help` stays fast.
@@ -232,11 +232,6 @@ def registered_models() -> dict[str, RegisteredModel]:
     return dict(REGISTERED_MODELS)
 
 
-def cache_dir() -> Path:
-    """The workbench cache ($PROGAGENT_CACHE, default .cache/progagent); converted models live under models/."""
-    return Path(os.environ.get("PROGAGENT_CACHE", ".cache/progagent")).resolve()
-
-
 def _sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -337,7 +332,7 @@ def convert_gguf(path: str | Path, *, chat_template: str = "model", registered: 
     # The template's text is part of the key, so a changed template file is a new folder, never a stale one.
     template_key = chat_template if chat_template in ("model", "qwen3") else chat_template_text(chat_template)[1]
     key = hashlib.sha256(f"{file_digest}\n{_sha256_text(template_key)}".encode()).hexdigest()[:12]
-    folder = cache_dir() / "models" / f"{registered or path.stem}-{key}"
+    folder = cache_root() / "models" / f"{registered or path.stem}-{key}"
     if (folder / METADATA_FILE).is_file():
         return folder
 
