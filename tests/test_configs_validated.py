@@ -208,3 +208,18 @@ def test_every_shipped_profile_loads(tmp_path):
     for name in yaml.safe_load(DEFAULT_PROFILES.read_text()):
         profile = load_profile(name, run_dir=tmp_path / name, path=DEFAULT_PROFILES)
         load_config(PipelineConfig, profile.resolve(profile["train_config"]))
+
+
+def test_bf16_on_a_cpu_without_bf16_instructions_is_refused_before_any_compute(tmp_path):
+    from progagent_lib.train.precision import check_bf16, cpu_bf16_flags
+
+    plain = tmp_path / "cpuinfo"
+    plain.write_text("processor\t: 0\nflags\t\t: fpu sse2 avx2 avx512f\n")
+    with_bf16 = tmp_path / "cpuinfo-bf16"
+    with_bf16.write_text("processor\t: 0\nflags\t\t: fpu avx512f avx512_bf16 amx_bf16\n")
+    assert cpu_bf16_flags(plain) == [] and cpu_bf16_flags(with_bf16) == ["avx512_bf16", "amx_bf16"]
+    with pytest.raises(ConfigError, match=r"SFTRunConfig.bf16=True: this CPU has no bf16 instructions"):
+        check_bf16(True, "SFTRunConfig.bf16", cuda=False, cpuinfo=plain)
+    assert check_bf16(True, "x", cuda=False, cpuinfo=with_bf16) is True
+    assert check_bf16(True, "x", cuda=True, cpuinfo=plain) is True
+    assert check_bf16(False, "x", cuda=False, cpuinfo=plain) is False

@@ -22,6 +22,7 @@ from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
 from .config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
                      check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
+from .precision import check_bf16
 from .rollout import EpisodeTokens, HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, episode_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
@@ -129,7 +130,7 @@ class GSPORunConfig:
     # Masking suits budgets that cut off episodes that might still have succeeded (DAPO's overlong filtering).
     mask_truncated: bool = field(default=False, metadata={
         "help": "Drop episodes that ended on a budget from the loss, as errored ones are."})
-    bf16: bool = field(default=False, metadata={"help": "Train in bfloat16 (GPU only; ignored on CPU)."})
+    bf16: bool = field(default=False, metadata={"help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."})
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass: less memory, ~40% slower."})
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
@@ -495,7 +496,7 @@ def grpo_args(config: GSPORunConfig):
         max_steps=config.max_steps, save_strategy="steps", save_steps=config.save_steps,
         logging_steps=1, report_to="none", seed=config.seed, disable_tqdm=True,
         max_completion_length=config.max_context_tokens,
-        use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
+        use_cpu=on_cpu, bf16=check_bf16(config.bf16, "GSPORunConfig.bf16"),
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
         activation_checkpointing=config.gradient_checkpointing,
         use_vllm=config.use_vllm, vllm_mode="server",
@@ -516,6 +517,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
     config.validate_tasks()
+    check_bf16(config.bf16, "GSPORunConfig.bf16")   # before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
     dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
     model, tokenizer = load_model(config.model, chat_template=config.chat_template)

@@ -15,6 +15,7 @@ from ..task.scales import SCALES
 from .config import (check_bool, check_choices, check_int, check_ints, check_lr_scheduler, check_nested, check_number,
                      check_task_ids, check_text, check_texts)
 from .gspo import HARNESS_NAMES, LoraSettings, select_tasks
+from .precision import check_bf16
 from .models import TinyModelConfig, build_tiny_model, load_model, save_model
 
 
@@ -56,7 +57,7 @@ class SFTRunConfig:
     per_device_train_batch_size: int = field(default=1, metadata={"help": "Trajectories per forward pass."})
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Forward passes per optimizer step."})
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
-    bf16: bool = field(default=False, metadata={"help": "Train in bfloat16 (GPU only; ignored on CPU)."})
+    bf16: bool = field(default=False, metadata={"help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."})
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass: less memory, slower."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, dropout)."})
@@ -227,7 +228,7 @@ def sft_args(config: SFTRunConfig):
         lr_scheduler_type=config.lr_scheduler_type, warmup_steps=config.warmup_steps,
         weight_decay=config.weight_decay, per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps, logging_steps=1, save_strategy="no",
-        report_to="none", seed=config.seed, disable_tqdm=True, use_cpu=on_cpu, bf16=config.bf16 and not on_cpu,
+        report_to="none", seed=config.seed, disable_tqdm=True, use_cpu=on_cpu, bf16=check_bf16(config.bf16, "SFTRunConfig.bf16"),
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
         activation_checkpointing=config.gradient_checkpointing, dataset_num_proc=None,
     )
@@ -247,6 +248,7 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "sft_config.json").write_text(json.dumps(asdict(config), indent=2))
     config.validate_tasks()
+    check_bf16(config.bf16, "SFTRunConfig.bf16")   # before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
     if config.model == "tiny":
         model, tokenizer = build_tiny_model(config.tasks_root, config.tiny, save_to=output_dir / "initial")
