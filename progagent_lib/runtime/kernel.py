@@ -24,7 +24,7 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 
 from .bridge import BridgeServer, ToolRouter, install_code
-from .sandbox import Sandbox, kernel_seccomp_code, main_pids
+from .sandbox import Sandbox, kernel_seccomp_code
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
@@ -276,7 +276,7 @@ class KernelSession:
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
         # Something must end the kernel when this host process goes away: confined, the sandbox's waiter
         # does (`_launcher.py`; ipykernel's own poller would take the sandbox's init for a lost parent).
-        env = self.sandbox.environment({} if self.sandbox.confined else {"JPY_PARENT_PID": str(os.getpid())})
+        env = self.sandbox.environment(self.sandbox.confinement.kernel_environment())
         self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), deny_unix_sockets=False, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         # The kernel's own stdout/stderr (start-up errors, and an echo of what programs write to
@@ -303,7 +303,7 @@ class KernelSession:
                     self.kill()
                     raise KernelStartError(f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}") from None
         setup = install_code(kernel_fd) + self.extra_setup
-        if self.sandbox.confined:
+        if self.sandbox.confinement.kernel_deny_unix_sockets():
             setup = kernel_seccomp_code() + setup
         self.send_silent(setup)
 
@@ -330,8 +330,7 @@ class KernelSession:
     def kill(self) -> None:
         """Kill the kernel and everything it started; the sandbox's folders stay."""
         self._stop_client()
-        if self.sandbox.group is not None:
-            self.sandbox.group.kill_all()
+        self.sandbox.kill_all()
         if self.process is not None:
             if self.process.poll() is None:
                 try:
@@ -493,17 +492,16 @@ class KernelSession:
         """Host pids of the kernel's sandbox that are not strays: the launcher's waiter, pid 1, the kernel."""
         if self.process is None:
             return ()
-        if not self.sandbox.confined:
-            return (self.process.pid,)
-        if len(self._main_pids) < 3 or self._main_pids[0] != self.process.pid:
-            self._main_pids = main_pids(self.process)
+        confinement = self.sandbox.confinement
+        if len(self._main_pids) < confinement.main_pid_count or self._main_pids[0] != self.process.pid:
+            self._main_pids = confinement.main_pids(self.process)
         return self._main_pids
 
     @property
     def kernel_pid(self) -> int | None:
         """The kernel's own host pid (the waiter forwards signals to it; this is what uses memory)."""
         pids = self.main_pids()
-        return pids[-1] if len(pids) == (3 if self.sandbox.confined else 1) else None
+        return pids[-1] if len(pids) == self.sandbox.confinement.main_pid_count else None
 
     def interrupt(self) -> None:
         try:
@@ -513,11 +511,10 @@ class KernelSession:
 
     def reap_strays(self) -> None:
         """A program may not leave processes behind (fork bombs, forgotten servers): kill them."""
-        group = self.sandbox.group
-        if group is not None and self.process is not None:
+        if self.process is not None:
             keep = self.main_pids()
-            if any(pid not in keep for pid in group.pids()):
-                group.kill_all(except_pids=keep)
+            if self.sandbox.stray_pids(keep):
+                self.sandbox.kill_all(except_pids=keep)
                 # Killed children stay zombies, counted against the process limit, until their
                 # parent waits for them; the kernel's own children are reaped by this cell.
                 self.send_silent(REAP_CHILDREN_CODE)

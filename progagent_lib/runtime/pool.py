@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..task.closeable import Closeable
 from .kernel import KernelSession
-from .sandbox import ProcessLimits, Sandbox
+from .sandbox import ProcessLimits, Sandbox, confinement_for
 
 
 REFILL_DELAY = 0.3  # seconds
@@ -26,7 +26,7 @@ class KernelPool(Closeable):
             raise ValueError("a KernelPool needs size >= 1")
         self.size = size
         self.limits = limits or ProcessLimits()
-        self.confined = not unsafe_no_sandbox
+        self.unsafe_no_sandbox = unsafe_no_sandbox
         self._ready: list[KernelSession] = []
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -38,7 +38,8 @@ class KernelPool(Closeable):
         self._filler.start()
 
     def _start_one(self) -> KernelSession:
-        session = KernelSession(Sandbox(workspace=None, limits=self.limits, confined=self.confined))
+        sandbox = Sandbox(workspace=None, limits=self.limits, confinement=confinement_for(self.unsafe_no_sandbox))
+        session = KernelSession(sandbox)
         try:
             session.start()
         except BaseException:

@@ -9,7 +9,7 @@ from typing import Any, Iterable
 from ..task.closeable import Closeable
 from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, BridgeCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
-from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable
+from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable, confinement_for
 from .terminal import TerminalResult, clean_bounded, run_terminal
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
@@ -100,7 +100,7 @@ class PTCRuntime(Closeable):
         self.env = env
         self.timeout = timeout
         self.max_output_chars = max_output_chars
-        self.confined = not unsafe_no_sandbox
+        self.unsafe_no_sandbox = unsafe_no_sandbox
         self.limits = ProcessLimits(memory_bytes=memory_limit, cpu_seconds=cpu_limit, file_bytes=file_size_limit,
                              max_processes=max_processes)
         workspace = workspace if workspace is not None else getattr(env, "workspace", None)
@@ -128,12 +128,13 @@ class PTCRuntime(Closeable):
 
     def _open_session(self, pool: Any) -> KernelSession:
         if pool is not None:
-            if pool.confined != self.confined:
-                raise ValueError("the pool's sandbox setting differs from this runtime's unsafe_no_sandbox")
+            if pool.unsafe_no_sandbox != self.unsafe_no_sandbox:
+                raise ValueError(f"the pool's unsafe_no_sandbox={pool.unsafe_no_sandbox} differs from this runtime's "
+                                 f"unsafe_no_sandbox={self.unsafe_no_sandbox}")
             session = pool.acquire(self.workspace)
             session.bind(self.router)
         else:
-            sandbox = Sandbox(workspace=self.workspace, limits=self.limits, confined=self.confined)
+            sandbox = Sandbox(workspace=self.workspace, limits=self.limits, confinement=confinement_for(self.unsafe_no_sandbox))
             session = KernelSession(sandbox, router=self.router)
             try:
                 session.start()
@@ -182,7 +183,7 @@ class PTCRuntime(Closeable):
         if self.closed:
             raise RuntimeError("this PTCRuntime is closed")
         return run_terminal(self.workspace, command, timeout=timeout if timeout is not None else self.timeout,
-                            max_output_chars=self.max_output_chars, limits=self.limits, unsafe_no_sandbox=not self.confined)
+                            max_output_chars=self.max_output_chars, limits=self.limits, unsafe_no_sandbox=self.unsafe_no_sandbox)
 
     def close(self) -> None:
         if getattr(self, "closed", True):

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 import uuid
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection
@@ -273,9 +274,125 @@ def kernel_seccomp_code() -> str:
             "_ptc_ns['install_unix_socket_filter']()\ndel _ptc_ns\n")
 
 
+class Confinement(ABC):
+    """How a sandbox's processes are started and held: the one place that differs between confined and not.
+
+    Two implementations, chosen once by `confinement_for(unsafe_no_sandbox)`: `LandlockConfinement`
+    (the default; raises SandboxUnavailable where the machine cannot confine) and `Unconfined` (only
+    when the caller asked for `unsafe_no_sandbox=True`). `Sandbox`, `KernelSession`, `KernelPool` and
+    `run_terminal` ask it, and never test which one they hold.
+    """
+
+    name: str
+
+    @abstractmethod
+    def check_available(self) -> None:
+        """Raise SandboxUnavailable (saying what to do) if this confinement cannot be set up here."""
+
+    @abstractmethod
+    def process_group(self, limits: ProcessLimits) -> ProcessGroup | None:
+        """The cgroup that bounds and can kill the sandbox's processes (None: only the process group)."""
+
+    @abstractmethod
+    def popen(self, sandbox: "Sandbox", argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...],
+              deny_unix_sockets: bool, **popen_kwargs) -> subprocess.Popen:
+        """Start `argv` with `env` in `sandbox.cwd`."""
+
+    @abstractmethod
+    def mount_workspace(self, slot: Path, workspace: Path) -> bool:
+        """Make `workspace` reachable at `slot` (a pooled sandbox); True when it is a mount to undo."""
+
+    @abstractmethod
+    def main_pids(self, process: subprocess.Popen) -> tuple[int, ...]:
+        """Host pids of what `popen` started that are not the program's own children, the program last."""
+
+    main_pid_count: int  # how many `main_pids` names once everything has started
+
+    def kernel_environment(self) -> dict[str, str]:
+        """Variables the kernel gets besides the scrubbed environment."""
+        return {}
+
+    def kernel_deny_unix_sockets(self) -> bool:
+        """Whether the kernel refuses unix sockets to itself once its own exist (see `_seccomp.py`)."""
+        return False
+
+
+class LandlockConfinement(Confinement):
+    """Landlock, seccomp, namespaces, dropped capabilities, rlimits and cgroups (see `_launcher.py`)."""
+
+    name = "landlock"
+    main_pid_count = 3  # the launcher's waiter, the sandbox's pid 1, the program
+
+    def check_available(self) -> None:
+        check_available()
+
+    def process_group(self, limits: ProcessLimits) -> ProcessGroup:
+        return ProcessGroup(limits.max_processes, limits.memory_bytes)
+
+    def popen(self, sandbox, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs):
+        config = sandbox.launcher_config(argv, env, list(pass_fds), deny_unix_sockets)
+        launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config)]
+        return subprocess.Popen(launcher, cwd=sandbox.root, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
+                                start_new_session=True, **popen_kwargs)
+
+    def mount_workspace(self, slot: Path, workspace: Path) -> bool:
+        libc = ctypes.CDLL(None, use_errno=True)
+        MS_BIND = 4096
+        if libc.mount(str(workspace).encode(), str(slot).encode(), None, MS_BIND, None) != 0:
+            err = ctypes.get_errno()
+            raise SandboxUnavailable(f"cannot bind-mount {workspace} onto {slot}: {os.strerror(err)}; "
+                                     "a kernel pool needs root with CAP_SYS_ADMIN")
+        return True
+
+    def main_pids(self, process: subprocess.Popen) -> tuple[int, ...]:
+        return main_pids(process)
+
+    def kernel_deny_unix_sockets(self) -> bool:
+        return True
+
+
+class Unconfined(Confinement):
+    """No confinement at all: the program runs as the host, in the sandbox's folders, with the scrubbed environment.
+
+    Only for `unsafe_no_sandbox=True`: a program can read and write anything the host can.
+    """
+
+    name = "none"
+    main_pid_count = 1
+
+    def check_available(self) -> None:
+        pass
+
+    def process_group(self, limits: ProcessLimits) -> None:
+        return None
+
+    def popen(self, sandbox, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs):
+        return subprocess.Popen(argv, cwd=sandbox.cwd, env=env, pass_fds=pass_fds, start_new_session=True, **popen_kwargs)
+
+    def mount_workspace(self, slot: Path, workspace: Path) -> bool:
+        slot.rmdir()
+        slot.symlink_to(workspace)
+        return False
+
+    def main_pids(self, process: subprocess.Popen) -> tuple[int, ...]:
+        return (process.pid,)
+
+    def kernel_environment(self) -> dict[str, str]:
+        # Nothing else ends an unconfined kernel when this host goes away: ipykernel's own parent poller does.
+        return {"JPY_PARENT_PID": str(os.getpid())}
+
+
+CONFINEMENTS: dict[str, type[Confinement]] = {"landlock": LandlockConfinement, "none": Unconfined}
+
+
+def confinement_for(unsafe_no_sandbox: bool) -> Confinement:
+    """The confinement a caller asked for: Landlock unless it passed `unsafe_no_sandbox=True`."""
+    return CONFINEMENTS["none" if unsafe_no_sandbox else "landlock"]()
+
+
 @dataclass
 class Sandbox:
-    """Folders and bounds of one confined process tree; `popen(argv)` starts a program inside it.
+    """Folders and bounds of one process tree under a `Confinement`; `popen(argv)` starts a program inside it.
 
     Layout of `root` (host-owned): `tmp/` the private temporary folder (writable inside), `ipc/`
     the kernel's zmq sockets and connection file (writable inside), `bind/workspace/` an empty slot where a
@@ -284,12 +401,11 @@ class Sandbox:
 
     workspace: Path | None = None  # None: a pooled sandbox, bound to a workspace later via the slot
     limits: ProcessLimits = field(default_factory=ProcessLimits)
-    confined: bool = True
+    confinement: Confinement = field(default_factory=LandlockConfinement)
     extra_read_paths: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        if self.confined:
-            check_available()
+        self.confinement.check_available()
         RUNTIME_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
         sweep_orphans()
         self.root = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=RUNTIME_ROOT))
@@ -300,7 +416,7 @@ class Sandbox:
         # must cover a workspace mounted on the slot sits on the slot's parent, `bind/`.
         self.bind_root = self.root / "bind"
         self.slot = self.bind_root / "workspace"
-        self.group = ProcessGroup(self.limits.max_processes, self.limits.memory_bytes) if self.confined else None
+        self.group = self.confinement.process_group(self.limits)
         self.mounted = False
 
     @property
@@ -342,22 +458,31 @@ class Sandbox:
 
     def popen(self, argv: list[str], *, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
               deny_unix_sockets: bool = True, **popen_kwargs) -> subprocess.Popen:
-        """Start `argv` inside the sandbox (or plainly, in its folders, when not confined).
+        """Start `argv` inside the sandbox, under its confinement.
 
         `deny_unix_sockets=False` is for the kernel, which must bind its zmq sockets first and then
         installs the same filter on itself (`kernel_seccomp_code`).
         """
         env = env if env is not None else self.environment()
-        if not self.confined:
-            return subprocess.Popen(argv, cwd=self.cwd, env=env, pass_fds=pass_fds, start_new_session=True, **popen_kwargs)
-        config = self.launcher_config(argv, env, list(pass_fds), deny_unix_sockets)
-        launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config)]
-        return subprocess.Popen(launcher, cwd=self.root, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
-                                start_new_session=True, **popen_kwargs)
+        return self.confinement.popen(self, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs)
+
+    def kill_all(self, process: subprocess.Popen | None = None, except_pids: Collection[int] = ()) -> None:
+        """Kill every process of the sandbox but `except_pids` (without a cgroup: `process`'s process group)."""
+        if self.group is not None:
+            self.group.kill_all(except_pids=except_pids)
+        elif process is not None and process.pid not in except_pids and process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+    def stray_pids(self, keep: Collection[int]) -> list[int]:
+        """Processes of the sandbox other than `keep` (what a program left behind); none known without a cgroup."""
+        return [pid for pid in self.group.pids() if pid not in keep] if self.group is not None else []
 
     # --- binding a pooled sandbox to an episode's workspace ----------------------------------------
     def bind_workspace(self, workspace: Path) -> None:
-        """Bind-mount `workspace` onto the slot: Landlock's rule on the slot then covers it.
+        """Make `workspace` reachable through the slot (a bind mount under Landlock: its rule on the slot covers it).
 
         The rules hold on the slot's file hierarchy, so the sandbox reaches the workspace through the
         slot path and never through its real path (whose parents, with the episode's database, stay
@@ -365,17 +490,7 @@ class Sandbox:
         """
         if self.workspace is not None:
             raise RuntimeError("this sandbox is already bound to a workspace")
-        if self.confined:
-            libc = ctypes.CDLL(None, use_errno=True)
-            MS_BIND = 4096
-            if libc.mount(str(workspace).encode(), str(self.slot).encode(), None, MS_BIND, None) != 0:
-                err = ctypes.get_errno()
-                raise SandboxUnavailable(f"cannot bind-mount {workspace} onto {self.slot}: {os.strerror(err)}; "
-                                         "a kernel pool needs root with CAP_SYS_ADMIN")
-            self.mounted = True
-        else:
-            self.slot.rmdir()
-            self.slot.symlink_to(workspace)
+        self.mounted = self.confinement.mount_workspace(self.slot, workspace)
         self.workspace_source = workspace
 
     def cleanup(self) -> None:

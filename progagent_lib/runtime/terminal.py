@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..textsafe import clean_text
-from .sandbox import ProcessLimits, Sandbox
+from .sandbox import ProcessLimits, Sandbox, confinement_for
 
 
 @dataclass
@@ -50,7 +50,8 @@ def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, 
     The output is cleaned (textsafe.clean_text: escape sequences removed, other control characters escaped)."""
     from .kernel import BoundedText
 
-    sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or ProcessLimits(), confined=not unsafe_no_sandbox)
+    sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or ProcessLimits(),
+                      confinement=confinement_for(unsafe_no_sandbox))
     started = time.monotonic()
     output = BoundedText(max_output_chars)
     timed_out = False
@@ -80,10 +81,7 @@ def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, 
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
-        if timed_out and sandbox.group is None:
-            process.kill()
-        if sandbox.group is not None:  # background jobs and the command itself, if still running
-            sandbox.group.kill_all()
+        sandbox.kill_all(process)  # the command itself if it timed out, and (confined) its background jobs
         try:
             exit_code = process.wait(timeout=5)
         except subprocess.TimeoutExpired:
