@@ -31,8 +31,8 @@ the C scanner and encoder directly. The result of one of the environment's own t
 `Environment.call_tool_json` writes it (the call log measures it by that text) and the reply frame is
 built around that text.
 
-The kernel side is `kernel_side/tools_proxy.py`, sent to the kernel as source text: the kernel
-cannot import progagent_lib (the sandbox hides the project tree), and it needs nothing of it.
+The kernel side is `kernel_side/tools_proxy.py`, imported in the kernel from the sandbox's copy of
+`kernel_side` (the kernel cannot import progagent_lib: the sandbox hides the project tree).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ from typing import Any, Iterable, Protocol
 from ..task import ToolError
 from ..task.environment import MAX_ERROR_CHARS, Environment, bounded_text, loggable_arguments, result_json
 from .error_modes import ERROR_MODES, check_error_mode, looks_like_error
-from .kernel_side import FILENAME as PRELUDE_FILENAME, source
+from .kernel_side import call_code
 
 # Bytes of one request frame; larger frames are read off in pieces, discarded and refused. Tool
 # arguments are small records in practice (ids, filters, a page number); the large ones are texts for
@@ -535,15 +535,11 @@ def _encode(reply: dict) -> bytes:
     return _HEADER.pack(len(body)) + body
 
 
-# --- the kernel side, sent as source ---------------------------------------------------------------------
-def install_code(fd: int) -> str:
-    """Cell that installs `tools` and `ToolError` in the kernel's namespace (run once per kernel)."""
-    # Compiled under its own file name so that tracebacks can show the program's frames only.
-    return (f"_ptc_ns = {{}}\nexec(compile({source('tools_proxy')!r}, {PRELUDE_FILENAME!r}, 'exec'), _ptc_ns)\n"
-            f"tools, ToolError = _ptc_ns['install']({int(fd)}, {int(MAX_FRAME)})\ndel _ptc_ns\n"
-            # As in any Jupyter kernel, modules the program writes into its folder are importable
-            # (the kernel runs with `python -I`, which leaves the current folder out of sys.path).
-            "import sys as _ptc_sys\n_ptc_sys.path.insert(0, '')\ndel _ptc_sys\n")
+# --- the kernel side: calls into the kernel_side modules ---------------------------------------------------
+def install_code(fd: int, deny_unix_sockets: bool) -> str:
+    """Cell that installs `tools` and `ToolError` in the kernel's namespace (run once per kernel), after the
+    kernel's own seccomp filter if `deny_unix_sockets` (see `kernel_side/startup.py`)."""
+    return call_code("startup", "start", int(fd), int(MAX_FRAME), bool(deny_unix_sockets), result="tools, ToolError")
 
 
 PRELOAD_SPECS_CODE = "tools._load()\n"
@@ -551,10 +547,9 @@ PRELOAD_SPECS_CODE = "tools._load()\n"
 
 def output_guard_code(limit: int) -> str:
     """Cell that bounds what a program's prints send to the host (see `kernel_side/output_guard.py`)."""
-    return (f"_ptc_ns = {{}}\nexec(compile({source('output_guard')!r}, {PRELUDE_FILENAME!r}, 'exec'), _ptc_ns)\n"
-            f"_ptc_ns['install']({int(limit)})\ndel _ptc_ns\n")
+    return call_code("output_guard", "install", int(limit))
 
 
 __all__ = ["BridgeServer", "ToolRouter", "BridgeCall", "ToolSource", "ERROR_MODES", "looks_like_error", "parse_request",
            "BadFrame", "check_shape", "MAX_FRAME", "MAX_DEPTH", "MAX_VALUES", "MAX_CALL_RECORDS", "install_code", "output_guard_code",
-           "PRELOAD_SPECS_CODE", "PRELUDE_FILENAME"]
+           "PRELOAD_SPECS_CODE"]

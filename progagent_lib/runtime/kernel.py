@@ -24,7 +24,8 @@ import zmq
 from jupyter_client.blocking import BlockingKernelClient
 
 from .bridge import BridgeServer, ToolRouter, install_code
-from .sandbox import Sandbox, kernel_seccomp_code
+from .kernel_side import call_code, import_path_code
+from .sandbox import Sandbox
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
@@ -42,18 +43,6 @@ def _close_live_sessions() -> None:
             session.close()
         except Exception:
             pass
-
-
-REAP_CHILDREN_CODE = """
-import os as _ptc_os
-while True:
-    try:
-        if _ptc_os.waitpid(-1, _ptc_os.WNOHANG)[0] == 0:
-            break
-    except ChildProcessError:
-        break
-del _ptc_os
-"""
 
 
 class KernelStartError(RuntimeError):
@@ -275,7 +264,7 @@ class KernelSession:
                 "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor", "--InteractiveShell.xmode=Plain",
                 "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
         # Something must end the kernel when this host process goes away: confined, the sandbox's waiter
-        # does (`_launcher.py`; ipykernel's own poller would take the sandbox's init for a lost parent).
+        # does (`kernel_side/launcher.py`; ipykernel's own poller would take the sandbox's init for a lost parent).
         env = self.sandbox.environment(self.sandbox.confinement.kernel_environment())
         self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), deny_unix_sockets=False, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -302,10 +291,8 @@ class KernelSession:
                 if time.monotonic() > deadline:
                     self.kill()
                     raise KernelStartError(f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}") from None
-        setup = install_code(kernel_fd) + self.extra_setup
-        if self.sandbox.confinement.kernel_deny_unix_sockets():
-            setup = kernel_seccomp_code() + setup
-        self.send_silent(setup)
+        deny_unix_sockets = self.sandbox.confinement.kernel_deny_unix_sockets()
+        self.send_silent(import_path_code(self.sandbox.lib) + install_code(kernel_fd, deny_unix_sockets) + self.extra_setup)
 
     def log_tail(self, chars: int = 3000) -> str:
         time.sleep(0.05)  # let the drain thread catch the last words of a kernel that just exited
@@ -517,7 +504,7 @@ class KernelSession:
                 self.sandbox.kill_all(except_pids=keep)
                 # Killed children stay zombies, counted against the process limit, until their
                 # parent waits for them; the kernel's own children are reaped by this cell.
-                self.send_silent(REAP_CHILDREN_CODE)
+                self.send_silent(call_code("reaper", "reap_children"))
 
 
 def _drain(stream, log: deque) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..task.closeable import Closeable
 from .kernel import KernelSession
+from .kernel_side import call_code
 from .sandbox import ProcessLimits, Sandbox, confinement_for
 
 
@@ -89,7 +90,7 @@ class KernelPool(Closeable):
                 session.close()
             session = self._start_one()
         session.sandbox.bind_workspace(Path(workspace).resolve())
-        session.send_silent(f"import os as _ptc_os\n_ptc_os.chdir({str(session.sandbox.slot)!r})\ndel _ptc_os\n")
+        session.send_silent(call_code("startup", "enter_workspace", str(session.sandbox.slot)))
         return session
 
     def close(self) -> None:

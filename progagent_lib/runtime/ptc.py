@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..task.closeable import Closeable
-from .bridge import PRELOAD_SPECS_CODE, PRELUDE_FILENAME, BridgeCall, ToolRouter, output_guard_code
+from . import kernel_side
+from .bridge import PRELOAD_SPECS_CODE, BridgeCall, ToolRouter, output_guard_code
 from .kernel import KernelSession, KernelStartError
 from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable, confinement_for
 from .terminal import TerminalResult, clean_bounded, run_terminal
@@ -64,8 +65,8 @@ class ExecutionResult:
 
 def _short_traceback(error: dict, limit: int) -> str:
     text = "\n".join(error.get("traceback") or [])
-    # Frames of the tools proxy and of IPython's own wrappers say nothing about the program's bug.
-    blocks = [b for b in text.split("\n\n") if PRELUDE_FILENAME not in b and "site-packages/IPython/" not in b]
+    # Frames of the kernel-side modules (the tools proxy) and of IPython's own wrappers say nothing about the program's bug.
+    blocks = [b for b in text.split("\n\n") if kernel_side.FRAMES not in b and "site-packages/IPython/" not in b]
     lines = "\n".join(b for b in blocks if b.strip()).splitlines()
     if len(lines) > TRACEBACK_LINES:
         lines = ["Traceback (most recent call last, shortened):", *lines[-TRACEBACK_LINES:]]

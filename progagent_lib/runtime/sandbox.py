@@ -1,6 +1,6 @@
 """Confinement of the kernel and of terminal commands, set up with the Linux kernel's own mechanisms.
 
-A confined process (see `_launcher.py`, which runs inside it before the real program):
+A confined process (see `kernel_side/launcher.py`, which runs inside it before the real program):
 - runs as uid 0 with every capability dropped for good (secure bits, empty bounding set,
   no_new_privs), so it owns no privilege beyond the files Landlock lets it open;
 - is under a Landlock ruleset (ABI >= 6): it may read the Python installation, the venv and system
@@ -13,7 +13,7 @@ A confined process (see `_launcher.py`, which runs inside it before the real pro
   cgroup (the process count; rlimit NPROC does not bind uid 0) and, where the machine allows, by a
   memory cgroup (all its processes together). The pids cgroup also lets the host kill every process
   the sandbox ever forked;
-- cannot create unix-domain sockets, use io_uring or make a user namespace (seccomp, see `_seccomp.py`).
+- cannot create unix-domain sockets, use io_uring or make a user namespace (seccomp, see `kernel_side/seccomp.py`).
 
 Why uid 0 without capabilities and not a dedicated uid: the Python installation lives under /root
 (mode 0700) here, so an unprivileged uid could not even start the interpreter.
@@ -36,11 +36,14 @@ from pathlib import Path
 from typing import Collection
 
 from ..task.task import pid_alive
+from . import kernel_side
 
 GiB = 1 << 30
 MiB = 1 << 20
-SECCOMP_SOURCE = (Path(__file__).parent / "_seccomp.py").read_text()
-LAUNCHER_SOURCE = SECCOMP_SOURCE + "\n" + (Path(__file__).parent / "_launcher.py").read_text()
+# The launcher's command line: import `kernel_side/launcher.py` from the sandbox's copy of the package
+# (argv[1], see `kernel_side/__init__.py`) and run it on the configuration (argv[2]).
+LAUNCH = (f"import sys; sys.path.insert(0, sys.argv[1]); from {kernel_side.PACKAGE}.launcher import main; "
+          "main(sys.argv[2])")
 CGROUP_PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 CGROUP_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettempdir()) / "progagent-runtime"))
@@ -265,15 +268,6 @@ def sweep_orphans() -> None:
                 shutil.rmtree(path, ignore_errors=True)
 
 
-def kernel_seccomp_code() -> str:
-    """Cell a confined kernel runs on itself once its own sockets exist (see `_seccomp.py`).
-
-    The filter's source runs in a namespace of its own, so none of its names is left in the program's.
-    """
-    return (f"_ptc_ns = {{}}\nexec(compile({SECCOMP_SOURCE!r}, '<ptc-sandbox>', 'exec'), _ptc_ns)\n"
-            "_ptc_ns['install_unix_socket_filter']()\ndel _ptc_ns\n")
-
-
 class Confinement(ABC):
     """How a sandbox's processes are started and held: the one place that differs between confined and not.
 
@@ -313,12 +307,12 @@ class Confinement(ABC):
         return {}
 
     def kernel_deny_unix_sockets(self) -> bool:
-        """Whether the kernel refuses unix sockets to itself once its own exist (see `_seccomp.py`)."""
+        """Whether the kernel refuses unix sockets to itself once its own exist (see `kernel_side/seccomp.py`)."""
         return False
 
 
 class LandlockConfinement(Confinement):
-    """Landlock, seccomp, namespaces, dropped capabilities, rlimits and cgroups (see `_launcher.py`)."""
+    """Landlock, seccomp, namespaces, dropped capabilities, rlimits and cgroups (see `kernel_side/launcher.py`)."""
 
     name = "landlock"
     main_pid_count = 3  # the launcher's waiter, the sandbox's pid 1, the program
@@ -331,7 +325,7 @@ class LandlockConfinement(Confinement):
 
     def popen(self, sandbox, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs):
         config = sandbox.launcher_config(argv, env, list(pass_fds), deny_unix_sockets)
-        launcher = [sys.executable, "-I", "-S", "-c", LAUNCHER_SOURCE, json.dumps(config)]
+        launcher = [sys.executable, "-I", "-S", "-c", LAUNCH, str(sandbox.lib), json.dumps(config)]
         return subprocess.Popen(launcher, cwd=sandbox.root, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
                                 start_new_session=True, **popen_kwargs)
 
@@ -396,7 +390,8 @@ class Sandbox:
 
     Layout of `root` (host-owned): `tmp/` the private temporary folder (writable inside), `ipc/`
     the kernel's zmq sockets and connection file (writable inside), `bind/workspace/` an empty slot where a
-    pooled kernel's workspace is bind-mounted later, `host/` logs the sandbox cannot open.
+    pooled kernel's workspace is bind-mounted later, `lib/` the sandbox's copy of `kernel_side` (readable
+    inside), `host/` logs the sandbox cannot open.
     """
 
     workspace: Path | None = None  # None: a pooled sandbox, bound to a workspace later via the slot
@@ -409,9 +404,10 @@ class Sandbox:
         RUNTIME_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
         sweep_orphans()
         self.root = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=RUNTIME_ROOT))
-        for sub in ("tmp", "ipc", "bind", "bind/workspace", "host"):
+        for sub in ("tmp", "ipc", "bind", "bind/workspace", "host", "lib"):
             (self.root / sub).mkdir()
-        self.tmp, self.ipc, self.host = (self.root / s for s in ("tmp", "ipc", "host"))
+        self.tmp, self.ipc, self.host, self.lib = (self.root / s for s in ("tmp", "ipc", "host", "lib"))
+        kernel_side.copy_into(self.lib)
         # Landlock skips the mountpoint itself when a path walk crosses a mount, so the rule that
         # must cover a workspace mounted on the slot sits on the slot's parent, `bind/`.
         self.bind_root = self.root / "bind"
@@ -447,7 +443,7 @@ class Sandbox:
         return {
             "cgroup_procs": self.group.procs_files() if self.group else [],
             "rlimits": self.limits.rlimits(),
-            "read_paths": [*python_read_paths(), *SYSTEM_READ_PATHS, *self.extra_read_paths],
+            "read_paths": [*python_read_paths(), *SYSTEM_READ_PATHS, str(self.lib), *self.extra_read_paths],
             "write_paths": write_paths,
             "cwd": str(self.cwd),
             "argv": argv,
@@ -461,7 +457,7 @@ class Sandbox:
         """Start `argv` inside the sandbox, under its confinement.
 
         `deny_unix_sockets=False` is for the kernel, which must bind its zmq sockets first and then
-        installs the same filter on itself (`kernel_seccomp_code`).
+        installs the same filter on itself (`kernel_side/startup.py`).
         """
         env = env if env is not None else self.environment()
         return self.confinement.popen(self, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs)

@@ -1,4 +1,4 @@
-"""Seccomp filters of the sandbox (standard library only, run as source: the sandbox cannot import the project).
+"""Seccomp filters of the sandbox (standard library only: it runs in the sandbox, see `kernel_side/__init__.py`).
 
 Two filters, stacked (a later filter can only add refusals):
 - `install_filter()`, installed by the launcher before exec on every sandboxed process (kernel and
@@ -13,7 +13,7 @@ Two filters, stacked (a later filter can only add refusals):
 - `install_filter(deny_unix_sockets=True)` also refuses `socket(AF_UNIX, ...)`: Landlock (up to ABI 7)
   does not mediate connect() to a *pathname* unix socket, and the sandbox runs as uid 0 (without
   capabilities), which owns most sockets on the host. Terminal commands get it before exec; the
-  kernel adds it on itself (`install_unix_socket_filter`) right after start-up, once its zmq sockets
+  kernel adds it on itself (`install_unix_socket_filter`, from `startup.start`) right after start-up, once its zmq sockets
   and the tool bridge exist (later it only accepts connections), with TSYNC so that every thread of
   the process is covered. socketpair() stays allowed: it makes an unconnected pair, reaching
   nothing, and Python's asyncio and multiprocessing pipes rely on it.

@@ -1,8 +1,9 @@
 """The confinement launcher: runs as the first code of a sandboxed child, then execs the real program.
 
-This file is never imported by the sandboxed process: the host reads its text and runs it with
-`python -I -c SOURCE CONFIG_JSON`, so the child needs nothing from the project tree (which it
-cannot read). It depends on the standard library only and must stay that way.
+The host starts `python -I -S -c LAUNCH LIB CONFIG_JSON` (`sandbox.LAUNCH`), which imports this module
+from the sandbox's own copy of the package under LIB (see `kernel_side/__init__.py`) and calls
+`main(CONFIG_JSON)`: the child needs nothing from the project tree. It depends on the standard
+library and `seccomp.py` only and must stay that way.
 
 Order matters: every step that needs root's capabilities (joining the cgroup, new namespaces,
 secure bits) happens before the capabilities are dropped; Landlock comes last because it forbids
@@ -21,6 +22,8 @@ import os
 import resource
 import signal
 import sys
+
+from .seccomp import install_filter
 
 CLONE_NEWNET = 0x40000000
 CLONE_NEWIPC = 0x08000000
@@ -159,8 +162,8 @@ def relay(child, host_pid=None):
                 os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status))
 
 
-def main():
-    config = json.loads(sys.argv[1])
+def main(config_json):
+    config = json.loads(config_json)
     host_pid = os.getppid()
     join_cgroups(config.get("cgroup_procs", []))
     if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID) != 0:
@@ -182,8 +185,8 @@ def main():
     set_limits(config["rlimits"])
     drop_capabilities()
     landlock(config["read_paths"], config["write_paths"])
-    # Defined by _seccomp.py, whose source precedes this file's: io_uring, new user namespaces and,
-    # for terminal commands, unix sockets (the kernel refuses those itself once its sockets exist).
+    # seccomp.py: io_uring, new user namespaces and, for terminal commands, unix sockets (the kernel
+    # refuses those itself once its sockets exist, `startup.start`).
     try:
         install_filter(deny_unix_sockets=bool(config.get("deny_unix_sockets")))
     except OSError as exc:
@@ -194,6 +197,3 @@ def main():
     os.chdir(config["cwd"])
     argv = config["argv"]
     os.execve(argv[0], argv, config["env"])
-
-
-main()
