@@ -1,4 +1,4 @@
-"""Intervals for pass rates and mean scores (no imports from the rest of the package: every layer may use them)."""
+"""Intervals for pass rates and mean scores in [0, 1] (no imports from the rest of the package: every layer may use them)."""
 from __future__ import annotations
 
 import math
@@ -19,7 +19,11 @@ def wilson_interval(passed: int, total: int, z: float = 1.959963984540054) -> tu
 
 def wilson_rate(rate: float, n: int, z: float = 1.959963984540054) -> tuple[float, float]:
     """Wilson's interval for an observed rate over n independent units (a rate pooled from k samples per instance
-    is given with n = instances: the samples of one instance are not independent). (0, 1) when n is 0."""
+    is given with n = instances: the samples of one instance are not independent). (0, 1) when n is 0.
+
+    Also used for the mean of a score in [0, 1] over n instances (mean R~): among variables in [0, 1] with mean p the
+    Bernoulli has the largest variance, p(1 - p), so the interval is conservative, and unlike a normal interval it
+    does not shrink to a point when every instance scores the same."""
     if not 0.0 <= rate <= 1.0 or n < 0:
         raise ValueError(f"need 0 <= rate <= 1 and n >= 0, got rate={rate}, n={n}")
     if n == 0:
@@ -30,17 +34,4 @@ def wilson_rate(rate: float, n: int, z: float = 1.959963984540054) -> tuple[floa
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def mean_interval(values: list[float], z: float = 1.959963984540054, low: float = 0.0,
-                  high: float = 1.0) -> tuple[float, float]:
-    """A normal-approximation interval of the mean of `values` (95% by default), clipped to [low, high]:
-    mean +/- z * s / sqrt(n) with the sample standard deviation s. (low, high) when n < 2 (no spread to estimate)."""
-    n = len(values)
-    if n < 2:
-        return low, high
-    mean = sum(values) / n
-    s = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = z * s / math.sqrt(n)
-    return max(low, mean - half), min(high, mean + half)
-
-
-__all__ = ["mean_interval", "wilson_interval", "wilson_rate"]
+__all__ = ["wilson_interval", "wilson_rate"]

@@ -11,7 +11,7 @@ from progagent_lib import load_pool
 from progagent_lib.harness import run_episode
 from progagent_lib.harness.trajectory import Trajectory
 from progagent_lib.policy.memorize import NearestMemorizationPolicy
-from progagent_lib.stats import mean_interval, wilson_interval, wilson_rate
+from progagent_lib.stats import wilson_interval, wilson_rate
 from progagent_lib.train.config import load_config
 from progagent_lib.train.pipeline import PipelineConfig, Recipe, read_learning, write_learning_rows
 from progagent_lib.train.scoring import learning_rows, summarise
@@ -127,10 +127,6 @@ def test_intervals_against_known_values():
     assert wilson_interval(0, 8) == pytest.approx((0.0, 0.3244), abs=1e-4)
     assert wilson_rate(0.5, 10) == pytest.approx(wilson_interval(5, 10))
     assert wilson_rate(0.375, 8) == pytest.approx((0.1368, 0.6943), abs=1e-4)
-    # mean 0.5, s = 0.5774, n = 4: 0.5 +/- 1.96 * 0.2887
-    assert mean_interval([0.0, 1.0, 1.0, 0.0]) == pytest.approx((0.0, 1.0))
-    assert mean_interval([0.4, 0.6, 0.5, 0.5]) == pytest.approx((0.5 - 0.08001, 0.5 + 0.08001), abs=1e-4)
-    assert mean_interval([0.7]) == (0.0, 1.0)
     with pytest.raises(ValueError):
         wilson_rate(1.5, 3)
 
@@ -148,6 +144,7 @@ def test_rows_pool_samples_per_instance_and_carry_the_per_task_spread():
     seeds, tasks = rows["seeds"], rows["tasks"]
     assert seeds["instances"] == 2 and seeds["episodes"] == 4 and seeds["pass_rate"] == 0.75
     assert (seeds["pass_low"], seeds["pass_high"]) == pytest.approx(wilson_rate(0.75, 2))   # n = instances
+    assert (seeds["score_low"], seeds["score_high"]) == pytest.approx(wilson_rate(0.75, 2))   # not a point
     assert tasks["per_task"] == {"b/y": 0.0, "c/z": 1.0} and tasks["task_pass_min"] == 0.0 and tasks["tasks_with_a_pass"] == 1
     assert seeds["stage"] == "sft" and seeds["claim_done_rate"] == 0.75
     with pytest.raises(KeyError, match="belongs to no evaluation split"):

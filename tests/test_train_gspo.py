@@ -82,9 +82,11 @@ def test_killed_run_resumes_step_count_and_dynamics(tiny_path, tmp_path, repo, m
     assert log[1]["mean_reward"] != 123.0 and log[1]["episodes"] == 2
     for key in ("mean_reward", "tool_output_tokens_per_episode", "tool_calls_per_episode", "runtime_errors_per_episode",
                 "malformed_calls_per_episode", "end_reasons", "zero_variance_group_share", "dtc_like_program_share",
-                "episode_length_tokens", "truncation_rate", "loss", "ratio_mean", "entropy", "clip_region",
-                "logp_mismatch_mean", "logp_mismatch_max", "is_weight_mean", "skipped", "importance_sampling"):
+                "episode_length_tokens", "truncation_rate", "loss", "logp_mismatch_mean", "logp_mismatch_max", "skipped",
+                "importance_sampling"):
         assert key in log[0]   # one pass per batch: TRL keeps no old log-probs, the mismatch needs them all the same
+    for line in log:   # a step with an advantage reports its ratio and entropy; one without was not computed at all
+        assert line["skipped"] or all(k in line for k in ("ratio_mean", "entropy", "clip_region", "is_weight_mean"))
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["step"] for s in samples] == [1, 1, 2, 2] and all(s["messages"] for s in samples)  # 2 kept per batch
 

@@ -19,7 +19,9 @@ Per optimizer step the trainer reports, through TRL's metrics (so they reach the
 `gspo/optimizer_step_skipped`; per generation batch, `gspo/logp_mismatch_{mean,max}`, |logp_sampler - logp_trainer|
 over model tokens. Episodes without a model token (errored, or masked as truncated) are left out of every statistic.
 
-A step in which no episode has both an advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss
+A micro-batch in which no episode has both an advantage and a model token is not computed (no forward or backward
+pass, so no ratio or entropy of it is reported; single-process runs). A step in which no episode has both an
+advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss
 gradient is zero, but AdamW's weight decay and momentum would still move the weights; the gradients are dropped
 instead, so the optimizer leaves the weights and its own state as they were (the step still counts, and the
 learning-rate schedule advances). Under DeepSpeed the optimizer steps inside backward and the step is not skipped.
@@ -72,6 +74,7 @@ class _StepTally:
     entropies: list[torch.Tensor] = field(default_factory=list)     # per model token
     is_weights: list[torch.Tensor] = field(default_factory=list)    # per model token
     learning_episodes: int = 0   # episodes with an advantage (|A| > NO_ADVANTAGE) and a model token
+    skipped_micro_batches: int = 0   # micro-batches with no such episode: not computed at all
 
 
 class GSPOTrainer(GRPOTrainer):
@@ -142,6 +145,14 @@ class GSPOTrainer(GRPOTrainer):
         prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
         completion_mask = inputs["completion_mask"]
         model_tokens = completion_mask * inputs["tool_mask"] if "tool_mask" in inputs else completion_mask
+        learning = (inputs["advantages"].abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
+        if self.model.training and not bool(learning.any()) and self._can_skip_steps and self.accelerator.num_processes == 1:
+            # Nothing to learn from this micro-batch: no forward or backward pass over its episodes (on 2 CPU cores a
+            # 4k-token episode's is about a minute). The zero loss touches one weight so that backward runs; the
+            # step's gradients are then dropped (no advantage anywhere) or this part adds nothing to them.
+            self._tally.skipped_micro_batches += 1
+            anchor = next(p for p in model.parameters() if p.requires_grad)
+            return anchor.reshape(-1)[0] * 0.0
         logps, entropies, _ = self._get_per_token_logps_and_entropies(
             model, torch.cat([prompt_ids, completion_ids], dim=1),
             torch.cat([inputs["prompt_mask"], completion_mask], dim=1), completion_ids.size(1), compute_entropy=True)

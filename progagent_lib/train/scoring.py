@@ -3,7 +3,7 @@ metrics, and who produced them (model, stage, config hash, commit, temperature, 
 
 Intervals are over instances, never over samples of one instance (samples of one request are not independent):
 the pass rate's is Wilson's at the instance count (with k samples per instance, the pooled rate with n = instances),
-the mean R~'s a normal interval over the instances' means. For held-out tasks the per-task spread comes too.
+the mean R~'s Wilson's at the instance count too (conservative for a mean in [0, 1]: progagent_lib.stats.wilson_rate). For held-out tasks the per-task spread comes too.
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Iterable
 
-from ..stats import mean_interval, wilson_rate
+from ..stats import wilson_rate
 
 INSTANCE = tuple[str, str, int]   # (task_id, scale, seed)
 
@@ -50,7 +50,7 @@ def summarise(trajectories: list[Any]) -> dict[str, Any]:
     pass_rate = sum(passes) / n if n else float("nan")
     low, high = wilson_rate(pass_rate, n) if n else (0.0, 1.0)   # k samples: the pooled rate at the instance count
     mean_score = sum(scores) / n if n else float("nan")
-    score_low, score_high = mean_interval(scores)
+    score_low, score_high = wilson_rate(mean_score, n) if n else (0.0, 1.0)   # conservative for a [0, 1] mean
     per_task: dict[str, list[float]] = defaultdict(list)
     for (task_id, _, _), rate in zip(by_instance, passes):
         per_task[task_id].append(rate)
