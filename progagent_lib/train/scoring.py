@@ -102,13 +102,14 @@ def config_hash(config: Any) -> str:
 
 
 def commit_of(repo: str | Path | None = None) -> str:
-    """The checkout's commit, with "+dirty" when tracked files differ from it; "unknown" outside git."""
+    """The checkout's commit, with "+dirty" when tracked files outside figures/ differ from it; "unknown" outside git."""
     cwd = str(repo or Path(__file__).resolve().parents[2])
     try:
         head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=cwd, capture_output=True, text=True,
                               timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
+        # figures/ is rewritten by the notebooks themselves: a run's own outputs do not make its source dirty
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures"],
+                               cwd=cwd, capture_output=True, text=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return head + ("+dirty" if dirty else "")
