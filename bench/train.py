@@ -33,7 +33,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from progagent_lib.train.config import load_config  # noqa: E402
-from progagent_lib.train.gspo import run_gspo, select_tasks  # noqa: E402
+from progagent_lib.train.common import select_tasks  # noqa: E402
+from progagent_lib.train.gspo import run_gspo  # noqa: E402
 from progagent_lib.train.models import build_tiny_model  # noqa: E402
 from progagent_lib.train.pipeline import PipelineConfig  # noqa: E402
 from progagent_lib.harness.chat_format import ChatFormat  # noqa: E402
@@ -117,7 +118,7 @@ def main() -> int:
         build_tiny_model(smoke.sft.tasks_root, smoke.sft.tiny, save_to=model)
     from transformers import AutoConfig
 
-    from progagent_lib.train.pipeline import model_positions
+    from progagent_lib.train.common import model_positions
 
     positions = model_positions(AutoConfig.from_pretrained(model))  # a teacher replay may use all of them
     rows = []

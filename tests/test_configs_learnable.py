@@ -13,7 +13,7 @@ import pytest
 from progagent_lib.harness.chat_format import ChatFormat
 from progagent_lib.train.config import load_config
 from progagent_lib.train.feasibility import NotLearnableError, check_learnable, teacher_needs
-from progagent_lib.train.gspo import limits_of, select_tasks
+from progagent_lib.train.common import limits_of, select_tasks
 from progagent_lib.train.pipeline import PipelineConfig
 
 REPO = Path(__file__).resolve().parents[1]

@@ -3,10 +3,13 @@ from __future__ import annotations
 
 import html
 import json
+from typing import TYPE_CHECKING
 
 from ..textsafe import clean_text
 from .spec import PROGRAMMATIC_TOOL_CALL
-from .trajectory import Trajectory
+
+if TYPE_CHECKING:   # trajectory.py imports this module to show itself: no import back at run time
+    from .trajectory import Trajectory
 
 _STYLE = """
 <style>

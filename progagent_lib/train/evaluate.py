@@ -17,7 +17,7 @@ from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
 from .config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
                      check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
-from .gspo import HARNESS_NAMES, limits_of, select_tasks
+from .common import HARNESS_NAMES, limits_of, select_tasks
 from .rollout import HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, run_token_episodes
 
 TRAJECTORIES_FILE = "trajectories.jsonl"

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..harness.episode import Limits
-from ..harness.spec import HARNESSES
 from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
 from .config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
                      check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
+from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
 from .precision import check_bf16
 from .rollout import EpisodeTokens, HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, episode_summary, run_token_episodes
 
@@ -29,9 +29,6 @@ DYNAMICS_FILE = "dynamics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 IMPORTANCE_SAMPLING = ("none", "truncated")
 REWARDS = ("binary", "dense")
-HARNESS_NAMES = tuple(HARNESSES)
-
-
 @dataclass
 class LoraSettings:
     """LoRA adapters (peft) instead of full fine-tuning; merged into a plain checkpoint when the run ends."""
@@ -192,26 +189,6 @@ class GSPORunConfig:
 
     def limits(self) -> Limits:
         return limits_of(self)
-
-
-def limits_of(config: Any) -> Limits:
-    """The episode budgets of a GSPO or evaluation config: one `Limits` for every path."""
-    return Limits(max_tool_calls=config.max_tool_calls, max_turns=config.max_turns,
-                  max_context_tokens=config.max_context_tokens, max_new_tokens=config.max_new_tokens,
-                  max_observation_chars=config.max_observation_chars)
-
-
-def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:
-    from progagent_lib import load_pool
-
-    pool = load_pool(tasks_root, strict=False)
-    if not task_ids:
-        return pool
-    by_id = {t.id: t for t in pool}
-    missing = [t for t in task_ids if t not in by_id]
-    if missing:
-        raise ValueError(f"task id(s) {missing} not found under {str(tasks_root)!r}; known: {sorted(by_id)}")
-    return [by_id[t] for t in task_ids]
 
 
 def prompt_key(task_id: str, scale: str, seed: int) -> str:
@@ -521,8 +498,6 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     tasks = select_tasks(config.tasks_root, config.task_ids)
     dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
     model, tokenizer = load_model(config.model, chat_template=config.chat_template)
-    from .pipeline import model_positions
-
     positions = model_positions(model.config)
     if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
         raise ValueError(f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "

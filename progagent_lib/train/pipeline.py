@@ -23,7 +23,8 @@ from typing import Any
 from .config import (check_bool, check_choices, check_engine, check_int, check_nested, check_task_ids, check_text,
                      config_error)
 from .evaluate import EvalConfig, evaluate
-from .gspo import HARNESS_NAMES, GSPORunConfig, limits_of, run_gspo, select_tasks
+from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .gspo import GSPORunConfig, run_gspo
 from .scoring import commit_of, config_hash, format_learning_table, learning_rows
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
 from .splits import Instance, SplitConfig, TrainedInstances, make_splits
@@ -333,16 +334,6 @@ class Recipe:
         write_learning_rows(self.out / LEARNING_FILE, rows)
         self._timed(f"eval_memorize-{harness}", started)
         return rows
-
-
-def model_positions(config: Any) -> int | None:
-    """The context a model can take: its positions, times a configured rope scaling factor."""
-    positions = getattr(config, "max_position_embeddings", None)
-    scaling = getattr(config, "rope_scaling", None) or {}
-    if positions and isinstance(scaling, dict) and scaling.get("factor") and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
-        base = scaling.get("original_max_position_embeddings") or positions
-        positions = max(positions, int(base * float(scaling["factor"])))
-    return positions
 
 
 def write_learning_rows(path: Path, rows: list[dict]) -> None:

@@ -1,0 +1,41 @@
+"""Helpers every training stage (SFT, GSPO, evaluation, the pipeline) shares: one module, so the stage files
+import it and never each other in a circle."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..harness.episode import Limits
+from ..harness.spec import HARNESSES
+
+HARNESS_NAMES = tuple(HARNESSES)
+
+
+def limits_of(config: Any) -> Limits:
+    """The episode budgets of a GSPO or evaluation config: one `Limits` for every path."""
+    return Limits(max_tool_calls=config.max_tool_calls, max_turns=config.max_turns,
+                  max_context_tokens=config.max_context_tokens, max_new_tokens=config.max_new_tokens,
+                  max_observation_chars=config.max_observation_chars)
+
+
+def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:
+    from progagent_lib import load_pool
+
+    pool = load_pool(tasks_root, strict=False)
+    if not task_ids:
+        return pool
+    by_id = {t.id: t for t in pool}
+    missing = [t for t in task_ids if t not in by_id]
+    if missing:
+        raise ValueError(f"task id(s) {missing} not found under {str(tasks_root)!r}; known: {sorted(by_id)}")
+    return [by_id[t] for t in task_ids]
+
+
+def model_positions(config: Any) -> int | None:
+    """The context a model can take: its positions, times a configured rope scaling factor."""
+    positions = getattr(config, "max_position_embeddings", None)
+    scaling = getattr(config, "rope_scaling", None) or {}
+    if positions and isinstance(scaling, dict) and scaling.get("factor") and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
+        base = scaling.get("original_max_position_embeddings") or positions
+        positions = max(positions, int(base * float(scaling["factor"])))
+    return positions
