@@ -167,3 +167,28 @@ def test_a_learning_file_never_mixes_two_runs(tmp_path, capsys):
     assert [r["run"] for r in read_learning(path)] == ["r2"]
     assert len(read_learning(tmp_path / "learning.r1.c1.jsonl")) == 2
     assert "moved to learning.r1.c1.jsonl" in capsys.readouterr().out
+
+
+def test_a_model_with_the_sft_weights_reuses_the_sft_rows(tmp_path):
+    """Every GSPO step skipped leaves the SFT weights bit-identical: its evaluation would replay the same episodes, so
+    the rows are SFT's, marked; one changed weight and it is evaluated."""
+    import torch
+    from safetensors.torch import save_file
+
+    from progagent_lib.train.pipeline import same_weights
+
+    config = load_config(PipelineConfig, REPO / "configs" / "ci.yaml")
+    recipe = Recipe(config, tmp_path)
+    weights = {"w": torch.arange(6, dtype=torch.float32)}
+    for stage in ("sft", "gspo"):
+        Path(recipe.model_for(stage, "ptc")).mkdir(parents=True)
+        save_file(weights, str(Path(recipe.model_for(stage, "ptc")) / "model.safetensors"))
+    sft_row = {"stage": "sft", "recipe": "ptc", "harness": "ptc", "split": "seeds", "decoding": "greedy",
+               **recipe.identity, "pass_rate": 0.5}
+    write_learning_rows(tmp_path / "learning.jsonl", [sft_row])
+    rows = recipe.evaluate("gspo", "ptc")
+    assert [(r["stage"], r["same_weights_as"], r["pass_rate"]) for r in rows] == [("gspo", "sft", 0.5)]
+    assert {r["stage"] for r in read_learning(tmp_path)} == {"sft", "gspo"}
+    save_file({"w": weights["w"] + 1e-7}, str(Path(recipe.model_for("gspo", "ptc")) / "model.safetensors"))
+    assert not same_weights(recipe.model_for("gspo", "ptc"), recipe.model_for("sft", "ptc"))
+    assert recipe._same_model_rows("gspo", "ptc", ["ptc"], recipe.model_for("gspo", "ptc")) is None

@@ -286,6 +286,11 @@ class Recipe:
         model = self.model_for(stage, harness)
         harnesses = harnesses or [harness]
         name = f"{stage}-{harness}"
+        reused = self._same_model_rows(stage, harness, harnesses, model)
+        if reused is not None:   # bit-identical weights (e.g. every GSPO step skipped): its episodes would be the same
+            write_learning_rows(self.out / LEARNING_FILE, reused)
+            self._timed(f"eval_{name}", started)
+            return reused
         instances = [[i.task_id, i.scale, i.seed] for i in self.instances()]
         rows = []
         decodings = [("greedy", 0.0, 1)] + ([("sampled", self.config.gspo.temperature, self.config.sampled)]
@@ -300,6 +305,20 @@ class Recipe:
         write_learning_rows(self.out / LEARNING_FILE, rows)
         self._timed(f"eval_{name}", started)
         return rows
+
+    def _same_model_rows(self, stage: str, harness: str, harnesses: list[str], model: str) -> list[dict] | None:
+        """GSPO's or the control's rows copied from SFT's when their weights are bit-identical to the SFT model's and
+        SFT's rows of this run cover every harness and decoding asked for; else None (evaluate)."""
+        if stage not in ("gspo", "control") or not same_weights(model, self.model_for("sft", harness)):
+            return None
+        decodings = {"greedy"} | ({"sampled"} if self.config.sampled else set())
+        rows = [r for r in read_learning(self.out / LEARNING_FILE)
+                if r["stage"] == "sft" and r["recipe"] == harness and r.get("run") == self.identity["run"]
+                and r["harness"] in harnesses and r.get("decoding") in decodings]
+        if {(r["harness"], r["decoding"]) for r in rows} != {(h, d) for h in harnesses for d in decodings}:
+            return None
+        print(f"{stage}-{harness}: weights bit-identical to sft-{harness}; its rows are SFT's (same_weights_as: sft)")
+        return [{**r, "stage": stage, "model": model, "same_weights_as": "sft"} for r in rows]
 
     def memorize(self, harness: str, harnesses: list[str] | None = None) -> list[dict]:
         """The memorization baseline on the held-out splits: every trained instance's teacher turns, the one whose
@@ -334,6 +353,21 @@ class Recipe:
         write_learning_rows(self.out / LEARNING_FILE, rows)
         self._timed(f"eval_memorize-{harness}", started)
         return rows
+
+
+def same_weights(a: str | Path, b: str | Path) -> bool:
+    """Do two saved checkpoints (folders of .safetensors files) hold bit-identical tensors under the same names?"""
+    a_files, b_files = sorted(Path(a).glob("*.safetensors")), sorted(Path(b).glob("*.safetensors"))
+    if not a_files or [f.name for f in a_files] != [f.name for f in b_files]:
+        return False
+    import torch
+    from safetensors.torch import load_file
+
+    for fa, fb in zip(a_files, b_files):
+        ta, tb = load_file(str(fa)), load_file(str(fb))
+        if ta.keys() != tb.keys() or not all(torch.equal(ta[k], tb[k]) for k in ta):
+            return False
+    return True
 
 
 def write_learning_rows(path: Path, rows: list[dict]) -> None:
