@@ -165,7 +165,9 @@ class Recipe:
         instances = self.instances()   # refuses a split that is empty or leaks a trained instance
         training = self.training_tasks()
         trained_ids = {t.id for t in training}
-        held_out = select_tasks(self.config.sft.tasks_root, sorted({i.task_id for i in instances} - trained_ids))
+        held_out_ids = sorted({i.task_id for i in instances} - trained_ids)
+        # (select_tasks reads an empty list as "every task")
+        held_out = select_tasks(self.config.sft.tasks_root, held_out_ids) if held_out_ids else []
         train_budgets = [limits_of(self.config.gspo), limits_of(self.config.eval)]
         eval_budgets = [limits_of(self.config.eval)]
         # Every training task (GSPO and evaluation limits, SFT's max_length) and every held-out task (evaluation
