@@ -12,6 +12,8 @@ import subprocess
 import sys
 import time
 
+from pathlib import Path
+
 import pytest
 
 from progagent_lib.engine import (EngineConfigError, EngineDied, EngineNotInstalled, EngineRequestError, EngineServer,
@@ -61,7 +63,7 @@ ROUTES = [("POST", "/v1/completions"), ("POST", "/v1/chat/completions"), ("GET",
 def test_every_route_refuses_a_request_without_the_servers_key(engine, tokenizer):
     import httpx
 
-    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
     from progagent_lib.engine.weights import reload_weights
 
     root = engine.base_url.removesuffix("/v1")
@@ -163,7 +165,7 @@ def test_difficulty_filter_over_the_engine_has_no_errored_episodes(engine, resto
 
 
 def test_turn_generator_token_in_token_out(engine, tokenizer):
-    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
 
     generate = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=0.0)
     end_of_turn = tokenizer.convert_tokens_to_ids("<|im_end|>")
@@ -185,7 +187,7 @@ def test_a_seeded_group_of_one_context_gets_different_samples_and_a_rerun_the_sa
     sample (zero reward variance by construction). Each context gets its own seed. Sent one at a time, the same
     seed replays the run exactly; sent together (the default), vLLM batches them and bfloat16 batched numerics
     can move a sampled token, so there the rerun is not compared (measured: 9 of 24 samples differed)."""
-    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
 
     context = list(tokenizer.apply_chat_template([{"role": "user", "content": "Write a poem about the sea."}],
                                                  add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
@@ -205,11 +207,30 @@ def test_a_seeded_group_of_one_context_gets_different_samples_and_a_rerun_the_sa
     assert one_at_a_time() == first
 
 
+def test_seeded_requests_whose_prompts_overflow_one_step_do_not_kill_the_engine(engine, tokenizer):
+    """vLLM's CPU worker rewinds a seeded request's torch.Generator when its prompt is prefilled in chunks, which CPU
+    generators cannot do: the engine core died ("CPU Generator does not use offset") once seeded contexts together
+    overflowed one step's token budget (an evaluation of 16 episodes x 4 samples did). On CPU the server prefills every
+    prompt whole (measured: 64 seeded ~3.6k-token contexts at once died with chunking, passed without)."""
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
+    from progagent_lib.engine.server import gpu_visible
+
+    if not gpu_visible():
+        assert "--no-enable-chunked-prefill" in engine.command()
+    text = Path(__file__).resolve().parents[1].joinpath("README.md").read_text().split()
+    contexts = [list(tokenizer.apply_chat_template([{"role": "user", "content": " ".join(text[i * 97: i * 97 + 1500])}],
+                                                   add_generation_prompt=True, tokenize=True, return_dict=True)["input_ids"])
+                for i in range(6)]
+    assert sum(map(len, contexts)) > engine.max_model_len   # more than one step takes at once
+    turns = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=1.0, seed=3)(contexts, 4)
+    assert len(turns) == 6 and all(turn.token_ids for turn in turns)
+
+
 def test_weights_reload_in_place_changes_what_the_server_generates(engine, tokenizer, tmp_path):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
     from progagent_lib.engine.weights import sync_weights
 
     generate = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=0.0)

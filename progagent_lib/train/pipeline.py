@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import (check_bool, check_choices, check_engine, check_int, check_nested, check_task_ids, check_text,
+from ..config import (check_bool, check_choices, check_engine, check_int, check_nested, check_task_ids, check_text,
                      config_error)
 from .evaluate import EvalConfig, evaluate
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
@@ -152,7 +152,7 @@ class Recipe:
         within the evaluation limits. The needs go to teacher_needs.json (with DTC/Hybrid on one training task)."""
         from ..harness.chat_format import ChatFormat
         from .feasibility import check_learnable, measure, problems_of
-        from .models import build_tiny_model, load_model
+        from ..generation.models import build_tiny_model, load_model
 
         started = time.perf_counter()
         if self.base_model == "tiny":
@@ -302,6 +302,11 @@ class Recipe:
                 self.config.eval, model=model, stage=name, chat_template=self.config.chat_template, harnesses=harnesses,
                 instances=instances, temperature=temperature, samples=samples,
                 output_dir=str(self.out / "eval" / name / decoding), **self.engine()))
+            errored = [t for t in trajectories if t.errored]
+            if trajectories and len(errored) == len(trajectories):   # e.g. the engine died: no row could mean anything
+                raise RuntimeError(f"evaluating {name} ({decoding}): all {len(trajectories)} episodes ended in an "
+                                   f"infrastructure error, e.g. {errored[0].error[:400]!r}; their trajectories are in "
+                                   f"{self.out / 'eval' / name / decoding}")
             rows += self._rows(trajectories, stage=stage, recipe=harness, decoding=decoding, temperature=temperature,
                                samples=samples, model=model)
         write_learning_rows(self.out / LEARNING_FILE, rows)
