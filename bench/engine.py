@@ -27,8 +27,8 @@ sys.path.insert(0, str(REPO))
 
 import httpx  # noqa: E402
 
-from progagent_lib.engine.access import auth_headers  # noqa: E402
-from progagent_lib.engine.model_source import resolve_model_source  # noqa: E402
+from progagent_lib.generation.access import auth_headers  # noqa: E402
+from progagent_lib.generation.models import resolve_model_source  # noqa: E402
 
 TOPICS = ["tides", "bread", "volcanoes", "chess", "bees", "glass", "rivers", "clocks"]
 
@@ -59,7 +59,7 @@ def generate_throughput(model, tokenizer, prompts: list[list[int]], new_tokens: 
 
 
 def engine_throughput(url: str, model_name: str, prompts: list[list[int]], new_tokens: int) -> float:
-    headers = auth_headers(url)  # the engine's key, found by the URL (progagent_lib.engine.access)
+    headers = auth_headers(url)  # the engine's key, found by the URL (progagent_lib.generation.access)
 
     def one(prompt: list[int]) -> int:
         body = {"model": model_name, "prompt": prompt, "max_tokens": new_tokens, "min_tokens": new_tokens,

@@ -32,13 +32,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from progagent_lib.train.config import load_config  # noqa: E402
+from progagent_lib.config import load_config  # noqa: E402
 from progagent_lib.train.common import select_tasks  # noqa: E402
 from progagent_lib.train.gspo import run_gspo  # noqa: E402
-from progagent_lib.train.models import build_tiny_model  # noqa: E402
+from progagent_lib.generation.models import build_tiny_model  # noqa: E402
 from progagent_lib.train.pipeline import PipelineConfig  # noqa: E402
 from progagent_lib.harness.chat_format import ChatFormat  # noqa: E402
-from progagent_lib.train.rollout import ReplayTurns  # noqa: E402
+from progagent_lib.generation import ReplayTurns  # noqa: E402
 
 REPLAY_TASKS = ["retail/restock_orders", "clinic_scheduling/rebook_clinician_leave"]  # the shortest DTC episodes
 

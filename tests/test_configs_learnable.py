@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from progagent_lib.harness.chat_format import ChatFormat
-from progagent_lib.train.config import load_config
+from progagent_lib.config import load_config
 from progagent_lib.train.feasibility import NotLearnableError, check_learnable, teacher_needs
 from progagent_lib.train.common import limits_of, select_tasks
 from progagent_lib.train.pipeline import PipelineConfig
@@ -24,7 +24,7 @@ PIPELINE_CONFIGS = ["cpu-smoke", "cpu-study", "cpu-fast", "ci", "gpu-paper"]
 def chat():
     from transformers import AutoTokenizer
 
-    from progagent_lib.train.models import resolve_model_source
+    from progagent_lib.generation.models import resolve_model_source
 
     return ChatFormat(AutoTokenizer.from_pretrained(resolve_model_source("smollm2")), model_name="smollm2")
 
@@ -41,7 +41,7 @@ def test_the_teacher_finishes_under_every_shipped_config(chat, name, harness, tm
     if harness not in config.rl_harnesses:
         pytest.skip(f"{name} does not train {harness}")
     if config.model == "tiny":  # a from-scratch model: its own tokenizer, trained on the pool
-        from progagent_lib.train.models import build_tiny_model
+        from progagent_lib.generation.models import build_tiny_model
 
         chat = ChatFormat(build_tiny_model(REPO / "tasks", config.sft.tiny)[1], model_name="tiny")
     recipe = Recipe(config, tmp_path)

@@ -13,10 +13,10 @@ import yaml
 
 from progagent_lib.analysis.profiles import (ComparisonSettings, DifficultySettings, ProfileError, ProfileSettings,
                                              load_profile)
-from progagent_lib.train.config import LR_SCHEDULERS, ConfigError, load_config
+from progagent_lib.config import LR_SCHEDULERS, ConfigError, load_config
 from progagent_lib.train.evaluate import EvalConfig
 from progagent_lib.train.gspo import GSPORunConfig, LoraSettings
-from progagent_lib.train.models import TinyModelConfig
+from progagent_lib.generation.models import TinyModelConfig
 from progagent_lib.train.pipeline import PipelineConfig
 from progagent_lib.train.sft import SFTRunConfig
 from progagent_lib.train.splits import SplitConfig, SplitError

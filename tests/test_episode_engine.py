@@ -14,8 +14,9 @@ from progagent_lib import load_task
 from progagent_lib.harness import Limits, run_episode
 from progagent_lib.harness.chat_format import ChatFormat, ChatFormatError
 from progagent_lib.policy import OracleTeacher
-from progagent_lib.train.models import TinyModelConfig, build_tiny_model, qwen3_chat_template
-from progagent_lib.train.rollout import ReplayTurns, RolloutSpec, run_token_episodes
+from progagent_lib.generation.models import TinyModelConfig, build_tiny_model, qwen3_chat_template
+from progagent_lib.generation import ReplayTurns
+from progagent_lib.train.rollout import RolloutSpec, run_token_episodes
 
 TEMPLATES = Path(__file__).parent / "templates"
 LLAMA_TOKENS = ["<|begin_of_text|>", "<|start_header_id|>", "<|end_header_id|>", "<|eot_id|>"]

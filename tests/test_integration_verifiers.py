@@ -287,7 +287,7 @@ BAD_INPUT = textwrap.dedent(r'''
     data = ve.make_data({"task": "retail/restock_orders", "scale": "v0", "seed": 0}, tasks_dir=tasks_dir)
     episode = ve.open_episode(data)
     from progagent_lib.harness.session import ToolCall
-    from progagent_lib.policy.base import PolicyTurn
+    from progagent_lib.harness.turn import PolicyTurn
     episode.add_turn(PolicyTurn(tool_calls=[ToolCall("programmatic_tool_call", {"code": "print(1)"})]))
     out["live"] = leftovers()
     episode.add_turn(PolicyTurn(tool_calls=[ToolCall("claim_done", {"action": "done"})]))

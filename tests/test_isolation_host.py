@@ -26,7 +26,8 @@ from progagent_lib.task.certify import certify_task
 from progagent_lib.task.environment import VERIFIER_FAILED
 from progagent_lib.task.safe_fs import WorkspaceFS, WorkspaceReadError
 from progagent_lib.train.gspo import GSPORunConfig, make_rollout_func
-from progagent_lib.train.rollout import ReplayTurns, RolloutSpec, run_token_episodes
+from progagent_lib.generation import ReplayTurns
+from progagent_lib.train.rollout import RolloutSpec, run_token_episodes
 
 from conftest import TASKS_DIR
 
@@ -337,7 +338,7 @@ def rollout_tasks(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def chat():
-    from progagent_lib.train.models import train_tokenizer
+    from progagent_lib.generation.models import train_tokenizer
 
     corpus = [ROLLOUT_ENV, tool_call("claim_done", action="1"), tool_call("count"), "Count the rows."] * 20
     return ChatFormat(train_tokenizer(corpus, vocab_size=512), model_name="tiny")

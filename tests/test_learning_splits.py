@@ -12,7 +12,7 @@ from progagent_lib.harness import run_episode
 from progagent_lib.harness.trajectory import Trajectory
 from progagent_lib.policy.memorize import NearestMemorizationPolicy
 from progagent_lib.stats import wilson_interval, wilson_rate
-from progagent_lib.train.config import load_config
+from progagent_lib.config import load_config
 from progagent_lib.train.pipeline import PipelineConfig, Recipe, read_learning, write_learning_rows
 from progagent_lib.train.scoring import learning_rows, summarise
 from progagent_lib.train.splits import (Instance, SplitConfig, SplitError, TrainedInstances, check_disjoint,

@@ -1,5 +1,9 @@
 """The local transformers policy on a tiny random Qwen3 model: it fails the task (expected), but every
-episode ends cleanly, malformed calls become error observations, and well-formed calls reach the tools."""
+episode ends cleanly, malformed calls become error observations, and well-formed calls reach the tools.
+
+`HFPolicy` is `ChatPolicy` over `HFTurnGenerator`: a turn is read by `decode_turn`, as in training, so a turn that
+runs out of tokens before its end-of-turn token is cut (the episode ends `turn_cut`). The tests that need turns to
+end use the same random model with its end-of-turn logit raised (`ending`), so every turn ends at once."""
 import pytest
 
 from progagent_lib.harness import Limits, run_episode
@@ -11,7 +15,7 @@ def tiny(restock_task):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from progagent_lib.harness.spec import PROMPTS
-    from progagent_lib.train.models import train_tokenizer
+    from progagent_lib.generation.models import train_tokenizer
 
     # A byte-level BPE with Qwen3's special tokens and chat template, trained here on a few of our texts.
     texts = [p.read_text() for p in PROMPTS.glob("*.md")] + [restock_task.prompt, str(restock_task.tool_schemas())] * 3
@@ -24,6 +28,25 @@ def tiny(restock_task):
     return Qwen3ForCausalLM(config), tokenizer
 
 
+@pytest.fixture(scope="module")
+def ending(tiny):
+    """The random model, with the end-of-turn token's logit raised by a hook: each turn ends after its prefill."""
+    import copy
+
+    from progagent_lib.harness.chat_format import ChatFormat
+
+    model, tokenizer = tiny
+    model = copy.deepcopy(model)
+    eot = ChatFormat(tokenizer).end_of_turn
+
+    def raise_end_of_turn(module, inputs, output):
+        output[..., eot] += 1e4
+        return output
+
+    model.lm_head.register_forward_hook(raise_end_of_turn)
+    return model, tokenizer
+
+
 def policy(tiny, **kwargs):
     from progagent_lib.policy import HFPolicy
 
@@ -34,24 +57,30 @@ def policy(tiny, **kwargs):
 @pytest.mark.parametrize("harness", ["dtc", "ptc"])
 def test_random_model_episodes_end_cleanly(tiny, restock_task, harness):
     t = run_episode(restock_task, "v0", 0, harness, policy(tiny, max_new_tokens=24), Limits(max_turns=3))
-    assert t.end_reason in ("no_tool_call", "max_turns") and 1 <= t.turns <= 3
+    assert t.end_reason in ("no_tool_call", "max_turns", "turn_cut") and 1 <= t.turns <= 3
     assert t.reward == 0.0 and t.criteria  # judged, and failed
     assert t.token_counter.startswith("tokenizer:")
     assert t.context_tokens > 500  # the system prompt and tool schemas alone, counted by the model's tokenizer
 
 
-def test_malformed_generations_become_error_observations_and_the_episode_goes_on(tiny, restock_task):
-    # Prefill an opened call; the random model cannot finish it, so every turn is a malformed call.
+def test_a_turn_that_runs_out_of_tokens_is_cut_as_in_training(tiny, restock_task):
+    t = run_episode(restock_task, "v0", 0, "dtc", policy(tiny, max_new_tokens=12), Limits(max_turns=3))
+    assert t.end_reason == "turn_cut" and t.turns == 1 and t.tool_calls == 0   # recorded, nothing run
+    assert t.messages[-1]["role"] == "assistant" and t.messages[-1]["content"]
+
+
+def test_malformed_generations_become_error_observations_and_the_episode_goes_on(ending, restock_task):
+    # Prefill an opened call that the turn then ends: every turn is a malformed call.
     prefix = '<tool_call>\n{"name": "list_products", "arguments": {"page": '
-    t = run_episode(restock_task, "v0", 0, "dtc", policy(tiny, max_new_tokens=16, response_prefix=prefix), Limits(max_turns=3))
+    t = run_episode(restock_task, "v0", 0, "dtc", policy(ending, max_new_tokens=16, response_prefix=prefix), Limits(max_turns=3))
     assert t.end_reason == "max_turns" and t.turns == 3
     assert t.malformed_calls == 3 and all(c.kind == "malformed" and c.is_error for c in t.calls)
     assert t.tool_calls == 0 and "could not be read" in t.calls[0].observation
 
 
-def test_well_formed_generated_call_runs_against_the_environment(tiny, restock_task):
+def test_well_formed_generated_call_runs_against_the_environment(ending, restock_task):
     prefix = '<tool_call>\n{"name": "list_products", "arguments": {"page": 2}}\n</tool_call>'
-    t = run_episode(restock_task, "v0", 0, "dtc", policy(tiny, max_new_tokens=8, response_prefix=prefix), Limits(max_turns=2))
+    t = run_episode(restock_task, "v0", 0, "dtc", policy(ending, max_new_tokens=8, response_prefix=prefix), Limits(max_turns=2))
     assert t.end_reason == "max_turns" and t.tool_calls == 2
     first = t.calls[0]
     assert first.name == "list_products" and not first.is_error and '"page": 2' in first.observation
@@ -96,5 +125,5 @@ def test_progagent_run_with_a_local_model(tiny, tmp_path, capsys, restock_task):
                  "--samples", "2", "--out", str(out), "--no-progress"])
     assert code == 0
     runs = read_jsonl(out)
-    assert len(runs) == 4 and all(t.reward == 0.0 and t.end_reason in ("no_tool_call", "max_turns") for t in runs)
+    assert len(runs) == 4 and all(t.reward == 0.0 and t.end_reason in ("no_tool_call", "max_turns", "turn_cut") for t in runs)
     assert "pass@2" in capsys.readouterr().out

@@ -182,8 +182,8 @@ def test_difficulty_filter_leaves_a_task_with_errored_episodes_undecided(server,
 def test_engine_turn_generator_errors_name_the_server(server):
     """The token-level generator (progagent_lib.engine) against the fake: no server, and a reply without tokens."""
     from progagent_lib.engine import EngineRequestError, free_port
-    from progagent_lib.engine.generator import EngineTurnGenerator
-    from progagent_lib.harness.episode import PolicyError
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
+    from progagent_lib.errors import PolicyError
 
     gone = EngineTurnGenerator(f"http://127.0.0.1:{free_port()}/v1", "smollm2", end_of_turn_id=2)
     with pytest.raises(EngineRequestError, match=r"completions: ConnectError.*progagent engine serve"):
@@ -203,10 +203,10 @@ def test_engine_clients_find_the_servers_key_by_its_url_and_never_send_it_elsewh
     import os
     import stat
 
-    from progagent_lib.engine.access import engine_api_key, key_file, remove_key_file, write_key_file
-    from progagent_lib.engine.generator import EngineTurnGenerator
+    from progagent_lib.generation.access import engine_api_key, key_file, remove_key_file, write_key_file
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
     from progagent_lib.engine.weights import reload_weights
-    from progagent_lib.harness.episode import PolicyError
+    from progagent_lib.errors import PolicyError
 
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.delenv("PROGAGENT_ENGINE_API_KEY", raising=False)

@@ -6,9 +6,9 @@ import json
 import pytest
 
 from progagent_lib.train import gspo as gspo_module
-from progagent_lib.train.config import ConfigError
+from progagent_lib.config import ConfigError
 from progagent_lib.train.gspo import DYNAMICS_FILE, DynamicsLog, GSPORunConfig, grpo_args, run_gspo
-from progagent_lib.train.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +188,7 @@ def test_gspo_loss_is_trls_grpo_loss_with_a_sequence_ratio(tiny_path, tmp_path):
     from trl import GRPOTrainer
 
     from progagent_lib.train.gspo_trainer import GSPOTrainer
-    from progagent_lib.train.models import load_model
+    from progagent_lib.generation.models import load_model
 
     model, tokenizer = load_model(str(tiny_path))
     args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=2, epsilon=0.1, epsilon_high=0.2))
@@ -218,8 +218,8 @@ def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, tmp_path, mon
     from progagent_lib import load_task
     from progagent_lib.harness.chat_format import ChatFormat
     from progagent_lib.train.gspo import make_rollout_func
-    from progagent_lib.train.models import load_model
-    from progagent_lib.train.rollout import TurnOutput
+    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation import TurnOutput
 
     monkeypatch.chdir(repo)
     _, tokenizer = load_model(str(tiny_path))
@@ -292,7 +292,7 @@ def test_gspo_with_lora_saves_a_plain_merged_checkpoint(tiny_path, tmp_path, rep
     from dataclasses import replace
 
     from progagent_lib.train.gspo import LoraSettings
-    from progagent_lib.train.models import load_model
+    from progagent_lib.generation.models import load_model
 
     monkeypatch.chdir(repo)
     config = replace(small_config(tiny_path, tmp_path / "lora", max_steps=1), lora=LoraSettings(r=4, alpha=8))

@@ -10,9 +10,9 @@ import pytest
 
 from progagent_lib.harness import Limits
 from progagent_lib.harness.chat_format import ChatFormat
-from progagent_lib.train.models import TinyModelConfig, build_tiny_model
-from progagent_lib.train.rollout import (HFTurnGenerator, ReplayTurns, RolloutSpec, TurnOutput, run_token_episode,
-                                         run_token_episodes, teacher_scripts)
+from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation import HFTurnGenerator, ReplayTurns, TurnOutput
+from progagent_lib.train.rollout import RolloutSpec, run_token_episode, run_token_episodes, teacher_scripts
 
 WIDE = Limits(max_tool_calls=100, max_turns=100, max_context_tokens=100_000)
 

@@ -16,7 +16,7 @@ def register(subparsers) -> None:
 
 
 def _reproduce(args) -> int:
-    from ..engine.errors import EngineError
+    from ..errors import EngineError
     from .reproduce import NotebookFailed, reproduce
 
     started = time.perf_counter()

@@ -9,7 +9,7 @@ import yaml
 
 from ..harness.spec import HARNESSES
 from ..task.scales import SCALES
-from ..train.config import (ConfigError, check_bool, check_choice, check_choices, check_int, check_ints, check_nested,
+from ..config import (ConfigError, check_bool, check_choice, check_choices, check_int, check_ints, check_nested,
                             check_number, check_text, check_texts, config_error, from_dict)
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ class Profile:
         """The profile's PipelineConfig (train_config), with task paths resolved against the repository."""
         from dataclasses import replace
 
-        from ..train.config import load_config
+        from ..config import load_config
         from ..train.pipeline import PipelineConfig
 
         recipe = load_config(PipelineConfig, self.resolve(self["train_config"]))

@@ -1,7 +1,7 @@
 """The inference engine: vLLM as a managed server process, a token-level turn generator against it, and the
 path by which a trainer's updated weights reach it on CPU."""
-from .access import auth_headers, engine_api_key
-from .errors import (EngineConfigError, EngineDied, EngineError, EngineNotInstalled, EngineRequestError, EngineStartError,
+from ..generation.access import auth_headers, engine_api_key
+from ..errors import (EngineConfigError, EngineDied, EngineError, EngineNotInstalled, EngineRequestError, EngineStartError,
                      PortInUse)
 from .server import EngineServer, engine_available, engine_python, free_port
 

@@ -51,7 +51,7 @@ def register(subparsers) -> None:
 
 
 def serve_command(args) -> int:
-    from .errors import EngineError
+    from ..errors import EngineError
     from .server import EngineServer
 
     extra = list(args.vllm_args)

@@ -21,8 +21,8 @@ from typing import Any
 
 import httpx
 
-from .access import KEY_HELP, auth_headers
-from .errors import EngineRequestError
+from ..generation.access import KEY_HELP, auth_headers
+from ..errors import EngineRequestError
 
 
 def save_for_engine(model: Any, folder: str | Path) -> Path:

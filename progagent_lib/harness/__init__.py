@@ -1,6 +1,7 @@
 """Harnesses (DTC, PTC, Hybrid), the tool-call session, parsing, the episode loop and trajectories."""
 from .end_reasons import END_REASONS, is_errored, is_truncated
-from .episode import Episode, Limits, PolicyError, cut_observation, run_episode
+from ..errors import PolicyError
+from .episode import Episode, Limits, cut_observation, run_episode
 from .metrics import ProgramStructure, TokenCounter, analyze_program, approximate_tokens
 from .parsing import ParsedTurn, parse_tool_calls
 from .session import Observation, Session, ToolCall

@@ -46,8 +46,10 @@ class BatchResult:
         return summarize(self.trajectories, k=k)
 
 
-def _policies_by_harness(policy: Any, harnesses: Sequence[str], policy_kwargs: dict | None = None) -> dict[str, Any]:
-    """A spec string is built once per harness for the teacher (it plays one harness), once in all for models."""
+def _policies_by_harness(policy: Any, harnesses: Sequence[str]) -> dict[str, Any]:
+    if isinstance(policy, str):   # spec strings are read a floor up, where the policies live
+        raise TypeError(f"run_batch takes policy objects, not the spec {policy!r}: pass "
+                        f"progagent_lib.policy.policies_for({policy!r}, harnesses) (one policy per harness)")
     if callable(policy) and not hasattr(policy, "act"):  # a factory: harness -> policy
         return {h: policy(h) for h in harnesses}
     if isinstance(policy, dict):
@@ -55,17 +57,10 @@ def _policies_by_harness(policy: Any, harnesses: Sequence[str], policy_kwargs: d
         if missing:
             raise ValueError(f"no policy given for harness(es) {missing}")
         return policy
-    if isinstance(policy, str):
-        from ..policy.factory import make_policy
-
-        if policy.split(":")[0] == "oracle":
-            return {h: make_policy(policy, h, **(policy_kwargs or {})) for h in harnesses}
-        shared = make_policy(policy, harnesses[0], **(policy_kwargs or {}))
-        return {h: shared for h in harnesses}
     played = getattr(policy, "harness", None)
     if played is not None and any(h != played for h in harnesses):
-        raise ValueError(f"{type(policy).__name__} plays the {played!r} harness only; pass the spec string "
-                         f"(e.g. 'oracle') or a dict harness -> policy to run {list(harnesses)}")
+        raise ValueError(f"{type(policy).__name__} plays the {played!r} harness only; pass "
+                         f"policies_for(spec, harnesses) or a dict harness -> policy to run {list(harnesses)}")
     return {h: policy for h in harnesses}
 
 
@@ -82,16 +77,14 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
               out: str | Path | None = None, *, seeds: Sequence[int] = (0,), samples: int = 1, workers: int = 1,
               progress: bool = True, limits: Limits | Callable[[Any, Task], Limits | None] | None = None,
               limit_overrides: dict[str, int | None] | None = None, error_mode: str = "is_error",
-              system_prompt: str | Path | None = None, tokenizer: Any = None,
-              policy_kwargs: dict | None = None) -> BatchResult:
+              system_prompt: str | Path | None = None, tokenizer: Any = None) -> BatchResult:
     """Run every (task, scale, seed, harness, sample) episode not already in `out`, appending each as it ends.
 
-    `policy` is a spec string ("oracle", "hf:PATH", "openai:URL#model"), a policy object, a dict
-    harness -> policy or a function harness -> policy. `limits` is fixed Limits or a function
+    `policy` is a policy object, a dict harness -> policy or a function harness -> policy (a spec string such
+    as "oracle" or "hf:smollm2" becomes one with `progagent_lib.policy.policies_for(spec, harnesses)`). `limits` is fixed Limits or a function
     (policy, task) -> Limits; `limit_overrides` replaces some fields of the defaults instead (0 = no
     limit). `system_prompt` is a file that replaces the harness's prompt;
-    `tokenizer` counts tokens instead of the policies' own; `policy_kwargs` go to `make_policy` for a
-    spec string (e.g. temperature). A failing episode is reported in `failures`
+    `tokenizer` counts tokens instead of the policies' own. A failing episode is reported in `failures`
     and not written, so a rerun retries it; an episode ended by an infrastructure error is written (errored)
     and also retried by a rerun.
     """
@@ -99,7 +92,7 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
 
     tasks = [t if isinstance(t, Task) else load_task(t) for t in tasks]
     harnesses = [get_harness(h).name for h in harnesses]
-    policies = _policies_by_harness(policy, harnesses, policy_kwargs)
+    policies = _policies_by_harness(policy, harnesses)
     names = {h: getattr(p, "name", type(p).__name__) for h, p in policies.items()}
     key = lambda e: episode_key(e.task.id, e.scale, e.seed, e.harness, names[e.harness], e.sample)
 

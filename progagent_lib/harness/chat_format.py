@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .parsing import parse_tool_calls
@@ -38,6 +38,7 @@ class ChatFormat:
     tokenizer: Any
     model_name: str = ""
     template_name: str = ""
+    template_kwargs: dict = field(default_factory=dict)   # passed to the template, e.g. {"enable_thinking": False}
 
     def __post_init__(self) -> None:
         template = getattr(self.tokenizer, "chat_template", None)
@@ -56,13 +57,14 @@ class ChatFormat:
         """What a run records about the format it trained or evaluated with."""
         return {"model": self.model_name, "template": self.template_name, "template_sha256": self.template_sha256,
                 "end_of_turn": self.tokenizer.convert_ids_to_tokens(self.end_of_turn),
-                "end_of_turn_id": self.end_of_turn}
+                "end_of_turn_id": self.end_of_turn, **({"template_kwargs": self.template_kwargs} if self.template_kwargs else {})}
 
     # --- renders -----------------------------------------------------------------------------------
     def render_text(self, messages: list[dict], tools: list[dict] | None, *, generation_prompt: bool) -> str:
         try:
             return self.tokenizer.apply_chat_template(messages_for_chat_template(messages), tools=tools or None,
-                                                      add_generation_prompt=generation_prompt, tokenize=False)
+                                                      add_generation_prompt=generation_prompt, tokenize=False,
+                                                      **self.template_kwargs)
         except Exception as exc:  # jinja errors (e.g. a template that refuses a role) name no model
             raise ChatFormatError(f"the chat template {self.template_name} of {self.model_name!r} cannot render "
                                   f"this conversation: {exc}") from exc

@@ -82,11 +82,12 @@ def run_command(args) -> int:
     if args.tokenizer:
         from transformers import AutoTokenizer
         tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    from ..policy.factory import policies_for
+
     result = run_batch(
-        tasks, parse_scales(args.scales), harnesses, args.policy, args.out,
+        tasks, parse_scales(args.scales), harnesses, policies_for(args.policy, harnesses, **policy_kwargs), args.out,
         seeds=[int(s) for s in args.seeds.split(",") if s.strip()], samples=args.samples, workers=args.workers,
         progress=not args.no_progress, error_mode=args.error_mode, system_prompt=args.system_prompt, tokenizer=tokenizer,
-        policy_kwargs=policy_kwargs,
         limit_overrides={"max_tool_calls": args.max_tool_calls, "max_turns": args.max_turns,
                          "max_context_tokens": args.max_context_tokens})
     if result.skipped:

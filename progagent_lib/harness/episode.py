@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..errors import PolicyError
 from ..textsafe import clean_text
 from .end_reasons import END_REASONS, INFRASTRUCTURE_END_REASONS, TRUNCATION_END_REASONS
 from .metrics import TokenCounter, analyze_program
@@ -72,10 +73,6 @@ def cut_observation(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
         return text
     return text[:limit] + f"\n[... {len(text) - limit} more characters cut]"
-
-
-class PolicyError(RuntimeError):
-    """A policy could not produce a turn (e.g. a remote API kept failing); the episode ends, recorded."""
 
 
 class Episode:
@@ -366,4 +363,4 @@ def _call_record(turn_index: int, call: ToolCall, observation: Observation, cont
                       kernel_restarted=observation.kernel_restarted, program=program)
 
 
-__all__ = ["END_REASONS", "INFRASTRUCTURE_END_REASONS", "TRUNCATION_END_REASONS", "Episode", "Limits", "PolicyError", "cut_observation", "run_episode", "PROGRAMMATIC_TOOL_CALL"]
+__all__ = ["END_REASONS", "INFRASTRUCTURE_END_REASONS", "TRUNCATION_END_REASONS", "Episode", "Limits", "cut_observation", "run_episode", "PROGRAMMATIC_TOOL_CALL"]

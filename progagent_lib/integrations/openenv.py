@@ -70,7 +70,7 @@ from ..harness.episode import Episode, Limits, start_agent
 from ..harness.session import ToolCall
 from ..harness.spec import get_harness, model_tool_schemas
 from ..harness.trajectory import Trajectory, write_jsonl
-from ..policy.base import PolicyTurn
+from ..harness.turn import PolicyTurn
 from ..task import SCALES, Task
 from ._tasks import resolve_task as _resolve_task
 

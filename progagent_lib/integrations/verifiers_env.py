@@ -44,7 +44,7 @@ from ..harness.episode import Episode, Limits
 from ..harness.session import ToolCall
 from ..harness.spec import get_harness
 from ..harness.trajectory import Trajectory, write_jsonl
-from ..policy.base import PolicyTurn
+from ..harness.turn import PolicyTurn
 from ..task import SCALES, Task
 from ..task.task import find_task_dirs
 from ._tasks import resolve_task as _resolve_task

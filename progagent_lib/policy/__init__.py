@@ -1,7 +1,7 @@
-"""Policies: the oracle teacher, a local transformers model, and any OpenAI-compatible endpoint."""
+"""Policies: the oracle teacher, the memorization baseline, replays, any token-level model as `ChatPolicy` over a\ngenerator (`HFPolicy`: transformers here), and any OpenAI-compatible chat endpoint (`OpenAIPolicy`)."""
 from __future__ import annotations
 
-from .base import Policy, PolicyError, PolicyTurn, policy_name
+from ..harness.turn import Policy, PolicyError, PolicyTurn, policy_name
 from .memorize import MemorizationPolicy
 from .oracle import OracleTeacher
 from .replay import ReplayPolicy
@@ -15,10 +15,13 @@ def __getattr__(name: str):
     if name == "OpenAIPolicy":
         from .openai_compat import OpenAIPolicy
         return OpenAIPolicy
-    if name == "make_policy":
-        from .factory import make_policy
-        return make_policy
+    if name in ("make_policy", "policies_for"):
+        from . import factory
+        return getattr(factory, name)
+    if name == "ChatPolicy":
+        from .chat import ChatPolicy
+        return ChatPolicy
     raise AttributeError(name)
 
 
-__all__ = ["Policy", "PolicyError", "PolicyTurn", "policy_name", "OracleTeacher", "MemorizationPolicy", "ReplayPolicy", "HFPolicy", "OpenAIPolicy", "make_policy"]
+__all__ = ["Policy", "PolicyError", "PolicyTurn", "policy_name", "OracleTeacher", "MemorizationPolicy", "ReplayPolicy", "HFPolicy", "OpenAIPolicy", "ChatPolicy", "make_policy", "policies_for"]

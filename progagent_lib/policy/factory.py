@@ -1,7 +1,7 @@
 """Policies from a short spec string, as the command line and notebooks name them."""
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from .oracle import OracleTeacher
 
@@ -12,7 +12,7 @@ SPEC_HELP = ("oracle | memorize[:TRAIN_SEED] | hf:NAME_PATH_GGUF_OR_HUB_ID (e.g.
 def make_policy(spec: str, harness: str, **kwargs: Any):
     """`make_policy("oracle" | "memorize[:SEED]" | "hf:SOURCE" | "openai:URL#model" | "replay:FILE", harness)`.
 
-    `hf:SOURCE` is anything `train.models.load_model` takes: a registered name (`hf:smollm2`), a GGUF file,
+    `hf:SOURCE` is anything `generation.models.load_model` takes: a registered name (`hf:smollm2`), a GGUF file,
     a saved model folder or a hub id (org/name).
 
     Extra keyword arguments go to the policy's constructor (e.g. temperature=0.0).
@@ -38,3 +38,12 @@ def make_policy(spec: str, harness: str, **kwargs: Any):
         from .replay import ReplayPolicy
         return ReplayPolicy.from_file(rest)
     raise ValueError(f"unknown policy {spec!r}; expected {SPEC_HELP}")
+
+
+def policies_for(spec: str, harnesses: Sequence[str], **kwargs: Any) -> dict[str, Any]:
+    """`{harness: policy}` for `run_batch`: the oracle teacher is built once per harness (it plays one), a model once
+    for all of them (one set of weights). Keyword arguments go to `make_policy`."""
+    if spec.split(":")[0] == "oracle":
+        return {h: make_policy(spec, h, **kwargs) for h in harnesses}
+    shared = make_policy(spec, harnesses[0], **kwargs)
+    return {h: shared for h in harnesses}

@@ -18,7 +18,7 @@ from typing import Any
 from ..harness.episode import run_episode
 from ..harness.session import ToolCall
 from ..harness.spec import CLAIM_DONE, get_harness
-from .base import PolicyTurn
+from ..harness.turn import PolicyTurn
 from .oracle import OracleTeacher
 
 

@@ -9,11 +9,11 @@ from typing import Any
 
 import httpx
 
-from ..engine.access import KEY_HELP, engine_api_key, is_loopback_host
-from ..harness.episode import PolicyError
+from ..generation.access import KEY_HELP, engine_api_key, is_loopback_host
+from ..errors import PolicyError
 from ..harness.parsing import parse_tool_calls
 from ..harness.session import ToolCall
-from .base import PolicyTurn
+from ..harness.turn import PolicyTurn
 
 # Worth retrying: rate limits, server overload and gateway errors. A 400 (bad request) will not get better.
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -37,7 +37,7 @@ class OpenAIPolicy:
     """`OpenAIPolicy(base_url, model, api_key=None)`: POSTs to `{base_url}/chat/completions`.
 
     Without `api_key`, a loopback `base_url` gets the key of the workbench's engine there if one runs
-    (`engine.access.engine_api_key`: $PROGAGENT_ENGINE_API_KEY or the server's key file); otherwise, and
+    (`generation.access.engine_api_key`: $PROGAGENT_ENGINE_API_KEY or the server's key file); otherwise, and
     for every other URL, $OPENAI_API_KEY is sent. The engine's key never goes to a remote API.
 
     A failed request is retried `max_retries` times, waiting `backoff * 2**attempt` seconds (with

@@ -25,11 +25,12 @@ import tokenize
 from pathlib import Path
 from typing import Any, Callable
 
-from ..harness.episode import Limits, PolicyError
+from ..errors import PolicyError
+from ..harness.episode import Limits
 from ..harness.session import ToolCall
 from ..harness.spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, get_harness
 from ..task import ToolError, oracle_kit
-from .base import PolicyTurn
+from ..harness.turn import PolicyTurn
 
 ORACLE_KIT_MODULE = "progagent_lib.task.oracle_kit"
 # How long the teacher waits for its own oracle thread between two tool calls.

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..harness.parsing import parse_tool_calls
-from .base import PolicyTurn
+from ..harness.turn import PolicyTurn
 
 
 class ReplayPolicy:

@@ -25,7 +25,7 @@ class OpenAIConstructor:
         import httpx
         from openai import OpenAI
 
-        from ..engine.access import engine_api_key, is_loopback_host
+        from ..generation.access import engine_api_key, is_loopback_host
 
         if api_key is None and is_loopback_host(httpx.URL(base_url).host):  # the workbench's engine, if it runs there
             api_key = engine_api_key(base_url)

@@ -34,6 +34,10 @@ def difficulty_filter(tasks: Sequence[Any], policy: str | Any, out: str | Path, 
     from ..harness.batch import run_batch
     from ..harness.summary import trajectories_frame, with_errored
 
+    if isinstance(policy, str):
+        from ..policy.factory import policies_for
+
+        policy = policies_for(policy, [harness])
     result = run_batch(tasks, scales, [harness], policy, out, seeds=(seed,), samples=k, workers=workers, progress=progress)
     frame = trajectories_frame(result.trajectories)
     rates_schema = {"task_id": pl.String, "scale": pl.String, "params": pl.String, "episodes": pl.UInt32, "errored": pl.Int64,

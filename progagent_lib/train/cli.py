@@ -10,7 +10,7 @@ import json
 import sys
 from dataclasses import asdict
 
-from .config import load_config
+from ..config import load_config
 
 COMMANDS = ("sft", "gspo", "eval", "pipeline")
 
@@ -42,7 +42,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .config import ConfigError
+    from ..config import ConfigError
 
     try:
         return _run(args)

@@ -15,10 +15,11 @@ from typing import Any
 from ..harness.trajectory import Trajectory, write_jsonl
 from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
-from .config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
+from ..config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
                      check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .common import HARNESS_NAMES, limits_of, select_tasks
-from .rollout import HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, run_token_episodes
+from ..generation import generator_config, make_generator
+from .rollout import RolloutSpec, run_token_episodes
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
 
@@ -149,38 +150,29 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
     import torch
 
     from ..harness.chat_format import ChatFormat
-    from .models import load_model
+    from ..generation.models import load_model
 
     config.validate_tasks()
     torch.manual_seed(config.seed)
-    greedy = config.temperature <= 0
-    if config.engine_url:
+    choice = generator_config(model=config.model, temperature=max(config.temperature, 0.0), seed=config.seed,
+                              engine_url=config.engine_url, engine_model=config.engine_model,
+                              vllm_server_base_url=config.vllm_server_base_url)
+    if choice.backend == "transformers":
+        if model is None:
+            model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+    else:  # a server generates: only the tokenizer is needed here
         from transformers import AutoTokenizer
 
-        from ..engine.generator import EngineTurnGenerator
-        from .models import resolve_model_source
+        from ..generation.models import resolve_model_source
 
         source = Path(resolve_model_source(config.model, config.chat_template))
-        if config.engine_load_weights and any(source.glob("*.safetensors")):
+        if choice.backend == "engine" and config.engine_load_weights and any(source.glob("*.safetensors")):
             from ..engine.weights import reload_weights
 
             reload_weights(config.engine_url, source)   # the server generates with the evaluated model's weights
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
-        chat = ChatFormat(tokenizer, model_name=config.model)
-        generate = EngineTurnGenerator(config.engine_url, config.engine_model or Path(str(config.model)).name,
-                                       chat.end_of_turn, temperature=max(config.temperature, 0.0), seed=config.seed)
-    elif config.vllm_server_base_url:
-        from transformers import AutoTokenizer
-        from trl.generation.vllm_client import VLLMClient
-
-        tokenizer = tokenizer or AutoTokenizer.from_pretrained(config.model)
-        chat = ChatFormat(tokenizer, model_name=config.model)
-        generate = VLLMServerTurnGenerator(VLLMClient(base_url=config.vllm_server_base_url), temperature=config.temperature)
-    else:
-        if model is None:
-            model, tokenizer = load_model(config.model, chat_template=config.chat_template)
-        chat = ChatFormat(tokenizer, model_name=config.model)
-        generate = HFTurnGenerator(model, chat, temperature=config.temperature if not greedy else 1.0, do_sample=not greedy)
+    chat = ChatFormat(tokenizer, model_name=config.model)
+    generate = make_generator(choice, chat, model=model)
     limits = limits_of(config)
     if config.instances:
         tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))

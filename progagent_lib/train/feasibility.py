@@ -55,7 +55,8 @@ def teacher_needs(task: Any, harness: str, chat: Any, *, scale: str = "v0", seed
     """Measure one teacher episode; with `limits`, also return the replay under them (its trajectory)."""
     from ..harness.episode import run_episode
     from ..policy import OracleTeacher
-    from .rollout import ReplayTurns, RolloutSpec, run_token_episodes
+    from ..generation import ReplayTurns
+    from .rollout import RolloutSpec, run_token_episodes
 
     played = run_episode(task, scale, seed, harness, OracleTeacher(harness), UNLIMITED, tokenizer=chat.tokenizer)
     chat.check_conversation(played.messages, played.tools)

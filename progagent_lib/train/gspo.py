@@ -19,11 +19,12 @@ from typing import Any, Callable
 from ..harness.episode import Limits
 from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
-from .config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
+from ..config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
                      check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
 from .precision import check_bf16
-from .rollout import EpisodeTokens, HFTurnGenerator, RolloutSpec, VLLMServerTurnGenerator, episode_summary, run_token_episodes
+from ..generation import generator_config, make_generator
+from .rollout import EpisodeTokens, RolloutSpec, episode_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
@@ -337,13 +338,18 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             client = http_clients["own"]
         return client
 
+    # The engine's requests are seeded from (seed, call, position); the trainer's own model samples from torch's global
+    # generator (seeded by the trainer): a seeded generator made anew each batch would repeat one stream.
+    choice = generator_config(model=config.model, temperature=config.temperature,
+                              seed=config.seed if config.engine_url else None,
+                              engine_url=config.engine_url, engine_model=config.engine_model, use_vllm=config.use_vllm,
+                              vllm_server_base_url=config.vllm_server_base_url)
     chat_formats: dict[int, Any] = {id(chat.tokenizer): chat} if chat is not None else {}
     engine_state: dict[str, Any] = {}
 
     def engine_generator(trainer: Any, chat: Any) -> Any:
         """The engine generates; when the trainer has stepped since the last batch, its weights are saved and the
         server reloads them first (no NCCL on CPU: see progagent_lib.engine.weights)."""
-        from ..engine.generator import EngineTurnGenerator
         from ..engine.weights import sync_weights
 
         if engine_state.get("step") != trainer.state.global_step:
@@ -352,7 +358,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
                                            Path(config.output_dir) / "engine-weights").values())
             else:  # the run's first batch: the server may hold other weights (an earlier stage's, another run's)
                 from ..engine.weights import reload_weights
-                from .models import resolve_model_source
+                from ..generation.models import resolve_model_source
 
                 source = Path(resolve_model_source(config.model, config.chat_template))
                 seconds = reload_weights(config.engine_url, source) if any(source.glob("*.safetensors")) else 0.0
@@ -360,9 +366,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
                 dynamics.weight_sync_seconds += seconds
             engine_state["step"] = trainer.state.global_step
         if "generator" not in engine_state:
-            engine_state["generator"] = EngineTurnGenerator(
-                config.engine_url, config.engine_model or Path(str(config.model)).name, chat.end_of_turn,
-                temperature=config.temperature, seed=config.seed)
+            engine_state["generator"] = make_generator(choice, chat)
         return engine_state["generator"]
 
     def rollout_func(prompts: list[list[dict]], trainer: Any) -> dict[str, list]:
@@ -379,13 +383,11 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             specs.append(RolloutSpec(tasks_by_id[task_id], scale, int(seed)))
         if turn_generator is not None:
             generate_turn = turn_generator(trainer, specs)
-        elif config.engine_url:
+        elif choice.backend == "engine":   # cached, with the trainer's weights synced to the server first
             generate_turn = engine_generator(trainer, chat)
-        elif config.use_vllm:
-            generate_turn = VLLMServerTurnGenerator(vllm_client(trainer), temperature=config.temperature)
         else:
-            generate_turn = HFTurnGenerator(trainer.accelerator.unwrap_model(trainer.model), chat,
-                                            temperature=config.temperature)
+            generate_turn = make_generator(choice, chat, model=trainer.accelerator.unwrap_model(trainer.model),
+                                           vllm_client=vllm_client(trainer) if choice.backend == "trl-vllm" else None)
         # Episodes of one step run in lockstep, so each turn is one batched generate call.
         episodes = run_token_episodes(specs, config.harness, chat, generate_turn, limits, error_mode=config.error_mode,
                                       policy_name=f"hf:{config.model}@gspo-{config.harness}")
@@ -488,7 +490,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from .gspo_trainer import GSPOTrainer
-    from .models import load_model
+    from ..generation.models import load_model
 
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
@@ -533,7 +535,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     )
     trainer.train(resume_from_checkpoint=checkpoint)
     if config.lora is not None:  # a plain checkpoint, so evaluation and the next stage need no adapter logic
-        from .models import save_model
+        from ..generation.models import save_model
 
         if trainer.accelerator.is_main_process:
             save_model(trainer.accelerator.unwrap_model(trainer.model).merge_and_unload(), tokenizer, output_dir / "final")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import ConfigError
+from ..config import ConfigError
 
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 

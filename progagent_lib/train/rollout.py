@@ -20,25 +20,11 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..harness.chat_format import ChatFormat
-from ..harness.episode import INFRASTRUCTURE_END_REASONS, Episode, Limits, PolicyError
-from ..harness.parsing import parse_tool_calls
+from ..errors import PolicyError
+from ..generation.turns import TurnGenerator, TurnOutput, decode_turn
+from ..harness.episode import INFRASTRUCTURE_END_REASONS, Episode, Limits
 from ..harness.trajectory import Trajectory
-from ..policy.base import PolicyTurn
 from ..task.environment import describe_exception
-
-
-@dataclass
-class TurnOutput:
-    token_ids: list[int]
-    logprobs: list[float]
-
-
-class TurnGenerator(Protocol):
-    """Continues each token context by one assistant turn (stopping at and including the end-of-turn token).
-
-    May raise PolicyError: the batch's live episodes then end as infrastructure errors."""
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]: ...
 
 
 @dataclass
@@ -136,16 +122,12 @@ class TokenEpisode:
         tokens.logprobs += list(turn.logprobs)
         started = time.perf_counter()
         try:
-            ended = bool(turn.token_ids) and turn.token_ids[-1] == self.chat.end_of_turn
-            text = self.chat.tokenizer.decode(turn.token_ids[:-1] if ended else turn.token_ids, skip_special_tokens=False)
-            if not ended:  # the turn ran out of tokens before its end-of-turn token
-                episode.cut_turn(PolicyTurn(text=text, raw=text))
+            policy_turn = decode_turn(self.chat, turn.token_ids, episode.tools, prompt_tokens=context)
+            if policy_turn.cut:  # the turn ran out of tokens before its end-of-turn token
+                episode.cut_turn(policy_turn)
                 return
-            parsed = parse_tool_calls(text, episode.tools)
             before = len(episode.messages)
-            episode.add_turn(PolicyTurn(text=parsed.content, tool_calls=parsed.tool_calls, parse_errors=parsed.errors,
-                                        reasoning=parsed.reasoning, raw=text, prompt_tokens=context,
-                                        completion_tokens=len(turn.token_ids)))
+            episode.add_turn(policy_turn)
             if episode.finished:
                 return
             assert len(episode.messages) > before
@@ -255,97 +237,6 @@ def run_token_episode(task: Any, scale: str, seed: int, harness: str, chat: Chat
                       limits: Limits, **kwargs: Any) -> EpisodeTokens:
     """Play one episode of `task` at (scale, seed) under `harness`."""
     return run_token_episodes([RolloutSpec(task, scale, seed)], harness, chat, generate_turns, limits, **kwargs)[0]
-
-
-# --- generators ------------------------------------------------------------------------------------------
-class HFTurnGenerator:
-    """transformers on CPU: one batched decode loop continues every context by one turn.
-
-    It keeps only the sampled tokens' log-probabilities (a full-vocabulary logits history is tokens x vocab
-    x 4 bytes per episode, which is what ran a 2k-token GSPO rollout out of memory). Contexts are left-padded
-    so each row's new tokens line up; a row stops at its end-of-turn token."""
-
-    def __init__(self, model: Any, chat: ChatFormat, *, temperature: float = 1.0, do_sample: bool = True):
-        self.model, self.chat = model, chat
-        self.temperature, self.do_sample = temperature, do_sample and temperature > 0
-        tokenizer = chat.tokenizer
-        self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
-        import torch
-
-        device = self.model.device
-        width = max(len(c) for c in contexts)
-        input_ids = torch.tensor([[self.pad] * (width - len(c)) + c for c in contexts], device=device)
-        attention = torch.tensor([[0] * (width - len(c)) + [1] * len(c) for c in contexts], device=device)
-        rows = len(contexts)
-        new_ids: list[list[int]] = [[] for _ in range(rows)]
-        new_logprobs: list[list[float]] = [[] for _ in range(rows)]
-        live = torch.ones(rows, dtype=torch.bool, device=device)
-        was_training = self.model.training
-        self.model.eval()
-        try:
-            with torch.no_grad():
-                positions = (attention.cumsum(-1) - 1).clamp(min=0)
-                out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions, use_cache=True)
-                cache, logits = out.past_key_values, out.logits[:, -1, :]
-                for _ in range(max_new_tokens):
-                    logits = logits.float()
-                    if self.do_sample:
-                        logprobs = torch.log_softmax(logits / self.temperature, dim=-1)
-                        token = torch.multinomial(logprobs.exp(), 1).squeeze(-1)
-                    else:
-                        logprobs = torch.log_softmax(logits, dim=-1)
-                        token = logprobs.argmax(-1)
-                    chosen = logprobs.gather(-1, token.unsqueeze(-1)).squeeze(-1)
-                    for row in torch.nonzero(live).flatten().tolist():
-                        new_ids[row].append(int(token[row]))
-                        new_logprobs[row].append(float(chosen[row]))
-                    live &= token != self.chat.end_of_turn
-                    if not bool(live.any()):
-                        break
-                    token = torch.where(live, token, torch.full_like(token, self.pad))
-                    attention = torch.cat([attention, live.long().unsqueeze(-1)], dim=-1)
-                    positions = positions[:, -1:] + 1
-                    out = self.model(input_ids=token.unsqueeze(-1), attention_mask=attention, position_ids=positions,
-                                     past_key_values=cache, use_cache=True)
-                    cache, logits = out.past_key_values, out.logits[:, -1, :]
-        finally:
-            if was_training:
-                self.model.train()
-        return [TurnOutput(ids, lps) for ids, lps in zip(new_ids, new_logprobs)]
-
-
-class VLLMServerTurnGenerator:
-    """vLLM server mode (the GPU path): TRL's VLLMClient, fed token ids, so the context is never re-tokenised."""
-
-    def __init__(self, vllm_client: Any, *, temperature: float = 1.0):
-        self.client, self.temperature = vllm_client, temperature
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
-        try:
-            out = self.client.generate(prompts=contexts, n=1, temperature=self.temperature,
-                                       max_tokens=max_new_tokens, logprobs=0)
-        except Exception as exc:
-            raise PolicyError(f"the vLLM server failed to generate: {exc}") from exc
-        return [TurnOutput(ids, [position[0] for position in logprobs])
-                for ids, logprobs in zip(out["completion_ids"], out["logprobs"])]
-
-
-class ReplayTurns:
-    """A turn source that plays fixed assistant turns (token lists, e.g. a teacher's) instead of sampling.
-
-    `scripts[i]` holds the turns of episode i of the batch. An episode whose script is played out has finished
-    (its last turn calls claim_done), which is how calls are matched to the live episodes."""
-
-    def __init__(self, scripts: list[list[list[int]]]):
-        self.queues = [list(s) for s in scripts]
-
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
-        live = [q for q in self.queues if q]
-        if len(live) != len(contexts):
-            raise RuntimeError("a replayed episode ended before its script did: it diverged from the recorded one")
-        return [TurnOutput(list(ids), [0.0] * len(ids)) for ids in (queue.pop(0) for queue in live)]
 
 
 def teacher_scripts(chat: ChatFormat, trajectories: list[Trajectory]) -> list[list[list[int]]]:

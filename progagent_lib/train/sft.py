@@ -12,12 +12,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..task.scales import SCALES
-from .config import (check_bool, check_choices, check_int, check_ints, check_lr_scheduler, check_nested, check_number,
+from ..config import (check_bool, check_choices, check_int, check_ints, check_lr_scheduler, check_nested, check_number,
                      check_task_ids, check_text, check_texts)
 from .common import HARNESS_NAMES, select_tasks
 from .gspo import LoraSettings
 from .precision import check_bf16
-from .models import TinyModelConfig, build_tiny_model, load_model, save_model
+from ..generation.models import TinyModelConfig, build_tiny_model, load_model, save_model
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable
 
 from ..task.scales import SCALES
-from .config import ConfigError
+from ..config import ConfigError
 
 SPLITS = ("seeds", "params", "tasks")
 SPLIT_LABELS = {"seeds": "(a) held-out seeds", "params": "(b) held-out parameters", "tasks": "(c) held-out tasks"}

@@ -18,9 +18,9 @@ from typing import Any, Sequence
 
 import httpx
 
-from ..train.rollout import TurnOutput
+from .turns import TurnOutput
 from .access import KEY_HELP, auth_headers
-from .errors import EngineRequestError
+from ..errors import EngineRequestError
 
 
 class EngineTurnGenerator:
@@ -49,7 +49,7 @@ class EngineTurnGenerator:
                        **kwargs: Any) -> "EngineTurnGenerator":
         """The end-of-turn token is the one the tokenizer's chat template writes after an assistant message."""
         if end_of_turn is None:
-            from ..train.models import end_of_turn_token
+            from .models import end_of_turn_token
 
             end_of_turn = end_of_turn_token(tokenizer)
         eot = tokenizer.convert_tokens_to_ids(end_of_turn)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from ..cache import cache_root
-from .config import check_int, config_error
+from ..config import check_int, config_error
 
 # Found without importing trl, so that `progagent --help` stays fast.
 QWEN3_CHAT_TEMPLATE_PATH = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3.jinja"

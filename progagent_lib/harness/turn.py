@@ -1,11 +1,12 @@
-"""What a policy is to the episode loop: `act(messages, tools) -> PolicyTurn`."""
+"""What a policy is to the episode loop: `act(messages, tools) -> PolicyTurn` (the episode consumes it, so it lives here,
+below the models and policies that produce it)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..harness.episode import PolicyError
-from ..harness.session import ToolCall
+from ..errors import PolicyError
+from .session import ToolCall
 
 
 @dataclass
@@ -19,6 +20,7 @@ class PolicyTurn:
     raw: str = ""                                    # the raw generated text, when the policy produced text
     prompt_tokens: int | None = None                 # exact context size, when the policy knows it
     completion_tokens: int | None = None
+    cut: bool = False                                # it ran out of tokens before its end: recorded, nothing run
 
 
 @runtime_checkable

@@ -16,11 +16,9 @@ from typing import Any, Iterable, TypeVar
 
 import yaml
 
+from .errors import ConfigError
+
 C = TypeVar("C")
-
-
-class ConfigError(ValueError):
-    """A config names a field the run does not have, or gives a field a value it cannot run with."""
 
 
 def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
@@ -235,7 +233,7 @@ def task_ids_under(tasks_root: str | Path) -> set[str] | None:
     """The ids (task.toml `id`) of the tasks under `tasks_root`, read without loading them; None if no such folder."""
     import tomllib
 
-    from ..task.task import find_task_dirs
+    from .task.task import find_task_dirs
 
     if not Path(tasks_root).is_dir():
         return None

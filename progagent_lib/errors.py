@@ -1,7 +1,18 @@
-"""What can go wrong with the engine, each with the fix in its message."""
+"""The errors more than one layer raises or catches, on the ground floor so that no import runs upward for them.
+
+`PolicyError`: a policy or generator could not produce a turn (the episode ends errored, recorded).
+`ConfigError`: a config field with a value it cannot run with (`progagent_lib.config`).
+`EngineError` and its kinds: what can go wrong with the inference engine, each with the fix in its message.
+"""
 from __future__ import annotations
 
-from ..harness.episode import PolicyError
+
+class PolicyError(RuntimeError):
+    """A policy could not produce a turn (e.g. a remote API kept failing); the episode ends, recorded."""
+
+
+class ConfigError(ValueError):
+    """A config names a field the run does not have, or gives a field a value it cannot run with."""
 
 
 class EngineError(RuntimeError):
