@@ -385,3 +385,36 @@ def test_reproduce_without_the_engines_environment_says_how_to_get_it(tmp_path, 
     done = subprocess.run([sys.executable, "-m", "progagent_lib.cli", "reproduce", "--profile", "eng", "--run-dir",
                            str(tmp_path / "run"), "--only", "none"], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 1 and "make engine" in done.stderr and "--no-engine" in done.stderr, done.stderr
+
+
+def test_a_sigterm_to_the_process_that_started_the_server_stops_the_server(tmp_path):
+    """The server runs in a session of its own: before, `kill` of a `progagent reproduce` left vLLM running (found
+    holding its memory after a study run was stopped). A SIGTERM now unwinds the starter, which stops the server."""
+    script = tmp_path / "starter.py"
+    script.write_text(
+        "import sys, time\n"
+        "from progagent_lib.engine import EngineServer, free_port\n"
+        "with EngineServer('smollm2', free_port()) as server:\n"
+        "    print(server.process.pid, flush=True)\n"
+        "    time.sleep(600)\n")
+    starter = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                               cwd=Path(__file__).resolve().parents[1])
+    try:
+        engine_pid = int(starter.stdout.readline())
+        os.kill(starter.pid, 15)
+        assert starter.wait(timeout=120) == 143
+
+        def live_in_group() -> list[int]:   # zombies left to a non-reaping init do not count
+            found = []
+            for stat in Path("/proc").glob("[0-9]*/stat"):
+                try:
+                    fields = stat.read_text().rsplit(")", 1)[1].split()
+                except OSError:
+                    continue
+                if int(fields[2]) == engine_pid and fields[0] != "Z":
+                    found.append(int(stat.parent.name))
+            return found
+
+        assert live_in_group() == []   # the server and its engine-core children are gone
+    finally:
+        starter.kill()

@@ -15,18 +15,19 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import httpx
 
 from ..cache import cache_root
-from . import vllm_side
-from ..generation.access import is_loopback_host, new_api_key, remove_key_file, write_key_file
 from ..errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
+from ..generation.access import is_loopback_host, new_api_key, remove_key_file, write_key_file
 from ..generation.models import resolve_model_source
+from . import vllm_side
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VENV = REPO / ".venv-engine"
@@ -125,6 +126,7 @@ class EngineServer:
     model_path: str = field(default="", init=False)
     key_path: Path | None = field(default=None, init=False)
     _stopped: bool = field(default=False, init=False, repr=False)
+    _sigterm_handler: Any = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not is_loopback_host(self.host) and not self.allow_non_loopback:
@@ -198,6 +200,7 @@ class EngineServer:
         # vLLM's own check (/v1) and the middleware (every route) read the key from here.
         env.update(VLLM_API_KEY=self.api_key, PYTHONPATH=str(vllm_side.FOLDER))
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._stop_on_sigterm()
         with open(self.log_path, "wb") as log:
             # A session of its own: vLLM starts an engine-core child; stop() signals the whole group.
             self.process = subprocess.Popen([str(python), *self.command()[1:]], stdout=log, stderr=subprocess.STDOUT,
@@ -209,6 +212,26 @@ class EngineServer:
             self.stop()
             raise
         return self
+
+    def _stop_on_sigterm(self) -> None:
+        """The server runs in a session of its own, so a SIGTERM to this process (a `kill`, a job scheduler's stop)
+        would leave it running, holding its memory and port. Python's default SIGTERM ends the process without
+        unwinding; while a server runs, a SIGTERM to the main thread raises SystemExit instead, so `with` blocks and
+        `finally` clauses stop it. A handler the program set itself is left alone."""
+        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+            return
+
+        def exit_on_sigterm(signum: int, frame: Any) -> None:
+            raise SystemExit(128 + signum)
+
+        signal.signal(signal.SIGTERM, exit_on_sigterm)
+        self._sigterm_handler = exit_on_sigterm
+
+    def _restore_sigterm(self) -> None:
+        handler, self._sigterm_handler = self._sigterm_handler, None
+        if handler is not None and threading.current_thread() is threading.main_thread() \
+                and signal.getsignal(signal.SIGTERM) is handler:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def _wait_ready(self) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -266,6 +289,7 @@ class EngineServer:
         if process is None or self._stopped:
             return
         self._stopped = True
+        self._restore_sigterm()
         if self.api_key:  # clients of a stopped server have nothing to find
             remove_key_file(self.host, self.port, self.api_key)
         if process.poll() is None:
