@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "progagent_lib.analysis.cli",    # reproduce
     "progagent_lib.analysis.memorization",  # memorization (the fixed-replay baseline over the pool)
     "progagent_lib.integrations.openenv_cli",  # openenv serve (the task pool as an OpenEnv server)
+    "progagent_lib.benchmarks.cli",  # bench list | run (external suites: AgentDojo)
 ]
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "progagent_lib"
 LAYERS = {"errors": 0, "textsafe": 0, "stats": 0, "cache": 0, "task": 1, "config": 1, "runtime": 2, "harness": 3,
-          "generation": 4, "policy": 5, "engine": 5, "train": 6, "synthesis": 6, "analysis": 6, "integrations": 6}
+          "generation": 4, "policy": 5, "engine": 5, "train": 6, "synthesis": 6, "analysis": 6, "integrations": 6,
+          "benchmarks": 6}
 TOP = 7   # command lines sit on top of everything
 KNOWN_UPWARD: set[tuple[str, str]] = set()   # was 5 edges (engine and policy into train, harness.batch into policy)
 

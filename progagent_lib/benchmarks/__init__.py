@@ -1,0 +1,14 @@
+"""External benchmarks played under every harness and scored by their own checkers (`progagent bench`).
+
+A suite is registered in `base.SUITES` by name and imported only when used, so `progagent bench list` works without
+it installed. `base` holds the adapter (an external task as our `Task`, its tools as an `Environment`'s), `agentdojo`
+the AgentDojo suite, `ground_truth` the reference-replaying policy, `run` the batch and its table.
+"""
+from .base import (SUITES, Benchmark, BenchmarkError, ExternalEnvironment, ExternalTask, ExternalTool, Reference,
+                   list_suites, load_suite)
+from .ground_truth import GroundTruthPolicy
+from .run import BenchResult, bench_frame, bench_table, failing, run_benchmark
+
+__all__ = ["SUITES", "Benchmark", "BenchmarkError", "BenchResult", "ExternalEnvironment", "ExternalTask", "ExternalTool",
+           "GroundTruthPolicy", "Reference", "bench_frame", "bench_table", "failing", "list_suites", "load_suite",
+           "run_benchmark"]

@@ -1,0 +1,69 @@
+"""`--policy ground-truth`: a suite's own reference calls replayed under a harness, then its reference answer handed in.
+
+DTC and Hybrid: one direct call per turn, in the reference's order. PTC: all calls as ONE program of
+`tools.<name>(**arguments)` lines (the arguments written as Python literals of their JSON values, so the kernel
+receives exactly the reference's values). Then `claim_done` with the suite's reference answer (AgentDojo:
+`GROUND_TRUTH_OUTPUT`, the text its own ground-truth pipeline ends with; empty where the task gives none).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import PolicyError
+from ..harness.session import ToolCall
+from ..harness.spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, get_harness
+from ..harness.turn import PolicyTurn
+from .base import Reference
+
+NAME = "ground-truth"
+
+
+def reference_program(calls: list[tuple[str, dict]]) -> str:
+    """The reference calls as one program: `result_<i> = tools.<name>(arg=value, ...)` per call, then a short print."""
+    lines = []
+    for i, (name, arguments) in enumerate(calls, 1):
+        if not name.isidentifier():
+            raise PolicyError(f"the reference calls a tool whose name is not a Python identifier: {name!r}")
+        written = ", ".join(f"{key}={value!r}" for key, value in arguments.items())
+        lines.append(f"result_{i} = tools.{name}({written})")
+    lines.append(f"print('ran {len(calls)} reference call(s)')")
+    return "\n".join(lines)
+
+
+class GroundTruthPolicy:
+    """Plays an external task's `reference()` under one harness (`start_episode(task)` gives the per-episode player)."""
+
+    name = NAME
+
+    def __init__(self, harness: str):
+        self.harness = get_harness(harness).name
+
+    def start_episode(self, task: Any, params: dict | None = None) -> "GroundTruthEpisode":
+        if not hasattr(task, "reference"):
+            raise PolicyError(f"{NAME} plays external benchmark tasks only; {getattr(task, 'id', task)!r} has no reference")
+        return GroundTruthEpisode(task.reference(), self.harness)
+
+    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+        raise PolicyError(f"{NAME} plays one episode at a time: run it through run_episode (start_episode(task))")
+
+
+class GroundTruthEpisode:
+    """The turns of one reference: the calls (one per turn, or one program), then claim_done."""
+
+    def __init__(self, reference: Reference, harness: str):
+        if harness == "ptc":
+            self.turns = [(PROGRAMMATIC_TOOL_CALL, {"code": reference_program(reference.calls)})] if reference.calls else []
+        else:
+            self.turns = [(name, dict(arguments)) for name, arguments in reference.calls]
+        self.turns.append((CLAIM_DONE, {"action": reference.answer}))
+        self.step = 0
+
+    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+        if self.step >= len(self.turns):
+            raise PolicyError("the reference has no step left; claim_done should have ended the episode")
+        name, arguments = self.turns[self.step]
+        self.step += 1
+        return PolicyTurn(tool_calls=[ToolCall(name, arguments)])
+
+
+__all__ = ["GroundTruthPolicy", "GroundTruthEpisode", "NAME", "reference_program"]
