@@ -73,26 +73,11 @@ def qwen3_chat_template() -> str:
     return QWEN3_CHAT_TEMPLATE_PATH.read_text(encoding="utf-8")
 
 
-class _RecordingTools:
-    """`tools.name(...)` over env.call_tool that keeps each result's JSON text (sample observations)."""
-
-    def __init__(self, env: Any, sink: list[str], limit_chars: int = 4000):
-        self._env, self._sink, self._limit = env, sink, limit_chars
-
-    def __getitem__(self, name: str):
-        def call(**kwargs: Any) -> Any:
-            result = self._env.call_tool(name, kwargs)
-            self._sink.append(json.dumps(result, default=str)[: self._limit])
-            return result
-        return call
-
-    __getattr__ = __getitem__
-
-
 def pool_corpus(tasks_root: str | Path = "tasks", *, scale: str = "v0", seed: int = 0) -> list[str]:
     """Texts the tokenizer is trained on: prompts, schemas, harness prompts, oracle programs, sample tool results."""
     from progagent_lib import load_pool
     from progagent_lib.harness.spec import HARNESSES, PROMPTS, model_tool_schemas
+    from progagent_lib.task.environment import ToolBox
 
     texts: list[str] = [p.read_text() for p in sorted(PROMPTS.glob("*.md"))]
     # strict=False: a task still being written elsewhere must not stop the tokenizer from being built.
@@ -107,7 +92,8 @@ def pool_corpus(tasks_root: str | Path = "tasks", *, scale: str = "v0", seed: in
         except Exception:  # a broken generator only costs us its sample observations
             continue
         try:
-            texts.append(str(task.oracle(_RecordingTools(env, texts), env.params)))
+            keep = lambda name, result: texts.append(json.dumps(result, default=str)[:4000])   # sample observations
+            texts.append(str(task.oracle(ToolBox(env, observe=keep), env.params)))
         except Exception:
             pass
         finally:

@@ -145,10 +145,11 @@ class ToolBox(Mapping[str, Callable[..., Any]]):
     """`tools.name(...)` and `tools["name"](...)`: the task's tools as plain functions.
 
     It is also a read-only mapping name -> callable, which is the authors' `tools` dict interface.
+    `observe(name, result)`, when given, sees each call's result (e.g. to keep sample observations).
     """
 
-    def __init__(self, env: "Environment"):
-        self._env = env
+    def __init__(self, env: "Environment", observe: Callable[[str, Any], None] | None = None):
+        self._env, self._observe = env, observe
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         if name not in self._env.tool_specs:
@@ -167,7 +168,10 @@ class ToolBox(Mapping[str, Callable[..., Any]]):
             repeated = sorted(set(arguments) & set(kwargs))
             if repeated:
                 raise ToolError(f"{name}() got multiple values for {', '.join(repeated)}")
-            return env.call_tool(name, {**arguments, **kwargs})
+            result = env.call_tool(name, {**arguments, **kwargs})
+            if self._observe is not None:
+                self._observe(name, result)
+            return result
 
         call.__name__ = name
         call.__doc__ = spec.description
