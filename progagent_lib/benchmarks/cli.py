@@ -3,6 +3,7 @@
     progagent bench list
     progagent bench run agentdojo --policy ground-truth --harness dtc,ptc --suite banking --limit 3 \
         --out runs/agentdojo_gt.jsonl
+    progagent bench run bfcl --policy ground-truth --harness dtc,ptc --category base --limit 5
 
 `bench run` plays each task of the suite under each harness (one episode, scale v0, seed 0), appends every
 trajectory to --out as it ends (a rerun skips the episodes already there), and prints a table per harness: the
@@ -22,18 +23,20 @@ from ..harness.spec import HARNESSES
 def register(subparsers) -> None:
     from ..policy.factory import SPEC_HELP
 
-    bench = subparsers.add_parser("bench", help="external benchmarks (AgentDojo) under every harness",
+    bench = subparsers.add_parser("bench", help="external benchmarks (AgentDojo, BFCL multi-turn) under every harness",
                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = bench.add_subparsers(dest="bench_command", required=True)
     listing = commands.add_parser("list", help="the registered suites and whether their package is installed")
     listing.set_defaults(func=list_command)
     run = commands.add_parser("run", help="run a policy on a suite's tasks", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
-    run.add_argument("suite", help="a suite from `progagent bench list` (agentdojo)")
+    run.add_argument("suite", help="a suite from `progagent bench list` (agentdojo, bfcl)")
     run.add_argument("--policy", default="ground-truth", help=f"ground-truth | {SPEC_HELP} (default ground-truth)")
     run.add_argument("--harness", default="dtc,ptc", help=f"comma-separated harnesses from {','.join(HARNESSES)} (default dtc,ptc)")
-    run.add_argument("--suite", dest="parts", help="comma-separated parts of the suite (AgentDojo: workspace,travel,banking,slack; default all)")
-    run.add_argument("--task", dest="task_ids", nargs="+", help="task ids, e.g. agentdojo/banking/user_task_0")
+    run.add_argument("--suite", "--category", dest="parts",
+                     help="comma-separated parts of the suite (AgentDojo: workspace,travel,banking,slack; BFCL: "
+                          "base,miss_func,miss_param,long_context; default all)")
+    run.add_argument("--task", dest="task_ids", nargs="+", help="task ids, e.g. agentdojo/banking/user_task_0, bfcl/base/multi_turn_base_0")
     run.add_argument("--limit", type=int, help="the first N tasks of each part")
     run.add_argument("--injections", action="store_true",
                      help="attach the suite's injection tasks (AgentDojo: each user task x each injection task, its "

@@ -4,6 +4,8 @@ DTC and Hybrid: one direct call per turn, in the reference's order. PTC: all cal
 `tools.<name>(**arguments)` lines (the arguments written as Python literals of their JSON values, so the kernel
 receives exactly the reference's values). Then `claim_done` with the suite's reference answer (AgentDojo:
 `GROUND_TRUTH_OUTPUT`, the text its own ground-truth pipeline ends with; empty where the task gives none).
+A reference with several scripted user turns (BFCL multi-turn) is played turn by turn: each user turn's calls (one
+program per user turn under PTC), then `claim_done`, after which the environment gives the next user message.
 """
 from __future__ import annotations
 
@@ -48,14 +50,20 @@ class GroundTruthPolicy:
 
 
 class GroundTruthEpisode:
-    """The turns of one reference: the calls (one per turn, or one program), then claim_done."""
+    """The turns of one reference: the calls (one per turn, or one program), then claim_done. With several scripted
+    user turns (BFCL), that per user turn: its calls, then claim_done, which hands the turn back to the user (the
+    reference's answer on the last)."""
 
     def __init__(self, reference: Reference, harness: str):
-        if harness == "ptc":
-            self.turns = [(PROGRAMMATIC_TOOL_CALL, {"code": reference_program(reference.calls)})] if reference.calls else []
-        else:
-            self.turns = [(name, dict(arguments)) for name, arguments in reference.calls]
-        self.turns.append((CLAIM_DONE, {"action": reference.answer}))
+        self.turns = []
+        user_turns = reference.user_turns()
+        for index, calls in enumerate(user_turns):
+            if harness == "ptc":
+                self.turns += [(PROGRAMMATIC_TOOL_CALL, {"code": reference_program(calls)})] if calls else []
+            else:
+                self.turns += [(name, dict(arguments)) for name, arguments in calls]
+            last = index == len(user_turns) - 1
+            self.turns.append((CLAIM_DONE, {"action": reference.answer if last else ""}))
         self.step = 0
 
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:

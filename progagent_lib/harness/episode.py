@@ -161,6 +161,8 @@ class Episode:
 
         The returned messages are the tool messages (one per call, in order), then one user message per
         block that could not be parsed. claim_done ends the episode at once: later calls in its turn are not run.
+        Where the environment scripts more user turns (`env.next_user_message(reply)`), a turn without tool calls or
+        with claim_done ends the model's turn instead, and the user's next message is the last message returned.
         """
         if self.finished:
             raise RuntimeError(f"the episode has ended ({self.end_reason}); it takes no more turns")
@@ -178,14 +180,26 @@ class Episode:
         parse_errors = list(getattr(turn, "parse_errors", None) or [])
         if not calls and not parse_errors:
             self.final_response = turn.text or ""
-            self._end("no_tool_call")
-            return []
+            next_user_message = getattr(self.env, "next_user_message", None)
+            follow_up = next_user_message(self.final_response) if next_user_message is not None else None
+            if follow_up is None:
+                self._end("no_tool_call")
+                return []
+            added = [self._add_user_message(follow_up)]
+            self._check_budgets()
+            return added
 
         added: list[dict] = []
         self.last_observations = []
         for call in calls:
             if self.session.done:
                 break
+            if self.session.user_message is not None:  # claim_done ended the user turn; the conversation goes on
+                content = "Not run: claim_done ended your turn before this call."
+                added.append(_tool_message(call, content))   # every call of a kept turn gets its answer
+                self._record(CallRecord(turn_index, call.name, call.arguments, content, self.count(content), 0.0,
+                                        True, "invalid"))
+                continue
             if self.limits.max_tool_calls is not None and t.model_tool_calls >= self.limits.max_tool_calls:
                 content = tool_budget_message(self.limits.max_tool_calls)
                 added.append(_tool_message(call, content))
@@ -208,8 +222,22 @@ class Episode:
                 self._record(CallRecord(turn_index, "<malformed>", {}, feedback, self.count(feedback), 0.0, True,
                                         "malformed"))
         self.messages.extend(added)
+        if self.session.user_message is not None:   # claim_done ended a user turn of a scripted conversation
+            follow_up, self.session.user_message = self.session.user_message, None
+            added.append(self._add_user_message(follow_up))
         self._check_budgets()
         return added
+
+    def _add_user_message(self, text: str) -> dict:
+        """The scripted user's next message (a suite with several user turns, e.g. BFCL multi-turn: the environment's
+        `next_user_message(reply)` gives it when the model ends its turn, by a plain answer or claim_done). The
+        episode goes on; the tools are read again, since a suite may offer a tool from a later turn on."""
+        message = {"role": "user", "content": clean_text(text)}
+        self.messages.append(message)
+        self.tools = self.session.tool_schemas()
+        self.trajectory.tools = self.tools
+        self.context_tokens += self.count(message["content"])
+        return message
 
     def cut_turn(self, turn: Any) -> None:
         """A turn that ran out of tokens before its end-of-turn token: recorded as text, nothing is run."""

@@ -150,7 +150,7 @@ class HarnessMCPServer:
         if episode.finished:
             return _error_result(ended_message(episode.end_reason))
         try:
-            (message,) = episode.add_turn(ClientTurn([ToolCall(name=name, arguments=arguments)]))
+            message, *follow_up = episode.add_turn(ClientTurn([ToolCall(name=name, arguments=arguments)]))
         except Exception as exc:  # the machinery failed, not the model: the episode ends errored, as in training
             episode.fail(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
             try:
@@ -159,6 +159,8 @@ class HarnessMCPServer:
                 logger.exception("the errored episode could not be scored or written")
             raise
         text = message["content"]  # the observation as it entered the context (cut by the episode's limits)
+        if follow_up:   # a scripted user's next message (an environment with several user turns): the client reads it here
+            text += "".join(f"\n\n[user] {m['content']}" for m in follow_up)
         observations = episode.last_observations
         observation = observations[-1] if observations else None
         is_error = observation.is_error if observation is not None else True  # None: refused over the budget

@@ -5,7 +5,9 @@ server and the RL rollouts, so every front end applies the same rules:
 
 - `programmatic_tool_call(code)` runs the program in the episode's persistent kernel (PTC, Hybrid);
 - `terminal(command)` runs a shell command confined to the workspace;
-- `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused);
+- `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused); where the
+  environment scripts further user turns (`env.next_user_message(reply)`, BFCL multi-turn), it ends the model's
+  turn instead and the user's next message is left in `user_message` for the episode to append;
 - a task tool runs directly under DTC and Hybrid; under PTC the model is told to call it from a program.
   A direct call goes through the same `runtime.bridge.ToolRouter` as a call inside a program, so the
   error mode (`is_error`, `off`, `detect`) is applied in one place, the bridge, for both;
@@ -84,6 +86,7 @@ class Session:
         self.done = False
         self.final_answer: str | None = None
         self.result: VerifyResult | None = None
+        self.user_message: str | None = None   # a scripted user's next message, after claim_done ended a user turn
         self.closed = False
 
     # --- what the model sees ----------------------------------------------------------------------
@@ -163,6 +166,14 @@ class Session:
                            kind="terminal", timed_out=result.timed_out, truncated=result.truncated)
 
     def _claim_done(self, action: str) -> Observation:
+        # A suite with scripted user turns (BFCL multi-turn) takes `action` as the reply that ends the model's
+        # turn and answers with the user's next message; the episode appends it after this turn's tool messages.
+        next_user_message = getattr(self.env, "next_user_message", None)
+        follow_up = next_user_message(action) if next_user_message is not None else None
+        if follow_up is not None:
+            self.user_message = follow_up
+            return Observation("Your reply was handed to the user; their next message follows.", is_error=False,
+                               kind="claim_done")
         self.result = self.env.verify(action)
         self.final_answer = action
         self.done = True
