@@ -1,6 +1,7 @@
 """The errors more than one layer raises or catches, on the ground floor so that no import runs upward for them.
 
-`PolicyError`: a policy or generator could not produce a turn (the episode ends errored, recorded).
+`PolicyError`: a policy or generator could not produce a turn (the episode ends errored, recorded); its kind
+`ContextFull`: the context no longer fits the model (a budget, not a failure: the episode ends as max_context_tokens).
 `ConfigError`: a config field with a value it cannot run with (`progagent_lib.config`).
 `EngineError` and its kinds: what can go wrong with the inference engine, each with the fix in its message.
 """
@@ -9,6 +10,12 @@ from __future__ import annotations
 
 class PolicyError(RuntimeError):
     """A policy could not produce a turn (e.g. a remote API kept failing); the episode ends, recorded."""
+
+
+class ContextFull(PolicyError):
+    """The next turn's context no longer fits the model's positions: the model ran out of context, as a budget runs
+    out (the episode ends as `max_context_tokens`, truncated, not errored). A policy that never checks raises
+    nothing, and its server's refusal is a plain PolicyError."""
 
 
 class ConfigError(ValueError):

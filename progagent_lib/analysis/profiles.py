@@ -81,6 +81,12 @@ class Profile:
                        output_dir=str(self.run_dir), sft=replace(recipe.sft, tasks_root=root),
                        gspo=replace(recipe.gspo, tasks_root=root), eval=replace(recipe.eval, tasks_root=root))
 
+    def benchmark_settings(self) -> "BenchmarkSettings":
+        """Notebook 09's settings (`benchmarks:`; BenchmarkSettings' defaults where the profile leaves them out)."""
+        from ..config import from_dict
+
+        return from_dict(BenchmarkSettings, self.get("benchmarks") or {}, f"profile {self.name!r}: benchmarks")
+
     @property
     def figures_dir(self) -> Path:
         return self.resolve(self.get("figures_dir", "figures"))
@@ -126,6 +132,40 @@ class DifficultySettings:
 
 
 @dataclass
+class BenchmarkSettings:
+    """Notebook 09: the external suites (AgentDojo, BFCL multi-turn) under each harness, by policy."""
+
+    suites: dict = field(default_factory=lambda: {"agentdojo": ["banking", "slack"], "bfcl": ["base"]}, metadata={
+        "help": "Suite -> the parts played (AgentDojo: workspace, travel, banking, slack; BFCL: base, miss_func, "
+                "miss_param, long_context; an empty list: every part)."})
+    limit: int = field(default=1, metadata={"help": "Tasks per part: the first N (the memorization baseline replays "
+                                                    "the part's last task's reference, so N must stay below a part's size)."})
+    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc"], metadata={"help": "Harnesses played."})
+    stages: list[str] = field(default_factory=lambda: ["base", "gspo"], metadata={
+        "help": "Models in the table: base, and each trained recipe's sft, gspo, control (those whose checkpoint exists)."})
+    max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model turn (a longer one is cut)."})
+    max_turns: int = field(default=8, metadata={"help": "Model turns per episode (BFCL's scripted user turns included)."})
+    max_tool_calls: int = field(default=20, metadata={"help": "Tool calls per episode (a program counts once)."})
+
+    def __post_init__(self) -> None:
+        from ..benchmarks.base import SUITES
+
+        if not isinstance(self.suites, dict) or not self.suites:
+            raise config_error(self, "suites", f"must map suite names ({', '.join(SUITES)}) to lists of parts")
+        unknown = [name for name in self.suites if name not in SUITES]
+        if unknown:
+            raise config_error(self, "suites", f"unknown suite(s) {unknown}; known: {', '.join(SUITES)}")
+        for name, parts in self.suites.items():
+            if not isinstance(parts, list) or not all(isinstance(p, str) and p for p in parts):
+                raise config_error(self, "suites", f"{name}: the parts must be a list of names (empty: every part)")
+        check_int(self, "limit", at_least=1)
+        check_choices(self, "harnesses", HARNESS_NAMES)
+        check_choices(self, "stages", CROSS_HARNESS_STAGES)
+        for name in ("max_new_tokens", "max_turns", "max_tool_calls"):
+            check_int(self, name, at_least=1)
+
+
+@dataclass
 class ProfileSettings:
     """The keys a profile in profiles.yaml may set, checked when it loads (after `extends:` is merged). A key the
     profile leaves out is not filled in: a notebook that needs it says so (ProfileError)."""
@@ -164,6 +204,8 @@ class ProfileSettings:
         "help": "Scales of the ablations' pass-rate table."})
     figures_dir: str = field(default="figures", metadata={
         "help": "Where figures are saved (relative to the repository)."})
+    benchmarks: BenchmarkSettings = field(default_factory=BenchmarkSettings, metadata={
+        "help": "Notebook 09: external suites by policy and harness: suites, limit, harnesses, stages, budgets."})
 
     def __post_init__(self) -> None:
         check_text(self, "description", empty=True)
@@ -183,6 +225,7 @@ class ProfileSettings:
         check_choices(self, "cross_harness_stages", CROSS_HARNESS_STAGES)
         check_nested(self, "comparison", ComparisonSettings)
         check_nested(self, "difficulty", DifficultySettings)
+        check_nested(self, "benchmarks", BenchmarkSettings)
         check_text(self, "train_config")
         if not Profile.resolve(self.train_config).is_file():
             raise config_error(self, "train_config", f"no such file (relative to {REPO}); the presets are in configs/")

@@ -9,7 +9,9 @@
 trajectory to --out as it ends (a rerun skips the episodes already there), and prints a table per harness: the
 pass rate by the suite's own checker, task-tool calls and tool-output tokens per episode, how many checkers raised
 (with --injections also the share of attached injections the policy followed). `--policy ground-truth` replays the
-suite's own reference calls; any other policy spec is the one `progagent run` takes (hf:..., openai:..., replay:...).
+suite's own reference calls; `--policy fixed-reference` (the memorization baseline) replays the reference of each
+part's last task on every task of that part; any other policy spec is the one `progagent run` takes (hf:...,
+openai:..., replay:...).
 """
 from __future__ import annotations
 
@@ -31,7 +33,7 @@ def register(subparsers) -> None:
     run = commands.add_parser("run", help="run a policy on a suite's tasks", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("suite", help="a suite from `progagent bench list` (agentdojo, bfcl)")
-    run.add_argument("--policy", default="ground-truth", help=f"ground-truth | {SPEC_HELP} (default ground-truth)")
+    run.add_argument("--policy", default="ground-truth", help=f"ground-truth | fixed-reference | {SPEC_HELP} (default ground-truth)")
     run.add_argument("--harness", default="dtc,ptc", help=f"comma-separated harnesses from {','.join(HARNESSES)} (default dtc,ptc)")
     run.add_argument("--suite", "--category", dest="parts",
                      help="comma-separated parts of the suite (AgentDojo: workspace,travel,banking,slack; BFCL: "
@@ -62,7 +64,7 @@ def run_command(args) -> int:
     from ..harness.summary import print_table
     from ..textsafe import clean_text
     from .base import BenchmarkError, load_suite
-    from .ground_truth import NAME, GroundTruthPolicy
+    from .ground_truth import FIXED_NAME, NAME, FixedReferencePolicy, GroundTruthPolicy
     from .run import bench_table, failing, run_benchmark
 
     harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
@@ -87,6 +89,8 @@ def run_command(args) -> int:
         return 2
     if args.policy == NAME:
         policies = {h: GroundTruthPolicy(h) for h in harnesses}
+    elif args.policy == FIXED_NAME:
+        policies = {h: FixedReferencePolicy(h, bench) for h in harnesses}
     else:
         from ..policy.factory import policies_for
 

@@ -1,4 +1,5 @@
-"""`--policy ground-truth`: a suite's own reference calls replayed under a harness, then its reference answer handed in.
+"""`--policy ground-truth`: a suite's own reference calls replayed under a harness, then its reference answer handed in;
+`--policy fixed-reference`: the memorization baseline on a suite, one task's reference replayed on every other task.
 
 DTC and Hybrid: one direct call per turn, in the reference's order. PTC: all calls as ONE program of
 `tools.<name>(**arguments)` lines (the arguments written as Python literals of their JSON values, so the kernel
@@ -18,6 +19,7 @@ from ..harness.turn import PolicyTurn
 from .base import Reference
 
 NAME = "ground-truth"
+FIXED_NAME = "fixed-reference"
 
 
 def reference_program(calls: list[tuple[str, dict]]) -> str:
@@ -49,6 +51,34 @@ class GroundTruthPolicy:
         raise PolicyError(f"{NAME} plays one episode at a time: run it through run_episode (start_episode(task))")
 
 
+class FixedReferencePolicy:
+    """The memorization baseline on an external suite: one stored solution per part of the suite, replayed verbatim
+    on every task of that part, whatever the task asks. The stored solution is the reference of the part's LAST task
+    (`sources`), so an evaluation of the first N tasks of each part (`--limit N`, N below the part's size) never
+    includes it: what this baseline passes, one fixed call sequence passes without reading the task. A trained model
+    that does no better than this has learnt a string, not the suite."""
+
+    name = FIXED_NAME
+
+    def __init__(self, harness: str, bench: Any):
+        self.harness = get_harness(harness).name
+        self.sources: dict[str, Any] = {}
+        for task in bench.tasks.values():
+            self.sources[task.group] = task   # the last of each part
+        self._references: dict[str, Reference] = {}
+
+    def start_episode(self, task: Any, params: dict | None = None) -> "GroundTruthEpisode":
+        source = self.sources.get(getattr(task, "group", None))
+        if source is None or not hasattr(source, "reference"):
+            raise PolicyError(f"{FIXED_NAME} plays external benchmark tasks only; no part holds {getattr(task, 'id', task)!r}")
+        if source.id not in self._references:
+            self._references[source.id] = source.reference()
+        return GroundTruthEpisode(self._references[source.id], self.harness)
+
+    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+        raise PolicyError(f"{FIXED_NAME} plays one episode at a time: run it through run_episode (start_episode(task))")
+
+
 class GroundTruthEpisode:
     """The turns of one reference: the calls (one per turn, or one program), then claim_done. With several scripted
     user turns (BFCL), that per user turn: its calls, then claim_done, which hands the turn back to the user (the
@@ -74,4 +104,4 @@ class GroundTruthEpisode:
         return PolicyTurn(tool_calls=[ToolCall(name, arguments)])
 
 
-__all__ = ["GroundTruthPolicy", "GroundTruthEpisode", "NAME", "reference_program"]
+__all__ = ["FIXED_NAME", "FixedReferencePolicy", "GroundTruthPolicy", "GroundTruthEpisode", "NAME", "reference_program"]

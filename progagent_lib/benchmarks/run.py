@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import polars as pl
 
 from ..harness import run_episode
+from ..harness.episode import Limits
 from ..harness.spec import get_harness
 from ..harness.summary import is_infra_error, trajectories_frame
 from ..harness.trajectory import Trajectory, episode_key, iter_jsonl, write_jsonl
@@ -39,11 +40,12 @@ class BenchResult:
 
 def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Sequence[str],
                   policies: dict[str, Any] | Callable[[str], Any], out: str | Path | None = None, *,
-                  progress: bool = True, session_kwargs: dict | None = None) -> BenchResult:
+                  progress: bool = True, session_kwargs: dict | None = None, limits: Limits | None = None,
+                  desc: str | None = None) -> BenchResult:
     """Every (task, harness) episode not already in `out` (one sample, scale v0, seed 0), appended to `out` as it ends.
 
-    `policies` is a dict harness -> policy or a function harness -> policy. An episode that raises is reported in
-    `failures` and the run goes on."""
+    `policies` is a dict harness -> policy or a function harness -> policy. `limits`: the episodes' budgets (default
+    our `Limits`). An episode that raises is reported in `failures` and the run goes on."""
     from tqdm.auto import tqdm
 
     harnesses = [get_harness(h).name for h in harnesses]
@@ -57,9 +59,9 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
     done = {t.key for t in earlier}
     todo = [(t, h) for t, h in wanted if episode_key(t.id, "v0", 0, h, names[h], 0) not in done]
     result = BenchResult(list(earlier), skipped=len(wanted) - len(todo))
-    for task, harness in tqdm(todo, unit="episode", disable=not progress, file=sys.stderr):
+    for task, harness in tqdm(todo, unit="episode", disable=not progress, file=sys.stderr, desc=desc):
         try:
-            trajectory = run_episode(task, "v0", 0, harness, policies[harness],
+            trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits,
                                      system_prompt=bench.system_prompts.get(harness), session_kwargs=session_kwargs)
         except Exception as exc:  # one broken task never stops the run
             result.failures.append(f"{task.id} [{harness}]: {type(exc).__name__}: {exc}")

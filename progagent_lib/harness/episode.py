@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..errors import PolicyError
+from ..errors import ContextFull, PolicyError
 from ..textsafe import clean_text
 from .end_reasons import END_REASONS, INFRASTRUCTURE_END_REASONS, TRUNCATION_END_REASONS
 from .metrics import TokenCounter, analyze_program
@@ -253,6 +253,10 @@ class Episode:
         ends as `client_closed`, and `to_trajectory()` judges the state as left, as after a plain answer."""
         self._end("client_closed")
 
+    def end_context_full(self) -> None:
+        """The next turn's context does not fit the model (`ContextFull`): ended as the context budget ends it."""
+        self._end("max_context_tokens")
+
     def fail(self, error: str) -> None:
         """The policy could not produce a turn: the episode ends as an infrastructure error."""
         self.trajectory.error = str(error)
@@ -337,6 +341,9 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
         while not episode.finished:
             try:
                 turn = agent.act(episode.messages, episode.tools)
+            except ContextFull:     # the model's positions are a context budget too: truncated, not errored
+                episode.end_context_full()
+                break
             except PolicyError as exc:
                 episode.fail(str(exc))
                 break

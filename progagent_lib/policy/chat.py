@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..errors import PolicyError
+from ..errors import ContextFull
 from ..generation.turns import TurnGenerator, decode_turn
 from ..harness.chat_format import ChatFormat
 from ..harness.turn import PolicyTurn
@@ -26,7 +26,8 @@ class ChatPolicy:
         max_new_tokens: bound of one turn; a turn that reaches it before its end-of-turn token is cut (the episode
             records it and ends as `turn_cut`).
         response_prefix: text the assistant turn is forced to start with (prefill), e.g. "<think>\\n".
-        max_positions: the model's context length, when known: a longer context raises PolicyError.
+        max_positions: the model's context length, when known: a longer context raises ContextFull (the episode
+            ends as max_context_tokens).
     """
 
     def __init__(self, generator: TurnGenerator, chat: ChatFormat, *, max_new_tokens: int = 1024,
@@ -50,7 +51,7 @@ class ChatPolicy:
     def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
         prompt = self.prompt_ids(messages, tools)
         if self.max_positions is not None and len(prompt) >= self.max_positions:
-            raise PolicyError(f"the context ({len(prompt)} tokens) no longer fits {self.name} "
+            raise ContextFull(f"the context ({len(prompt)} tokens) no longer fits {self.name} "
                               f"({self.max_positions} positions)")
         with self._lock:
             turn = self.generator([prompt], self.max_new_tokens)[0]

@@ -17,7 +17,7 @@ from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
 from ..config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
                      check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
-from .common import HARNESS_NAMES, limits_of, select_tasks
+from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
 from ..generation import generator_config, make_generator
 from .rollout import RolloutSpec, run_token_episodes
 
@@ -145,23 +145,22 @@ def policy_label(config: EvalConfig) -> str:
     return f"hf:{config.model}" + (f"@{config.stage}" if config.stage else "")
 
 
-def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[list[Trajectory], list[PassRateRow]]:
-    """Play every (harness, task, scale, seed, sample) with the checkpoint; write trajectories and the table."""
-    import torch
-
+def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[Any, Any, Any]:
+    """(generator, chat format, model config) of `config.model` as `config` generates: in this process (the model
+    loaded unless given), or by the engine (its weights loaded into the engine first, unless engine_load_weights is
+    off) or a `trl vllm-serve` server, where only the tokenizer is loaded here."""
     from ..harness.chat_format import ChatFormat
     from ..generation.models import load_model
 
-    config.validate_tasks()
-    torch.manual_seed(config.seed)
     choice = generator_config(model=config.model, temperature=max(config.temperature, 0.0), seed=config.seed,
                               engine_url=config.engine_url, engine_model=config.engine_model,
                               vllm_server_base_url=config.vllm_server_base_url)
     if choice.backend == "transformers":
         if model is None:
             model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+        model_config = model.config
     else:  # a server generates: only the tokenizer is needed here
-        from transformers import AutoTokenizer
+        from transformers import AutoConfig, AutoTokenizer
 
         from ..generation.models import resolve_model_source
 
@@ -171,8 +170,29 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
 
             reload_weights(config.engine_url, source)   # the server generates with the evaluated model's weights
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
+        model_config = AutoConfig.from_pretrained(str(source))
     chat = ChatFormat(tokenizer, model_name=config.model)
-    generate = make_generator(choice, chat, model=model)
+    return make_generator(choice, chat, model=model), chat, model_config
+
+
+def checkpoint_policy(config: EvalConfig) -> Any:
+    """`config.model` as a message-level policy (`ChatPolicy` over `checkpoint_generator`), for front ends that play
+    episodes one turn at a time (`run_episode`, the external benchmarks): turns bounded by `config.max_new_tokens`,
+    the context by the model's positions (a longer one ends the episode as max_context_tokens)."""
+    from ..policy.chat import ChatPolicy
+
+    generator, chat, model_config = checkpoint_generator(config)
+    return ChatPolicy(generator, chat, max_new_tokens=config.max_new_tokens or 1024, name=policy_label(config),
+                      max_positions=model_positions(model_config))
+
+
+def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[list[Trajectory], list[PassRateRow]]:
+    """Play every (harness, task, scale, seed, sample) with the checkpoint; write trajectories and the table."""
+    import torch
+
+    config.validate_tasks()
+    torch.manual_seed(config.seed)
+    generate, chat, _ = checkpoint_generator(config, model, tokenizer)
     limits = limits_of(config)
     if config.instances:
         tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))
