@@ -57,11 +57,12 @@ def _slug(label: str) -> str:
 def comparison_table(trajectories: Sequence[Trajectory], order: Sequence[str] | None = None) -> pl.DataFrame:
     """Per suite, policy and harness: tasks, errored episodes (kept out), passed, the pass rate by the suite's own
     checker with its 95% Wilson interval, the share ending with claim_done, the share cut by a budget (the model's
-    context included), task-tool calls and tool-output tokens per episode. `order` sorts the policies."""
+    context included), the share of attached injections followed (AgentDojo with injections; the column is left
+    out when no episode had one), task-tool calls and tool-output tokens per episode. `order` sorts the policies."""
     frame = bench_frame(trajectories)
     if frame.is_empty():
         return frame
-    frame = frame.with_columns(pl.Series("suite", [t.task_id.split("/")[0] for t in trajectories]))
+    frame = frame.with_columns(pl.Series("suite", [suite_of(t.task_id) for t in trajectories]))
     scored = frame.filter(~pl.col("errored"))
     table = frame.group_by(["suite", "policy", "harness"]).agg(
         pl.len().alias("tasks"), pl.col("errored").sum().alias("errored")).join(
@@ -69,6 +70,7 @@ def comparison_table(trajectories: Sequence[Trajectory], order: Sequence[str] | 
             pl.col("utility").sum().alias("passed"),
             (pl.col("end_reason") == "claim_done").mean().alias("claim_done_rate"),
             pl.col("truncated").mean().alias("truncated_rate"),
+            pl.col("injection_followed").mean().alias("injection_followed"),
             pl.col("tool_calls").mean().alias("tool_calls"),
             pl.col("tool_output_tokens").mean().alias("tool_output_tokens")),
         on=["suite", "policy", "harness"], how="left").with_columns(pl.col("passed").fill_null(0))
@@ -81,8 +83,18 @@ def comparison_table(trajectories: Sequence[Trajectory], order: Sequence[str] | 
     rank = {name: i for i, name in enumerate(order or [])}
     table = table.with_columns(pl.col("policy").replace_strict(rank, default=len(rank)).alias("_rank"))
     columns = ["suite", "policy", "harness", "tasks", "errored", "passed", "pass_rate", "pass_low", "pass_high",
-               "claim_done_rate", "truncated_rate", "tool_calls", "tool_output_tokens"]
-    return table.sort(["suite", "_rank", "policy", "harness"]).select(columns)
+               "claim_done_rate", "truncated_rate", "injection_followed", "tool_calls", "tool_output_tokens"]
+    table = table.sort(["suite", "_rank", "policy", "harness"]).select(columns)
+    if table["injection_followed"].null_count() == table.height:
+        table = table.drop("injection_followed")
+    return table
+
+
+def suite_of(task_id: str) -> str:
+    """The table's suite of a task id: its first part, `+injections` for an AgentDojo task with an injection task
+    attached (`agentdojo/<suite>/<user task>/<injection task>`)."""
+    parts = task_id.split("/")
+    return parts[0] + ("+injections" if parts[0] == "agentdojo" and len(parts) >= 4 else "")
 
 
 def comparison_chart(table: pl.DataFrame, title: str = "External suites: pass rate by policy and harness") -> alt.Chart:
@@ -101,4 +113,4 @@ def comparison_chart(table: pl.DataFrame, title: str = "External suites: pass ra
         column=alt.Column("suite:N", title=None)).properties(title=title)
 
 
-__all__ = ["compare_policies", "comparison_chart", "comparison_table"]
+__all__ = ["compare_policies", "comparison_chart", "comparison_table", "suite_of"]
