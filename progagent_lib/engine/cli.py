@@ -31,14 +31,17 @@ def register(subparsers) -> None:
     commands = parser.add_subparsers(dest="engine_command", required=True)
     serve = commands.add_parser("serve", help="serve a model on 127.0.0.1 (OpenAI-compatible, tool calling on, API key)",
                                 description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    serve.add_argument("--model", required=True, help="registered name (smollm2), model folder or hub id")
+    serve.add_argument("--model", required=True, help="registered name (smollm2), model folder or hub id; "
+                       "SOURCE@POSITIONS[:yarn|linear] serves it with its RoPE scaled (smollm2@32k)")
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; another loopback "
                        "address, or any address with --allow-non-loopback)")
     serve.add_argument("--allow-non-loopback", action="store_true",
                        help="accept a --host that other machines can reach (every request still needs the key)")
     serve.add_argument("--served-model-name", help="the name requests use (default: the short name, or the folder's name)")
-    serve.add_argument("--max-model-len", type=int, default=8192, help="context length the server accepts (default 8192)")
+    serve.add_argument("--max-model-len", type=int, default=None,
+                       help="context length the server accepts (default: the model's positions, a scaled RoPE's "
+                            "included: smollm2 8192, smollm2@32k 32768)")
     serve.add_argument("--kv-cache-gib", type=int, default=2, help="KV cache on CPU in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)")
     serve.add_argument("--tool-call-parser", default="hermes", help="vLLM's tool-call parser (default hermes: <tool_call>{json})")
     serve.add_argument("--chat-template", help="a chat template file that renders tools (default: the model's own)")

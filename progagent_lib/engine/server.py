@@ -11,6 +11,7 @@ Every route needs the key (`access.py` says why and how clients find it); `serve
 """
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -26,7 +27,7 @@ import httpx
 from ..cache import cache_root
 from ..errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
 from ..generation.access import is_loopback_host, new_api_key, remove_key_file, write_key_file
-from ..generation.models import resolve_model_source
+from ..generation.models import model_positions, resolve_model_source
 from . import vllm_side
 
 REPO = Path(__file__).resolve().parents[2]
@@ -90,6 +91,15 @@ def _template_renders_tools(folder: Path) -> bool | None:
     return any("tools" in t for t in texts)
 
 
+def served_positions(model_path: str | Path, default: int = 8192) -> int:
+    """The context the engine serves a model folder at: its positions (a scaled RoPE's included), else `default`."""
+    config = Path(model_path) / "config.json"
+    try:
+        return model_positions(json.loads(config.read_text())) or default
+    except (OSError, ValueError):
+        return default   # a hub id: vLLM reads its config; the usual default
+
+
 @dataclass
 class EngineServer:
     """`EngineServer(model, port)`: vLLM serving `model` (a short name, a folder or a hub id) on host:port.
@@ -112,7 +122,7 @@ class EngineServer:
     port: int
     host: str = "127.0.0.1"
     served_name: str | None = None
-    max_model_len: int = 8192
+    max_model_len: int | None = None            # the context it accepts; None: the model's positions (its config)
     kv_cache_gib: int = 2                       # VLLM_CPU_KVCACHE_SPACE: the KV cache on CPU, in GiB
     tool_call_parser: str = "hermes"
     chat_template: str | None = None            # a file; default: the model's own (it must render tools)
@@ -161,6 +171,8 @@ class EngineServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def command(self) -> list[str]:
+        if self.max_model_len is None:
+            self.max_model_len = served_positions(resolve_model_source(self.model))
         args = [str(engine_python()), "-m", SERVER_MODULE, "--model", self.model_path,
                 "--served-model-name", self.served_name,
                 "--max-model-len", str(self.max_model_len), "--enable-auto-tool-choice",
@@ -187,6 +199,8 @@ class EngineServer:
             raise PortInUse(f"port {self.port} on {self.host} is already in use (another server?); "
                             "pick another port (--port) or stop what listens there")
         self.model_path = resolve_model_source(self.model)
+        if self.max_model_len is None:   # a scaled-RoPE model (smollm2@32k) is served at its scaled positions
+            self.max_model_len = served_positions(self.model_path)
         renders = _template_renders_tools(Path(self.model_path))
         if renders is False and not self.chat_template:
             print(f"warning: the chat template of {self.model_path} does not render tools, so tool calls will not "

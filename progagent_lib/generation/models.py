@@ -377,15 +377,104 @@ def _looks_local(source: str) -> bool:
     return source.startswith((".", "/", "~")) or Path(source).exists() or source.count("/") > 1
 
 
+# `SOURCE@POSITIONS[:ROPE]`: the model with its RoPE scaled to POSITIONS (e.g. smollm2@32k, runs/x/final@16384:linear).
+CONTEXT_SUFFIX = re.compile(r"^(?P<base>.+)@(?P<positions>[0-9]+)(?P<k>k?)(?::(?P<rope>[a-z]+))?$")
+ROPE_TYPES = ("yarn", "linear")
+
+
+def split_context(source: str) -> tuple[str, int | None, str]:
+    """(`base source`, positions or None, rope type) of `SOURCE@POSITIONS[:yarn|linear]` (`32k` = 32,768)."""
+    match = CONTEXT_SUFFIX.match(source)
+    if match is None:
+        return source, None, "yarn"
+    positions = int(match["positions"]) * (1024 if match["k"] else 1)
+    rope = match["rope"] or "yarn"
+    if rope not in ROPE_TYPES:
+        raise ModelSourceError(f"{source!r}: unknown RoPE scaling {rope!r}; write {match['base']}@{match['positions']}"
+                               f"{match['k']}:yarn or :linear")
+    return match["base"], positions, rope
+
+
+def scaled_model_source(folder: str | Path, positions: int, rope_type: str = "yarn") -> Path:
+    """A model folder whose config.json scales its RoPE to `positions` (YaRN or linear, factor = positions / the
+    model's own positions), written once beside the original folder as `<name>-ctx<positions>-<rope>` (the weights
+    linked, not copied). Everything that reads the folder sees the same model: transformers, the feasibility check (the config's
+    positions) and the engine (vLLM reads the scaling from config.json). Refused, before any compute, when the
+    config cannot express it: no RoPE parameters, a RoPE that is already scaled, or positions not above the model's."""
+    folder = Path(folder)
+    config = json.loads((folder / "config.json").read_text())
+    rope = config.get("rope_parameters") or config.get("rope_scaling")
+    original = config.get("max_position_embeddings")
+    if not isinstance(rope, dict) or "rope_theta" not in rope and "rope_theta" not in config or not original:
+        raise ModelSourceError(f"{folder}: its config has no RoPE parameters (rope_parameters with rope_theta) and "
+                               "max_position_embeddings, so a scaled context cannot be written into it")
+    if rope.get("rope_type", rope.get("type", "default")) != "default":
+        raise ModelSourceError(f"{folder}: its RoPE is already scaled ({rope}); scale the unscaled model instead")
+    if positions <= original:
+        raise ModelSourceError(f"{folder}@{positions}: the model already has {original} positions; a scaled context "
+                               f"must be longer (e.g. @{original * 4})")
+    if rope_type not in ROPE_TYPES:
+        raise ModelSourceError(f"unknown RoPE scaling {rope_type!r}; expected one of {', '.join(ROPE_TYPES)}")
+    theta = rope.get("rope_theta", config.get("rope_theta"))
+    # The conventions transformers and vLLM share: YaRN names the original positions and max_position_embeddings is the
+    # scaled context; linear scaling keeps max_position_embeddings the original, the context being it times the factor.
+    scaled = {"rope_type": rope_type, "rope_theta": theta, "factor": positions / original}
+    if rope_type == "yarn":
+        scaled["original_max_position_embeddings"] = original
+    target = folder.parent / f"{folder.name}-ctx{positions}-{rope_type}"
+    if (target / "config.json").is_file():
+        return target
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=folder.parent))
+    try:
+        for item in folder.iterdir():
+            if item.name in ("config.json", METADATA_FILE) or item.name.startswith("."):
+                continue
+            (staging / item.name).symlink_to(item.resolve())
+        config.pop("rope_scaling", None)
+        config.update(rope_parameters=scaled, max_position_embeddings=positions if rope_type == "yarn" else original)
+        (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        metadata = model_metadata(folder)
+        metadata["context"] = {"positions": positions, "original_positions": original, "rope": scaled}
+        (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
+        staging.rename(target)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (target / "config.json").is_file():   # not a concurrent writer that got there first
+            raise
+    return target
+
+
+def model_positions(config: Any) -> int | None:
+    """The context a model can take (a transformers config, or a config.json's dict): max_position_embeddings, or
+    with a scaled RoPE the original positions times the factor (YaRN's `original_max_position_embeddings`; for
+    linear scaling max_position_embeddings is the original), whichever is larger."""
+    get = config.get if isinstance(config, dict) else (lambda key, default=None: getattr(config, key, default))
+    positions = get("max_position_embeddings")
+    scaling = get("rope_parameters") or get("rope_scaling") or {}
+    if positions and isinstance(scaling, dict) and scaling.get("factor") \
+            and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
+        base = scaling.get("original_max_position_embeddings") or positions
+        positions = max(positions, int(base * float(scaling["factor"])))
+    return positions
+
+
 def resolve_model_source(name_or_path: str | Path, chat_template: str | None = None) -> str:
     """A local folder for a registered name or a GGUF file (converted once into the cache); folders and hub ids as given.
 
     `chat_template` matters only for what gets converted (registered names default to their own choice).
-    Unknown bare names are refused with the known ones listed; hub ids are written `org/name`.
+    Unknown bare names are refused with the known ones listed; hub ids are written `org/name`. A source written
+    `SOURCE@POSITIONS[:yarn|linear]` (`smollm2@32k`) is that model with its RoPE scaled (`scaled_model_source`).
     """
     source = str(name_or_path)
     if source.startswith("hf:"):
         source = source[3:]
+    base, positions, rope = split_context(source)
+    if positions is not None:
+        folder = Path(resolve_model_source(base, chat_template))
+        if not (folder / "config.json").is_file():
+            raise ModelSourceError(f"{source!r}: a scaled context is written into a local model folder; {base!r} is a "
+                                   "hub id (download it to a folder first)")
+        return str(scaled_model_source(folder, positions, rope))
     if source in REGISTERED_MODELS:
         entry = REGISTERED_MODELS[source]
         return str(convert_gguf(entry.gguf_path(), chat_template=chat_template or entry.chat_template, registered=source))

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 from ..generation.factory import GeneratorConfig, make_generator
+from ..generation.models import model_positions
 from ..harness.chat_format import ChatFormat
 from .chat import ChatPolicy
 
@@ -51,5 +52,5 @@ class HFPolicy(ChatPolicy):
         chat = ChatFormat(tokenizer, model_name=name, template_kwargs=dict(chat_template_kwargs or {}))
         generator = make_generator(GeneratorConfig("transformers", temperature, seed, top_p=top_p), chat, model=model)
         super().__init__(generator, chat, max_new_tokens=max_new_tokens, response_prefix=response_prefix, name=name,
-                         max_positions=getattr(model.config, "max_position_embeddings", None),
+                         max_positions=model_positions(model.config),
                          model_metadata=getattr(model, "progagent_metadata", None))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..generation.models import model_positions  # noqa: F401  (re-exported: the stages read it here)
 from ..harness.episode import Limits
 from ..harness.spec import HARNESSES
 
@@ -29,13 +30,3 @@ def select_tasks(tasks_root: str | Path, task_ids: list[str]) -> list[Any]:
     if missing:
         raise ValueError(f"task id(s) {missing} not found under {str(tasks_root)!r}; known: {sorted(by_id)}")
     return [by_id[t] for t in task_ids]
-
-
-def model_positions(config: Any) -> int | None:
-    """The context a model can take: its positions, times a configured rope scaling factor."""
-    positions = getattr(config, "max_position_embeddings", None)
-    scaling = getattr(config, "rope_scaling", None) or {}
-    if positions and isinstance(scaling, dict) and scaling.get("factor") and scaling.get("rope_type", scaling.get("type")) not in (None, "default"):
-        base = scaling.get("original_max_position_embeddings") or positions
-        positions = max(positions, int(base * float(scaling["factor"])))
-    return positions

@@ -101,7 +101,7 @@ def check_learnable(tasks: list[Any], harnesses: list[str], chat: Any, limits: L
     for budget in budgets:
         if model_positions is not None and budget.max_context_tokens is not None and budget.max_context_tokens > model_positions:
             problems.append(f"max_context_tokens={budget.max_context_tokens} exceeds the model's {model_positions} "
-                            "positions (set rope scaling in the model's config, or lower the budget)")
+                            "positions (name the model with a scaled context, e.g. smollm2@32k, or lower the budget)")
     if measured is None:
         measured = measure(tasks, harnesses, chat, scale=scale, seed=seed)
     for needs in measured:
