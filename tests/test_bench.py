@@ -16,6 +16,8 @@ QUICK_ARGS = {
     "teacher_programs.py": ["--quick"],
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
     "train.py": ["--steps", "1", "--harnesses", "dtc", "--kinds", "teacher-replay"],
+    # the three kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)
+    "train_memory.py": ["--lengths", "128", "--repeats", "1", "--precisions", "fp32", "--chunk", "none"],
 }
 # Scripts whose quick mode another test runs, because they need a fixture that lives there (named here, and
 # checked to exist, so moving or renaming that test fails this file).
@@ -34,7 +36,7 @@ def test_every_bench_script_has_a_quick_mode_here():
             f"bench/{script}: its quick mode should run in tests/{test_file} ({test_def.strip('(')}), which is gone"
 
 
-@pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.slow) if name == "train.py" else name
+@pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.slow) if name in ("train.py", "train_memory.py") else name
                                     for name in sorted(QUICK_ARGS)])
 def test_bench_script_runs_in_quick_mode(script):
     result = subprocess.run([sys.executable, str(BENCH / script), *QUICK_ARGS[script]], cwd=REPO,
@@ -44,5 +46,7 @@ def test_bench_script_runs_in_quick_mode(script):
         assert "cold kernel vs pool acquire" in result.stdout and "detection rate" in result.stdout
     elif script == "train.py":
         assert "| teacher-replay | dtc |" in result.stdout
+    elif script == "train_memory.py":
+        assert result.stdout.count("┆ ok ") == 3 and "peak_vs_baseline" in result.stdout
     else:
         assert result.stdout.strip()

@@ -51,6 +51,8 @@ BAD_CONSTRUCTIONS = [
     (lambda: GSPORunConfig(importance_sampling="tis"), "GSPORunConfig.importance_sampling='tis'",
      "one of none, truncated"),
     (lambda: GSPORunConfig(train_seeds=[]), "GSPORunConfig.train_seeds=[]", r"integers >= 0 \(at least one\)"),
+    (lambda: GSPORunConfig(logit_chunk_tokens=0), "GSPORunConfig.logit_chunk_tokens=0", "integer >= 1 or null"),
+    (lambda: SFTRunConfig(logit_chunk_tokens=-1), "SFTRunConfig.logit_chunk_tokens=-1", "integer >= 1 or null"),
     (lambda: LoraSettings(r=0), "LoraSettings.r=0", "integer >= 1"),
     (lambda: LoraSettings(dropout=1.0), "LoraSettings.dropout=1.0", ">= 0 and < 1"),
     (lambda: SFTRunConfig(min_score=1.5), "SFTRunConfig.min_score=1.5", ">= 0 and <= 1"),

@@ -22,6 +22,7 @@ from ..task.scales import SCALES
 from ..config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
                      check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .logits import lm_head_tile
 from .precision import check_bf16
 from ..generation import generator_config, make_generator
 from .rollout import EpisodeTokens, RolloutSpec, episode_summary, run_token_episodes
@@ -131,6 +132,9 @@ class GSPORunConfig:
     bf16: bool = field(default=False, metadata={"help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."})
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass: less memory, ~40% slower."})
+    logit_chunk_tokens: int | None = field(default=None, metadata={
+        "help": "Positions per tile of TRL's fused LM head in the log-probs (the full logits never exist); smaller: "
+                "less memory on CPU, where each tile takes several tile-sized temporaries. null: TRL's 4096 (train.logits)."})
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer and the sampler."})
 
@@ -181,6 +185,7 @@ class GSPORunConfig:
                                "shrink the loss of tokens the sampler and the trainer agree on)")
         for name in ("mask_truncated", "bf16", "gradient_checkpointing"):
             check_bool(self, name)
+        check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
         check_nested(self, "lora", LoraSettings, optional=True)
         check_int(self, "seed", at_least=0)
 
@@ -503,7 +508,7 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     positions = model_positions(model.config)
     if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
         raise ValueError(f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "
-                         f"{config.model!r}: lower it, or configure rope scaling in the model's config")
+                         f"{config.model!r}: lower it, or name the model with a scaled context (e.g. smollm2@32k)")
 
     from ..harness.chat_format import ChatFormat
     from .feasibility import check_template_on_teacher
@@ -533,7 +538,8 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
         callbacks=[_dynamics_callback(dynamics)],
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
     )
-    trainer.train(resume_from_checkpoint=checkpoint)
+    with lm_head_tile(config.logit_chunk_tokens):   # every forward and backward of the run
+        trainer.train(resume_from_checkpoint=checkpoint)
     if config.lora is not None:  # a plain checkpoint, so evaluation and the next stage need no adapter logic
         from ..generation.models import save_model
 

@@ -16,6 +16,7 @@ from ..config import (check_bool, check_choices, check_int, check_ints, check_lr
                      check_task_ids, check_text, check_texts)
 from .common import HARNESS_NAMES, select_tasks
 from .gspo import LoraSettings
+from .logits import lm_head_tile
 from .precision import check_bf16
 from ..generation.models import TinyModelConfig, build_tiny_model, load_model, save_model
 
@@ -61,6 +62,9 @@ class SFTRunConfig:
     bf16: bool = field(default=False, metadata={"help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."})
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass: less memory, slower."})
+    logit_chunk_tokens: int | None = field(default=None, metadata={
+        "help": "Positions per tile of TRL's fused LM head in the loss (the full logits never exist); smaller: less "
+                "memory on CPU, where each tile takes several tile-sized temporaries. null: TRL's 4096 (train.logits)."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, dropout)."})
 
     def __post_init__(self) -> None:
@@ -88,6 +92,7 @@ class SFTRunConfig:
         check_nested(self, "lora", LoraSettings, optional=True)
         check_bool(self, "bf16")
         check_bool(self, "gradient_checkpointing")
+        check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
         check_int(self, "seed", at_least=0)
 
     def validate_tasks(self) -> None:
@@ -280,7 +285,8 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = SFTTrainer(model=model, args=sft_args(config), train_dataset=dataset, processing_class=tokenizer,
                          peft_config=peft_config, callbacks=[_progress_callback()])
-    result = trainer.train()
+    with lm_head_tile(config.logit_chunk_tokens):   # every forward and backward of the run
+        result = trainer.train()
     final = output_dir / "final"
     trained = trainer.model.merge_and_unload() if config.lora is not None else trainer.model
     save_model(trained, tokenizer, final)
