@@ -5,6 +5,7 @@ test serves the real small model scaled to 16k with vLLM."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -105,7 +106,9 @@ def test_the_engine_serves_the_small_model_scaled_to_16k():
 
     from progagent_lib.engine import EngineServer, engine_available, free_port
 
-    if not engine_available():
+    if not engine_available():   # as tests/test_engine.py: a failure in CI, where `make test` creates it
+        if os.environ.get("CI") == "true":
+            raise RuntimeError("CI: the engine's venv (.venv-engine) is missing; `make test` creates it (`make engine`)")
         pytest.skip("the engine's venv (.venv-engine) is absent; create it with `make engine`")
     with EngineServer("smollm2@16k", free_port(), kv_cache_gib=1) as server:
         models = httpx.get(f"{server.base_url}/models", headers=server.headers).json()["data"]

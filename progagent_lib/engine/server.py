@@ -171,8 +171,8 @@ class EngineServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def command(self) -> list[str]:
-        if self.max_model_len is None:
-            self.max_model_len = served_positions(resolve_model_source(self.model))
+        if self.max_model_len is None:   # a scaled-RoPE model (smollm2@32k) is served at its scaled positions
+            self.max_model_len = served_positions(self.model_path or resolve_model_source(self.model))
         args = [str(engine_python()), "-m", SERVER_MODULE, "--model", self.model_path,
                 "--served-model-name", self.served_name,
                 "--max-model-len", str(self.max_model_len), "--enable-auto-tool-choice",
@@ -199,8 +199,6 @@ class EngineServer:
             raise PortInUse(f"port {self.port} on {self.host} is already in use (another server?); "
                             "pick another port (--port) or stop what listens there")
         self.model_path = resolve_model_source(self.model)
-        if self.max_model_len is None:   # a scaled-RoPE model (smollm2@32k) is served at its scaled positions
-            self.max_model_len = served_positions(self.model_path)
         renders = _template_renders_tools(Path(self.model_path))
         if renders is False and not self.chat_template:
             print(f"warning: the chat template of {self.model_path} does not render tools, so tool calls will not "
