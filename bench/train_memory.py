@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/train_memory.py [--lengths 2048,4096,8192,16384] [--precisions fp32,bf16]
                                            [--checkpointing on|off|on,off] [--chunk none|N|none,N] [--repeats 2]
+                                           [--fp32-max-length N]
                                            [--model smollm2] [--out runs/bench/train_memory-<time>.json]
                                            [--figure train_memory]
 
@@ -306,6 +307,9 @@ def main() -> int:
     parser.add_argument("--checkpointing", default="on", help="gradient checkpointing: on, off or on,off")
     parser.add_argument("--chunk", default="none,1024",
                         help="logit_chunk_tokens of the sft and gspo steps: none (TRL's tile), N, or a list")
+    parser.add_argument("--fp32-max-length", type=int, default=None, metavar="N",
+                        help="measure fp32 only at lengths <= N (fp32 takes about twice bf16's time; the bf16/fp32 "
+                             "ratio is read where both were measured)")
     parser.add_argument("--repeats", type=int, default=2, help="steps per measurement (the fastest is reported)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="baseline, sft, gspo (comma-separated)")
     parser.add_argument("--model", default="smollm2")
@@ -344,23 +348,27 @@ def main() -> int:
     for ckpt in checkpointing:
         for length in lengths:
             for precision in precisions:
+                if precision == "fp32" and args.fp32_max_length is not None and length > args.fp32_max_length:
+                    continue
                 common = {"length": length, "precision": precision, "checkpointing": ckpt, "repeats": args.repeats,
                           "model": args.model, "seed": args.seed}
                 if "baseline" in kinds:
                     specs.append({**common, "kind": "baseline", "chunk": None})
                 specs += [{**common, "kind": kind, "chunk": chunk} for chunk in chunks for kind in ("sft", "gspo")
                           if kind in kinds]
+    settings = {"args": vars(args), "python": platform.python_version(), "torch": torch.__version__,
+                "transformers": transformers.__version__, "trl": trl.__version__, "cpus": os.cpu_count(),
+                "cpu_bf16_flags": cpu_bf16_flags(), "machine": platform.machine()}
+    out.parent.mkdir(parents=True, exist_ok=True)
     rows = []
     for index, spec in enumerate(specs, 1):
         print(f"[{index}/{len(specs)}] {spec['kind']} {spec['length']} tokens {spec['precision']} checkpointing "
               f"{'on' if spec['checkpointing'] else 'off'} tile {spec['chunk'] or 'TRL'}", flush=True)
         rows.append(run_child(spec, args.timeout))
+        # written after every measurement: a run cut short keeps what it measured
+        out.write_text(json.dumps({"settings": settings, "rows": rows, "complete": False}, indent=2))
     frame = with_ratios(rows)
-    settings = {"args": vars(args), "python": platform.python_version(), "torch": torch.__version__,
-                "transformers": transformers.__version__, "trl": trl.__version__, "cpus": os.cpu_count(),
-                "cpu_bf16_flags": cpu_bf16_flags(), "machine": platform.machine()}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"settings": settings, "rows": frame.to_dicts()}, indent=2))
+    out.write_text(json.dumps({"settings": settings, "rows": frame.to_dicts(), "complete": True}, indent=2))
     shown = frame.select("length", "precision", "checkpointing", "kind", "chunk", "status", "seconds",
                          "tokens_per_second", "peak_gb", "resident_gb", "peak_vs_baseline", "speed_vs_baseline",
                          "peak_bf16_vs_fp32", "speed_bf16_vs_fp32")

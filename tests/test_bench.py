@@ -17,7 +17,8 @@ QUICK_ARGS = {
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
     "train.py": ["--steps", "1", "--harnesses", "dtc", "--kinds", "teacher-replay"],
     # the three kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)
-    "train_memory.py": ["--lengths", "128", "--repeats", "1", "--precisions", "fp32", "--chunk", "none"],
+    "train_memory.py": ["--lengths", "128", "--repeats", "1", "--precisions", "fp32", "--chunk", "none",
+                        "--fp32-max-length", "128"],
 }
 # Scripts whose quick mode another test runs, because they need a fixture that lives there (named here, and
 # checked to exist, so moving or renaming that test fails this file).

@@ -73,6 +73,7 @@ BAD_CONSTRUCTIONS = [
     (lambda: EvalConfig(samples=0), "EvalConfig.samples=0", "integer >= 1"),
     (lambda: PipelineConfig(stages=["sft", "rl"]), "PipelineConfig.stages=", "stages are \\['base', 'memorize'"),
     (lambda: PipelineConfig(rl_harnesses=["ptc", "tpc"]), "PipelineConfig.rl_harnesses=", f"values from {HARNESSES}"),
+    (lambda: PipelineConfig(eval_harnesses=["dtcc"]), "PipelineConfig.eval_harnesses=", f"values from {HARNESSES}"),
     (lambda: PipelineConfig(engine_url="http://127.0.0.1:8001/v1", gspo=GSPORunConfig(use_vllm=True)),
      "PipelineConfig.engine_url=", "gspo.use_vllm=True name two generators"),
     (lambda: SplitConfig(scale="v4"), "splits.scale='v4'", f"one of {SCALES}"),

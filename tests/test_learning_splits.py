@@ -19,7 +19,7 @@ from progagent_lib.train.splits import (Instance, SplitConfig, SplitError, Train
                                         make_splits, params_key, spread_over_domains)
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = ["ci", "cpu-fast", "cpu-smoke", "cpu-study"]
+CONFIGS = ["ci", "cpu-fast", "cpu-smoke", "cpu-study", "cpu-dtc"]
 
 
 @pytest.fixture(scope="module")
@@ -192,3 +192,16 @@ def test_a_model_with_the_sft_weights_reuses_the_sft_rows(tmp_path):
     save_file({"w": weights["w"] + 1e-7}, str(Path(recipe.model_for("gspo", "ptc")) / "model.safetensors"))
     assert not same_weights(recipe.model_for("gspo", "ptc"), recipe.model_for("sft", "ptc"))
     assert recipe._same_model_rows("gspo", "ptc", ["ptc"], recipe.model_for("gspo", "ptc")) is None
+
+
+def test_eval_harnesses_evaluate_each_recipe_under_every_harness_named(tmp_path):
+    """A recipe trained under one harness is evaluated under every harness of eval_harnesses: its rows carry the
+    recipe and the harness played (here the memorization baseline, which needs no model)."""
+    from dataclasses import replace
+
+    config = load_config(PipelineConfig, REPO / "configs" / "ci.yaml")
+    recipe = Recipe(replace(config, rl_harnesses=["ptc"], eval_harnesses=["ptc", "hybrid"]), tmp_path)
+    rows = recipe.evaluate("memorize", "ptc")
+    assert {(r["recipe"], r["harness"]) for r in rows} == {("ptc", "ptc"), ("ptc", "hybrid")}
+    assert {(r["recipe"], r["harness"]) for r in read_learning(tmp_path)} == {("ptc", "ptc"), ("ptc", "hybrid")}
+    assert recipe.played_harnesses() == ["ptc", "hybrid"]

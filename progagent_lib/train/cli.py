@@ -36,6 +36,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         if name == "pipeline":
             sub.add_argument("--engine", action="store_true",
                              help="start an engine for the run (needs `make engine`) and generate through it")
+            sub.add_argument("--engine-kv-cache-gib", type=int, default=2, metavar="GIB",
+                             help="with --engine: its KV cache in GiB (default 2: ~90k tokens of smollm2; episodes "
+                                  "played in lockstep beyond it are preempted and recomputed)")
         if name == "gspo":
             sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
         sub.set_defaults(func=run)
@@ -82,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
 
                 from ..engine import EngineServer, free_port
 
-                with EngineServer(config.model, free_port()) as server:
+                with EngineServer(config.model, free_port(), kv_cache_gib=args.engine_kv_cache_gib) as server:
                     run_pipeline(replace(config, engine_url=server.base_url, engine_model=server.served_name))
             else:
                 run_pipeline(config)

@@ -49,6 +49,9 @@ class PipelineConfig:
         "help": "None: the model's own or its registered choice; 'qwen3' or a .jinja path."})
     rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"], metadata={
         "help": "The trained harnesses, one recipe (SFT then GSPO under it) each: dtc, ptc, hybrid."})
+    eval_harnesses: list[str] = field(default_factory=list, metadata={
+        "help": "The harnesses every stage of every recipe is evaluated under (its learning rows carry recipe and "
+                "harness); empty: each recipe under its own harness only."})
     stages: list[str] = field(default_factory=lambda: list(STAGES), metadata={
         "help": "The stages run, in order: base, memorize, sft, gspo, control (control needs gspo)."})
     check: bool = field(default=True, metadata={
@@ -76,6 +79,7 @@ class PipelineConfig:
         check_text(self, "model")
         check_text(self, "chat_template", optional=True)
         check_choices(self, "rl_harnesses", HARNESS_NAMES)
+        check_choices(self, "eval_harnesses", HARNESS_NAMES, empty=True)
         if not isinstance(self.stages, (list, tuple)):
             raise config_error(self, "stages", f"must be a list of stages from {', '.join(STAGES)}")
         unknown = [s for s in self.stages if s not in STAGES]
@@ -173,23 +177,35 @@ class Recipe:
         # Every training task (GSPO and evaluation limits, SFT's max_length) and every held-out task (evaluation
         # limits) under every trained harness; the other harnesses are measured on the first training task, to show
         # what they need against the model's positions.
+        # A harness only evaluated under (eval_harnesses) is held to the evaluation limits on every task.
         scale = self.config.gspo.scales[0]
-        measured = measure(training, self.config.rl_harnesses, chat, scale=scale)
-        measured_held_out = measure(held_out, self.config.rl_harnesses, chat, scale=scale)
-        others = [h for h in ("dtc", "ptc", "hybrid") if h not in self.config.rl_harnesses]
+        trained = self.config.rl_harnesses
+        played = self.played_harnesses()
+        evaluated = [h for h in played if h not in trained]
+        measured = measure(training, played, chat, scale=scale)
+        measured_held_out = measure(held_out, played, chat, scale=scale)
+        others = [h for h in ("dtc", "ptc", "hybrid") if h not in played]
         shown = measure(training[:1], others, chat, scale=scale)
-        table = [{**asdict(n), "role": "train", "trained": n.harness in self.config.rl_harnesses, "positions": positions,
-                  "fits": not problems_of(n, train_budgets, self.config.sft.max_length, positions)}
+        table = [{**asdict(n), "role": "train", "trained": n.harness in trained, "positions": positions,
+                  "fits": not (problems_of(n, train_budgets, self.config.sft.max_length, positions)
+                               if n.harness in trained else problems_of(n, eval_budgets, None, positions))}
                  for n in measured + shown]
         table += [{**asdict(n), "role": "held-out", "trained": False, "positions": positions,
                    "fits": not problems_of(n, eval_budgets, None, positions)} for n in measured_held_out]
         (self.out / "teacher_needs.json").write_text(json.dumps(table, indent=2))
         self._timed("check", started)
-        check_learnable(training, self.config.rl_harnesses, chat, train_budgets, max_length=self.config.sft.max_length,
+        check_learnable(training, trained, chat, train_budgets, max_length=self.config.sft.max_length,
                         model_positions=positions, measured=measured + shown)
-        check_learnable(held_out, self.config.rl_harnesses, chat, eval_budgets, max_length=None,
+        if evaluated:
+            check_learnable(training, evaluated, chat, eval_budgets, max_length=None, model_positions=positions,
+                            measured=measured)
+        check_learnable(held_out, played, chat, eval_budgets, max_length=None,
                         model_positions=positions, measured=measured_held_out)
         return table
+
+    def played_harnesses(self) -> list[str]:
+        """Every harness a model of this pipeline plays: the trained ones and those it is evaluated under."""
+        return list(dict.fromkeys([*self.config.rl_harnesses, *self.config.eval_harnesses]))
 
     def training_tasks(self) -> list[Any]:
         ids = list(dict.fromkeys([*self.config.sft.task_ids, *self.config.gspo.task_ids]))
@@ -279,14 +295,15 @@ class Recipe:
         return max((line["step"] for line in lines), default=self.config.gspo.max_steps)
 
     def evaluate(self, stage: str, harness: str, harnesses: list[str] | None = None) -> list[dict]:
-        """Evaluate the (stage, recipe harness) model under `harnesses` (default: its own) on the held-out splits,
+        """Evaluate the (stage, recipe harness) model under `harnesses` (default: the config's eval_harnesses, else
+        its own) on the held-out splits,
         greedily and with `sampled` samples per instance at GSPO's temperature; write its rows to learning.jsonl
         (rows of an earlier evaluation of the same stage are replaced)."""
         if stage == "memorize":
             return self.memorize(harness, harnesses)
         started = time.perf_counter()
         model = self.model_for(stage, harness)
-        harnesses = harnesses or [harness]
+        harnesses = harnesses or self.config.eval_harnesses or [harness]
         name = f"{stage}-{harness}"
         reused = self._same_model_rows(stage, harness, harnesses, model)
         if reused is not None:   # bit-identical weights (e.g. every GSPO step skipped): its episodes would be the same
@@ -347,7 +364,7 @@ class Recipe:
         out.unlink(missing_ok=True)
         from tqdm.auto import tqdm
 
-        for played in harnesses or [harness]:
+        for played in harnesses or self.config.eval_harnesses or [harness]:
             policy = NearestMemorizationPolicy(played, training)
             trajectories = []
             for inst in tqdm(self.instances(), desc=f"memorization baseline ({played})", leave=False):
