@@ -88,3 +88,62 @@ def test_a_saved_checkpoint_plays_the_suite_as_a_row(bench, tmp_path):
     assert {(t.harness, t.policy) for t in trajectories} == {("dtc", "tiny"), ("ptc", "tiny")}
     assert all(t.turns <= 2 and not t.errored for t in trajectories)
     assert comparison_table(trajectories)["tasks"].to_list() == [1, 1]
+
+
+def test_episodes_in_parallel_give_the_same_results_in_the_same_order(bench, tmp_path):
+    """`workers`: the same episodes, verdicts and order as one at a time (each episode has its own environment and
+    kernel; BFCL's backend caches are keyed per episode), every one written once to the file."""
+    from progagent_lib.benchmarks import run_benchmark
+    from progagent_lib.harness.trajectory import read_jsonl
+
+    tasks = bench.select(limit=3)
+    one = run_benchmark(bench, tasks, ["dtc", "ptc"], GroundTruthPolicy, tmp_path / "one.jsonl", progress=False)
+    four = run_benchmark(bench, tasks, ["dtc", "ptc"], GroundTruthPolicy, tmp_path / "four.jsonl", progress=False,
+                         workers=4)
+    assert [t.key for t in four.trajectories] == [t.key for t in one.trajectories]
+    assert [(t.reward, t.end_reason, t.tool_calls) for t in four.trajectories] == \
+        [(t.reward, t.end_reason, t.tool_calls) for t in one.trajectories]
+    assert all(t.reward == 1.0 for t in four.trajectories) and not four.failures
+    assert sorted(t.key for t in read_jsonl(tmp_path / "four.jsonl")) == sorted(t.key for t in one.trajectories)
+    with pytest.raises(ValueError, match="workers=0"):
+        run_benchmark(bench, tasks, ["dtc"], GroundTruthPolicy, workers=0)
+
+
+def test_a_chat_policy_over_a_server_generates_for_several_episodes_at_once():
+    """A generator that serves concurrent calls (the engine's client, `thread_safe`) is not serialised by ChatPolicy;
+    one that does not (transformers in this process) is. The generators here are stand-ins that count calls in flight:
+    what is tested is ChatPolicy's locking, not generation."""
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from transformers import AutoTokenizer
+
+    from progagent_lib.generation.models import resolve_model_source
+    from progagent_lib.generation.turns import TurnOutput
+    from progagent_lib.harness.chat_format import ChatFormat
+    from progagent_lib.policy.chat import ChatPolicy
+
+    chat = ChatFormat(AutoTokenizer.from_pretrained(resolve_model_source("smollm2")), model_name="smollm2")
+    done = chat.tokenizer.encode("done", add_special_tokens=False) + [chat.end_of_turn]
+
+    class Counting:
+        def __init__(self, thread_safe):
+            self.thread_safe, self.now, self.most, self.lock = thread_safe, 0, 0, threading.Lock()
+
+        def __call__(self, contexts, max_new_tokens):
+            with self.lock:
+                self.now += 1
+                self.most = max(self.most, self.now)
+            time.sleep(0.2)
+            with self.lock:
+                self.now -= 1
+            return [TurnOutput(list(done), [0.0] * len(done)) for _ in contexts]
+
+    messages = [{"role": "user", "content": "hello"}]
+    for thread_safe, expected in ((True, 4), (False, 1)):
+        generator = Counting(thread_safe)
+        policy = ChatPolicy(generator, chat, max_new_tokens=8)
+        with ThreadPoolExecutor(4) as pool:
+            turns = list(pool.map(lambda _: policy.act(messages, []), range(4)))
+        assert generator.most == expected and all(t.text.strip() == "done" for t in turns)

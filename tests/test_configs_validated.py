@@ -11,8 +11,8 @@ import re
 import pytest
 import yaml
 
-from progagent_lib.analysis.profiles import (ComparisonSettings, DifficultySettings, ProfileError, ProfileSettings,
-                                             load_profile)
+from progagent_lib.analysis.profiles import (BenchmarkSettings, ComparisonSettings, DifficultySettings, ProfileError,
+                                             ProfileSettings, load_profile)
 from progagent_lib.config import LR_SCHEDULERS, ConfigError, load_config
 from progagent_lib.train.evaluate import EvalConfig
 from progagent_lib.train.gspo import GSPORunConfig, LoraSettings
@@ -78,6 +78,7 @@ BAD_CONSTRUCTIONS = [
      "PipelineConfig.engine_url=", "gspo.use_vllm=True name two generators"),
     (lambda: SplitConfig(scale="v4"), "splits.scale='v4'", f"one of {SCALES}"),
     (lambda: ComparisonSettings(workers=0), "ComparisonSettings.workers=0", "integer >= 1"),
+    (lambda: BenchmarkSettings(workers=0), "BenchmarkSettings.workers=0", "integer >= 1"),
     (lambda: DifficultySettings(low=0.5, high=0.2), "DifficultySettings.high=0.2", "must be >= low=0.5"),
     (lambda: ProfileSettings(cross_harness_stages=["rl"]), "ProfileSettings.cross_harness_stages=",
      "values from base, sft, gspo, control"),

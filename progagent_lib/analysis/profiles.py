@@ -146,6 +146,8 @@ class BenchmarkSettings:
     max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model turn (a longer one is cut)."})
     max_turns: int = field(default=8, metadata={"help": "Model turns per episode (BFCL's scripted user turns included)."})
     max_tool_calls: int = field(default=20, metadata={"help": "Tool calls per episode (a program counts once)."})
+    workers: int = field(default=1, metadata={
+        "help": "Episodes played at once (threads; a model on the engine answers their turns in one batch)."})
     injections: bool = field(default=False, metadata={
         "help": "Also AgentDojo with its injection tasks attached (suite `agentdojo+injections`: the first `limit` "
                 "user x injection pairs of each part): the share of injections each policy follows."})
@@ -164,7 +166,7 @@ class BenchmarkSettings:
         check_int(self, "limit", at_least=1)
         check_choices(self, "harnesses", HARNESS_NAMES)
         check_choices(self, "stages", CROSS_HARNESS_STAGES)
-        for name in ("max_new_tokens", "max_turns", "max_tool_calls"):
+        for name in ("max_new_tokens", "max_turns", "max_tool_calls", "workers"):
             check_int(self, name, at_least=1)
         check_bool(self, "injections")
         if self.injections and "agentdojo" not in self.suites:

@@ -44,6 +44,8 @@ def register(subparsers) -> None:
                      help="attach the suite's injection tasks (AgentDojo: each user task x each injection task, its "
                           "important_instructions attack text) and report the share of injections followed")
     run.add_argument("--out", help="JSON-lines file the trajectories are appended to (resumable)")
+    run.add_argument("--workers", type=int, default=1,
+                     help="episodes played at once (default 1; a model behind a server answers their turns together)")
     run.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword argument for the policy (repeatable; VALUE read as JSON when it parses)")
     run.add_argument("--show-failures", action="store_true", help="list every episode that did not pass, with the checker's detail")
@@ -67,6 +69,9 @@ def run_command(args) -> int:
     from .ground_truth import FIXED_NAME, NAME, FixedReferencePolicy, GroundTruthPolicy
     from .run import bench_table, failing, run_benchmark
 
+    if args.workers < 1:
+        print(f"error: --workers {args.workers}: episodes played at once, at least 1", file=sys.stderr)
+        return 2
     harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
     unknown = [h for h in harnesses if h not in HARNESSES]
     if unknown:
@@ -105,7 +110,8 @@ def run_command(args) -> int:
             except json.JSONDecodeError:
                 kwargs[name] = value
         policies = policies_for(args.policy, harnesses, **kwargs)
-    result = run_benchmark(bench, tasks, harnesses, policies, args.out, progress=not args.no_progress)
+    result = run_benchmark(bench, tasks, harnesses, policies, args.out, progress=not args.no_progress,
+                           workers=args.workers)
     if result.skipped:
         print(f"{result.skipped} episode(s) already in {args.out}; ran {result.ran + len(result.failures)}")
     if result.trajectories:

@@ -30,11 +30,13 @@ from .run import bench_frame, run_benchmark
 def compare_policies(suites: Mapping[str, tuple[Benchmark, Sequence[ExternalTask]]],
                      rows: Mapping[str, Callable[[str], Any] | Mapping[str, Any]], harnesses: Sequence[str],
                      out_dir: str | Path, *, limits: Limits | None = None,
-                     limits_for: Mapping[str, Limits] | None = None, progress: bool = True) -> list[Trajectory]:
+                     limits_for: Mapping[str, Limits] | None = None, progress: bool = True,
+                     workers: int = 1) -> list[Trajectory]:
     """Every row's policy on every suite's tasks under every harness. `rows`: label -> (harness -> policy) or a
     dict harness -> policy; the label becomes the trajectories' `policy`. `limits_for` gives a row its own budgets
     (e.g. a model's turn and context bounds), else `limits`, else our defaults. A suite task whose episode raises is
-    reported on stderr by `run_benchmark` and left out (never written, retried on a rerun)."""
+    reported on stderr by `run_benchmark` and left out (never written, retried on a rerun). `workers`: episodes
+    played at once (run_benchmark)."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     trajectories: list[Trajectory] = []
@@ -45,7 +47,8 @@ def compare_policies(suites: Mapping[str, tuple[Benchmark, Sequence[ExternalTask
                 policy.name = label   # the row's label names its episodes (and their resume keys)
             out = out_dir / f"{suite}__{_slug(label)}.jsonl"
             result = run_benchmark(bench, tasks, harnesses, policies, out, progress=progress,
-                                   limits=(limits_for or {}).get(label, limits), desc=f"{suite} {label}")
+                                   limits=(limits_for or {}).get(label, limits), desc=f"{suite} {label}",
+                                   workers=workers)
             trajectories += result.trajectories
     return trajectories
 

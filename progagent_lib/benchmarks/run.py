@@ -41,12 +41,20 @@ class BenchResult:
 def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Sequence[str],
                   policies: dict[str, Any] | Callable[[str], Any], out: str | Path | None = None, *,
                   progress: bool = True, session_kwargs: dict | None = None, limits: Limits | None = None,
-                  desc: str | None = None) -> BenchResult:
+                  desc: str | None = None, workers: int = 1) -> BenchResult:
     """Every (task, harness) episode not already in `out` (one sample, scale v0, seed 0), appended to `out` as it ends.
 
     `policies` is a dict harness -> policy or a function harness -> policy. `limits`: the episodes' budgets (default
-    our `Limits`). An episode that raises is reported in `failures` and the run goes on."""
+    our `Limits`). `workers`: episodes played at once, in threads (each has its own environment, kernel and
+    per-episode player; a model served by the engine answers their turns in one batch, a model in this process one
+    turn at a time). An episode that raises is reported in `failures` and the run goes on."""
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+    from threading import Lock
+
     from tqdm.auto import tqdm
+
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers={workers!r}: episodes played at once, an integer >= 1")
 
     harnesses = [get_harness(h).name for h in harnesses]
     policies = policies if isinstance(policies, dict) else {h: policies(h) for h in harnesses}
@@ -59,21 +67,34 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
     done = {t.key for t in earlier}
     todo = [(t, h) for t, h in wanted if episode_key(t.id, "v0", 0, h, names[h], 0) not in done]
     result = BenchResult(list(earlier), skipped=len(wanted) - len(todo))
-    for task, harness in tqdm(todo, unit="episode", disable=not progress, file=sys.stderr, desc=desc):
-        try:
-            trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits,
-                                     system_prompt=bench.system_prompts.get(harness), session_kwargs=session_kwargs)
-        except Exception as exc:  # one broken task never stops the run
-            result.failures.append(f"{task.id} [{harness}]: {type(exc).__name__}: {exc}")
-            tqdm.write(f"episode failed: {result.failures[-1]}", file=sys.stderr)
-            continue
+    lock = Lock()
+
+    def play(task: ExternalTask, harness: str) -> None:
+        trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits,
+                                 system_prompt=bench.system_prompts.get(harness), session_kwargs=session_kwargs)
         raised = [c for c in trajectory.criteria if c.get("name") == VERIFIER_FAILED]
         if raised and not trajectory.error:
             trajectory.error = CHECKER_RAISED + raised[0].get("detail", "")
-        if out is not None:
-            write_jsonl(trajectory, out)
-        result.trajectories.append(trajectory)
-        result.ran += 1
+        with lock:
+            if out is not None:
+                write_jsonl(trajectory, out)
+            result.trajectories.append(trajectory)
+            result.ran += 1
+
+    with ThreadPoolExecutor(max_workers=workers) as pool, \
+            tqdm(total=len(todo), unit="episode", disable=not progress, file=sys.stderr, desc=desc) as bar:
+        futures = {pool.submit(play, task, harness): (task, harness) for task, harness in todo}
+        for future in as_completed(futures):
+            try:
+                future.result()
+            except Exception as exc:  # one broken task never stops the run
+                task, harness = futures[future]
+                result.failures.append(f"{task.id} [{harness}]: {type(exc).__name__}: {exc}")
+                tqdm.write(f"episode failed: {result.failures[-1]}", file=sys.stderr)
+            bar.update(1)
+    # the order of `wanted`, whatever order the episodes ended in
+    order = {episode_key(t.id, "v0", 0, h, names[h], 0): i for i, (t, h) in enumerate(wanted)}
+    result.trajectories.sort(key=lambda t: order.get(t.key, len(order)))
     return result
 
 

@@ -13,6 +13,7 @@ stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
 """
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
 
@@ -32,6 +33,8 @@ class EngineTurnGenerator:
     the server and the fix.
     """
 
+    thread_safe = True   # calls from several threads at once: one HTTP client, the server batches their requests
+
     def __init__(self, base_url: str, model: str, end_of_turn_id: int | Sequence[int], *, temperature: float = 1.0,
                  top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None, concurrency: int = 64,
                  api_key: str | None = None):
@@ -41,6 +44,7 @@ class EngineTurnGenerator:
         self.stop_token_ids = [end_of_turn_id] if isinstance(end_of_turn_id, int) else list(end_of_turn_id)
         self.temperature, self.top_p, self.seed, self.concurrency = temperature, top_p, seed, concurrency
         self.calls = 0   # turns generated so far: with `seed`, each call's requests get seeds of their own
+        self._calls_lock = threading.Lock()
         self.client = httpx.Client(timeout=timeout, headers=auth_headers(self.base_url, api_key),
                                    limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
 
@@ -75,8 +79,9 @@ class EngineTurnGenerator:
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         if not contexts:
             return []
-        seeds = self.request_seeds(len(contexts))
-        self.calls += 1
+        with self._calls_lock:   # distinct seeds when threads call at once
+            seeds = self.request_seeds(len(contexts))
+            self.calls += 1
         if self.seed is None or self.temperature <= 0 or len(contexts) == 1:
             return self._complete(contexts, max_new_tokens, seeds[0])
         with ThreadPoolExecutor(max_workers=min(len(contexts), self.concurrency)) as pool:

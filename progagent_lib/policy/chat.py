@@ -9,6 +9,7 @@ vLLM engine, a TRL vLLM server).
 from __future__ import annotations
 
 import threading
+from contextlib import nullcontext
 from typing import Any
 
 from ..errors import ContextFull
@@ -38,7 +39,9 @@ class ChatPolicy:
         self.name = name or f"chat:{chat.model_name}"
         self.model_metadata = model_metadata   # what a run records about the model (source, template, conversion)
         self._prefix_ids = chat.tokenizer.encode(response_prefix, add_special_tokens=False) if response_prefix else []
-        self._lock = threading.Lock()  # one generate at a time when episodes run in threads
+        # One generate at a time when episodes run in threads, unless the generator serves concurrent calls (a
+        # server's client: the server batches them).
+        self._lock = None if getattr(generator, "thread_safe", False) else threading.Lock()
 
     @property
     def tokenizer(self) -> Any:
@@ -53,7 +56,7 @@ class ChatPolicy:
         if self.max_positions is not None and len(prompt) >= self.max_positions:
             raise ContextFull(f"the context ({len(prompt)} tokens) no longer fits {self.name} "
                               f"({self.max_positions} positions)")
-        with self._lock:
+        with self._lock or nullcontext():
             turn = self.generator([prompt], self.max_new_tokens)[0]
         return decode_turn(self.chat, turn.token_ids, tools, prefix=self.response_prefix, prompt_tokens=len(prompt))
 
