@@ -31,7 +31,8 @@ def wilson_rate(rate: float, n: int, z: float = 1.959963984540054) -> tuple[floa
     denominator = 1 + z * z / n
     centre = (rate + z * z / (2 * n)) / denominator
     half = z * math.sqrt(rate * (1 - rate) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at 0/n and n/n the bound is exactly 0 or 1 (centre - half cancels to rounding error, e.g. 2.8e-17)
+    return (0.0 if rate == 0.0 else max(0.0, centre - half)), (1.0 if rate == 1.0 else min(1.0, centre + half))
 
 
 __all__ = ["wilson_interval", "wilson_rate"]

@@ -125,6 +125,7 @@ def test_the_memorization_baseline_passes_exactly_the_instances_a_stored_program
 def test_intervals_against_known_values():
     assert wilson_interval(4, 4) == pytest.approx((0.5101, 1.0), abs=1e-4)
     assert wilson_interval(0, 8) == pytest.approx((0.0, 0.3244), abs=1e-4)
+    assert wilson_interval(0, 12)[0] == 0.0 and wilson_interval(12, 12)[1] == 1.0   # exact, not 2.8e-17
     assert wilson_rate(0.5, 10) == pytest.approx(wilson_interval(5, 10))
     assert wilson_rate(0.375, 8) == pytest.approx((0.1368, 0.6943), abs=1e-4)
     with pytest.raises(ValueError):
