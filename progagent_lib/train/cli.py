@@ -1,4 +1,4 @@
-"""`progagent train sft|gspo|eval|pipeline --config configs/<preset>.yaml`.
+"""`progagent train sft|gspo|eval|pipeline --config configs/<preset>.yaml`; `progagent train needs` (the teacher's needs).
 
 Multi-GPU runs go through accelerate, e.g.
 `accelerate launch --config_file configs/accelerate/deepspeed_zero3.yaml -m progagent_lib.train.cli gspo --config configs/gspo-gpu-paper.yaml`.
@@ -9,6 +9,7 @@ import argparse
 import json
 import sys
 from dataclasses import asdict
+from pathlib import Path
 
 from ..config import load_config
 
@@ -42,6 +43,62 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         if name == "gspo":
             sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
         sub.set_defaults(func=run)
+    needs = commands.add_parser("needs", help="what the teacher's episodes need (turns, longest turn, context, SFT "
+                                              "length) per task and harness, against the model's positions")
+    needs.add_argument("--tasks", default="tasks", help="the task pool's folder (default tasks)")
+    needs.add_argument("--task", dest="task_ids", nargs="+", default=[], help="task ids (default: every task)")
+    needs.add_argument("--harness", default="dtc,ptc,hybrid", help="comma-separated harnesses (default all three)")
+    needs.add_argument("--model", default="smollm2", help="whose tokenizer counts and whose positions (default smollm2; "
+                                                           "e.g. smollm2@32k)")
+    needs.add_argument("--scale", default="v0")
+    needs.add_argument("--seed", type=int, default=0)
+    needs.add_argument("--out", help="also write the table as CSV")
+    needs.set_defaults(func=needs_command)
+
+
+def needs_command(args: argparse.Namespace) -> int:
+    """The teacher's needs per (task, harness), the fits against the model's positions, and a summary per harness."""
+    import polars as pl
+    from tqdm.auto import tqdm
+    from transformers import AutoConfig, AutoTokenizer
+
+    from ..generation.models import model_positions, resolve_model_source
+    from ..harness.chat_format import ChatFormat
+    from ..harness.spec import HARNESSES
+    from .common import select_tasks
+    from .feasibility import teacher_needs
+
+    harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
+    unknown = [h for h in harnesses if h not in HARNESSES]
+    if unknown or not harnesses:
+        raise SystemExit(f"progagent train needs: --harness {args.harness!r}: choose from {', '.join(HARNESSES)}")
+    try:
+        tasks = select_tasks(args.tasks, args.task_ids)
+    except ValueError as exc:
+        raise SystemExit(f"progagent train needs: {exc}") from None
+    source = resolve_model_source(args.model)
+    positions = model_positions(AutoConfig.from_pretrained(source))
+    chat = ChatFormat(AutoTokenizer.from_pretrained(source), model_name=args.model)
+    rows = []
+    for task, harness in tqdm([(t, h) for h in harnesses for t in tasks], desc="teacher needs", unit="episode"):
+        needs = teacher_needs(task, harness, chat, scale=args.scale, seed=args.seed)[0]
+        rows.append({**asdict(needs), "fits_positions": positions is None or needs.context_tokens <= positions})
+    table = pl.DataFrame(rows).sort("harness", "context_tokens")
+    summary = table.group_by("harness").agg(
+        pl.len().alias("tasks"), pl.col("turns").median().alias("median_turns"),
+        pl.col("context_tokens").min().alias("min_context"), pl.col("context_tokens").median().alias("median_context"),
+        pl.col("context_tokens").max().alias("max_context"), pl.col("fits_positions").sum().alias("fit"),
+        *(((pl.col("context_tokens") <= n).sum()).alias(f"fit_{n // 1024}k") for n in (8192, 16384, 32768))).sort("harness")
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True):
+        print(table.select("task_id", "harness", "turns", "longest_turn_tokens", "context_tokens", "sft_tokens",
+                           "reward", "fits_positions"))
+        print(f"per harness ({args.model}: {positions} positions; {args.scale}, seed {args.seed}):")
+        print(summary)
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        table.write_csv(args.out)
+        print(f"written: {args.out}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

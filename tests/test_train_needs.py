@@ -1,0 +1,31 @@
+"""`progagent train needs`: the teacher's needs per task and harness against the model's positions (the README's
+DTC table over the pool comes from it), and its bad input."""
+import csv
+from pathlib import Path
+
+import pytest
+
+from progagent_lib.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_needs_table_and_csv(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "needs.csv"
+    assert main(["train", "needs", "--task", "retail/restock_orders", "--harness", "ptc,dtc", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "per harness (smollm2: 8192 positions; v0, seed 0)" in printed
+    rows = {r["harness"]: r for r in csv.DictReader(out.open())}
+    assert set(rows) == {"ptc", "dtc"} and all(float(r["reward"]) == 1.0 for r in rows.values())
+    # the PTC teacher fits the model's positions, the DTC teacher (one call per turn, 39 turns) does not
+    assert rows["ptc"]["fits_positions"] == "true" and rows["dtc"]["fits_positions"] == "false"
+    assert int(rows["dtc"]["turns"]) > int(rows["ptc"]["turns"]) == 4
+
+
+def test_needs_refuses_bad_input(monkeypatch):
+    monkeypatch.chdir(REPO)
+    with pytest.raises(SystemExit, match="--harness 'ptcc': choose from dtc, ptc, hybrid"):
+        main(["train", "needs", "--harness", "ptcc"])
+    with pytest.raises(SystemExit, match="task id\\(s\\) \\['retail/nope'\\] not found"):
+        main(["train", "needs", "--task", "retail/nope"])
