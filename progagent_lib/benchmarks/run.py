@@ -48,10 +48,9 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
     our `Limits`). `workers`: episodes played at once, in threads (each has its own environment, kernel and
     per-episode player; a model served by the engine answers their turns in one batch, a model in this process one
     turn at a time). An episode that raises is reported in `failures` and the run goes on."""
-    from concurrent.futures import ThreadPoolExecutor, as_completed
     from threading import Lock
 
-    from tqdm.auto import tqdm
+    from ..harness.batch import play_in_threads
 
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers={workers!r}: episodes played at once, an integer >= 1")
@@ -69,7 +68,8 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
     result = BenchResult(list(earlier), skipped=len(wanted) - len(todo))
     lock = Lock()
 
-    def play(task: ExternalTask, harness: str) -> None:
+    def play(item: tuple[ExternalTask, str]) -> None:
+        task, harness = item
         trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits,
                                  system_prompt=bench.system_prompts.get(harness), session_kwargs=session_kwargs)
         raised = [c for c in trajectory.criteria if c.get("name") == VERIFIER_FAILED]
@@ -81,17 +81,8 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
             result.trajectories.append(trajectory)
             result.ran += 1
 
-    with ThreadPoolExecutor(max_workers=workers) as pool, \
-            tqdm(total=len(todo), unit="episode", disable=not progress, file=sys.stderr, desc=desc) as bar:
-        futures = {pool.submit(play, task, harness): (task, harness) for task, harness in todo}
-        for future in as_completed(futures):
-            try:
-                future.result()
-            except Exception as exc:  # one broken task never stops the run
-                task, harness = futures[future]
-                result.failures.append(f"{task.id} [{harness}]: {type(exc).__name__}: {exc}")
-                tqdm.write(f"episode failed: {result.failures[-1]}", file=sys.stderr)
-            bar.update(1)
+    result.failures += play_in_threads(todo, play, lambda item: f"{item[0].id} [{item[1]}]", workers=workers,
+                                       progress=progress, desc=desc)
     # the order of `wanted`, whatever order the episodes ended in
     order = {episode_key(t.id, "v0", 0, h, names[h], 0): i for i, (t, h) in enumerate(wanted)}
     result.trajectories.sort(key=lambda t: order.get(t.key, len(order)))

@@ -88,8 +88,6 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
     and not written, so a rerun retries it; an episode ended by an infrastructure error is written (errored)
     and also retried by a rerun.
     """
-    from tqdm.auto import tqdm
-
     tasks = [t if isinstance(t, Task) else load_task(t) for t in tasks]
     harnesses = [get_harness(h).name for h in harnesses]
     policies = _policies_by_harness(policy, harnesses)
@@ -122,14 +120,25 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
             result.ran += 1
         return trajectory
 
+    result.failures += play_in_threads(todo, run_one, key, workers=workers, progress=progress)
+    return result
+
+
+def play_in_threads(items: Sequence[Any], play: Callable[[Any], Any], label: Callable[[Any], str], *,
+                    workers: int = 1, progress: bool = True, desc: str | None = None) -> list[str]:
+    """`play(item)` for every item, `workers` at a time in threads, with a progress bar; an item that raises is
+    reported (`label(item): error`, on stderr and in the returned list) and the others go on."""
+    from tqdm.auto import tqdm
+
+    failures: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
-            tqdm(total=len(todo), unit="episode", disable=not progress, file=sys.stderr) as bar:
-        futures = {pool.submit(run_one, e): e for e in todo}
+            tqdm(total=len(items), unit="episode", disable=not progress, file=sys.stderr, desc=desc) as bar:
+        futures = {pool.submit(play, item): item for item in items}
         for future in as_completed(futures):
             try:
                 future.result()
             except Exception as exc:  # one broken episode must not lose the others
-                result.failures.append(f"{key(futures[future])}: {type(exc).__name__}: {exc}")
-                tqdm.write(f"episode failed: {result.failures[-1]}", file=sys.stderr)
+                failures.append(f"{label(futures[future])}: {type(exc).__name__}: {exc}")
+                tqdm.write(f"episode failed: {failures[-1]}", file=sys.stderr)
             bar.update(1)
-    return result
+    return failures
