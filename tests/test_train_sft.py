@@ -105,11 +105,13 @@ def test_every_shipped_config_loads(repo):
     from progagent_lib.train.gspo import GSPORunConfig
     from progagent_lib.train.pipeline import PipelineConfig
 
-    kinds = {"cpu-smoke": PipelineConfig, "cpu-study": PipelineConfig, "cpu-fast": PipelineConfig, "ci": PipelineConfig, "gpu-paper": PipelineConfig, "sft": SFTRunConfig, "gspo": GSPORunConfig, "eval": EvalConfig}
+    # Every pipeline profile is named cpu-*, ci or gpu-paper; stage configs sft-*, gspo-*, eval-*.
+    kinds = {"cpu-": PipelineConfig, "ci": PipelineConfig, "gpu-paper": PipelineConfig, "sft": SFTRunConfig, "gspo": GSPORunConfig, "eval": EvalConfig}
     configs = sorted((repo / "configs").glob("*.yaml"))
     assert configs
     for path in configs:
-        kind = next(cls for prefix, cls in kinds.items() if path.name.startswith(prefix))
+        kind = next((cls for prefix, cls in kinds.items() if path.name.startswith(prefix)), None)
+        assert kind is not None, f"configs/{path.name}: no config kind for its name; name it after one of {sorted(kinds)}"
         load_config(kind, path)
     authors = load_config(GSPORunConfig, repo / "configs" / "gspo-gpu-paper-authors-clip.yaml")
     assert (authors.epsilon, authors.epsilon_high) == (1e-2, 2e-2)
