@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install engine verifiers reproduce study dtc-sft test lab certify stats bench bench-engine clean
+.PHONY: install engine verifiers reproduce study dtc-sft cross test lab certify stats bench bench-engine clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -69,6 +69,10 @@ study: install engine
 # The DTC recipe's SFT on whole DTC teacher episodes (smollm2@32k), evaluated under DTC and PTC (about an hour here).
 dtc-sft: install engine
 	$(VENV)/bin/progagent train pipeline --config configs/cpu-dtc.yaml --engine --engine-kv-cache-gib 4
+
+# The cross-harness table: the DTC, PTC and Hybrid recipes (SFT, GSPO) evaluated under all three (about 1.5 hours).
+cross: install engine
+	$(VENV)/bin/progagent train pipeline --config configs/cpu-cross.yaml --engine --engine-kv-cache-gib 4
 
 # The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
 test: install engine verifiers

@@ -17,7 +17,7 @@ from progagent_lib.train.common import limits_of, select_tasks
 from progagent_lib.train.pipeline import PipelineConfig
 
 REPO = Path(__file__).resolve().parents[1]
-PIPELINE_CONFIGS = ["cpu-smoke", "cpu-study", "cpu-dtc", "cpu-fast", "ci", "gpu-paper"]
+PIPELINE_CONFIGS = ["cpu-smoke", "cpu-study", "cpu-dtc", "cpu-cross", "cpu-fast", "ci", "gpu-paper"]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from progagent_lib.train.splits import (Instance, SplitConfig, SplitError, Train
                                         make_splits, params_key, spread_over_domains)
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = ["ci", "cpu-fast", "cpu-smoke", "cpu-study", "cpu-dtc"]
+CONFIGS = ["ci", "cpu-fast", "cpu-smoke", "cpu-study", "cpu-dtc", "cpu-cross"]
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +206,27 @@ def test_eval_harnesses_evaluate_each_recipe_under_every_harness_named(tmp_path)
     assert {(r["recipe"], r["harness"]) for r in rows} == {("ptc", "ptc"), ("ptc", "hybrid")}
     assert {(r["recipe"], r["harness"]) for r in read_learning(tmp_path)} == {("ptc", "ptc"), ("ptc", "hybrid")}
     assert recipe.played_harnesses() == ["ptc", "hybrid"]
+
+
+def test_the_base_model_and_the_memorization_baseline_are_evaluated_once_for_all_recipes(tmp_path):
+    """Neither the base model nor the memorization baseline depends on the recipe: with three recipes evaluated under
+    the same harnesses, the second and third reuse the first's rows (marked), and a harness the first did not play
+    is evaluated."""
+    from dataclasses import replace
+
+    config = load_config(PipelineConfig, REPO / "configs" / "ci.yaml")
+    config = replace(config, model="smollm2", rl_harnesses=["ptc", "hybrid"], eval_harnesses=["ptc", "hybrid"])
+    recipe = Recipe(config, tmp_path)
+    first = recipe.evaluate("memorize", "ptc")
+    second = recipe.evaluate("memorize", "hybrid")
+    assert [(r["recipe"], r["same_weights_as"]) for r in second] == [("hybrid", "memorize-ptc")] * len(first)
+    assert [r["pass_rate"] for r in second] == [r["pass_rate"] for r in first]
+    assert {r["recipe"] for r in read_learning(tmp_path) if r["stage"] == "memorize"} == {"ptc", "hybrid"}
+    base = [{**r, "stage": "base", "model": "smollm2"} for r in first]
+    write_learning_rows(tmp_path / "learning.jsonl", base)
+    copied = recipe._same_model_rows("base", "hybrid", ["ptc", "hybrid"], "smollm2")
+    assert [(r["stage"], r["recipe"], r["same_weights_as"]) for r in copied] == [("base", "hybrid", "base-ptc")] * len(base)
+    assert recipe._same_model_rows("base", "hybrid", ["ptc", "hybrid", "dtc"], "smollm2") is None   # dtc not played
+    assert recipe._same_model_rows("sft", "hybrid", ["ptc", "hybrid"], "x") is None                # trained: never
+    tiny = Recipe(replace(config, model="tiny"), tmp_path)          # a tiny base is built per recipe
+    assert tiny._same_model_rows("base", "hybrid", ["ptc", "hybrid"], "tiny") is None

@@ -331,18 +331,35 @@ class Recipe:
         return rows
 
     def _same_model_rows(self, stage: str, harness: str, harnesses: list[str], model: str) -> list[dict] | None:
-        """GSPO's or the control's rows copied from SFT's when their weights are bit-identical to the SFT model's and
-        SFT's rows of this run cover every harness and decoding asked for; else None (evaluate)."""
-        if stage not in ("gspo", "control") or not same_weights(model, self.model_for("sft", harness)):
+        """Rows of an evaluation this run already made of the same model under the same harnesses, else None
+        (evaluate):
+        - GSPO's or the control's: SFT's rows of the recipe, when their weights are bit-identical to the SFT model's;
+        - the base model's and the memorization baseline's: another recipe's rows (neither depends on the recipe; a
+          'tiny' base is built per recipe and is evaluated for each).
+        Copied rows are marked `same_weights_as` (the stage, or stage-recipe, they came from)."""
+        if stage in ("gspo", "control"):
+            if not same_weights(model, self.model_for("sft", harness)):
+                return None
+            sources = [("sft", harness)]
+        elif stage in ("base", "memorize") and not (stage == "base" and self.base_model == "tiny"):
+            sources = [(stage, other) for other in self.config.rl_harnesses if other != harness]
+        else:
             return None
-        decodings = {"greedy"} | ({"sampled"} if self.config.sampled else set())
-        rows = [r for r in read_learning(self.out / LEARNING_FILE)
-                if r["stage"] == "sft" and r["recipe"] == harness and r.get("run") == self.identity["run"]
-                and r["harness"] in harnesses and r.get("decoding") in decodings]
-        if {(r["harness"], r["decoding"]) for r in rows} != {(h, d) for h in harnesses for d in decodings}:
-            return None
-        print(f"{stage}-{harness}: weights bit-identical to sft-{harness}; its rows are SFT's (same_weights_as: sft)")
-        return [{**r, "stage": stage, "model": model, "same_weights_as": "sft"} for r in rows]
+        decodings = {"greedy"} | ({"sampled"} if self.config.sampled and stage != "memorize" else set())
+        wanted = {(h, d) for h in harnesses for d in decodings}
+        learning = read_learning(self.out / LEARNING_FILE)
+        for source, recipe in sources:
+            rows = [r for r in learning
+                    if r["stage"] == source and r.get("recipe") == recipe and r.get("run") == self.identity["run"]
+                    and r["harness"] in harnesses and r.get("decoding") in decodings]
+            if {(r["harness"], r["decoding"]) for r in rows} != wanted:
+                continue
+            mark = source if recipe == harness else f"{source}-{recipe}"
+            print(f"{stage}-{harness}: the same model as {mark}, under the same harnesses; its rows are {mark}'s "
+                  f"(same_weights_as: {mark})")
+            return [{**r, "stage": stage, "recipe": harness, "same_weights_as": mark,
+                     **({"model": model} if stage != "memorize" else {})} for r in rows]
+        return None
 
     def memorize(self, harness: str, harnesses: list[str] | None = None) -> list[dict]:
         """The memorization baseline on the held-out splits: every trained instance's teacher turns, the one whose
@@ -352,6 +369,11 @@ class Recipe:
         from ..policy.memorize import NearestMemorizationPolicy
 
         started = time.perf_counter()
+        reused = self._same_model_rows("memorize", harness, harnesses or self.config.eval_harnesses or [harness], "")
+        if reused is not None:   # another recipe's replay under the same harnesses: the same episodes
+            write_learning_rows(self.out / LEARNING_FILE, reused)
+            self._timed(f"eval_memorize-{harness}", started)
+            return reused
         trained = self.trained_instances()
         tasks = {t.id: t for t in self.training_tasks()}
         scale = self.config.sft.scales[0]
