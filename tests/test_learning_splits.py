@@ -230,3 +230,40 @@ def test_the_base_model_and_the_memorization_baseline_are_evaluated_once_for_all
     assert recipe._same_model_rows("sft", "hybrid", ["ptc", "hybrid"], "x") is None                # trained: never
     tiny = Recipe(replace(config, model="tiny"), tmp_path)          # a tiny base is built per recipe
     assert tiny._same_model_rows("base", "hybrid", ["ptc", "hybrid"], "tiny") is None
+
+
+def test_the_cross_harness_table_pools_splits_and_lists_shared_models_once(tmp_path, capsys):
+    """`progagent train table`: every model under every harness, the splits pooled (passes and instances summed, the
+    interval Wilson's at the pooled count), the base model and the memorization baseline listed once although each
+    recipe carries their rows; a run without learning rows is a clear error."""
+    import argparse
+
+    from progagent_lib.train.cli import table_command
+    from progagent_lib.train.scoring import cross_harness_rows, format_cross_harness_table
+
+    def row(stage, recipe, harness, split, rate, **extra):
+        return {"stage": stage, "recipe": recipe, "harness": harness, "split": split, "decoding": "greedy",
+                "instances": 1, "pass_rate": rate, "mean_score": rate, "tool_calls": 3.0, "turns": 2.0,
+                "tool_output_tokens": 10.0, "claim_done_rate": 1.0, **extra}
+
+    rows = []
+    for recipe in ("dtc", "ptc", "hybrid"):
+        for harness in ("dtc", "ptc", "hybrid"):
+            same = {} if recipe == "dtc" else {"same_weights_as": "base-dtc"}
+            rows += [row("base", recipe, harness, s, 0.0, **same) for s in ("seeds", "params")]
+            rows += [row("sft", recipe, harness, "seeds", float(recipe == harness)), row("sft", recipe, harness, "params", 0.0)]
+    table = cross_harness_rows(rows)
+    assert [(r["stage"], r["recipe"]) for r in table[:3]] == [("base", "-")] * 3
+    assert len(table) == 3 + 9
+    sft_ptc = next(r for r in table if (r["stage"], r["recipe"], r["harness"]) == ("sft", "ptc", "ptc"))
+    assert (sft_ptc["passed"], sft_ptc["instances"], sft_ptc["splits"]) == (1, 2, ["params", "seeds"])
+    assert (sft_ptc["pass_low"], sft_ptc["pass_high"]) == pytest.approx(wilson_interval(1, 2))
+    markdown = format_cross_harness_table(rows)
+    assert "| PTC recipe, SFT | 0/2" in markdown and markdown.count("| base model |") == 1
+    write_learning_rows(tmp_path / "learning.jsonl", [{**r, "run": "r", "commit": "c"} for r in rows])
+    assert table_command(argparse.Namespace(run=str(tmp_path), decoding="greedy",
+                                            figure=str(tmp_path / "fig" / "cross"))) == 0
+    assert {p.name for p in (tmp_path / "fig").iterdir()} == {"cross.png", "cross.svg", "cross.csv"}
+    assert "| DTC recipe, SFT | 1/2" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="has no learning.jsonl"):
+        table_command(argparse.Namespace(run=str(tmp_path / "none"), decoding="greedy", figure=None))

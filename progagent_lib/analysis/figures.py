@@ -84,6 +84,26 @@ def cross_harness(evaluation: pl.DataFrame) -> alt.Chart:
     return (heat + text).properties(title="Cross-harness evaluation (held-out seeds)", width=WIDTH // 1.3, height=HEIGHT // 1.3)
 
 
+def cross_harness_learning(table: pl.DataFrame) -> alt.Chart:
+    """Heatmap of the cross-harness table (train.scoring.cross_harness_rows, with a `model` label per stage and
+    recipe): pass rate of each model (rows) under each harness (columns), 'passed/instances' written in each cell,
+    the 95% interval in the tooltip."""
+    label = [f"{p:g}/{n}" for p, n in zip(table["passed"], table["instances"])]
+    frame = _frame(table.with_columns(
+        label=pl.Series(label), interval=pl.format("{}-{}", pl.col("pass_low").round(2), pl.col("pass_high").round(2))))
+    models = list(dict.fromkeys(table["model"].to_list()))
+    base = alt.Chart(frame).encode(x=alt.X("harness:N", sort=HARNESS_ORDER, title="Evaluated under",
+                                           axis=alt.Axis(labelAngle=0)),
+                                   y=alt.Y("model:N", sort=models, title=None))
+    heat = base.mark_rect().encode(
+        color=alt.Color("pass_rate:Q", title="Pass rate", scale=alt.Scale(domain=[0, 1], scheme="greens")),
+        tooltip=["model", "harness", "label", alt.Tooltip("interval:N", title="95% CI"),
+                 alt.Tooltip("mean_score:Q", format=".2f", title="mean R~")])
+    text = base.mark_text(baseline="middle").encode(text="label:N")
+    return (heat + text).properties(title="Each recipe's models under each harness (held-out instances)",
+                                    width=WIDTH // 1.3, height=max(HEIGHT // 1.3, 22 * len(models)))
+
+
 def pass_rate_by_scale(evaluation: pl.DataFrame, group: str = "variant") -> alt.Chart:
     """Pass rate per scale, one line per variant (e.g. full vs v0-only training, isError on vs off)."""
     return alt.Chart(_frame(evaluation)).mark_line(point=True).encode(

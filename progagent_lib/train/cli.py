@@ -1,4 +1,5 @@
-"""`progagent train sft|gspo|eval|pipeline --config configs/<preset>.yaml`; `progagent train needs` (the teacher's needs).
+"""`progagent train sft|gspo|eval|pipeline --config configs/<preset>.yaml`; `progagent train needs` (the teacher's needs);
+`progagent train table RUN` (the cross-harness table of a pipeline run).
 
 Multi-GPU runs go through accelerate, e.g.
 `accelerate launch --config_file configs/accelerate/deepspeed_zero3.yaml -m progagent_lib.train.cli gspo --config configs/gspo-gpu-paper.yaml`.
@@ -54,6 +55,13 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     needs.add_argument("--seed", type=int, default=0)
     needs.add_argument("--out", help="also write the table as CSV")
     needs.set_defaults(func=needs_command)
+    table = commands.add_parser("table", help="the cross-harness table of a pipeline run: every model (base, "
+                                              "memorization baseline, each recipe's stages) under every harness")
+    table.add_argument("run", help="the run's folder (its learning.jsonl) or a learning.jsonl file")
+    table.add_argument("--decoding", default="greedy", choices=["greedy", "sampled"])
+    table.add_argument("--figure", metavar="PREFIX", help="also save the heatmap as PREFIX.png/.svg and the rows as "
+                                                          "PREFIX.csv (e.g. figures/cpu-cross/cross_harness_learning)")
+    table.set_defaults(func=table_command)
 
 
 def needs_command(args: argparse.Namespace) -> int:
@@ -98,6 +106,35 @@ def needs_command(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         table.write_csv(args.out)
         print(f"written: {args.out}")
+    return 0
+
+
+def table_command(args: argparse.Namespace) -> int:
+    """The run's cross-harness table (splits pooled), as Markdown; with --figure, the heatmap and a CSV."""
+    from .pipeline import LEARNING_FILE, read_learning
+    from .scoring import cross_harness_rows, format_cross_harness_table, model_label
+
+    path = Path(args.run)
+    if not (path / LEARNING_FILE if path.is_dir() else path).exists():
+        raise SystemExit(f"progagent train table: {path} has no {LEARNING_FILE} (run `progagent train pipeline` first)")
+    rows = read_learning(path)
+    table = cross_harness_rows(rows, args.decoding)
+    if not table:
+        raise SystemExit(f"progagent train table: {path}: no {args.decoding} rows")
+    print(format_cross_harness_table(rows, args.decoding))
+    if args.figure:
+        import polars as pl
+
+        from ..analysis.figures import cross_harness_learning
+        from ..analysis.style import save_chart
+
+        frame = pl.DataFrame([{**{k: v for k, v in r.items() if k != "splits"}, "splits": ",".join(r["splits"]),
+                               "model": model_label(r["stage"], r["recipe"])} for r in table])
+        prefix = Path(args.figure)
+        prefix.parent.mkdir(parents=True, exist_ok=True)
+        frame.write_csv(prefix.with_suffix(".csv"))
+        save_chart(cross_harness_learning(frame), prefix.name, prefix.parent)
+        print(f"written: {prefix}.png, {prefix}.svg, {prefix}.csv")
     return 0
 
 

@@ -134,4 +134,87 @@ def format_learning_table(rows: Iterable[dict]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["commit_of", "config_hash", "format_learning_table", "learning_rows", "process_metrics", "summarise"]
+STAGE_ORDER = ("base", "memorize", "sft", "gspo", "control")
+HARNESS_ORDER = ("dtc", "ptc", "hybrid")
+
+
+def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: Iterable[str] | None = None) -> list[dict]:
+    """The paper's cross-harness table from learning rows: one row per (stage, recipe, harness played), the splits
+    pooled (passes and instances summed; the interval Wilson's at the pooled instance count; mean R~ and the process
+    metrics weighted by instances). `splits` (default every split present) chooses which are pooled."""
+    wanted = set(splits) if splits is not None else None
+    groups: dict[tuple[str, str, str], list[dict]] = defaultdict(list)
+    for r in rows:
+        if r.get("decoding") == decoding and (wanted is None or r["split"] in wanted):
+            groups[(r["stage"], r.get("recipe", r["harness"]), r["harness"])].append(r)
+
+    def order(key: tuple[str, str, str]) -> tuple:
+        stage, recipe, harness = key
+        rank = lambda seq, x: seq.index(x) if x in seq else len(seq)  # noqa: E731
+        shared = stage in ("base", "memorize")   # one model for every recipe: listed once, first
+        return (not shared, rank(STAGE_ORDER, stage) if shared else 0, rank(HARNESS_ORDER, recipe),
+                rank(STAGE_ORDER, stage), rank(HARNESS_ORDER, harness))
+
+    out, seen_shared = [], set()
+    for key in sorted(groups, key=order):
+        stage, recipe, harness = key
+        group = groups[key]
+        if stage in ("base", "memorize"):
+            if (stage, harness) in seen_shared:   # the same model under every recipe (same_weights_as): once
+                continue
+            seen_shared.add((stage, harness))
+        n = sum(r["instances"] for r in group)
+        passed = sum(r["pass_rate"] * r["instances"] for r in group)
+        low, high = wilson_rate(passed / n, n) if n else (float("nan"), float("nan"))
+
+        def mean(name: str) -> float:
+            values = [(r[name], r["instances"]) for r in group if r.get(name) == r.get(name) and r.get(name) is not None]
+            weight = sum(w for _, w in values)
+            return sum(v * w for v, w in values) / weight if weight else float("nan")
+
+        out.append({"stage": stage, "recipe": "-" if stage in ("base", "memorize") else recipe, "harness": harness,
+                    "splits": sorted(r["split"] for r in group), "instances": n, "passed": round(passed, 3),
+                    "pass_rate": passed / n if n else float("nan"), "pass_low": low, "pass_high": high,
+                    "mean_score": mean("mean_score"), "tool_calls": mean("tool_calls"), "turns": mean("turns"),
+                    "tool_output_tokens": mean("tool_output_tokens"), "claim_done_rate": mean("claim_done_rate"),
+                    "same_weights_as": next((r["same_weights_as"] for r in group if r.get("same_weights_as")), None)})
+    return out
+
+
+STAGE_LABELS = {"base": "base model", "memorize": "memorization baseline", "sft": "SFT", "gspo": "GSPO",
+                "control": "SFT control"}
+
+
+def model_label(stage: str, recipe: str) -> str:
+    """'base model', 'memorization baseline' (one for every recipe), else e.g. 'DTC recipe, GSPO'."""
+    if stage in ("base", "memorize"):
+        return STAGE_LABELS[stage]
+    return f"{recipe.upper()} recipe, {STAGE_LABELS.get(stage, stage)}"
+
+
+def format_cross_harness_table(rows: Iterable[dict], decoding: str = "greedy") -> str:
+    """Markdown: one line per model (stage, recipe), one column per harness played: passed/instances (95% CI) and
+    mean R~."""
+    table = cross_harness_rows(rows, decoding)
+    harnesses = [h for h in HARNESS_ORDER if any(r["harness"] == h for r in table)]
+    models = list(dict.fromkeys((r["stage"], r["recipe"]) for r in table))
+    cells = {(r["stage"], r["recipe"], r["harness"]): r for r in table}
+    lines = ["| model | " + " | ".join(f"under {h.upper()}" for h in harnesses) + " |",
+             "|---|" + "---|" * len(harnesses)]
+    for stage, recipe in models:
+        name = model_label(stage, recipe)
+        same = next((cells[(stage, recipe, h)]["same_weights_as"] for h in harnesses
+                     if (stage, recipe, h) in cells and cells[(stage, recipe, h)]["same_weights_as"]
+                     and stage not in ("base", "memorize")), None)
+        name += f" (weights = {STAGE_LABELS.get(same, same)}'s)" if same else ""
+        row = []
+        for h in harnesses:
+            c = cells.get((stage, recipe, h))
+            row.append("-" if c is None else f"{c['passed']:g}/{c['instances']} ({c['pass_low']:.2f}-{c['pass_high']:.2f}), "
+                                             f"R~ {c['mean_score']:.2f}")
+        lines.append(f"| {name} | " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+__all__ = ["commit_of", "config_hash", "cross_harness_rows", "model_label", "format_cross_harness_table", "format_learning_table",
+           "learning_rows", "process_metrics", "summarise"]
