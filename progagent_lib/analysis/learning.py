@@ -37,6 +37,17 @@ def learning_frame(path: str | Path) -> pl.DataFrame:
     return pl.DataFrame([{k: r.get(k) for k in COLUMNS} for r in rows], infer_schema_length=None)
 
 
+def cross_harness_frame(path: str | Path, decoding: str = "greedy") -> pl.DataFrame:
+    """The cross-harness table of a run's learning.jsonl (train.scoring.cross_harness_rows: splits pooled), one row
+    per (model, harness played), with a `model` label per stage and recipe; empty without rows."""
+    from ..train.pipeline import read_learning
+    from ..train.scoring import cross_harness_rows, model_label
+
+    rows = cross_harness_rows(read_learning(path), decoding)
+    return pl.DataFrame([{**r, "splits": ",".join(r["splits"]), "model": model_label(r["stage"], r["recipe"])}
+                         for r in rows])
+
+
 def learning_table(frame: pl.DataFrame) -> pl.DataFrame:
     """Split x stage: greedy and sampled pass rate with intervals and mean R~ (each recipe under its own harness)."""
     own = frame.filter(pl.col("recipe") == pl.col("harness"))

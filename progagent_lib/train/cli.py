@@ -112,7 +112,7 @@ def needs_command(args: argparse.Namespace) -> int:
 def table_command(args: argparse.Namespace) -> int:
     """The run's cross-harness table (splits pooled), as Markdown; with --figure, the heatmap and a CSV."""
     from .pipeline import LEARNING_FILE, read_learning
-    from .scoring import cross_harness_rows, format_cross_harness_table, model_label
+    from .scoring import cross_harness_rows, format_cross_harness_table
 
     path = Path(args.run)
     if not (path / LEARNING_FILE if path.is_dir() else path).exists():
@@ -123,13 +123,11 @@ def table_command(args: argparse.Namespace) -> int:
         raise SystemExit(f"progagent train table: {path}: no {args.decoding} rows")
     print(format_cross_harness_table(rows, args.decoding))
     if args.figure:
-        import polars as pl
-
         from ..analysis.figures import cross_harness_learning
+        from ..analysis.learning import cross_harness_frame
         from ..analysis.style import save_chart
 
-        frame = pl.DataFrame([{**{k: v for k, v in r.items() if k != "splits"}, "splits": ",".join(r["splits"]),
-                               "model": model_label(r["stage"], r["recipe"])} for r in table])
+        frame = cross_harness_frame(path, args.decoding)
         prefix = Path(args.figure)
         prefix.parent.mkdir(parents=True, exist_ok=True)
         frame.write_csv(prefix.with_suffix(".csv"))
