@@ -16,8 +16,12 @@ setting, three kinds of one training step (forward, backward, AdamW step) on the
   on one synthetic episode per step (TRL's fused LM head: SFT's loss without the full logits).
 - gspo: run_gspo's trainer: `GSPOTrainer(args=grpo_args(GSPORunConfig(...)))` under `lm_head_tile`, fed by a rollout
   function that returns synthetic episodes instead of playing them. One optimizer step is a group of two episodes
-  (the smallest GSPO learns from): the trainer's log-probs before the update (no gradient), then each episode's
-  forward and backward through GSPOTrainer's loss, then AdamW. Its tokens/s counts both episodes.
+  (the smallest GSPO learns from), trained on once (one minibatch, one pass): each episode's forward and backward
+  through GSPOTrainer's loss, then AdamW; the old log-probs, the sampler comparison and the TIS weights come from the
+  loss's own forward pass. `--gspo-minibatches 2` splits the group into two optimizer steps of one episode: then the
+  second episode's old log-probs must be taken before the first step, and TRL computes every episode's in a forward
+  pass of its own after generation (the configs that split a batch: cpu-smoke, cpu-study, cpu-cross). Its tokens/s
+  counts both episodes.
 
 Token ids are random (the content changes neither time nor memory); an SFT episode trains on alternating 256-token
 spans, a GSPO episode's completion alternates model and observation spans, the first eighth of each is its prompt.
@@ -50,7 +54,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 RESULT_MARK = "TRAIN_MEMORY_RESULT "
-KINDS = ("baseline", "sft", "gspo")
+KINDS = ("baseline", "sft", "gspo", "gspo-split")   # gspo-split: the group in two minibatches (two optimizer steps)
 SPAN = 256   # tokens per trained / untrained span of a synthetic episode
 MEASURED = ("seconds", "step_seconds", "tokens_per_step", "tokens_per_second", "peak_gb", "resident_gb", "peak_reset",
             "attention", "threads")   # what `measure` reports (None in a row whose process failed)
@@ -160,8 +164,10 @@ def _gspo(model, tokenizer, spec: dict, probe: PeakProbe, work: Path) -> None:
     length, vocab = spec["length"], model.config.vocab_size
     prompt = length // 8
     generator = torch.Generator().manual_seed(spec["seed"] + 1)
-    config = GSPORunConfig(output_dir=str(work), num_generations=2, prompts_per_step=1, minibatches=1,
-                           num_iterations=1, micro_batch_size=1, max_steps=spec["repeats"], save_steps=10**9,
+    minibatches = 2 if spec["kind"] == "gspo-split" else 1
+    config = GSPORunConfig(output_dir=str(work), num_generations=2, prompts_per_step=1, minibatches=minibatches,
+                           num_iterations=1, micro_batch_size=1, max_steps=spec["repeats"] * minibatches,
+                           save_steps=10**9,
                            max_turns=None, max_new_tokens=None, max_context_tokens=length, learning_rate=1e-6,
                            bf16=spec["precision"] == "bf16", gradient_checkpointing=spec["checkpointing"],
                            logit_chunk_tokens=spec["chunk"])
@@ -203,10 +209,14 @@ def measure(spec: dict) -> dict:
             _gspo(model, tokenizer, spec, probe, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if len(probe.seconds) != spec["repeats"]:
-        raise RuntimeError(f"{len(probe.seconds)} steps timed, {spec['repeats']} asked")
-    tokens = spec["length"] * (2 if spec["kind"] == "gspo" else 1)   # a GSPO step trains a group of two episodes
-    seconds = min(probe.seconds)
+    per_batch = 2 if spec["kind"] == "gspo-split" else 1   # optimizer steps per measured unit
+    if len(probe.seconds) != spec["repeats"] * per_batch:
+        raise RuntimeError(f"{len(probe.seconds)} steps timed, {spec['repeats'] * per_batch} asked")
+    # a GSPO unit trains a group of two episodes: one step, or (split) two steps whose first also takes both
+    # episodes' old log-probs; timed together
+    units = [sum(probe.seconds[i:i + per_batch]) for i in range(0, len(probe.seconds), per_batch)]
+    tokens = spec["length"] * (2 if spec["kind"].startswith("gspo") else 1)
+    seconds = min(units)
     return {"seconds": seconds, "step_seconds": probe.seconds, "tokens_per_step": tokens,
             "tokens_per_second": tokens / seconds, "peak_gb": probe.peak_gb(), "resident_gb": probe.resident_gb,
             "peak_reset": probe.peak_reset, "attention": model.config._attn_implementation,
@@ -311,7 +321,8 @@ def main() -> int:
                         help="measure fp32 only at lengths <= N (fp32 takes about twice bf16's time; the bf16/fp32 "
                              "ratio is read where both were measured)")
     parser.add_argument("--repeats", type=int, default=2, help="steps per measurement (the fastest is reported)")
-    parser.add_argument("--kinds", default=",".join(KINDS), help="baseline, sft, gspo (comma-separated)")
+    parser.add_argument("--kinds", default="baseline,sft,gspo", help="baseline, sft, gspo, gspo-split (comma-separated; "
+                        "gspo-split: the group of two in two minibatches, with TRL's separate old-log-prob pass)")
     parser.add_argument("--model", default="smollm2")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per measurement before it is killed")
@@ -337,7 +348,7 @@ def main() -> int:
     kinds = parse_list(args.kinds, str)
     if any(n < 16 for n in lengths) or any(p not in ("fp32", "bf16") for p in precisions) or args.repeats < 1 \
             or any(k not in KINDS for k in kinds) or any(c is not None and c < 1 for c in chunks):
-        parser.error("lengths >= 16, precisions from fp32,bf16, kinds from baseline,sft,gspo, chunk none or >= 1, "
+        parser.error("lengths >= 16, precisions from fp32,bf16, kinds from baseline,sft,gspo,gspo-split, chunk none or >= 1, "
                      "repeats >= 1")
     if "bf16" in precisions and not torch.cuda.is_available() and not cpu_bf16_flags():
         print("this CPU has no bf16 instructions (avx512_bf16 / amx_bf16): bf16 left out (the trainers refuse it)")
@@ -354,7 +365,7 @@ def main() -> int:
                           "model": args.model, "seed": args.seed}
                 if "baseline" in kinds:
                     specs.append({**common, "kind": "baseline", "chunk": None})
-                specs += [{**common, "kind": kind, "chunk": chunk} for chunk in chunks for kind in ("sft", "gspo")
+                specs += [{**common, "kind": kind, "chunk": chunk} for chunk in chunks for kind in KINDS[1:]
                           if kind in kinds]
     settings = {"args": vars(args), "python": platform.python_version(), "torch": torch.__version__,
                 "transformers": transformers.__version__, "trl": trl.__version__, "cpus": os.cpu_count(),

@@ -16,9 +16,9 @@ QUICK_ARGS = {
     "teacher_programs.py": ["--quick"],
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
     "train.py": ["--steps", "1", "--harnesses", "dtc", "--kinds", "teacher-replay"],
-    # the three kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)
+    # the four kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)
     "train_memory.py": ["--lengths", "128", "--repeats", "1", "--precisions", "fp32", "--chunk", "none",
-                        "--fp32-max-length", "128"],
+                        "--fp32-max-length", "128", "--kinds", "baseline,sft,gspo,gspo-split"],
 }
 # Scripts whose quick mode another test runs, because they need a fixture that lives there (named here, and
 # checked to exist, so moving or renaming that test fails this file).
@@ -48,6 +48,6 @@ def test_bench_script_runs_in_quick_mode(script):
     elif script == "train.py":
         assert "| teacher-replay | dtc |" in result.stdout
     elif script == "train_memory.py":
-        assert result.stdout.count("┆ ok ") == 3 and "peak_vs_baseline" in result.stdout
+        assert result.stdout.count("┆ ok ") == 4 and "peak_vs_baseline" in result.stdout
     else:
         assert result.stdout.strip()

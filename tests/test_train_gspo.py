@@ -82,11 +82,11 @@ def test_killed_run_resumes_step_count_and_dynamics(tiny_path, tmp_path, repo, m
     assert log[1]["mean_reward"] != 123.0 and log[1]["episodes"] == 2
     for key in ("mean_reward", "tool_output_tokens_per_episode", "tool_calls_per_episode", "runtime_errors_per_episode",
                 "malformed_calls_per_episode", "end_reasons", "zero_variance_group_share", "dtc_like_program_share",
-                "episode_length_tokens", "truncation_rate", "loss", "logp_mismatch_mean", "logp_mismatch_max", "skipped",
-                "importance_sampling"):
-        assert key in log[0]   # one pass per batch: TRL keeps no old log-probs, the mismatch needs them all the same
-    for line in log:   # a step with an advantage reports its ratio and entropy; one without was not computed at all
-        assert line["skipped"] or all(k in line for k in ("ratio_mean", "entropy", "clip_region", "is_weight_mean"))
+                "episode_length_tokens", "truncation_rate", "loss", "skipped", "importance_sampling"):
+        assert key in log[0]
+    for line in log:   # a step with an advantage reports its ratio, entropy and the sampler comparison; one without
+        computed = ("ratio_mean", "entropy", "clip_region", "is_weight_mean", "logp_mismatch_mean", "logp_mismatch_max")
+        assert all(k in line for k in computed) if not line["skipped"] else not any(k in line for k in computed)
     samples = [json.loads(line) for line in (out / "samples.jsonl").read_text().splitlines()]
     assert [s["step"] for s in samples] == [1, 1, 2, 2] and all(s["messages"] for s in samples)  # 2 kept per batch
 
@@ -104,6 +104,33 @@ def weights(folder):
     from safetensors.torch import load_file
 
     return load_file(str(folder / "model.safetensors"))
+
+
+@pytest.mark.slow
+def test_a_batch_trained_on_once_takes_its_old_logprobs_from_the_loss_pass(tiny_path, tmp_path, repo, monkeypatch):
+    """One minibatch, one pass: TRL keeps no old log-probs and none are computed in a pass of their own (one forward
+    pass fewer per episode); the loss's own log-probs stand for them, so the ratio is exactly 1, and the sampler
+    comparison and the TIS weights come from that pass."""
+    import torch
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+
+    monkeypatch.chdir(repo)
+    monkeypatch.setattr(gspo_module, "verifier_reward", alternating_reward)
+    calls = []
+    original = GSPOTrainer._get_per_token_logps_and_entropies
+
+    def counted(self, *args, **kwargs):
+        calls.append(torch.is_grad_enabled())
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(GSPOTrainer, "_get_per_token_logps_and_entropies", counted)
+    log = run_gspo(small_config(tiny_path, tmp_path / "once", max_steps=1))["dynamics"]
+    assert calls and all(calls)   # every log-prob pass is the loss's (with gradient); no separate old-log-prob pass
+    line = log[0]
+    assert line["skipped"] is False and line["ratio_mean"] == line["ratio_min"] == line["ratio_max"] == 1.0
+    assert 0.0 <= line["logp_mismatch_mean"] <= line["logp_mismatch_max"] < 1e-4   # the sampler is the same model
+    assert all(abs(line[k] - 1.0) < 1e-4 for k in ("is_weight_mean", "is_weight_min", "is_weight_max"))
 
 
 @pytest.mark.slow

@@ -125,7 +125,10 @@ def test_gspo_loss_and_its_gradient_are_the_same_with_small_tiles(tiny_path, tmp
     model, inputs = trainer.model, episodes(trainer.model.config.vocab_size)
     inputs["advantages"] = torch.tensor([0.7, -0.7])
     with torch.no_grad():
-        inputs["old_per_token_logps"] = trainer._trainer_logps(inputs) + 0.05   # off-policy: the ratio is not 1
+        logps, _, _ = trainer._get_per_token_logps_and_entropies(
+            model, torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1),
+            torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1), COMPLETION, batch_size=1)
+        inputs["old_per_token_logps"] = logps + 0.05   # off-policy: the ratio is not 1
     model.train()
     trainer.current_gradient_accumulation_steps = 1
     results = []

@@ -8,8 +8,11 @@ advantages, runs the micro-batches and the optimizer — with the loss taken her
     loss_i,t    = -min(ratio_i * A_i, clip(ratio_i, 1 - eps_low, 1 + eps_high) * A_i) * is_weight_i,t
     loss        = mean over episodes of (mean over the episode's model tokens of loss_i,t)
 
-`logp_old` is the trainer's log-prob of each token before any update on the batch (TRL computes it when a batch
-is used more than once; here it always is, because the sampler comparison needs it). `is_weight` is truncated
+`logp_old` is the trainer's log-prob of each token before any update on the batch. When a batch is used more than
+once (several minibatches or passes) TRL computes it in a forward pass of its own after generation; when every
+episode is trained on once, within one optimizer step, nothing has moved before its loss, so it is the loss's own
+forward pass's log-prob, detached (ratio exactly 1), and the sampler comparison and TIS weights are taken there: one
+forward pass fewer per episode, and none for a micro-batch without advantage. `is_weight` is truncated
 importance sampling (TIS): the sampler (vLLM in bf16, transformers' generate) is not exactly the trainer, so each
 model token's loss is weighted by min(p_trainer_old / p_sampler, cap); with no cap (importance_sampling "none") it is 1.
 
@@ -17,7 +20,8 @@ Per optimizer step the trainer reports, through TRL's metrics (so they reach the
 `gspo/ratio_{mean,min,max}` over the step's episodes, `entropy` (per model token), TRL's `clip_ratio/*`
 (share of the step's episodes clipped), `gspo/is_weight_{mean,min,max}` (per model token), and
 `gspo/optimizer_step_skipped`; per generation batch, `gspo/logp_mismatch_{mean,max}`, |logp_sampler - logp_trainer|
-over model tokens. Episodes without a model token (errored, or masked as truncated) are left out of every statistic.
+over model tokens (of the episodes computed: a batch trained on once reports it over the micro-batches that had an
+advantage, and a skipped step has none). Episodes without a model token (errored, or masked as truncated) are left out of every statistic.
 
 A micro-batch in which no episode has both an advantage and a model token is not computed (no forward or backward
 pass, so no ratio or entropy of it is reported; single-process runs). A step in which no episode has both an
@@ -73,6 +77,7 @@ class _StepTally:
     clipped_high: list[torch.Tensor] = field(default_factory=list)
     entropies: list[torch.Tensor] = field(default_factory=list)     # per model token
     is_weights: list[torch.Tensor] = field(default_factory=list)    # per model token
+    mismatch: list[torch.Tensor] = field(default_factory=list)      # per model token: |logp_sampler - logp_trainer|
     learning_episodes: int = 0   # episodes with an advantage (|A| > NO_ADVANTAGE) and a model token
     skipped_micro_batches: int = 0   # micro-batches with no such episode: not computed at all
 
@@ -114,13 +119,18 @@ class GSPOTrainer(GRPOTrainer):
         batch = super()._generate_and_score_completions(inputs)
         mode = "train" if self.model.training else "eval"
         model_tokens = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
-        if batch.get("old_per_token_logps") is None:  # TRL skips them when the batch is used once; we compare with them
-            batch["old_per_token_logps"] = self._trainer_logps(batch)
         sampler_logps = batch.get("sampling_per_token_logps")
+        if sampler_logps is None and self.importance_sampling_cap is not None:
+            raise RuntimeError("the rollout returned no sampler log-probs: truncated importance sampling needs them "
+                               "(or set importance_sampling: none)")
+        if batch.get("old_per_token_logps") is None:
+            # TRL leaves them out when every episode of the batch is trained on once, within one optimizer step
+            # (minibatches = num_iterations = 1): nothing moves before each episode's loss, so the trainer's log-probs
+            # before the update are those of the loss's own forward pass. The sampler comparison and the TIS weights
+            # are taken there (_compute_loss): no separate forward pass over the batch, and none at all over the
+            # episodes of a micro-batch without advantage.
+            return batch
         if sampler_logps is None:
-            if self.importance_sampling_cap is not None:
-                raise RuntimeError("the rollout returned no sampler log-probs: truncated importance sampling needs them "
-                                   "(or set importance_sampling: none)")
             return batch
         self._report_spread(mode, logp_mismatch(batch["old_per_token_logps"], sampler_logps, model_tokens),
                             mean="gspo/logp_mismatch_mean", max="gspo/logp_mismatch_max")
@@ -128,17 +138,6 @@ class GSPOTrainer(GRPOTrainer):
             batch["is_weight"] = truncated_importance_weights(batch["old_per_token_logps"], sampler_logps, model_tokens,
                                                               self.importance_sampling_cap)
         return batch
-
-    def _trainer_logps(self, batch) -> torch.Tensor:
-        from trl.models.utils import disable_gradient_checkpointing
-
-        input_ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], dim=1)
-        attention_mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], dim=1)
-        with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-            logps, _, _ = self._get_per_token_logps_and_entropies(
-                self.model, input_ids, attention_mask, batch["completion_ids"].size(1),
-                batch_size=self.args.per_device_train_batch_size)
-        return logps
 
     # --- the loss ----------------------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
@@ -157,7 +156,15 @@ class GSPOTrainer(GRPOTrainer):
             model, torch.cat([prompt_ids, completion_ids], dim=1),
             torch.cat([inputs["prompt_mask"], completion_mask], dim=1), completion_ids.size(1), compute_entropy=True)
         old_logps = inputs.get("old_per_token_logps")
-        old_logps = logps.detach() if old_logps is None else old_logps
+        if old_logps is None:   # the batch is trained on once: the policy has not moved since sampling (see above)
+            old_logps = logps.detach()
+            sampler_logps = inputs.get("sampling_per_token_logps")
+            if sampler_logps is not None:
+                if self.model.training:
+                    self._tally.mismatch.append(logp_mismatch(old_logps, sampler_logps, model_tokens))
+                if self.importance_sampling_cap is not None:
+                    inputs = {**inputs, "is_weight": truncated_importance_weights(
+                        old_logps, sampler_logps, model_tokens, self.importance_sampling_cap)}
 
         ratio = sequence_ratio(logps, old_logps, model_tokens)                       # (B, 1)
         advantages = inputs["advantages"].unsqueeze(-1)                             # (B, 1)
@@ -207,6 +214,8 @@ class GSPOTrainer(GRPOTrainer):
         if self.importance_sampling_cap is not None:
             self._report_spread("train", cat(tally.is_weights), mean="gspo/is_weight_mean", min="gspo/is_weight_min",
                                 max="gspo/is_weight_max")
+        # the sampler comparison when it was taken in the loss's forward pass (a batch trained on once)
+        self._report_spread("train", cat(tally.mismatch), mean="gspo/logp_mismatch_mean", max="gspo/logp_mismatch_max")
         learning = self.accelerator.reduce(torch.tensor(tally.learning_episodes, device=device), reduction="sum")
         skip = int(learning) == 0 and self._can_skip_steps
         if skip:

@@ -3,7 +3,7 @@
 Neither trainer builds the (tokens x vocabulary) logits of an episode. TRL 1.16 patches the model with a fused LM head
 (`trl.trainer.utils.add_fused_lm_head`, called by SFTTrainer and GRPOTrainer when they are built): SFT's loss
 (`SFTTrainer.compute_loss`) and GSPO's log-probs (`GRPOTrainer._get_per_token_logps_and_entropies`, which
-`GSPOTrainer._compute_loss` and `_trainer_logps` call) run the backbone, then project its last hidden states through
+`GSPOTrainer._compute_loss` calls, and TRL for a batch's old log-probs) run the backbone, then project its last hidden states through
 the LM head one tile at a time (`trl.kernels.chunked_logprob`: TOKEN_CHUNK_SIZE positions x 32,768 vocabulary
 entries), fold each tile into a running log-sum-exp (the target's log-prob, the entropy), and recompute the tile in
 the backward pass instead of storing it: past one tile, the head's memory grows only by a few numbers per position.
