@@ -181,6 +181,7 @@ def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: I
     return out
 
 
+HARNESS_LABELS = {"dtc": "DTC", "ptc": "PTC", "hybrid": "Hybrid"}
 STAGE_LABELS = {"base": "base model", "memorize": "memorization baseline", "sft": "SFT", "gspo": "GSPO",
                 "control": "SFT control"}
 
@@ -189,7 +190,7 @@ def model_label(stage: str, recipe: str) -> str:
     """'base model', 'memorization baseline' (one for every recipe), else e.g. 'DTC recipe, GSPO'."""
     if stage in ("base", "memorize"):
         return STAGE_LABELS[stage]
-    return f"{recipe.upper()} recipe, {STAGE_LABELS.get(stage, stage)}"
+    return f"{HARNESS_LABELS.get(recipe, recipe)} recipe, {STAGE_LABELS.get(stage, stage)}"
 
 
 def format_cross_harness_table(rows: Iterable[dict], decoding: str = "greedy") -> str:
@@ -199,7 +200,7 @@ def format_cross_harness_table(rows: Iterable[dict], decoding: str = "greedy") -
     harnesses = [h for h in HARNESS_ORDER if any(r["harness"] == h for r in table)]
     models = list(dict.fromkeys((r["stage"], r["recipe"]) for r in table))
     cells = {(r["stage"], r["recipe"], r["harness"]): r for r in table}
-    lines = ["| model | " + " | ".join(f"under {h.upper()}" for h in harnesses) + " |",
+    lines = ["| model | " + " | ".join(f"under {HARNESS_LABELS[h]}" for h in harnesses) + " |",
              "|---|" + "---|" * len(harnesses)]
     for stage, recipe in models:
         name = model_label(stage, recipe)
