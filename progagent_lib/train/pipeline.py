@@ -69,6 +69,10 @@ class PipelineConfig:
         "help": "The engine's served name (default: the model's short name); only with engine_url."})
     sft: SFTRunConfig = field(default_factory=SFTRunConfig, metadata={
         "help": "SFT settings (model, harnesses and output_dir are set per recipe)."})
+    sft_max_steps: dict[str, int] = field(default_factory=dict, metadata={
+        "help": "SFT's optimizer steps for some recipes, e.g. {ptc: 16}; the others take sft.max_steps. A recipe's "
+                "teacher episodes differ in how much of them the model writes (a DTC episode is mostly tool "
+                "output, a PTC one mostly program), so equal steps can leave one recipe unfit."})
     gspo: GSPORunConfig = field(default_factory=GSPORunConfig, metadata={
         "help": "GSPO settings (model, harness and output_dir are set per recipe)."})
     eval: EvalConfig = field(default_factory=EvalConfig, metadata={
@@ -93,6 +97,14 @@ class PipelineConfig:
         check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
         check_engine(self)
         check_nested(self, "sft", SFTRunConfig)
+        if not isinstance(self.sft_max_steps, dict):
+            raise config_error(self, "sft_max_steps", "must map trained harnesses to step counts, e.g. {ptc: 16}")
+        for recipe, steps in self.sft_max_steps.items():
+            if recipe not in self.rl_harnesses:
+                raise config_error(self, "sft_max_steps", f"names {recipe!r}, which is not a trained harness; "
+                                   f"rl_harnesses are {list(self.rl_harnesses)}")
+            if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
+                raise config_error(self, "sft_max_steps", f"{recipe}: {steps!r} is not a step count >= 1")
         check_nested(self, "gspo", GSPORunConfig)
         check_nested(self, "eval", EvalConfig)
         if self.engine_url and self.gspo.use_vllm:
@@ -258,7 +270,8 @@ class Recipe:
         started = time.perf_counter()
         trajectories = trajectories if trajectories is not None else self.teacher()[harness]
         config = replace(self.config.sft, model=self.base_model, chat_template=self.config.chat_template,
-                         harnesses=[harness], output_dir=str(self.out / f"sft-{harness}"))
+                         harnesses=[harness], output_dir=str(self.out / f"sft-{harness}"),
+                         max_steps=self.config.sft_max_steps.get(harness, self.config.sft.max_steps))
         result = run_sft(config, trajectories, preselected=True)
         self._timed(f"sft_{harness}", started)
         return result
