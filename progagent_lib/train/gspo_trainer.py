@@ -24,7 +24,10 @@ over model tokens (of the episodes computed: a batch trained on once reports it 
 advantage, and a skipped step has none). Episodes without a model token (errored, or masked as truncated) are left out of every statistic.
 
 A micro-batch in which no episode has both an advantage and a model token is not computed (no forward or backward
-pass, so no ratio or entropy of it is reported; single-process runs). A step in which no episode has both an
+pass, so no ratio or entropy of it is reported; single-process runs), and a generation batch in which no episode has
+one computes no old log-probs either (TRL's pass runs before the rewards are known; it is held back, and run only for
+a batch with something to learn; its sampler comparison is then not reported). On 2 CPU cores that pass took
+200-330 s per batch of 4-8 long episodes, in runs where most batches had nothing to learn. A step in which no episode has both an
 advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss
 gradient is zero, but AdamW's weight decay and momentum would still move the weights; the gradients are dropped
 instead, so the optimizer leaves the weights and its own state as they were (the step still counts, and the
@@ -113,12 +116,34 @@ class GSPOTrainer(GRPOTrainer):
             logger.warning("under DeepSpeed, an optimizer step without advantage is not skipped (weight decay and "
                            "momentum still move the weights); its dynamics line says skipped: false")
         self._tally = _StepTally()
+        # TRL's old-log-prob pass, held back until the batch's advantages are known (see _generate_and_score_completions)
+        self._holding_old_logps = False
+        self._held_old_logps: tuple | None = None
 
     # --- generation batch: the trainer's log-probs before any update, the sampler comparison, TIS weights --------
     def _generate_and_score_completions(self, inputs):
-        batch = super()._generate_and_score_completions(inputs)
+        # TRL computes a batch's old log-probs (a forward pass over every episode) before its rewards. A batch whose
+        # groups all have equal rewards trains nothing (every micro-batch is skipped) and never reads them, so the
+        # pass is held back and run only once some episode has an advantage: the same call on the same weights
+        # (nothing is updated in between). Single process only, where skipped micro-batches compute nothing.
+        self._holding_old_logps = self.model.training and self._can_skip_steps and self.accelerator.num_processes == 1
+        try:
+            batch = super()._generate_and_score_completions(inputs)
+        finally:
+            self._holding_old_logps, held, self._held_old_logps = False, self._held_old_logps, None
         mode = "train" if self.model.training else "eval"
         model_tokens = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+        if held is not None:
+            learning = (batch["advantages"].abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
+            if not bool(learning.any()):
+                # Nothing to learn from: no old log-probs, no sampler comparison, no TIS weights (none is read)
+                batch["old_per_token_logps"] = None
+                return batch
+            from trl.models.utils import disable_gradient_checkpointing
+
+            args, kwargs = held
+            with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
+                batch["old_per_token_logps"] = super()._get_per_token_logps_and_entropies(*args, **kwargs)[0]
         sampler_logps = batch.get("sampling_per_token_logps")
         if sampler_logps is None and self.importance_sampling_cap is not None:
             raise RuntimeError("the rollout returned no sampler log-probs: truncated importance sampling needs them "
@@ -138,6 +163,16 @@ class GSPOTrainer(GRPOTrainer):
             batch["is_weight"] = truncated_importance_weights(batch["old_per_token_logps"], sampler_logps, model_tokens,
                                                               self.importance_sampling_cap)
         return batch
+
+    def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+        if self._holding_old_logps and not torch.is_grad_enabled():   # TRL's old-log-prob pass: held back
+            if self._held_old_logps is not None:
+                raise RuntimeError("GSPOTrainer: a second no-gradient log-prob pass in one generation batch (a reference "
+                                   "model?); GSPO computes none")
+            self._held_old_logps = ((model, input_ids, attention_mask, logits_to_keep, *args), kwargs)
+            return input_ids.new_zeros((input_ids.size(0), logits_to_keep), dtype=torch.float32), None, None
+        return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, *args,
+                                                          **kwargs)
 
     # --- the loss ----------------------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
