@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..stats import wilson_rate
+from .common import HARNESS_NAMES
 
 INSTANCE = tuple[str, str, int]   # (task_id, scale, seed)
 
@@ -134,8 +135,8 @@ def format_learning_table(rows: Iterable[dict]) -> str:
     return "\n".join(lines)
 
 
-STAGE_ORDER = ("base", "memorize", "sft", "gspo", "control")
-HARNESS_ORDER = ("dtc", "ptc", "hybrid")
+STAGE_ORDER = ("base", "memorize", "sft", "gspo", "control")   # pipeline.STAGES (which imports this module)
+HARNESS_ORDER = HARNESS_NAMES
 
 
 def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: Iterable[str] | None = None) -> list[dict]:
