@@ -12,10 +12,9 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from ..train.common import STAGE_LABELS, STAGES
 from .style import HARNESS_ORDER, harness_color
 
-STAGE_ORDER = ["base", "memorize", "sft", "gspo", "control"]
-STAGE_LABELS = {"base": "base", "memorize": "memorization", "sft": "SFT", "gspo": "GSPO", "control": "SFT control"}
 SPLIT_ORDER = ["seeds", "params", "tasks"]
 SPLIT_LABELS = {"seeds": "(a) held-out seeds", "params": "(b) held-out parameters", "tasks": "(c) held-out tasks"}
 COLUMNS = ["run", "commit", "stage", "recipe", "harness", "split", "decoding", "temperature", "samples", "instances",
@@ -62,7 +61,7 @@ def learning_table(frame: pl.DataFrame) -> pl.DataFrame:
     greedy = own.filter(pl.col("decoding") == "greedy").select(*keys, "instances", *cell("greedy"))
     sampled = own.filter(pl.col("decoding") == "sampled").select(*keys, pl.col("samples").alias("k"), *cell("sampled"))
     table = greedy.join(sampled, on=keys, how="left")
-    order = {s: i for i, s in enumerate(STAGE_ORDER)}
+    order = {s: i for i, s in enumerate(STAGES)}
     split_order = {s: i for i, s in enumerate(SPLIT_ORDER)}
     return (table.with_columns(pl.col("stage").replace_strict(order, default=99).alias("_s"),
                                pl.col("split").replace_strict(split_order, default=99).alias("_p"))
@@ -77,7 +76,7 @@ def pass_rate_by_split(frame: pl.DataFrame, title: str = "Pass rate on held-out 
     own = (frame.filter(pl.col("recipe") == pl.col("harness"))
            .with_columns(pl.col("split").replace_strict(SPLIT_LABELS, default=pl.col("split")).alias("split_label"),
                          pl.col("stage").replace_strict(STAGE_LABELS, default=pl.col("stage")).alias("stage_label")))
-    stages = [STAGE_LABELS[s] for s in STAGE_ORDER]
+    stages = [STAGE_LABELS[s] for s in STAGES]
     base = alt.Chart(own).encode(
         x=alt.X("stage_label:N", sort=stages, title="Stage"),
         xOffset=alt.XOffset("decoding:N", sort=["greedy", "sampled"]),

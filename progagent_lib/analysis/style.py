@@ -5,8 +5,9 @@ from pathlib import Path
 
 import altair as alt
 
-HARNESS_ORDER = ["dtc", "ptc", "hybrid"]
-HARNESS_LABELS = {"dtc": "DTC", "ptc": "PTC", "hybrid": "Hybrid"}
+from ..harness.spec import HARNESS_LABELS, HARNESSES  # noqa: F401  (HARNESS_LABELS re-exported)
+
+HARNESS_ORDER = list(HARNESSES)
 HARNESS_COLORS = {"dtc": "#d95f02", "ptc": "#1b9e77", "hybrid": "#7570b3"}
 SCALE_ORDER = ["v0", "v1", "v2", "v3"]
 

@@ -39,6 +39,7 @@ class HarnessSpec:
     """What distinguishes one harness from another."""
 
     name: str
+    label: str                  # how tables and figures write it
     system_prompt_file: str
     direct_task_tools: bool     # the task's tools are callable as direct tool calls
     programmatic: bool          # programmatic_tool_call is offered
@@ -49,10 +50,11 @@ class HarnessSpec:
 
 
 HARNESSES: dict[str, HarnessSpec] = {
-    "dtc": HarnessSpec("dtc", "system_direct.md", direct_task_tools=True, programmatic=False),
-    "ptc": HarnessSpec("ptc", "system_programmatic.md", direct_task_tools=False, programmatic=True),
-    "hybrid": HarnessSpec("hybrid", "system_direct.md", direct_task_tools=True, programmatic=True),
+    "dtc": HarnessSpec("dtc", "DTC", "system_direct.md", direct_task_tools=True, programmatic=False),
+    "ptc": HarnessSpec("ptc", "PTC", "system_programmatic.md", direct_task_tools=False, programmatic=True),
+    "hybrid": HarnessSpec("hybrid", "Hybrid", "system_direct.md", direct_task_tools=True, programmatic=True),
 }
+HARNESS_LABELS: dict[str, str] = {name: spec.label for name, spec in HARNESSES.items()}
 
 
 def get_harness(name: str) -> HarnessSpec:

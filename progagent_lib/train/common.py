@@ -7,9 +7,16 @@ from typing import Any
 
 from ..generation.models import model_positions  # noqa: F401  (re-exported: the stages read it here)
 from ..harness.episode import Limits
-from ..harness.spec import HARNESSES
+from ..harness.spec import HARNESS_LABELS, HARNESSES  # noqa: F401  (HARNESS_LABELS re-exported)
 
 HARNESS_NAMES = tuple(HARNESSES)
+# The pipeline's stages, in the order they run and are listed. base: the model before training; memorize: the
+# memorization baseline (no model); control: SFT continued for as many optimizer steps as GSPO took, on the same
+# teacher data. Read by the pipeline, the learning tables (train.scoring) and the figures (analysis.learning).
+STAGES = ("base", "memorize", "sft", "gspo", "control")
+STAGE_LABELS = {"base": "base model", "memorize": "memorization baseline", "sft": "SFT", "gspo": "GSPO",
+                "control": "SFT control"}
+SHARED_STAGES = ("base", "memorize")   # one model (or none) for every recipe
 
 
 def limits_of(config: Any) -> Limits:

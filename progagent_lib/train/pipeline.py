@@ -23,7 +23,7 @@ from typing import Any
 from ..config import (check_bool, check_choices, check_engine, check_int, check_nested, check_task_ids, check_text,
                      config_error)
 from .evaluate import EvalConfig, evaluate
-from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .common import HARNESS_NAMES, SHARED_STAGES, STAGES, limits_of, model_positions, select_tasks
 from .gspo import GSPORunConfig, run_gspo
 from .scoring import commit_of, config_hash, format_learning_table, learning_rows
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
@@ -31,9 +31,6 @@ from .splits import Instance, SplitConfig, TrainedInstances, make_splits
 
 LEARNING_FILE = "learning.jsonl"
 SPLITS_FILE = "splits.json"
-# base: the model before training; memorize: the memorization baseline (no model); control: SFT continued for
-# as many optimizer steps as GSPO took, on the same teacher data.
-STAGES = ("base", "memorize", "sft", "gspo", "control")
 
 
 @dataclass
@@ -354,7 +351,7 @@ class Recipe:
             if not same_weights(model, self.model_for("sft", harness)):
                 return None
             sources = [("sft", harness)]
-        elif stage in ("base", "memorize") and not (stage == "base" and self.base_model == "tiny"):
+        elif stage in SHARED_STAGES and not (stage == "base" and self.base_model == "tiny"):
             sources = [(stage, other) for other in self.config.rl_harnesses if other != harness]
         else:
             return None

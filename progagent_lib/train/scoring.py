@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..stats import wilson_rate
-from .common import HARNESS_NAMES
+from .common import HARNESS_LABELS, HARNESS_NAMES, SHARED_STAGES, STAGE_LABELS, STAGES
 
 INSTANCE = tuple[str, str, int]   # (task_id, scale, seed)
 
@@ -135,9 +135,6 @@ def format_learning_table(rows: Iterable[dict]) -> str:
     return "\n".join(lines)
 
 
-STAGE_ORDER = ("base", "memorize", "sft", "gspo", "control")   # pipeline.STAGES (which imports this module)
-HARNESS_ORDER = HARNESS_NAMES
-
 
 def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: Iterable[str] | None = None) -> list[dict]:
     """The paper's cross-harness table from learning rows: one row per (stage, recipe, harness played), the splits
@@ -152,15 +149,15 @@ def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: I
     def order(key: tuple[str, str, str]) -> tuple:
         stage, recipe, harness = key
         rank = lambda seq, x: seq.index(x) if x in seq else len(seq)  # noqa: E731
-        shared = stage in ("base", "memorize")   # one model for every recipe: listed once, first
-        return (not shared, rank(STAGE_ORDER, stage) if shared else 0, rank(HARNESS_ORDER, recipe),
-                rank(STAGE_ORDER, stage), rank(HARNESS_ORDER, harness))
+        shared = stage in SHARED_STAGES   # one model for every recipe: listed once, first
+        return (not shared, rank(STAGES, stage) if shared else 0, rank(HARNESS_NAMES, recipe),
+                rank(STAGES, stage), rank(HARNESS_NAMES, harness))
 
     out, seen_shared = [], set()
     for key in sorted(groups, key=order):
         stage, recipe, harness = key
         group = groups[key]
-        if stage in ("base", "memorize"):
+        if stage in SHARED_STAGES:
             if (stage, harness) in seen_shared:   # the same model under every recipe (same_weights_as): once
                 continue
             seen_shared.add((stage, harness))
@@ -173,7 +170,7 @@ def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: I
             weight = sum(w for _, w in values)
             return sum(v * w for v, w in values) / weight if weight else float("nan")
 
-        out.append({"stage": stage, "recipe": "-" if stage in ("base", "memorize") else recipe, "harness": harness,
+        out.append({"stage": stage, "recipe": "-" if stage in SHARED_STAGES else recipe, "harness": harness,
                     "splits": sorted(r["split"] for r in group), "instances": n, "passed": round(passed, 3),
                     "pass_rate": passed / n if n else float("nan"), "pass_low": low, "pass_high": high,
                     "mean_score": mean("mean_score"), "tool_calls": mean("tool_calls"), "turns": mean("turns"),
@@ -182,14 +179,9 @@ def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: I
     return out
 
 
-HARNESS_LABELS = {"dtc": "DTC", "ptc": "PTC", "hybrid": "Hybrid"}
-STAGE_LABELS = {"base": "base model", "memorize": "memorization baseline", "sft": "SFT", "gspo": "GSPO",
-                "control": "SFT control"}
-
-
 def model_label(stage: str, recipe: str) -> str:
     """'base model', 'memorization baseline' (one for every recipe), else e.g. 'DTC recipe, GSPO'."""
-    if stage in ("base", "memorize"):
+    if stage in SHARED_STAGES:
         return STAGE_LABELS[stage]
     return f"{HARNESS_LABELS.get(recipe, recipe)} recipe, {STAGE_LABELS.get(stage, stage)}"
 
@@ -198,7 +190,7 @@ def format_cross_harness_table(rows: Iterable[dict], decoding: str = "greedy") -
     """Markdown: one line per model (stage, recipe), one column per harness played: passed/instances (95% CI) and
     mean R~."""
     table = cross_harness_rows(rows, decoding)
-    harnesses = [h for h in HARNESS_ORDER if any(r["harness"] == h for r in table)]
+    harnesses = [h for h in HARNESS_NAMES if any(r["harness"] == h for r in table)]
     models = list(dict.fromkeys((r["stage"], r["recipe"]) for r in table))
     cells = {(r["stage"], r["recipe"], r["harness"]): r for r in table}
     lines = ["| model | " + " | ".join(f"under {HARNESS_LABELS[h]}" for h in harnesses) + " |",
@@ -207,7 +199,7 @@ def format_cross_harness_table(rows: Iterable[dict], decoding: str = "greedy") -
         name = model_label(stage, recipe)
         same = next((cells[(stage, recipe, h)]["same_weights_as"] for h in harnesses
                      if (stage, recipe, h) in cells and cells[(stage, recipe, h)]["same_weights_as"]
-                     and stage not in ("base", "memorize")), None)
+                     and stage not in SHARED_STAGES), None)
         name += f" (weights = {STAGE_LABELS.get(same, same)}'s)" if same else ""
         row = []
         for h in harnesses:
