@@ -144,6 +144,7 @@ def test_cli_lists_suites_and_refuses_bad_input(capsys):
     assert main(["bench", "run", "agentdojo", "--task", "agentdojo/banking/user_task_999", "--no-progress"]) == 2
     assert "unknown task id" in capsys.readouterr().err
     assert main(["bench", "run", "agentdojo", "--harness", "dtc,abc"]) == 2
+    assert "--harness 'dtc,abc': unknown harness(es) ['abc']; choose from dtc, ptc, hybrid" in capsys.readouterr().err
     assert main(["bench", "run", "agentdojo", "--policy", "oracle", "--limit", "1"]) == 2
     assert "ground-truth" in capsys.readouterr().err
 

@@ -25,7 +25,7 @@ def test_needs_table_and_csv(tmp_path, monkeypatch, capsys):
 
 def test_needs_refuses_bad_input(monkeypatch):
     monkeypatch.chdir(REPO)
-    with pytest.raises(SystemExit, match="--harness 'ptcc': choose from dtc, ptc, hybrid"):
+    with pytest.raises(SystemExit, match="--harness 'ptcc': unknown harness\\(es\\) \\['ptcc'\\]; choose from dtc, ptc, hybrid"):
         main(["train", "needs", "--harness", "ptcc"])
     with pytest.raises(SystemExit, match="task id\\(s\\) \\['retail/nope'\\] not found"):
         main(["train", "needs", "--task", "retail/nope"])

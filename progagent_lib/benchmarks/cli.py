@@ -19,7 +19,7 @@ import argparse
 import json
 import sys
 
-from ..harness.spec import HARNESSES
+from ..harness.spec import HARNESSES, parse_harnesses
 
 
 def register(subparsers) -> None:
@@ -72,10 +72,10 @@ def run_command(args) -> int:
     if args.workers < 1:
         print(f"error: --workers {args.workers}: episodes played at once, at least 1", file=sys.stderr)
         return 2
-    harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
-    unknown = [h for h in harnesses if h not in HARNESSES]
-    if unknown:
-        print(f"error: unknown harness(es) {unknown}; expected {', '.join(HARNESSES)}", file=sys.stderr)
+    try:
+        harnesses = parse_harnesses(args.harness)
+    except ValueError as exc:
+        print(f"error: --harness {exc}", file=sys.stderr)
         return 2
     options = {"injections": True} if args.injections else {}
     if args.parts:

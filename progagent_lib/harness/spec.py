@@ -57,6 +57,16 @@ HARNESSES: dict[str, HarnessSpec] = {
 HARNESS_LABELS: dict[str, str] = {name: spec.label for name, spec in HARNESSES.items()}
 
 
+def parse_harnesses(text: str) -> list[str]:
+    """A command line's comma-separated harness names ("dtc,ptc"), checked: ValueError names the unknown ones."""
+    names = [h.strip() for h in text.split(",") if h.strip()]
+    unknown = [h for h in names if h not in HARNESSES]
+    if unknown or not names:
+        raise ValueError(f"{text!r}: " + (f"unknown harness(es) {unknown}; " if unknown else "no harness named; ")
+                         + f"choose from {', '.join(HARNESSES)}")
+    return names
+
+
 def get_harness(name: str) -> HarnessSpec:
     try:
         return HARNESSES[name]

@@ -72,14 +72,14 @@ def needs_command(args: argparse.Namespace) -> int:
 
     from ..generation.models import model_positions, resolve_model_source
     from ..harness.chat_format import ChatFormat
-    from ..harness.spec import HARNESSES
+    from ..harness.spec import parse_harnesses
     from .common import select_tasks
     from .feasibility import teacher_needs
 
-    harnesses = [h.strip() for h in args.harness.split(",") if h.strip()]
-    unknown = [h for h in harnesses if h not in HARNESSES]
-    if unknown or not harnesses:
-        raise SystemExit(f"progagent train needs: --harness {args.harness!r}: choose from {', '.join(HARNESSES)}")
+    try:
+        harnesses = parse_harnesses(args.harness)
+    except ValueError as exc:
+        raise SystemExit(f"progagent train needs: --harness {exc}") from None
     try:
         tasks = select_tasks(args.tasks, args.task_ids)
     except ValueError as exc:
