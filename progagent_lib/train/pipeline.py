@@ -304,7 +304,7 @@ class Recipe:
         lines = DynamicsLog.read(self.out / f"gspo-{harness}" / DYNAMICS_FILE)
         return max((line["step"] for line in lines), default=self.config.gspo.max_steps)
 
-    def played_harnesses(self, harness: str, harnesses: list[str] | None = None) -> list[str]:
+    def evaluated_under(self, harness: str, harnesses: list[str] | None = None) -> list[str]:
         """The harnesses a recipe's models are evaluated under: those asked for, else the config's eval_harnesses,
         else the recipe's own."""
         return list(harnesses or self.config.eval_harnesses or [harness])
@@ -318,7 +318,7 @@ class Recipe:
             return self.memorize(harness, harnesses)
         started = time.perf_counter()
         model = self.model_for(stage, harness)
-        harnesses = self.played_harnesses(harness, harnesses)
+        harnesses = self.evaluated_under(harness, harnesses)
         name = f"{stage}-{harness}"
         reused = self._same_model_rows(stage, harness, harnesses, model)
         if reused is not None:   # bit-identical weights (e.g. every GSPO step skipped): its episodes would be the same
@@ -384,7 +384,7 @@ class Recipe:
         from ..policy.memorize import NearestMemorizationPolicy
 
         started = time.perf_counter()
-        harnesses = self.played_harnesses(harness, harnesses)
+        harnesses = self.evaluated_under(harness, harnesses)
         reused = self._same_model_rows("memorize", harness, harnesses, "")
         if reused is not None:   # another recipe's replay under the same harnesses: the same episodes
             write_learning_rows(self.out / LEARNING_FILE, reused)
