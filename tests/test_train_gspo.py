@@ -249,6 +249,42 @@ def test_gspo_loss_is_trls_grpo_loss_with_a_sequence_ratio(tiny_path, tmp_path):
         torch.testing.assert_close(weighted, 0.5 * trls)
 
 
+def test_log_prob_passes_drop_padding_columns_and_match_the_padded_pass(tiny_path, tmp_path):
+    """Each chunk of a log-prob pass runs at its own episodes' width (TRL pads every episode to the batch's longest);
+    the log-probs and entropies of the completion's tokens are those of TRL's padded pass, the dropped ones zero."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from progagent_lib.generation.models import load_model
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+
+    model, tokenizer = load_model(str(tiny_path))
+    model.eval()
+    args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=2))
+    trainer = GSPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[equal_reward], args=args,
+                          train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}] * 2))
+    generator = torch.Generator().manual_seed(0)
+    prompt_mask = torch.tensor([[0, 0, 1, 1], [0, 1, 1, 1], [0, 0, 1, 1]])            # left-padded prompts
+    completion_mask = torch.tensor([[1, 1, 1, 0, 0, 0, 0, 0], [1, 1, 1, 1, 1, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0]])
+    ids = torch.randint(0, 1024, (3, 12), generator=generator)
+    mask = torch.cat([prompt_mask, completion_mask], 1)
+    widths = []
+    hook = model.register_forward_pre_hook(lambda _, a, kw: widths.append(kw["input_ids"].shape[1]), with_kwargs=True)
+    with torch.no_grad():
+        ours = trainer._get_per_token_logps_and_entropies(model, ids, mask, 8, batch_size=1, compute_entropy=True)
+        padded = GRPOTrainer._get_per_token_logps_and_entropies(trainer, model, ids, mask, 8, batch_size=1,
+                                                                 compute_entropy=True)
+        pair = trainer._get_per_token_logps_and_entropies(model, ids, mask, 8, batch_size=2)
+    hook.remove()
+    assert widths == [5, 8, 4, 12, 12, 12, 8, 4]   # ours per episode, TRL's at the batch's width, ours per pair
+    real = completion_mask.bool()
+    for got, want in ((ours[0], padded[0]), (ours[1], padded[1]), (pair[0], padded[0])):
+        assert got.shape == want.shape == (3, 8)
+        torch.testing.assert_close(got[real], want[real], atol=1e-4, rtol=1e-4)
+    assert (ours[0][~real] == 0).all() and (ours[1][~real] == 0).all()
+
+
 def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, tmp_path, monkeypatch):
     from progagent_lib import load_task
     from progagent_lib.harness.chat_format import ChatFormat

@@ -32,6 +32,10 @@ advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss
 gradient is zero, but AdamW's weight decay and momentum would still move the weights; the gradients are dropped
 instead, so the optimizer leaves the weights and its own state as they were (the step still counts, and the
 learning-rate schedule advances). Under DeepSpeed the optimizer steps inside backward and the step is not skipped.
+
+Every log-prob pass (the loss's, and the old log-probs') runs each chunk of episodes at its own width: TRL pads a
+generation batch to its longest episode, and the columns no episode of the chunk uses are dropped before the forward
+pass (`_unpadded_logps_and_entropies`).
 """
 from __future__ import annotations
 
@@ -143,7 +147,7 @@ class GSPOTrainer(GRPOTrainer):
 
             args, kwargs = held
             with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-                batch["old_per_token_logps"] = super()._get_per_token_logps_and_entropies(*args, **kwargs)[0]
+                batch["old_per_token_logps"] = self._unpadded_logps_and_entropies(*args, **kwargs)[0]
         sampler_logps = batch.get("sampling_per_token_logps")
         if sampler_logps is None and self.importance_sampling_cap is not None:
             raise RuntimeError("the rollout returned no sampler log-probs: truncated importance sampling needs them "
@@ -171,8 +175,41 @@ class GSPOTrainer(GRPOTrainer):
                                    "model?); GSPO computes none")
             self._held_old_logps = ((model, input_ids, attention_mask, logits_to_keep, *args), kwargs)
             return input_ids.new_zeros((input_ids.size(0), logits_to_keep), dtype=torch.float32), None, None
-        return super()._get_per_token_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, *args,
-                                                          **kwargs)
+        return self._unpadded_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+
+    def _unpadded_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
+                                      compute_entropy=False, compute_aux_loss=False, **multimodal):
+        """TRL's log-prob pass, one chunk of `batch_size` episodes at a time, each chunk cut to its own tokens.
+
+        TRL pads every episode of a generation batch to the batch's longest (prompts on the left, completions on the
+        right) and runs each chunk at that width: with micro-batches of one episode, a 4k-token episode beside one
+        that ran to its turn budget is computed at the long one's length. Here the columns in which no episode of the
+        chunk has a token are dropped before the forward pass, and the completion's log-probs and entropies are
+        padded back with zeros (those positions are masked out of every loss and statistic). Trailing columns are
+        exact to drop (attention is causal); leading ones shift every position of the chunk by the same amount, which
+        rotary attention does not see. Multimodal inputs go to TRL's pass unchanged."""
+        if any(value is not None for value in multimodal.values()):
+            return super()._get_per_token_logps_and_entropies(
+                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
+                **multimodal)
+        width, prompt_width = input_ids.size(1), input_ids.size(1) - logits_to_keep
+        batch_size = batch_size or input_ids.size(0)
+        logps, entropies, aux_losses = [], [], []
+        for start in range(0, input_ids.size(0), batch_size):
+            mask = attention_mask[start:start + batch_size]
+            used = mask.any(0).nonzero()
+            first = min(int(used[0]) if used.numel() else 0, prompt_width)          # never into the completion
+            last = max(int(used[-1]) + 1 if used.numel() else width, prompt_width + 1)  # at least one completion column
+            chunk_logps, chunk_entropies, aux = super()._get_per_token_logps_and_entropies(
+                model, input_ids[start:start + batch_size, first:last], mask[:, first:last], last - prompt_width,
+                None, compute_entropy, compute_aux_loss)
+            logps.append(torch.nn.functional.pad(chunk_logps, (0, width - last)))
+            if compute_entropy:
+                entropies.append(torch.nn.functional.pad(chunk_entropies, (0, width - last)))
+            if compute_aux_loss:
+                aux_losses.append(aux)
+        return (torch.cat(logps), torch.cat(entropies) if compute_entropy else None,
+                torch.stack(aux_losses).mean() if compute_aux_loss else None)
 
     # --- the loss ----------------------------------------------------------------------------------------------
     def _compute_loss(self, model, inputs):
