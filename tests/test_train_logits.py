@@ -112,11 +112,18 @@ def test_gspo_logps_and_entropies_equal_the_full_logits_with_equal_gradients(tin
     assert fused.keys() == full.keys() and "model.embed_tokens.weight" in fused   # the tied head's gradient
     for name in full:
         torch.testing.assert_close(fused[name], full[name], atol=1e-5, rtol=1e-4, msg=name)
-    # The tile reached TRL's kernel: each row's 17 positions (one row per batch_size=1 slice) in tiles of `tile`
-    # (TRL's 4,096 when None), the forward's and the backward's alike.
-    scored_positions = PROMPT + COMPLETION - 1
-    expected = [min(tile or 4096, scored_positions - start) for start in range(0, scored_positions, tile or 4096)] * 2
-    assert tile_rows["forward"] == tile_rows["backward"] == expected
+    # The tile reached TRL's kernel: each row's scored positions (one row per batch_size=1 slice, cut to the row's
+    # own tokens: GSPOTrainer drops the padding columns) in tiles of `tile` (TRL's 4,096 when None), the forward's
+    # and the backward's alike (the backward visits the rows in reverse).
+    mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1)
+    expected = []
+    for row in mask:
+        used = row.nonzero()
+        width = max(int(used[-1]) + 1, PROMPT + 1) - min(int(used[0]), PROMPT)
+        scored_positions = width - 1
+        expected += [min(tile or 4096, scored_positions - start) for start in range(0, scored_positions, tile or 4096)]
+    assert tile_rows["forward"] == expected
+    assert sorted(tile_rows["backward"]) == sorted(expected)
     assert trl_tile_tokens() == 4096   # restored
 
 
