@@ -135,7 +135,6 @@ def format_learning_table(rows: Iterable[dict]) -> str:
     return "\n".join(lines)
 
 
-
 def cross_harness_rows(rows: Iterable[dict], decoding: str = "greedy", splits: Iterable[str] | None = None) -> list[dict]:
     """The paper's cross-harness table from learning rows: one row per (stage, recipe, harness played), the splits
     pooled (passes and instances summed; the interval Wilson's at the pooled instance count; mean R~ and the process
