@@ -13,7 +13,8 @@ setting, three kinds of one training step (forward, backward, AdamW step) on the
   tokens x vocabulary logits, upcast to fp32), backward, `torch.optim.AdamW`; checkpointing as the other two, so the
   ratios isolate the loss's LM head.
 - sft: run_sft's trainer: `SFTTrainer(args=sft_args(SFTRunConfig(...)))` trained under `lm_head_tile(logit_chunk_tokens)`
-  on one synthetic episode per step (TRL's fused LM head: SFT's loss without the full logits).
+  on one synthetic episode per step (the fused LM head: SFT's loss without the full logits; on a CPU our
+  `TiledLogProbs`, over the trained positions only).
 - gspo: run_gspo's trainer: `GSPOTrainer(args=grpo_args(GSPORunConfig(...)))` under `lm_head_tile`, fed by a rollout
   function that returns synthetic episodes instead of playing them. One optimizer step is a group of two episodes
   (the smallest GSPO learns from), trained on once (one minibatch, one pass): each episode's forward and backward
