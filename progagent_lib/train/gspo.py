@@ -133,8 +133,9 @@ class GSPORunConfig:
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass: less memory, ~40% slower."})
     logit_chunk_tokens: int | None = field(default=None, metadata={
-        "help": "Positions per tile of TRL's fused LM head in the log-probs (the full logits never exist); smaller: "
-                "less memory on CPU, where each tile takes several tile-sized temporaries. null: TRL's 4096 (train.logits)."})
+        "help": "Positions per tile of the fused LM head in the log-probs (the full logits never exist; on a CPU "
+                "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
+                "null: TRL's 4096."})
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer and the sampler."})
 

@@ -63,8 +63,9 @@ class SFTRunConfig:
     gradient_checkpointing: bool = field(default=False, metadata={
         "help": "Recompute activations in the backward pass: less memory, slower."})
     logit_chunk_tokens: int | None = field(default=None, metadata={
-        "help": "Positions per tile of TRL's fused LM head in the loss (the full logits never exist); smaller: less "
-                "memory on CPU, where each tile takes several tile-sized temporaries. null: TRL's 4096 (train.logits)."})
+        "help": "Positions per tile of the fused LM head in the loss (the full logits never exist; on a CPU "
+                "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
+                "null: TRL's 4096."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, dropout)."})
 
     def __post_init__(self) -> None:
