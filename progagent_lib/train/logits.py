@@ -74,27 +74,27 @@ def lm_head_tile(tokens: int | None) -> Iterator[None]:
 
 
 def _tile_module():
-    import importlib
-
-    module = importlib.import_module(TRL_TILE_MODULE)
-    if not isinstance(getattr(module, TRL_TILE_NAME, None), int):
-        import trl
-
-        raise RuntimeError(f"TRL {trl.__version__} has no {TRL_TILE_MODULE}.{TRL_TILE_NAME} (TRL 1.16's positions per "
-                           "tile of its fused LM head): logit_chunk_tokens cannot be applied; set it to null")
-    return module
+    return _trl_module(TRL_TILE_MODULE, [TRL_TILE_NAME], lambda value: isinstance(value, int),
+                       "TRL 1.16's positions per tile of its fused LM head",
+                       "logit_chunk_tokens cannot be applied; set it to null")
 
 
 def _head_module():
+    return _trl_module(TRL_HEAD_MODULE, TRL_HEAD_NAMES, callable, "TRL 1.16's fused LM head",
+                       "the CPU LM head cannot be installed")
+
+
+def _trl_module(path: str, names, valid, what: str, consequence: str):
+    """TRL's module `path`, checked to have `names` as this code expects (`valid`); else which are missing."""
     import importlib
 
-    module = importlib.import_module(TRL_HEAD_MODULE)
-    missing = [name for name in TRL_HEAD_NAMES if not callable(getattr(module, name, None))]
+    module = importlib.import_module(path)
+    missing = [name for name in names if not valid(getattr(module, name, None))]
     if missing:
         import trl
 
-        raise RuntimeError(f"TRL {trl.__version__}'s {TRL_HEAD_MODULE} has no {', '.join(missing)} (TRL 1.16's fused "
-                           "LM head): the CPU LM head cannot be installed")
+        raise RuntimeError(f"TRL {trl.__version__} has no {', '.join(f'{path}.{name}' for name in missing)} ({what}): "
+                           f"{consequence}")
     return module
 
 
