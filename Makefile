@@ -70,7 +70,7 @@ study: install engine
 dtc-sft: install engine
 	$(VENV)/bin/progagent train pipeline --config configs/cpu-dtc.yaml --engine --engine-kv-cache-gib 4
 
-# The cross-harness table: the DTC, PTC and Hybrid recipes (SFT, GSPO) evaluated under all three (about 2 h 30 min, by the three parts measured).
+# The cross-harness table: the DTC, PTC and Hybrid recipes (SFT, GSPO) evaluated under all three (2 h 56 min here, one run).
 cross: install engine
 	$(VENV)/bin/progagent train pipeline --config configs/cpu-cross.yaml --engine --engine-kv-cache-gib 4
 
