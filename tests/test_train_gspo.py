@@ -118,15 +118,16 @@ def test_a_batch_trained_on_once_takes_its_old_logprobs_from_the_loss_pass(tiny_
     monkeypatch.chdir(repo)
     monkeypatch.setattr(gspo_module, "verifier_reward", alternating_reward)
     calls = []
-    original = GSPOTrainer._get_per_token_logps_and_entropies
+    original = GSPOTrainer._scored_logps_and_entropies   # every text log-prob pass, per chunk of episodes
 
-    def counted(self, *args, **kwargs):
-        calls.append(torch.is_grad_enabled())
-        return original(self, *args, **kwargs)
+    def counted(self, model, input_ids, attention_mask, logits_to_keep, scored, *args):
+        calls.append((torch.is_grad_enabled(), scored is not None))
+        return original(self, model, input_ids, attention_mask, logits_to_keep, scored, *args)
 
-    monkeypatch.setattr(GSPOTrainer, "_get_per_token_logps_and_entropies", counted)
+    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies", counted)
     log = run_gspo(small_config(tiny_path, tmp_path / "once", max_steps=1))["dynamics"]
-    assert calls and all(calls)   # every log-prob pass is the loss's (with gradient); no separate old-log-prob pass
+    # every log-prob pass is the loss's (with gradient), scoring the model's tokens only; no old-log-prob pass
+    assert calls and all(grad and scored for grad, scored in calls)
     line = log[0]
     assert line["skipped"] is False and line["ratio_mean"] == line["ratio_min"] == line["ratio_max"] == 1.0
     assert 0.0 <= line["logp_mismatch_mean"] <= line["logp_mismatch_max"] < 1e-4   # the sampler is the same model
@@ -139,11 +140,21 @@ def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(ti
 
     import torch
 
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+
     monkeypatch.chdir(repo)
     monkeypatch.setattr(gspo_module, "verifier_reward", alternating_reward)
+    passes = []   # (with gradient, only the model's tokens scored) of each log-prob pass
+    original = GSPOTrainer._scored_logps_and_entropies
+    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies", lambda self, model, ids, mask, keep, scored, *a:
+                        passes.append((torch.is_grad_enabled(), scored is not None))
+                        or original(self, model, ids, mask, keep, scored, *a))
     config = replace(small_config(tiny_path, tmp_path / "two", max_steps=2), num_iterations=2, learning_rate=5e-3,
                      epsilon=1e-4, epsilon_high=1e-4)
     result = run_gspo(config)
+    # the old log-probs' pass (no gradient; held back until the advantages are known) and the loss's passes, all
+    # scoring the model's tokens only
+    assert (False, True) in passes and (True, True) in passes and all(scored for _, scored in passes)
     log = result["dynamics"]
     # one generation batch, trained on twice: a line per optimizer step
     assert [(line["generation"], line["pass"]) for line in log] == [(1, 1), (1, 2)]
@@ -172,11 +183,11 @@ def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_pa
 
     monkeypatch.chdir(repo)
     monkeypatch.setattr(gspo_module, "verifier_reward", equal_reward)
-    from trl import GRPOTrainer
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
 
-    passes = []   # TRL's log-prob passes that ran (the held-back old-log-prob pass must not, nor any loss pass)
-    original = GRPOTrainer._get_per_token_logps_and_entropies
-    monkeypatch.setattr(GRPOTrainer, "_get_per_token_logps_and_entropies",
+    passes = []   # the log-prob passes that ran (the held-back old-log-prob pass must not, nor any loss pass)
+    original = GSPOTrainer._scored_logps_and_entropies   # every text log-prob pass, per chunk of episodes
+    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies",
                         lambda self, *a, **k: passes.append(1) or original(self, *a, **k))
     out = tmp_path / "flat"
     config = replace(small_config(tiny_path, out, max_steps=2), num_iterations=2, learning_rate=1e-2,

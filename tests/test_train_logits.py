@@ -89,19 +89,23 @@ def gradients(model) -> dict[str, torch.Tensor]:
 
 
 @pytest.mark.parametrize("tile", [None, 4, 7])
-def test_gspo_logps_and_entropies_equal_the_full_logits_with_equal_gradients(tiny_path, tmp_path, tile, tile_rows):
+@pytest.mark.parametrize("model_tokens_only", [False, True])
+def test_gspo_logps_and_entropies_equal_the_full_logits_with_equal_gradients(tiny_path, tmp_path, tile, tile_rows,
+                                                                            model_tokens_only):
+    """Every completion token scored (TRL's labels), or only the model's own (`scored`, as the loss and the old
+    log-probs ask): equal to the full logits where scored, 0 elsewhere, and the head sees only the scored positions."""
     trainer = gspo_trainer(tiny_path, tmp_path, temperature=0.7)
     model, inputs = trainer.model, episodes(trainer.model.config.vocab_size)
     model.train()
-    scored = inputs["completion_mask"].float()
+    scored = inputs["completion_mask"] * (inputs["tool_mask"] if model_tokens_only else 1)
     logp_weight = torch.linspace(-1.0, 1.0, COMPLETION).expand(2, -1) * scored    # any loss of both outputs
     entropy_weight = torch.linspace(0.5, -0.3, COMPLETION).expand(2, -1) * scored
 
     with lm_head_tile(tile):   # the forward and its backward, as run_gspo holds it over training
-        logps, entropies, _ = trainer._get_per_token_logps_and_entropies(
+        logps, entropies, _ = trainer._unpadded_logps_and_entropies(
             model, torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], 1),
             torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], 1), COMPLETION, batch_size=1,
-            compute_entropy=True)
+            compute_entropy=True, scored=scored if model_tokens_only else None)
         ((logps * logp_weight).sum() + (entropies * entropy_weight).sum()).backward()
     fused = gradients(model)
     full_logps, full_entropies = full_logits_reference(model, inputs, temperature=0.7)
@@ -109,9 +113,10 @@ def test_gspo_logps_and_entropies_equal_the_full_logits_with_equal_gradients(tin
     full = gradients(model)
 
     assert logps.shape == entropies.shape == (2, COMPLETION)
-    keep = inputs["completion_mask"].bool()
+    keep = scored.bool()
     torch.testing.assert_close(logps[keep], full_logps[keep], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(entropies[keep], full_entropies[keep], atol=1e-5, rtol=1e-5)
+    assert not logps[~keep].any() and not entropies[~keep].any()
     assert fused.keys() == full.keys() and "model.embed_tokens.weight" in fused   # the tied head's gradient
     for name in full:
         torch.testing.assert_close(fused[name], full[name], atol=1e-5, rtol=1e-4, msg=name)
@@ -119,7 +124,7 @@ def test_gspo_logps_and_entropies_equal_the_full_logits_with_equal_gradients(tin
     # tokens, no prompt or padding position) in tiles of `tile` (TRL's 4,096 when None), the forward's and the
     # backward's alike (the backward visits the rows in reverse).
     expected = []
-    for scored_positions in inputs["completion_mask"].sum(-1).tolist():
+    for scored_positions in scored.sum(-1).tolist():
         expected += [min(tile or 4096, scored_positions - start) for start in range(0, scored_positions, tile or 4096)]
     assert tile_rows["forward"] == expected
     assert sorted(tile_rows["backward"]) == sorted(expected)
@@ -148,6 +153,20 @@ def test_gspo_loss_and_its_gradient_are_the_same_with_small_tiles(tiny_path, tmp
     torch.testing.assert_close(tiled_loss, loss, atol=1e-6, rtol=1e-5)
     for name in grads:
         torch.testing.assert_close(tiled_grads[name], grads[name], atol=1e-6, rtol=1e-4, msg=name)
+
+
+def test_the_gspo_loss_gives_the_head_only_the_model_tokens(tiny_path, tmp_path, tile_rows):
+    """A tool's output is masked out of the loss, so its positions get no label and no head work."""
+    trainer = gspo_trainer(tiny_path, tmp_path)
+    model, inputs = trainer.model, episodes(trainer.model.config.vocab_size)
+    inputs["advantages"] = torch.tensor([0.7, -0.7])
+    model.train()
+    trainer.current_gradient_accumulation_steps = 1
+    with lm_head_tile(None):
+        trainer.compute_loss(model, inputs).backward()
+    model_tokens = int((inputs["completion_mask"] * inputs["tool_mask"]).sum())
+    assert model_tokens < int(inputs["completion_mask"].sum())
+    assert tile_rows["forward"] == tile_rows["backward"] == [model_tokens]   # one tile: the micro-batch's two rows
 
 
 def test_a_bad_tile_is_refused_and_the_tile_is_restored_after_an_error():

@@ -2,8 +2,8 @@
 
 Neither trainer builds the (tokens x vocabulary) logits of an episode. TRL 1.16 patches the model with a fused LM head
 (`trl.trainer.utils.add_fused_lm_head`, called by SFTTrainer and GRPOTrainer when they are built): SFT's loss
-(`SFTTrainer.compute_loss`) and GSPO's log-probs (`GRPOTrainer._get_per_token_logps_and_entropies`, which
-`GSPOTrainer._compute_loss` calls, and TRL for a batch's old log-probs) run the backbone, then project its last hidden
+(`SFTTrainer.compute_loss`) and GSPO's log-probs (`GSPOTrainer._scored_logps_and_entropies`, for the loss and a
+batch's old log-probs, the model's tokens labelled) run the backbone, then project its last hidden
 states through the LM head one tile of positions at a time, keep a few numbers per position (the target's log-prob,
 the entropy) and recompute the tile in the backward pass instead of storing it: past one tile, the head's memory
 grows only by a few numbers per position. `logit_chunk_tokens` sets the positions per tile; None keeps TRL's 4,096.
