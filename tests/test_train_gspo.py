@@ -100,6 +100,25 @@ def equal_reward(prompts, completions, verifier_reward, **_):
     return [1.0] * len(prompts)
 
 
+@pytest.fixture
+def log_prob_passes(monkeypatch):
+    """(with gradient, only the model's tokens scored) of every text log-prob pass GSPOTrainer runs, per chunk of
+    episodes, in order."""
+    import torch
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+
+    passes = []
+    original = GSPOTrainer._scored_logps_and_entropies
+
+    def recorded(self, model, input_ids, attention_mask, logits_to_keep, scored, *args):
+        passes.append((torch.is_grad_enabled(), scored is not None))
+        return original(self, model, input_ids, attention_mask, logits_to_keep, scored, *args)
+
+    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies", recorded)
+    return passes
+
+
 def weights(folder):
     from safetensors.torch import load_file
 
@@ -107,27 +126,16 @@ def weights(folder):
 
 
 @pytest.mark.slow
-def test_a_batch_trained_on_once_takes_its_old_logprobs_from_the_loss_pass(tiny_path, tmp_path, repo, monkeypatch):
+def test_a_batch_trained_on_once_takes_its_old_logprobs_from_the_loss_pass(tiny_path, tmp_path, repo, monkeypatch,
+                                                                           log_prob_passes):
     """One minibatch, one pass: TRL keeps no old log-probs and none are computed in a pass of their own (one forward
     pass fewer per episode); the loss's own log-probs stand for them, so the ratio is exactly 1, and the sampler
     comparison and the TIS weights come from that pass."""
-    import torch
-
-    from progagent_lib.train.gspo_trainer import GSPOTrainer
-
     monkeypatch.chdir(repo)
     monkeypatch.setattr(gspo_module, "verifier_reward", alternating_reward)
-    calls = []
-    original = GSPOTrainer._scored_logps_and_entropies   # every text log-prob pass, per chunk of episodes
-
-    def counted(self, model, input_ids, attention_mask, logits_to_keep, scored, *args):
-        calls.append((torch.is_grad_enabled(), scored is not None))
-        return original(self, model, input_ids, attention_mask, logits_to_keep, scored, *args)
-
-    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies", counted)
     log = run_gspo(small_config(tiny_path, tmp_path / "once", max_steps=1))["dynamics"]
     # every log-prob pass is the loss's (with gradient), scoring the model's tokens only; no old-log-prob pass
-    assert calls and all(grad and scored for grad, scored in calls)
+    assert log_prob_passes and all(grad and scored for grad, scored in log_prob_passes)
     line = log[0]
     assert line["skipped"] is False and line["ratio_mean"] == line["ratio_min"] == line["ratio_max"] == 1.0
     assert 0.0 <= line["logp_mismatch_mean"] <= line["logp_mismatch_max"] < 1e-4   # the sampler is the same model
@@ -135,25 +143,20 @@ def test_a_batch_trained_on_once_takes_its_old_logprobs_from_the_loss_pass(tiny_
 
 
 @pytest.mark.slow
-def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(tiny_path, tmp_path, repo, monkeypatch):
+def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(tiny_path, tmp_path, repo, monkeypatch,
+                                                                             log_prob_passes):
     from dataclasses import replace
 
     import torch
 
-    from progagent_lib.train.gspo_trainer import GSPOTrainer
-
     monkeypatch.chdir(repo)
     monkeypatch.setattr(gspo_module, "verifier_reward", alternating_reward)
-    passes = []   # (with gradient, only the model's tokens scored) of each log-prob pass
-    original = GSPOTrainer._scored_logps_and_entropies
-    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies", lambda self, model, ids, mask, keep, scored, *a:
-                        passes.append((torch.is_grad_enabled(), scored is not None))
-                        or original(self, model, ids, mask, keep, scored, *a))
     config = replace(small_config(tiny_path, tmp_path / "two", max_steps=2), num_iterations=2, learning_rate=5e-3,
                      epsilon=1e-4, epsilon_high=1e-4)
     result = run_gspo(config)
     # the old log-probs' pass (no gradient; held back until the advantages are known) and the loss's passes, all
     # scoring the model's tokens only
+    passes = log_prob_passes
     assert (False, True) in passes and (True, True) in passes and all(scored for _, scored in passes)
     log = result["dynamics"]
     # one generation batch, trained on twice: a line per optimizer step
@@ -175,7 +178,8 @@ def test_second_pass_over_a_batch_is_off_policy_and_clip_fractions_are_logged(ti
 
 
 @pytest.mark.slow
-def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_path, tmp_path, repo, monkeypatch):
+def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_path, tmp_path, repo, monkeypatch,
+                                                                         log_prob_passes):
     """Equal rewards in every group: zero advantage, so no optimizer step — no weight decay, no momentum."""
     from dataclasses import replace
 
@@ -183,12 +187,6 @@ def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_pa
 
     monkeypatch.chdir(repo)
     monkeypatch.setattr(gspo_module, "verifier_reward", equal_reward)
-    from progagent_lib.train.gspo_trainer import GSPOTrainer
-
-    passes = []   # the log-prob passes that ran (the held-back old-log-prob pass must not, nor any loss pass)
-    original = GSPOTrainer._scored_logps_and_entropies   # every text log-prob pass, per chunk of episodes
-    monkeypatch.setattr(GSPOTrainer, "_scored_logps_and_entropies",
-                        lambda self, *a, **k: passes.append(1) or original(self, *a, **k))
     out = tmp_path / "flat"
     config = replace(small_config(tiny_path, out, max_steps=2), num_iterations=2, learning_rate=1e-2,
                      weight_decay=0.1, importance_sampling="none")
@@ -202,7 +200,7 @@ def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_pa
     assert json.loads((out / "gspo_config.json").read_text())["importance_sampling"] == "none"
     # a batch without advantage computes no log-prob at all: not the old ones (held back, then not needed), not the
     # loss's; so no sampler comparison either
-    assert passes == [] and "logp_mismatch_max" not in log[0]
+    assert log_prob_passes == [] and "logp_mismatch_max" not in log[0]
 
 
 def test_ratio_mismatch_and_truncated_importance_weights():

@@ -56,6 +56,13 @@ NO_ADVANTAGE = 1e-3
 
 
 # --- the tensors, as functions (tested on their own) -------------------------------------------------------------
+def model_token_mask(batch: dict) -> torch.Tensor:
+    """(B, T) 1 at the completion's tokens the model wrote: every loss and statistic, and the log-prob passes'
+    labels, read only these (a tool's output, `tool_mask` 0, and padding are left out)."""
+    mask = batch["completion_mask"]
+    return mask * batch["tool_mask"] if "tool_mask" in batch else mask
+
+
 def sequence_ratio(logps: torch.Tensor, old_logps: torch.Tensor, model_tokens: torch.Tensor) -> torch.Tensor:
     """GSPO's importance ratio, one per episode, shape (B, 1): exp of the mean of logp - logp_old over its model
     tokens (an episode without one gets 1)."""
@@ -138,7 +145,7 @@ class GSPOTrainer(GRPOTrainer):
         finally:
             self._holding_old_logps, held, self._held_old_logps = False, self._held_old_logps, None
         mode = "train" if self.model.training else "eval"
-        model_tokens = batch["completion_mask"] * batch["tool_mask"] if "tool_mask" in batch else batch["completion_mask"]
+        model_tokens = model_token_mask(batch)
         if held is not None:
             learning = (batch["advantages"].abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
             if not bool(learning.any()):
@@ -243,7 +250,7 @@ class GSPOTrainer(GRPOTrainer):
     def _compute_loss(self, model, inputs):
         prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
         completion_mask = inputs["completion_mask"]
-        model_tokens = completion_mask * inputs["tool_mask"] if "tool_mask" in inputs else completion_mask
+        model_tokens = model_token_mask(inputs)
         learning = (inputs["advantages"].abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
         if self.model.training and not bool(learning.any()) and self._can_skip_steps and self.accelerator.num_processes == 1:
             # Nothing to learn from this micro-batch: no forward or backward pass over its episodes (on 2 CPU cores a
