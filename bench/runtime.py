@@ -1,6 +1,6 @@
 """Benchmark of the PTC runtime, every number against a baseline measured in the same run.
 
-    .venv/bin/python bench/runtime.py [--repeats 7] [--quick]
+    .venv/bin/python bench/runtime.py [--repeats 7] [--quick] [--json OUT.json]
 
 `--quick` runs every row with a few repeats (the test suite does, so that a broken benchmark fails
 CI); its numbers are too noisy for the targets, which it reports without judging.
@@ -163,6 +163,7 @@ def main() -> int:
     parser.add_argument("--cells", type=int, default=200, help="cells measured per variant")
     parser.add_argument("--calls", type=int, default=500, help="tool calls measured per size")
     parser.add_argument("--quick", action="store_true", help="a few repeats of every row; targets reported, not judged")
+    parser.add_argument("--json", type=Path, help="also write the medians here (bench/runtime_vs.py reads them)")
     args = parser.parse_args()
     if args.quick:
         args.repeats, args.cells, args.calls = min(args.repeats, 2), min(args.cells, 5), min(args.calls, 20)
@@ -213,6 +214,9 @@ def main() -> int:
           f"({host - tool_row[2] * 1000:+.1f} us against in-process), {tool_row[3] * 1000 - host:.1f} us the way there "
           "and back (the kernel's proxy, two socket hops, the host's framing)")
     print(f"idle confined kernel: RSS {rss:.0f} MiB, PSS {pss:.0f} MiB")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": [{"what": r[0], "comparison": r[1], "baseline_ms": r[2], "ptc_ms": r[3]}
+                                                  for r in rows], "rss_mib": rss, "pss_mib": pss}))
     report = evaluate_detection()
     print(f"error_mode='detect' on the labelled set: detection rate {report.detection_rate:.2f} "
           f"({report.detected}/{report.errors}), false-positive rate {report.false_positive_rate:.2f} "

@@ -7,7 +7,7 @@ Findings (issue "Isolation between episodes and from the host, round three") and
    and pids by the test (the strongest position), tries every channel; none opens, and the victim's
    secret never shows in the attacker's output.
 3. /proc showed the neighbours: the sandbox has its own PID namespace (the kernel is pid 2) and no
-   /proc (mountinfo, other processes' command lines: EACCES).
+   /proc (mountinfo, other processes' command lines: ENOENT, since round four's private view).
 5. An idle flood of signed iopub messages: the host's memory stays bounded while idle, and the next
    program comes back at once (the flooding kernel is restarted, and the observation says why).
 7. User namespaces: `unshare(CLONE_NEWUSER)` and `clone(CLONE_NEWUSER)` are refused (EPERM),
@@ -95,10 +95,10 @@ def test_the_sandbox_sees_no_other_process(rt):
                         "    print('host', errno.errorcode[exc.errno])\n")
     lines = result.output.splitlines()
     assert lines[0] == "pid 2 1", result.observation  # in its own namespace, under the sandbox's init
-    assert lines[1:4] == ["/proc/self/mountinfo EACCES", "/proc/1/cmdline EACCES", "/proc/self/status EACCES"]
-    assert lines[4] == "listdir EACCES" and lines[5] in ("host ESRCH", "host EPERM"), result.observation
+    assert lines[1:4] == ["/proc/self/mountinfo ENOENT", "/proc/1/cmdline ENOENT", "/proc/self/status ENOENT"]
+    assert lines[4] == "listdir ENOENT" and lines[5] in ("host ESRCH", "host EPERM"), result.observation
     terminal = rt.terminal("echo $$; cat /proc/self/mountinfo; ls /proc")
-    assert terminal.output.splitlines()[0] == "2" and "Permission denied" in terminal.output
+    assert terminal.output.splitlines()[0] == "2" and "No such file or directory" in terminal.output
     assert "progagent-runtime" not in terminal.output and "workspace" not in terminal.output
 
 
@@ -183,8 +183,9 @@ def test_two_live_episodes_cannot_read_or_drive_each_other(restock_task):
             assert result.error is None, result.observation
             report = json.loads(result.output.strip().splitlines()[-1])
             assert secret not in result.output
-            assert report["connection_file"] == "EACCES" and report["workspace_file"] == "EACCES"
-            assert report["ipc_listdir"] == "EACCES" and report["cmdline"] == "EACCES"
+            # Not in the attacker's private view at all (round four): ENOENT, where Landlock alone gave EACCES.
+            assert report["connection_file"] == "ENOENT" and report["workspace_file"] == "ENOENT"
+            assert report["ipc_listdir"] == "ENOENT" and report["cmdline"] == "ENOENT"
             assert report["unix_iopub"] == "EPERM" and report["unix_shell"] == "EPERM"
             assert report["io_uring"] == "EPERM" and report["userns"] == "EPERM"
             assert all(report[f"kill_{pid}"] in ("ESRCH", "EPERM") for pid in target["pids"]), report

@@ -118,7 +118,7 @@ def test_the_kernel_cannot_import_the_project_nor_read_the_database(rt, episode)
     assert result.error is not None
     assert result.error.name in ("PermissionError", "ModuleNotFoundError", "ImportError")
     db = rt.execute(f"open({str(episode.db_path)!r}, 'rb').read(16)")
-    assert db.error.name == "PermissionError"
+    assert db.error.name == "FileNotFoundError"  # not in the sandbox's private view at all
 
 
 def test_writes_land_in_the_episode_workspace(rt, episode):
@@ -220,7 +220,7 @@ def test_terminal_runs_confined_in_the_workspace(tmp_path, repo):
     workspace.mkdir()
     (workspace / "data.csv").write_text("a,b\n1,2\n")
     result = run_terminal(workspace, f"wc -l data.csv; echo made > out.txt; cat {repo / 'pyproject.toml'}; exit 3")
-    assert "2 data.csv" in result.output and "Permission denied" in result.output
+    assert "2 data.csv" in result.output and "No such file or directory" in result.output
     assert result.exit_code == 3 and not result.timed_out
     assert (workspace / "out.txt").read_text() == "made\n"
     slow = run_terminal(workspace, "sleep 30 & sleep 30", timeout=1)
@@ -242,12 +242,12 @@ def test_pool_hands_out_fresh_kernels_bound_to_each_workspace(tmp_path):
             assert a.error is None and (env_a.workspace / "mine.txt").read_text() == "a"
             # Two kernels, never shared (each is pid 2 of its own PID namespace: compare their host pids).
             assert rt_a.session.kernel_pid != rt_b.session.kernel_pid and a.output.split()[0] == b.output.split()[0] == "2"
-            assert "mine.txt" not in b.output and b.error.name == "PermissionError"
+            assert "mine.txt" not in b.output and b.error.name == "FileNotFoundError"
             # Bound through the slot, the kernel still cannot reach its episode's database or folder.
             db = rt_a.execute(f"open({str(env_a.db_path)!r}, 'rb').read(16)")
-            assert db.error.name == "PermissionError"
+            assert db.error.name == "FileNotFoundError"
             parent = rt_a.execute(f"import os\nos.listdir({str(env_a.workspace.parent)!r})")
-            assert parent.error.name == "PermissionError"
+            assert parent.error.name == "FileNotFoundError"
             assert rt_b.execute("print(tools.echo(text='b')['text'])").output == "b\n"
         deadline = time.monotonic() + 60
         while pool.ready < 1 and time.monotonic() < deadline:  # refilled in the background

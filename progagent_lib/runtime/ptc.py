@@ -14,6 +14,7 @@ from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable, confinemen
 from .terminal import TerminalResult, clean_bounded, run_terminal
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
+NO_SPACE = "No space left on device"  # strerror(ENOSPC), in the OSError a write to a full filesystem raises
 TRACEBACK_LINES = 12
 
 
@@ -46,6 +47,7 @@ class ExecutionResult:
     kernel_restarted: bool = False  # the kernel died or was killed: every variable is gone
     seconds: float = 0.0
     tool_calls_not_recorded: int = 0  # calls beyond the bridge's bound of records per program
+    storage_note: str = ""  # set when a write failed because the sandbox's bounded storage is full
 
     @property
     def ok(self) -> bool:
@@ -60,6 +62,8 @@ class ExecutionResult:
             parts.append(f"[the program timed out after {self.seconds:.0f} s and was interrupted]")
         if self.kernel_restarted:
             parts.append("[the kernel was restarted: all variables and imports from earlier programs are lost]")
+        if self.storage_note:
+            parts.append(self.storage_note)
         return "\n".join(parts) if parts else "[no output]"
 
 
@@ -173,18 +177,28 @@ class PTCRuntime(Closeable):
                               "(out of memory, a crash, or it was killed)", "")
         not_recorded = session.calls_not_recorded
         output, cut = clean_bounded(outcome.output, self.max_output_chars)
+        full = any(NO_SPACE in text for text in (output, str(error or "")))
         return ExecutionResult(
             output=output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated or cut,
             tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died or outcome.restarted_before,
             seconds=outcome.seconds, tool_calls_not_recorded=not_recorded,
+            storage_note=self.storage_note() if full else "",
         )
+
+    def storage_note(self) -> str:
+        """What the model reads when a write hit the sandbox's bounds (ENOSPC from either bounded filesystem)."""
+        quota = getattr(self.env, "workspace_quota", None)
+        workspace = f"the workspace holds at most {quota >> 20} MiB, " if quota else ""
+        return (f"[the sandbox's storage is full: {workspace}its tmp folder at most {self.limits.tmp_bytes >> 20} MiB "
+                f"and {self.limits.tmp_files} files; delete files you no longer need]")
 
     def terminal(self, command: str, timeout: float | None = None) -> TerminalResult:
         """Run a shell command in the workspace, under the same confinement as the kernel."""
         if self.closed:
             raise RuntimeError("this PTCRuntime is closed")
         return run_terminal(self.workspace, command, timeout=timeout if timeout is not None else self.timeout,
-                            max_output_chars=self.max_output_chars, limits=self.limits, unsafe_no_sandbox=self.unsafe_no_sandbox)
+                            max_output_chars=self.max_output_chars, limits=self.limits, unsafe_no_sandbox=self.unsafe_no_sandbox,
+                            identity=self.session.sandbox.identity)
 
     def close(self) -> None:
         if getattr(self, "closed", True):

@@ -1,8 +1,14 @@
 """Confinement of the kernel and of terminal commands, set up with the Linux kernel's own mechanisms.
 
 A confined process (see `kernel_side/launcher.py`, which runs inside it before the real program):
-- runs as uid 0 with every capability dropped for good (secure bits, empty bounding set,
-  no_new_privs), so it owns no privilege beyond the files Landlock lets it open;
+- runs as an unprivileged uid/gid of its own, leased from a reserved range (`identity.py`), with every
+  capability dropped for good (secure bits, empty bounding set, no_new_privs): it cannot chmod, chown,
+  utime or set extended attributes on anything it does not own, and it owns only its writable folders;
+- sees a private filesystem view (its own mount namespace, `pivot_root` onto a read-only tmpfs): the
+  interpreter and system libraries read-only, its workspace, tmp and ipc folders read-write, nothing
+  else (the task folder, the database, other episodes and the runtime folder do not exist for it);
+- writes only to size- and inode-bounded filesystems: its workspace (the episode's quota tmpfs) and the
+  sandbox's own tmpfs (`tmp/` and `ipc/`, `ProcessLimits.tmp_bytes` in all);
 - is under a Landlock ruleset (ABI >= 6): it may read the Python installation, the venv and system
   libraries, write only its workspace and a private temporary folder, make no TCP connection, signal
   no process outside its own sandbox and reach no abstract unix socket outside it. Everything else —
@@ -13,10 +19,11 @@ A confined process (see `kernel_side/launcher.py`, which runs inside it before t
   cgroup (the process count; rlimit NPROC does not bind uid 0) and, where the machine allows, by a
   memory cgroup (all its processes together). The pids cgroup also lets the host kill every process
   the sandbox ever forked;
-- cannot create unix-domain sockets, use io_uring or make a user namespace (seccomp, see `kernel_side/seccomp.py`).
+- cannot create unix-domain sockets, use io_uring, make a user namespace, use keyrings, inotify or
+  fanotify, or reach other processes' memory (seccomp, see `kernel_side/seccomp.py`).
 
-Why uid 0 without capabilities and not a dedicated uid: the Python installation lives under /root
-(mode 0700) here, so an unprivileged uid could not even start the interpreter.
+The interpreter may live under a folder the sandbox's uid could not enter (/root, mode 0700, here): in
+the view, the folders above each mounted path are the view's own (mode 0755), so it starts all the same.
 """
 from __future__ import annotations
 
@@ -36,7 +43,9 @@ from pathlib import Path
 from typing import Collection
 
 from ..task.task import pid_alive
+from . import identity as identities
 from . import kernel_side
+from .identity import Identity, IdentityUnavailable
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -44,6 +53,7 @@ MiB = 1 << 20
 # (argv[1], see `kernel_side/__init__.py`) and run it on the configuration (argv[2]).
 LAUNCH = (f"import sys; sys.path.insert(0, sys.argv[1]); from {kernel_side.PACKAGE}.launcher import main; "
           "main(sys.argv[2])")
+MS_NOSUID, MS_NODEV, MS_BIND, MS_SHARED = 2, 4, 4096, 1 << 20
 CGROUP_PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 CGROUP_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
 RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettempdir()) / "progagent-runtime"))
@@ -72,6 +82,8 @@ class ProcessLimits:
     file_bytes: int = 512 * MiB  # largest file a process may write (RLIMIT_FSIZE)
     open_files: int = 1024
     max_processes: int = 64  # processes + threads in the sandbox's pids cgroup
+    tmp_bytes: int = 128 * MiB  # the sandbox's own tmpfs (its tmp/ and ipc/ folders) holds at most this much
+    tmp_files: int = 4096  # ... and this many files and folders
 
     def rlimits(self) -> dict[str, int]:
         return {
@@ -114,6 +126,13 @@ def check_available() -> None:
     if not (CGROUP_PIDS_ROOT / "cgroup.procs").exists():
         raise SandboxUnavailable(f"no pids cgroup at {CGROUP_PIDS_ROOT} (needed to bound processes); "
                                  "mount the cgroup v1 pids controller or pass unsafe_no_sandbox=True")
+    if not Path("/proc/self/ns/mnt").exists():
+        raise SandboxUnavailable("no mount namespaces (/proc/self/ns/mnt), needed for the sandbox's private "
+                                 "filesystem view; pass unsafe_no_sandbox=True to run unconfined")
+    try:
+        identities.check_range()
+    except IdentityUnavailable as exc:
+        raise SandboxUnavailable(f"no unprivileged uid for the sandbox: {exc}") from None
 
 
 def _own_memory_cgroup() -> Path | None:
@@ -261,11 +280,22 @@ def sweep_orphans() -> None:
     for path in (RUNTIME_ROOT.iterdir() if RUNTIME_ROOT.is_dir() else []):
         parts = path.name.split("-")
         if len(parts) >= 3 and parts[1].isdigit() and not pid_alive(int(parts[1])):
-            slot = path / "bind" / "workspace"
-            if os.path.ismount(slot):
-                _unmount(slot)
-            if not os.path.ismount(slot):  # never delete through a mount: it is an episode's workspace
-                shutil.rmtree(path, ignore_errors=True)
+            _remove_root(path)
+    identities.sweep_leases(RUNTIME_ROOT, pid_alive)
+
+
+def _remove_root(root: Path) -> None:
+    """Remove a sandbox's folder: the workspace slot's mount, then its tmpfs, then the folder itself."""
+    slot = root / "bind" / "workspace"
+    if os.path.ismount(slot):
+        _unmount(slot)
+    if os.path.ismount(slot):  # never delete through a mount: it is an episode's workspace
+        return
+    if os.path.ismount(root):
+        _unmount(root)
+    if os.path.ismount(root):
+        return
+    shutil.rmtree(root, ignore_errors=True)
 
 
 class Confinement(ABC):
@@ -302,6 +332,14 @@ class Confinement(ABC):
 
     main_pid_count: int  # how many `main_pids` names once everything has started
 
+    def lease_identity(self) -> Identity | None:
+        """The uid/gid a new sandbox's processes run as (None: the host's own)."""
+        return None
+
+    def prepare_root(self, root: Path, limits: ProcessLimits) -> bool:
+        """Make `root` (an empty folder) the sandbox's own bounded storage; True when it is a mount to undo."""
+        return False
+
     def kernel_environment(self) -> dict[str, str]:
         """Variables the kernel gets besides the scrubbed environment."""
         return {}
@@ -331,7 +369,6 @@ class LandlockConfinement(Confinement):
 
     def mount_workspace(self, slot: Path, workspace: Path) -> bool:
         libc = ctypes.CDLL(None, use_errno=True)
-        MS_BIND = 4096
         if libc.mount(str(workspace).encode(), str(slot).encode(), None, MS_BIND, None) != 0:
             err = ctypes.get_errno()
             raise SandboxUnavailable(f"cannot bind-mount {workspace} onto {slot}: {os.strerror(err)}; "
@@ -342,6 +379,27 @@ class LandlockConfinement(Confinement):
         return main_pids(process)
 
     def kernel_deny_unix_sockets(self) -> bool:
+        return True
+
+    def lease_identity(self) -> Identity:
+        try:
+            return identities.lease(RUNTIME_ROOT)
+        except IdentityUnavailable as exc:
+            raise SandboxUnavailable(f"no unprivileged uid for the sandbox: {exc}") from None
+
+    def prepare_root(self, root: Path, limits: ProcessLimits) -> bool:
+        """A tmpfs of `limits.tmp_bytes` on `root`, shared, so that a workspace the host binds into it later
+        (a pooled sandbox's slot) reaches the sandbox's mount namespace too."""
+        options = f"size={int(limits.tmp_bytes)},nr_inodes={int(limits.tmp_files)},mode=0700".encode()
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.mount(b"progagent-sandbox", str(root).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
+            err = ctypes.get_errno()
+            raise SandboxUnavailable(f"cannot mount the sandbox's bounded tmpfs on {root}: {os.strerror(err)}; "
+                                     "the sandbox needs root with CAP_SYS_ADMIN, or pass unsafe_no_sandbox=True")
+        if libc.mount(None, str(root).encode(), None, MS_SHARED, None) != 0:
+            err = ctypes.get_errno()
+            _unmount(root)
+            raise SandboxUnavailable(f"cannot make {root} a shared mount: {os.strerror(err)}")
         return True
 
 
@@ -388,32 +446,58 @@ def confinement_for(unsafe_no_sandbox: bool) -> Confinement:
 class Sandbox:
     """Folders and bounds of one process tree under a `Confinement`; `popen(argv)` starts a program inside it.
 
-    Layout of `root` (host-owned): `tmp/` the private temporary folder (writable inside), `ipc/`
-    the kernel's zmq sockets and connection file (writable inside), `bind/workspace/` an empty slot where a
-    pooled kernel's workspace is bind-mounted later, `lib/` the sandbox's copy of `kernel_side` (readable
-    inside), `host/` logs the sandbox cannot open.
+    Layout of `root` (host-owned; confined, a tmpfs of `limits.tmp_bytes`): `tmp/` the private temporary
+    folder and `ipc/` the kernel's zmq sockets and connection file (writable inside, owned by the
+    sandbox's uid), `bind/workspace/` an empty slot where a pooled kernel's workspace is bind-mounted
+    later, `lib/` the sandbox's copy of `kernel_side` (read-only inside), `view/` the mountpoint of the
+    sandbox's private root (see `kernel_side/launcher.py`), `host/` nothing the sandbox can reach.
+
+    `identity`: the uid/gid its processes run as; by default a new one is leased for this sandbox and
+    released at `cleanup`. Pass the identity of another live sandbox (an episode's kernel) to run a
+    program of the same episode (its terminal commands) as the same uid.
     """
 
     workspace: Path | None = None  # None: a pooled sandbox, bound to a workspace later via the slot
     limits: ProcessLimits = field(default_factory=ProcessLimits)
     confinement: Confinement = field(default_factory=LandlockConfinement)
     extra_read_paths: list[str] = field(default_factory=list)
+    identity: Identity | None = None
 
     def __post_init__(self) -> None:
         self.confinement.check_available()
         RUNTIME_ROOT.mkdir(parents=True, exist_ok=True, mode=0o700)
         sweep_orphans()
         self.root = Path(tempfile.mkdtemp(prefix=f"sb-{os.getpid()}-", dir=RUNTIME_ROOT))
-        for sub in ("tmp", "ipc", "bind", "bind/workspace", "host", "lib"):
+        self.group = None
+        self.mounted = False
+        self.owns_identity = self.identity is None
+        try:
+            self.root_mounted = self.confinement.prepare_root(self.root, self.limits)
+            if self.identity is None:
+                self.identity = self.confinement.lease_identity()
+            self._make_folders()
+            self.group = self.confinement.process_group(self.limits)
+        except BaseException:
+            self.cleanup()
+            raise
+
+    def _make_folders(self) -> None:
+        for sub in ("tmp", "ipc", "bind", "bind/workspace", "host", "lib", "view"):
             (self.root / sub).mkdir()
+        self.root.chmod(0o755)  # the sandbox's uid must pass through it to its own folders (in its view, too)
         self.tmp, self.ipc, self.host, self.lib = (self.root / s for s in ("tmp", "ipc", "host", "lib"))
+        self.host.chmod(0o700)
         kernel_side.copy_into(self.lib)
         # Landlock skips the mountpoint itself when a path walk crosses a mount, so the rule that
         # must cover a workspace mounted on the slot sits on the slot's parent, `bind/`.
         self.bind_root = self.root / "bind"
         self.slot = self.bind_root / "workspace"
-        self.group = self.confinement.process_group(self.limits)
-        self.mounted = False
+        if self.identity is not None:
+            for folder in (self.tmp, self.ipc, self.slot):
+                os.chown(folder, self.identity.uid, self.identity.gid)
+                folder.chmod(0o700)
+            if self.workspace is not None and self.owns_identity:
+                identities.chown_tree(self.workspace, self.identity)
 
     @property
     def cwd(self) -> Path:
@@ -445,6 +529,8 @@ class Sandbox:
             "rlimits": self.limits.rlimits(),
             "read_paths": [*python_read_paths(), *SYSTEM_READ_PATHS, str(self.lib), *self.extra_read_paths],
             "write_paths": write_paths,
+            "view": str(self.root / "view"),
+            "identity": [self.identity.uid, self.identity.gid] if self.identity is not None else None,
             "cwd": str(self.cwd),
             "argv": argv,
             "env": env,
@@ -482,23 +568,24 @@ class Sandbox:
 
         The rules hold on the slot's file hierarchy, so the sandbox reaches the workspace through the
         slot path and never through its real path (whose parents, with the episode's database, stay
-        out of reach).
+        out of reach). The mount propagates into the running sandbox's private view (the root is shared).
         """
         if self.workspace is not None:
             raise RuntimeError("this sandbox is already bound to a workspace")
+        if self.identity is not None:
+            identities.chown_tree(workspace, self.identity)
         self.mounted = self.confinement.mount_workspace(self.slot, workspace)
         self.workspace_source = workspace
 
     def cleanup(self) -> None:
         if self.group is not None:
             self.group.remove()
+            self.group = None
         if self.mounted:
             _unmount(self.slot)
             self.mounted = False
-        if not self.root.exists():
-            return
-        if self.slot.is_symlink():
-            self.slot.unlink()
-        if os.path.ismount(self.slot):  # never delete through a mount: it is the episode's workspace
-            return
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self.root.exists():
+            _remove_root(self.root)
+        if self.owns_identity and self.identity is not None:
+            identities.release(RUNTIME_ROOT, self.identity)
+            self.owns_identity = False

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..textsafe import clean_text
+from .identity import Identity
 from .sandbox import ProcessLimits, Sandbox, confinement_for
 
 
@@ -44,14 +45,18 @@ def clean_bounded(text: str, limit: int) -> tuple[str, bool]:
 
 
 def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, max_output_chars: int = 20_000,
-                 limits: ProcessLimits | None = None, unsafe_no_sandbox: bool = False) -> TerminalResult:
+                 limits: ProcessLimits | None = None, unsafe_no_sandbox: bool = False,
+                 identity: Identity | None = None) -> TerminalResult:
     """Run `command` with bash in `workspace`; every process it starts is killed when it ends or times out.
+
+    `identity`: the uid/gid to run as, that of the episode's kernel (`PTCRuntime.terminal` passes it), so
+    that both own the workspace; without it the command gets a uid of its own, and the workspace with it.
 
     The output is cleaned (textsafe.clean_text: escape sequences removed, other control characters escaped)."""
     from .kernel import BoundedText
 
     sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or ProcessLimits(),
-                      confinement=confinement_for(unsafe_no_sandbox))
+                      confinement=confinement_for(unsafe_no_sandbox), identity=identity)
     started = time.monotonic()
     output = BoundedText(max_output_chars)
     timed_out = False

@@ -9,7 +9,19 @@ Two filters, stacked (a later filter can only add refusals):
     capabilities inside it, and with them network namespaces, netfilter and other kernel surface
     that normally needs CAP_NET_ADMIN); `clone3` keeps its flags in memory a filter cannot read, so
     it is refused whole with ENOSYS, on which glibc falls back to `clone`;
-  * foreign ABIs (int 0x80 on x86_64) and x32 system calls, whose numbers would slip past the checks.
+  * foreign ABIs (int 0x80 on x86_64) and x32 system calls, whose numbers would slip past the checks;
+  * calls that reach across sandboxes or into the host's kernel state (`CROSSING`, each with its reason):
+    - `add_key`, `request_key`, `keyctl`: the kernel keyrings are per uid and outlive processes: a
+      key one episode stores is readable by the next that gets the same uid (a channel between episodes);
+    - `inotify_init`, `inotify_init1`, `inotify_add_watch`, `fanotify_init`, `fanotify_mark`: watches
+      report the names of files others write, even where listing a folder is refused;
+    - `name_to_handle_at`, `open_by_handle_at`: file handles name inodes without a path walk (Landlock
+      and the private view mediate paths);
+    - `perf_event_open`, `bpf`, `userfaultfd`: kernel-wide observation (counters, tracing) and a way to
+      stall host-side copies of the sandbox's memory at will;
+    - `syslog`: the host kernel's log (other sandboxes' faults, paths, addresses);
+    - `ptrace`, `process_vm_readv`, `process_vm_writev`, `kcmp`, `pidfd_getfd`: another process's
+      memory and descriptors (the PID namespace and the distinct uid already hide other sandboxes: a second wall).
 - `install_filter(deny_unix_sockets=True)` also refuses `socket(AF_UNIX, ...)`: Landlock (up to ABI 7)
   does not mediate connect() to a *pathname* unix socket, and the sandbox runs as uid 0 (without
   capabilities), which owns most sockets on the host. Terminal commands get it before exec; the
@@ -24,9 +36,19 @@ import platform
 # Per machine: AUDIT_ARCH and the numbers of the system calls the filters look at. Others: refuse to pretend.
 _SECCOMP_ARCH = {
     "x86_64": {"arch": 0xC000003E, "seccomp": 317, "socket": 41, "clone": 56, "unshare": 272, "clone3": 435,
-               "io_uring": (425, 426, 427)},
+               "io_uring": (425, 426, 427),
+               "crossing": {"add_key": 248, "request_key": 249, "keyctl": 250, "inotify_init": 253,
+                            "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300, "fanotify_mark": 301,
+                            "name_to_handle_at": 303, "open_by_handle_at": 304, "perf_event_open": 298, "bpf": 321,
+                            "userfaultfd": 323, "syslog": 103, "ptrace": 101, "process_vm_readv": 310,
+                            "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438}},
     "aarch64": {"arch": 0xC00000B7, "seccomp": 277, "socket": 198, "clone": 220, "unshare": 97, "clone3": 435,
-                "io_uring": (425, 426, 427)},
+                "io_uring": (425, 426, 427),
+                "crossing": {"add_key": 217, "request_key": 218, "keyctl": 219, "inotify_init1": 26,
+                             "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
+                             "name_to_handle_at": 264, "open_by_handle_at": 265, "perf_event_open": 241, "bpf": 280,
+                             "userfaultfd": 282, "syslog": 116, "ptrace": 117, "process_vm_readv": 270,
+                             "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438}},
 }
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _SECCOMP_RET_EPERM = 0x00050000 | 1
@@ -55,6 +77,7 @@ def seccomp_program(machine, base=True, deny_unix_sockets=False):
     checks = []
     if base:
         checks += [(n, _SECCOMP_RET_EPERM, None) for n in nr["io_uring"]]
+        checks += [(n, _SECCOMP_RET_EPERM, None) for n in nr["crossing"].values()]
         checks += [(nr["clone3"], _SECCOMP_RET_ENOSYS, None),
                    (nr["unshare"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER)),
                    (nr["clone"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER))]
