@@ -1,7 +1,7 @@
 """The layer order of shared/DESIGN.md §1, checked on the import graph of progagent_lib (built with `ast`, lazy
 imports inside functions included, `if TYPE_CHECKING:` blocks left out):
 
-    ground (errors, textsafe, stats, cache) <- task, config <- runtime <- harness
+    ground (errors, textsafe, stats, cache, pyast) <- task, config <- runtime <- harness
         <- generation floor: generation (model sources, the generator interface and its implementations, make_generator)
                              <- policy (chat adapters over a generator, the teacher, baselines), engine (the vLLM process)
         <- train, synthesis, analysis, integrations <- command lines (cli.py, *_cli.py)
@@ -15,7 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "progagent_lib"
-LAYERS = {"errors": 0, "textsafe": 0, "stats": 0, "cache": 0, "task": 1, "config": 1, "runtime": 2, "harness": 3,
+LAYERS = {"errors": 0, "textsafe": 0, "stats": 0, "cache": 0, "pyast": 0, "task": 1, "config": 1, "runtime": 2, "harness": 3,
           "generation": 4, "policy": 5, "engine": 5, "train": 6, "synthesis": 6, "analysis": 6, "integrations": 6,
           "benchmarks": 6}
 TOP = 7   # command lines sit on top of everything

@@ -33,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..pyast import parse as parse_python
 from ..task import Criterion, ToolError
 from .base import Benchmark, BenchmarkError, ExternalEnvironment, ExternalTask, ExternalTool, Reference
 
@@ -94,7 +95,7 @@ def parse_call(text: str, methods: dict[str, Any]) -> tuple[str, dict]:
     signature."""
     import ast
 
-    call = ast.parse(text.strip(), mode="eval").body
+    call = parse_python(text.strip(), mode="eval").body
     if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
         raise ValueError(f"not a plain call: {text!r}")
     name = call.func.id

@@ -8,6 +8,8 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..pyast import parse as parse_python
+
 # --- token counting ---------------------------------------------------------------------------------
 
 APPROXIMATE_COUNTER = "approx-bpe"
@@ -92,7 +94,7 @@ def analyze_program(code: str) -> ProgramStructure:
     structure = ProgramStructure(lines=len([l for l in code.splitlines() if l.strip()]))
     try:
         with _PARSE_LOCK:
-            tree = ast.parse(code)
+            tree = parse_python(code)
     except SyntaxError:
         structure.parsed = False
         return structure

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import PolicyError
+from ..pyast import parse as parse_python
 from ..harness.episode import Limits
 from ..harness.session import ToolCall
 from ..harness.spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, get_harness
@@ -322,7 +323,7 @@ class _CompactSource:
 
     def __init__(self, source: str):
         self.lines = source.splitlines()
-        self.tree = ast.parse(source)
+        self.tree = parse_python(source)
         self.drop: set[int] = set()          # 1-based lines to leave out
         self.cut: dict[int, int] = {}        # line -> column where a trailing comment starts
         for node in ast.walk(self.tree):
@@ -467,7 +468,7 @@ def single_quoted(code: str) -> str:
     result = code
     for start, end, text in reversed(edits):
         result = result[:start] + text + result[end:]
-    return result if ast.dump(ast.parse(result)) == ast.dump(ast.parse(code)) else code
+    return result if ast.dump(parse_python(result)) == ast.dump(parse_python(code)) else code
 
 
 _VERBS = (("list_", "Listing"), ("get_", "Looking up"), ("search_", "Searching"), ("find_", "Finding"))
