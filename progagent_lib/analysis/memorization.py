@@ -72,16 +72,8 @@ def memorization_chart(table: pl.DataFrame, title: str) -> alt.Chart:
     ).properties(title=title, width=360, height=max(200, 11 * table.height))
 
 
-def register(subparsers) -> None:
-    parser = subparsers.add_parser("memorization", help="replay the teacher's turns of one instance on other instances")
-    parser.add_argument("--tasks", nargs="+", default=["tasks"], help="task folders or roots (default: tasks)")
-    parser.add_argument("--harness", default="ptc", help="dtc | ptc | hybrid (default ptc)")
-    parser.add_argument("--scale", default="v0")
-    parser.add_argument("--train-seed", type=int, default=0, help="the instance whose teacher turns are memorised")
-    parser.add_argument("--seeds", default="1000,1001,1002,1003", help="comma-separated instances to replay them on")
-    parser.add_argument("--out", default="runs/memorization/replay.jsonl", help="trajectories (JSON lines; replaced)")
-    parser.add_argument("--figures", default="figures", help="folder for memorization_replay.png/.svg")
-    parser.set_defaults(func=_main)
+# `progagent memorization` is defined in analysis/cli.py (with the other command lines, whose argument types it
+# shares); it calls `_main` below, so that this module's polars and altair load only when the command runs.
 
 
 def _main(args) -> int:

@@ -19,7 +19,8 @@ import argparse
 import json
 import sys
 
-from ..harness.spec import HARNESSES, parse_harnesses
+from ..cli import harness_list, policy_or, positive_int
+from ..harness.spec import HARNESSES
 
 
 def register(subparsers) -> None:
@@ -33,18 +34,20 @@ def register(subparsers) -> None:
     run = commands.add_parser("run", help="run a policy on a suite's tasks", description=__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)
     run.add_argument("suite", help="a suite from `progagent bench list` (agentdojo, bfcl)")
-    run.add_argument("--policy", default="ground-truth", help=f"ground-truth | fixed-reference | {SPEC_HELP} (default ground-truth)")
-    run.add_argument("--harness", default="dtc,ptc", help=f"comma-separated harnesses from {','.join(HARNESSES)} (default dtc,ptc)")
+    run.add_argument("--policy", type=policy_or("ground-truth", "fixed-reference"), default="ground-truth",
+                     help=f"ground-truth | fixed-reference | {SPEC_HELP} (default ground-truth)")
+    run.add_argument("--harness", type=harness_list, default="dtc,ptc",
+                     help=f"comma-separated harnesses from {','.join(HARNESSES)} (default dtc,ptc)")
     run.add_argument("--suite", "--category", dest="parts",
                      help="comma-separated parts of the suite (AgentDojo: workspace,travel,banking,slack; BFCL: "
                           "base,miss_func,miss_param,long_context; default all)")
     run.add_argument("--task", dest="task_ids", nargs="+", help="task ids, e.g. agentdojo/banking/user_task_0, bfcl/base/multi_turn_base_0")
-    run.add_argument("--limit", type=int, help="the first N tasks of each part")
+    run.add_argument("--limit", type=positive_int, help="the first N tasks of each part")
     run.add_argument("--injections", action="store_true",
                      help="attach the suite's injection tasks (AgentDojo: each user task x each injection task, its "
                           "important_instructions attack text) and report the share of injections followed")
     run.add_argument("--out", help="JSON-lines file the trajectories are appended to (resumable)")
-    run.add_argument("--workers", type=int, default=1,
+    run.add_argument("--workers", type=positive_int, default=1,
                      help="episodes played at once (default 1; a model behind a server answers their turns together)")
     run.add_argument("--policy-arg", action="append", default=[], metavar="KEY=VALUE",
                      help="keyword argument for the policy (repeatable; VALUE read as JSON when it parses)")
@@ -69,14 +72,7 @@ def run_command(args) -> int:
     from .ground_truth import FIXED_NAME, NAME, FixedReferencePolicy, GroundTruthPolicy
     from .run import bench_table, failing, run_benchmark
 
-    if args.workers < 1:
-        print(f"error: --workers {args.workers}: episodes played at once, at least 1", file=sys.stderr)
-        return 2
-    try:
-        harnesses = parse_harnesses(args.harness)
-    except ValueError as exc:
-        print(f"error: --harness {exc}", file=sys.stderr)
-        return 2
+    harnesses = args.harness
     options = {"injections": True} if args.injections else {}
     if args.parts:
         options["suites"] = [p.strip() for p in args.parts.split(",") if p.strip()]

@@ -77,14 +77,16 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
               out: str | Path | None = None, *, seeds: Sequence[int] = (0,), samples: int = 1, workers: int = 1,
               progress: bool = True, limits: Limits | Callable[[Any, Task], Limits | None] | None = None,
               limit_overrides: dict[str, int | None] | None = None, error_mode: str = "is_error",
-              system_prompt: str | Path | None = None, tokenizer: Any = None) -> BatchResult:
+              system_prompt: str | Path | None = None, tokenizer: Any = None,
+              session_kwargs: dict | None = None) -> BatchResult:
     """Run every (task, scale, seed, harness, sample) episode not already in `out`, appending each as it ends.
 
     `policy` is a policy object, a dict harness -> policy or a function harness -> policy (a spec string such
     as "oracle" or "hf:smollm2" becomes one with `progagent_lib.policy.policies_for(spec, harnesses)`). `limits` is fixed Limits or a function
     (policy, task) -> Limits; `limit_overrides` replaces some fields of the defaults instead (0 = no
     limit). `system_prompt` is a file that replaces the harness's prompt;
-    `tokenizer` counts tokens instead of the policies' own. A failing episode is reported in `failures`
+    `tokenizer` counts tokens instead of the policies' own; `session_kwargs` go to every episode's `Session` (e.g.
+    `unsafe_no_sandbox=True`). A failing episode is reported in `failures`
     and not written, so a rerun retries it; an episode ended by an infrastructure error is written (errored)
     and also retried by a rerun.
     """
@@ -112,7 +114,7 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
         episode_limits = episode_limits or limits_with_overrides(p, e.task, limit_overrides)
         trajectory = run_episode(e.task, e.scale, e.seed, e.harness, p, episode_limits,
                                  sample=e.sample, error_mode=error_mode, system_prompt=system_prompt,
-                                 tokenizer=tokenizer)
+                                 tokenizer=tokenizer, session_kwargs=session_kwargs)
         with lock:
             if out is not None:
                 write_jsonl(trajectory, out)

@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from progagent_lib.cli import DEFAULT_SCALE, existing_file, one_task
 from progagent_lib.harness.spec import HARNESSES
 from progagent_lib.runtime.error_modes import ERROR_MODES
 from progagent_lib.task import SCALES
@@ -38,8 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "task's own tools (dtc, hybrid). claim_done returns the verifier's result and ends the episode. "
                     "The episode is the one `progagent run` plays: the same budgets, observation cuts and error "
                     "mode, and --trajectory writes it as a trajectory.")
-    p.add_argument("--task", required=True, help="task folder, e.g. tasks/retail/restock_orders")
-    p.add_argument("--scale", default="v2", choices=tuple(SCALES), help="environment scale (default v2)")
+    p.add_argument("--task", required=True, type=one_task,
+                   help="task id (retail/restock_orders, under $PROGAGENT_TASKS or the repository's tasks/) or folder")
+    p.add_argument("--scale", default=DEFAULT_SCALE, choices=tuple(SCALES), help=f"environment scale (default {DEFAULT_SCALE})")
     p.add_argument("--seed", type=int, default=0, help="environment seed (default 0)")
     p.add_argument("--harness", default="ptc", choices=tuple(HARNESSES), help="which tools the client sees (default ptc)")
     p.add_argument("--transport", default="stdio", choices=("stdio", "http"), help="stdio (default) or streamable HTTP")
@@ -65,7 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-turns", type=int, help="turns per episode; each tool call of the client is one (0 = no limit)")
     p.add_argument("--max-context-tokens", type=int,
                    help="context tokens per episode, as far as the server sees them (0 = no limit)")
-    p.add_argument("--system-prompt", default=None, metavar="FILE",
+    p.add_argument("--system-prompt", default=None, metavar="FILE", type=existing_file,
                    help="a file whose text replaces the harness's system prompt (the server's instructions)")
     p.add_argument("--timeout", type=float, default=None, help="seconds one program may run (runtime default if omitted)")
     p.add_argument("--unsafe-no-sandbox", action="store_true",

@@ -4,6 +4,12 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from ..cli import one_of, one_task, policy_spec, positive_int, scale_list, task_path
+from ..harness.spec import HARNESSES
+from ..task.ids import pool_root
+
+TASKS_HELP = "task ids, domains, task folders or folders of tasks (default: the pool, $PROGAGENT_TASKS or tasks/)"
+
 
 def register(subparsers) -> None:
     synth = subparsers.add_parser("synth", help="build tasks with a constructor model (OpenAI-compatible endpoint)")
@@ -17,31 +23,34 @@ def register(subparsers) -> None:
     synth.add_argument("--staging", default="runs/synth/staging")
     synth.add_argument("--out", default="runs/synth/tasks", help="where certified tasks are copied")
     synth.add_argument("--prompts", default=None, help="folder of edited prompt files (intents.md, construct.md, repair.md)")
-    synth.add_argument("--example", default="tasks/retail/restock_orders", help="task shown to the constructor as an example")
+    synth.add_argument("--example", type=one_task, default="retail/restock_orders",
+                       help="task shown to the constructor as an example (default retail/restock_orders)")
     synth.set_defaults(func=_synth)
 
     audit = subparsers.add_parser("audit", help="consistency checks across scales, and an independent PTC solver at v3")
-    audit.add_argument("--tasks", nargs="+", default=["tasks"])
-    audit.add_argument("--policy", default=None, help="solver policy (oracle | hf:PATH | openai:URL#model); none: checks only")
+    audit.add_argument("--tasks", nargs="+", type=task_path, default=[pool_root()], metavar="TASK", help=TASKS_HELP)
+    audit.add_argument("--policy", type=policy_spec, default=None,
+                       help="solver policy (oracle | hf:PATH | openai:URL#model); none: checks only")
     audit.set_defaults(func=_audit)
 
     flt = subparsers.add_parser("filter", help="difficulty filter: keep tasks whose pass rate is in (low, high) at every scale")
-    flt.add_argument("--tasks", nargs="+", default=["tasks"])
-    flt.add_argument("--policy", required=True, help="oracle | hf:PATH | openai:URL#model")
-    flt.add_argument("--k", type=int, default=8, help="rollouts per task and scale (default 8)")
-    flt.add_argument("--scales", default="v0,v1,v2,v3")
-    flt.add_argument("--harness", default="ptc")
+    flt.add_argument("--tasks", nargs="+", type=task_path, default=[pool_root()], metavar="TASK", help=TASKS_HELP)
+    flt.add_argument("--policy", type=policy_spec, required=True, help="oracle | hf:PATH | openai:URL#model")
+    flt.add_argument("--k", type=positive_int, default=8, help="rollouts per task and scale (default 8)")
+    flt.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default all four)")
+    flt.add_argument("--harness", type=one_of(HARNESSES, "harness"), default="ptc",
+                     help="dtc | ptc | hybrid (default ptc)")
     flt.add_argument("--low", type=float, default=0.0)
     flt.add_argument("--high", type=float, default=0.8)
-    flt.add_argument("--workers", type=int, default=1)
+    flt.add_argument("--workers", type=positive_int, default=1)
     flt.add_argument("--out", default="runs/difficulty", help="folder for rollouts.jsonl and pass_rates.csv")
     flt.set_defaults(func=_filter)
 
     export = subparsers.add_parser("export", help="export tasks to Harbor's layout or the authors' per-scale layout")
     export.add_argument("format", choices=["harbor", "authors"])
-    export.add_argument("--tasks", nargs="+", default=["tasks"])
+    export.add_argument("--tasks", nargs="+", type=task_path, default=[pool_root()], metavar="TASK", help=TASKS_HELP)
     export.add_argument("--out", required=True)
-    export.add_argument("--scales", default="v0,v1,v2,v3", help="(harbor) scales to export")
+    export.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="(harbor) scales to export")
     export.add_argument("--seed", type=int, default=0, help="(harbor) state seed")
     export.set_defaults(func=_export)
 
@@ -92,11 +101,10 @@ def _audit(args) -> int:
 
 def _filter(args) -> int:
     from ..harness.summary import print_table
-    from ..task.scales import parse_scales
     from .difficulty import difficulty_filter
 
     out = Path(args.out)
-    result = difficulty_filter(_tasks(args.tasks), args.policy, out / "rollouts.jsonl", k=args.k, scales=parse_scales(args.scales),
+    result = difficulty_filter(_tasks(args.tasks), args.policy, out / "rollouts.jsonl", k=args.k, scales=args.scales,
                                harness=args.harness, low=args.low, high=args.high, workers=args.workers)
     result.pass_rates.write_csv(out / "pass_rates.csv")
     result.decisions.write_csv(out / "decisions.csv")
@@ -109,13 +117,12 @@ def _filter(args) -> int:
 def _export(args) -> int:
     from tqdm.auto import tqdm
 
-    from ..task.scales import parse_scales
     from .export import export_authors, export_harbor
 
     tasks = _tasks(args.tasks)
     for task in tqdm(tasks, desc=f"export {args.format}", unit="task"):
         if args.format == "harbor":
-            export_harbor(task, args.out, parse_scales(args.scales), args.seed)
+            export_harbor(task, args.out, args.scales, args.seed)
         else:
             export_authors(task, args.out)
     print(f"exported {len(tasks)} tasks to {args.out}")

@@ -5,26 +5,30 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from .scales import parse_scales
+from ..cli import positive_int, scale_list, task_path
+from .ids import pool_root
 
 
 def register(subparsers) -> None:
     tasks = subparsers.add_parser("tasks", help="inspect and certify the task pool")
     sub = tasks.add_subparsers(dest="tasks_command", required=True)
+    pool = [pool_root()]
+    paths_help = "task ids (retail/restock_orders), domains (retail), task folders or folders of tasks " \
+                 "(default: the pool, $PROGAGENT_TASKS or the repository's tasks/)"
 
     certify = sub.add_parser("certify", help="check every task: oracle R=1, determinism, scale consistency, empty R=0")
-    certify.add_argument("paths", nargs="*", default=["tasks"], help="task folders or folders of tasks (default: tasks)")
-    certify.add_argument("--scales", default="v0,v1,v2,v3", help="comma-separated scales (default: all four)")
-    certify.add_argument("--seeds", type=int, default=2, help="number of seeds, 0..N-1 (default: 2)")
+    certify.add_argument("paths", nargs="*", type=task_path, default=pool, metavar="TASK", help=paths_help)
+    certify.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default: all four)")
+    certify.add_argument("--seeds", type=positive_int, default=2, help="number of seeds, 0..N-1 (default: 2)")
     certify.set_defaults(func=_certify)
 
     stats = sub.add_parser("stats", help="domains, tasks per domain, tools per task, DB size and files per scale")
-    stats.add_argument("paths", nargs="*", default=["tasks"])
-    stats.add_argument("--scales", default="v0,v1,v2,v3")
+    stats.add_argument("paths", nargs="*", type=task_path, default=pool, metavar="TASK", help=paths_help)
+    stats.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default: all four)")
     stats.set_defaults(func=_stats)
 
     listing = sub.add_parser("list", help="list the tasks in the pool")
-    listing.add_argument("paths", nargs="*", default=["tasks"])
+    listing.add_argument("paths", nargs="*", type=task_path, default=pool, metavar="TASK", help=paths_help)
     listing.set_defaults(func=_list)
 
 
@@ -46,7 +50,7 @@ def _certify(args: argparse.Namespace) -> int:
 
     from .certify import certify_paths
 
-    report = certify_paths(args.paths, parse_scales(args.scales), range(args.seeds))
+    report = certify_paths(args.paths, args.scales, range(args.seeds))
     table = report.table()
     with pl.Config(tbl_rows=-1, tbl_cols=-1, fmt_str_lengths=120, tbl_width_chars=200):
         print(table)
@@ -85,7 +89,7 @@ def _stats(args: argparse.Namespace) -> int:
     if not tasks:
         print("no tasks found", file=sys.stderr)
         return 1
-    per_scale, per_domain, _ = stats_tables(tasks, parse_scales(args.scales))
+    per_scale, per_domain, _ = stats_tables(tasks, args.scales)
     with pl.Config(tbl_rows=-1):
         print(f"{len(tasks)} tasks in {per_domain.height} domains")
         print(per_domain)

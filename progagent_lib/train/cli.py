@@ -1,6 +1,10 @@
 """`progagent train sft|gspo|eval|pipeline --config configs/<preset>.yaml`; `progagent train needs` (the teacher's needs);
 `progagent train table RUN` (the cross-harness table of a pipeline run).
 
+`sft` and `gspo` take a stage's own config (configs/sft-gpu-paper.yaml) or a profile's pipeline config
+(configs/cpu-smoke.yaml, with `sft:` and `gspo:` sections): then they run that stage of the profile's pipeline, for
+each trained harness, in the folders `train pipeline` uses (so a later `train pipeline` resumes from them).
+
 Multi-GPU runs go through accelerate, e.g.
 `accelerate launch --config_file configs/accelerate/deepspeed_zero3.yaml -m progagent_lib.train.cli gspo --config configs/gspo-gpu-paper.yaml`.
 """
@@ -12,9 +16,13 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+from ..cli import DEFAULT_SCALE, Parser, UsageError, existing_file, harness_list, one_of, task_ids_under, task_path
 from ..config import load_config
+from ..task.ids import pool_root
+from ..task.scales import SCALES
 
 COMMANDS = ("sft", "gspo", "eval", "pipeline")
+PROFILE_STAGES = ("sft", "gspo")   # the stages `train sft|gspo --config PROFILE.yaml` run of a profile's pipeline
 
 
 def register(subparsers) -> None:
@@ -29,7 +37,9 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
              "pipeline": "base -> SFT -> GSPO per trained harness, every stage evaluated on held-out seeds"}
     for name in COMMANDS:
         sub = commands.add_parser(name, help=helps[name])
-        sub.add_argument("--config", required=True, help="YAML preset, e.g. configs/cpu-smoke.yaml")
+        sub.add_argument("--config", required=True, type=existing_file,
+                         help="YAML preset, e.g. configs/cpu-smoke.yaml" + (" (a profile's pipeline config runs its "
+                              f"{name.upper()} stage)" if name in PROFILE_STAGES else ""))
         sub.add_argument("--output-dir", help="override the config's output_dir")
         sub.add_argument("--model", help="override the config's model: a registered name (smollm2), a folder, a GGUF file or a hub id")
         if name != "sft":
@@ -46,12 +56,15 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         sub.set_defaults(func=run)
     needs = commands.add_parser("needs", help="what the teacher's episodes need (turns, longest turn, context, SFT "
                                               "length) per task and harness, against the model's positions")
-    needs.add_argument("--tasks", default="tasks", help="the task pool's folder (default tasks)")
-    needs.add_argument("--task", dest="task_ids", nargs="+", default=[], help="task ids (default: every task)")
-    needs.add_argument("--harness", default="dtc,ptc,hybrid", help="comma-separated harnesses (default all three)")
+    needs.add_argument("--tasks", type=task_path, default=pool_root(), metavar="POOL",
+                       help="the task pool's folder (default $PROGAGENT_TASKS, else the repository's tasks/)")
+    needs.add_argument("--task", dest="task_ids", nargs="+", default=[], help="task ids under the pool (default: every task)")
+    needs.add_argument("--harness", type=harness_list, default="dtc,ptc,hybrid",
+                       help="comma-separated harnesses (default all three)")
     needs.add_argument("--model", default="smollm2", help="whose tokenizer counts and whose positions (default smollm2; "
                                                            "e.g. smollm2@32k)")
-    needs.add_argument("--scale", default="v0")
+    needs.add_argument("--scale", type=one_of(SCALES, "scale"), default=DEFAULT_SCALE,
+                       help=f"the scale the teacher plays (default {DEFAULT_SCALE})")
     needs.add_argument("--seed", type=int, default=0)
     needs.add_argument("--out", help="also write the table as CSV")
     needs.set_defaults(func=needs_command)
@@ -72,18 +85,11 @@ def needs_command(args: argparse.Namespace) -> int:
 
     from ..generation.models import model_positions, resolve_model_source
     from ..harness.chat_format import ChatFormat
-    from ..harness.spec import parse_harnesses
     from .common import select_tasks
     from .feasibility import teacher_needs
 
-    try:
-        harnesses = parse_harnesses(args.harness)
-    except ValueError as exc:
-        raise SystemExit(f"progagent train needs: --harness {exc}") from None
-    try:
-        tasks = select_tasks(args.tasks, args.task_ids)
-    except ValueError as exc:
-        raise SystemExit(f"progagent train needs: {exc}") from None
+    harnesses = args.harness
+    tasks = select_tasks(args.tasks, task_ids_under(args.tasks, args.task_ids))
     source = resolve_model_source(args.model)
     positions = model_positions(AutoConfig.from_pretrained(source))
     chat = ChatFormat(AutoTokenizer.from_pretrained(source), model_name=args.model)
@@ -145,10 +151,27 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(f"progagent train {args.train_command}: {exc}") from None
 
 
+def is_profile_config(path: str | Path) -> bool:
+    """A profile's pipeline config (configs/cpu-smoke.yaml): one with `sft:` or `gspo:` sections."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(path).read_text())
+    except yaml.YAMLError as exc:
+        raise UsageError(f"{path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    return isinstance(data, dict) and any(isinstance(data.get(section), dict) for section in ("sft", "gspo"))
+
+
 def _run(args: argparse.Namespace) -> int:
     overrides = {"output_dir": args.output_dir, "model": getattr(args, "model", None),
                  "engine_url": getattr(args, "engine_url", None)}
     command = args.train_command
+    if command != "pipeline" and is_profile_config(args.config):
+        if command not in PROFILE_STAGES:
+            raise UsageError(f"{command}: {args.config} is a profile's pipeline config; its evaluations run in "
+                             f"`progagent train pipeline --config {args.config}` (`train eval` takes an eval config, "
+                             "e.g. configs/eval-gpu-paper.yaml)")
+        return _profile_stage(args, overrides)
     if command == "sft":
         from .sft import SFTRunConfig, run_sft
 
@@ -189,11 +212,49 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _profile_stage(args: argparse.Namespace, overrides: dict) -> int:
+    """`train sft|gspo --config PROFILE.yaml`: that stage of the profile's pipeline, for each trained harness, as
+    `train pipeline` runs it (after the same check of the config), in the same folders."""
+    from .feasibility import NotLearnableError
+    from .pipeline import PipelineConfig, Recipe
+
+    stage = args.train_command
+    if getattr(args, "no_resume", False):
+        raise UsageError(f"gspo --no-resume: a profile's GSPO stage resumes from its folder; remove "
+                         f"the gspo-<harness> folders under the profile's output_dir to start over")
+    config = load_config(PipelineConfig, args.config, overrides)
+    recipe = Recipe(config)
+    if stage == "gspo":
+        missing = [h for h in config.rl_harnesses if not Path(recipe.model_for("sft", h)).is_dir()]
+        if missing:
+            raise UsageError(f"gspo: {args.config} is a profile whose GSPO starts from its SFT model, and "
+                             f"{recipe.model_for('sft', missing[0])} does not exist yet: run "
+                             f"`progagent train sft --config {args.config}` first (or `train pipeline`)")
+    try:
+        if config.check:
+            recipe.check()
+        else:
+            recipe.instances()   # the splits, proven disjoint from training, as the pipeline builds them first
+    except NotLearnableError as exc:
+        raise SystemExit(f"progagent train {stage}: refused: {exc}") from None
+    results = {}
+    for harness in config.rl_harnesses:
+        result = recipe.sft(harness) if stage == "sft" else recipe.gspo(harness)
+        results[harness] = result if stage == "sft" else {
+            "global_step": result["global_step"], "final_model": result["final_model"],
+            "last_step": result["dynamics"][-1] if result["dynamics"] else None}
+    print(json.dumps(results, indent=2, default=str))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="progagent train")
+    parser = Parser(prog="progagent train")
     _add_commands(parser)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except UsageError as exc:
+        parser.exit(2, f"progagent train: error: {exc}\n")
 
 
 if __name__ == "__main__":
