@@ -30,6 +30,7 @@ from .sandbox import Sandbox
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
 INTERRUPT_GRACE = 2.0  # seconds a program has to stop after SIGINT before the next escalation
+EXIT_GRACE = 1.0  # seconds from a kernel's death to its sandbox's waiter's exit (milliseconds, unless loaded)
 
 
 _LIVE_SESSIONS: "weakref.WeakSet[KernelSession]" = weakref.WeakSet()
@@ -49,6 +50,10 @@ class KernelStartError(RuntimeError):
     """The kernel process did not come up; the message includes its log."""
 
 
+class IOPubCut(Exception):
+    """The host's iopub connection to the kernel dropped: the kernel died, or it sent an oversized message."""
+
+
 class KernelProtocolError(RuntimeError):
     """The kernel sent a Jupyter message the host cannot read: it is treated as dead and restarted.
 
@@ -64,6 +69,13 @@ MAX_ENAME_CHARS = 200
 MAX_MESSAGE_BYTES = 8 << 20
 IOPUB_QUEUE = 32  # messages held for the host while it does not read (zmq RCVHWM): memory <= 32 x 8 MiB
 PROGRAM_MESSAGE_BYTES = 64 << 20  # bytes of iopub messages one program (or the pause before it) may send
+# Messages of no running program. ipykernel's iopub socket drops what it sends once 1000 messages wait for
+# the host (zmq's SNDHWM), and a thread left running by an earlier program can fill it so: the running
+# program's own output is then lost, or its `idle` status (the host waited for it until the deadline).
+# Every such loss comes after ~1000 messages of no running program, which the host reads; an honest kernel
+# sends a handful (setup cells' status, a subscription's welcome). More than this many in one program:
+# a flood, and the kernel is restarted.
+STRAY_MESSAGES = 256
 DELIMITER = b"<IDS|MSG>"
 SEND_TIMEOUT_MS = 5000
 
@@ -84,17 +96,51 @@ def host_context() -> zmq.Context:
     return _host_context
 
 
+OVERSIZED = f"a message over the host's {MAX_MESSAGE_BYTES >> 20} MiB bound, which cut the kernel's output channel"
+STRAYS = (f"more than {STRAY_MESSAGES} messages of no running program while this one ran, enough to crowd out "
+          "its own output")
+
+
 class IOPubReader:
-    """Reads a kernel's iopub socket with a byte budget, decoding only the messages of one program.
+    """Reads a kernel's iopub socket with budgets, decoding only the messages of one program.
 
     A message whose parent header does not name the program is dropped on its raw bytes, before its
     signature is checked or its JSON parsed: a thread left running by an earlier program (or a forger)
     can flood the socket, and decoding every message of the flood is what made the next program late.
+
+    A message over MAX_MESSAGE_BYTES never arrives at all: zmq drops the connection that carries it, and
+    every message the kernel sends until the host has reconnected is lost with it, the next program's
+    `idle` status among them (the host then waited for it until the program's deadline). The socket's
+    monitor reports each disconnect; only a kernel that died or forged such a message causes one.
     """
 
     def __init__(self, client: BlockingKernelClient):
         self.socket = client.iopub_channel.socket
         self.session = client.session
+        self.monitor = self.socket.get_monitor_socket(zmq.EVENT_DISCONNECTED)
+        self.poller = zmq.Poller()
+        self.poller.register(self.socket, zmq.POLLIN)
+        self.poller.register(self.monitor, zmq.POLLIN)
+        self.disconnected = False
+        self.follow("")
+
+    def close(self) -> None:
+        """Before the client closes the iopub socket: the monitor is a socket of its own."""
+        try:
+            self.socket.disable_monitor()
+        except zmq.ZMQError:
+            pass
+        self.monitor.close(linger=0)
+
+    def connection_lost(self) -> bool:
+        """Whether the kernel's output channel has dropped since it started (it stays so: restart the kernel)."""
+        while not self.disconnected:
+            try:
+                self.monitor.recv_multipart(zmq.NOBLOCK)
+            except zmq.Again:
+                break
+            self.disconnected = True  # the monitor reports disconnects only
+        return self.disconnected
 
     def drain(self, budget: int = PROGRAM_MESSAGE_BYTES) -> int:
         """Discard what arrived while no program ran (undecoded); raise if it is more than `budget` bytes."""
@@ -108,13 +154,20 @@ class IOPubReader:
             if used > budget:
                 raise KernelProtocolError(f"more than {budget >> 20} MiB of messages between two programs")
 
-    def get(self, msg_id: bytes, timeout: float, spent: list[int]) -> dict | None:
-        """The next message of program `msg_id`, or None for a message of anyone else (raises queue.Empty)."""
-        if not self.socket.poll(int(timeout * 1000)):
+    def follow(self, msg_id: str) -> None:
+        """Read program `msg_id`'s messages from now on, with fresh budgets."""
+        self.wanted, self.spent, self.strays = msg_id.encode(), 0, 0
+
+    def get(self, timeout: float) -> dict | None:
+        """The next message of the program followed, or None for a message of anyone else (raises queue.Empty)."""
+        ready = dict(self.poller.poll(int(timeout * 1000)))
+        if self.monitor in ready and self.connection_lost():
+            raise IOPubCut
+        if self.socket not in ready:
             raise queue.Empty
         frames = self.socket.recv_multipart()
-        spent[0] += sum(len(frame) for frame in frames)
-        if spent[0] > PROGRAM_MESSAGE_BYTES:
+        self.spent += sum(len(frame) for frame in frames)
+        if self.spent > PROGRAM_MESSAGE_BYTES:
             raise KernelProtocolError(f"more than {PROGRAM_MESSAGE_BYTES >> 20} MiB of messages in one program")
         try:
             start = frames.index(DELIMITER) + 1
@@ -122,7 +175,10 @@ class IOPubReader:
             raise KernelProtocolError("a message without the Jupyter delimiter") from None
         if len(frames) < start + 5:
             raise KernelProtocolError("a message with too few frames")
-        if msg_id not in frames[start + 2]:  # the parent header's raw JSON: not this program's message
+        if self.wanted not in frames[start + 2]:  # the parent header's raw JSON: not this program's message
+            self.strays += 1
+            if self.strays > STRAY_MESSAGES:
+                raise KernelProtocolError(STRAYS)
             return None
         try:
             msg = self.session.deserialize(frames[start:])
@@ -172,6 +228,23 @@ def bounded_error(content: dict, limit: int) -> dict:
         used += len(line)
     return {"ename": _text(content.get("ename", ""), MAX_ENAME_CHARS), "evalue": _text(content.get("evalue", ""), limit),
             "traceback": traceback}
+
+
+def _collect(msg: dict, output: BoundedText, outcome: CellOutcome) -> bool:
+    """Add one message of the running program to its output or outcome; True for its final `idle` status."""
+    kind, content = msg["msg_type"], msg["content"]
+    if kind == "stream":
+        text = content.get("text")
+        if isinstance(text, str):
+            output.add(text)
+    elif kind in ("execute_result", "display_data"):
+        data = content.get("data")
+        text = data.get("text/plain") if isinstance(data, dict) else None
+        if isinstance(text, str):
+            output.add(text + "\n")
+    elif kind == "error":
+        outcome.error = bounded_error(content, output.limit)
+    return kind == "status" and content.get("execution_state") == "idle"
 
 
 def strip_ansi(text: str) -> str:
@@ -237,6 +310,7 @@ class KernelSession:
         _LIVE_SESSIONS.add(self)
         self.process = None
         self.client: BlockingKernelClient | None = None
+        self.iopub: IOPubReader | None = None
         self.bridge: BridgeServer | None = None
         self._pending: list[str] = []  # silent cells sent but whose replies are not read yet
         self._dead_calls: list = []
@@ -307,6 +381,9 @@ class KernelSession:
         return self.process is not None and self.process.poll() is None
 
     def _stop_client(self) -> None:
+        if self.iopub is not None:
+            self.iopub.close()
+            self.iopub = None
         if self.client is not None:
             try:
                 self.client.stop_channels()
@@ -409,20 +486,28 @@ class KernelSession:
         return self.bridge.calls_not_recorded if self.bridge is not None else 0
 
     def _run_cell(self, code: str, timeout: float, max_output_chars: int, started: float) -> CellOutcome:
-        died_before = not self.alive()  # e.g. killed by a thread of an earlier program: start afresh
-        # A tool channel the kernel put out of step cannot carry calls again: start afresh too.
-        channel_broken = (self.bridge is not None and self.bridge.broken is not None) or self._shell_broken
-        if died_before or channel_broken:
-            died_before = True
-            self.restart()
-        else:
-            self.reap_strays()  # started by a thread an earlier program left running
-        self._drain_pending(started + max(timeout, 30.0))
-        self.iopub.drain()  # what came while no program ran belongs to no program
+        restarted_for = self._ready_for_program(started + max(timeout, 30.0))
         msg_id = self._execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
-        wanted, spent = msg_id.encode(), [0]
         output = BoundedText(max_output_chars)
         outcome = CellOutcome()
+        self._follow(msg_id, timeout, output, outcome)
+        if not outcome.kernel_died:
+            if self._shell_reply(msg_id, time.monotonic() + 5.0) is None and self.alive():
+                self._shell_broken = True  # e.g. a reply over MAX_MESSAGE_BYTES: zmq dropped the connection
+            self.reap_strays()
+        outcome.restarted_before = restarted_for is not None
+        outcome.output = strip_ansi(output.text())
+        if restarted_for:
+            note = ("[the kernel was restarted before this program ran: what an earlier program left running sent "
+                    f"{restarted_for}]")
+            outcome.output += note if outcome.output.endswith("\n") or not outcome.output else "\n" + note
+        outcome.truncated = output.truncated
+        outcome.seconds = time.monotonic() - started
+        return outcome
+
+    def _follow(self, msg_id: str, timeout: float, output: BoundedText, outcome: CellOutcome) -> None:
+        """Read program `msg_id`'s messages until its `idle` status, or its deadline (interrupt, then restart)."""
+        self.iopub.follow(msg_id)
         deadline = time.monotonic() + timeout  # the program's own time, not the set-up's
         if self.bridge is not None:
             self.bridge.open_gate(deadline)  # host-side tool calls end by the program's deadline too
@@ -440,40 +525,64 @@ class KernelSession:
                 # The program ignores interrupts (or is stuck in C code): the state cannot be kept.
                 self.restart()
                 outcome.kernel_died = True
-                break
+                return
             try:
-                msg = self.iopub.get(wanted, min(0.25, deadline - now), spent)
+                msg = self.iopub.get(min(0.25, deadline - now))
             except queue.Empty:
                 if not self.alive():
                     self.restart()
                     outcome.kernel_died = True
-                    break
+                    return
                 continue
-            if msg is None or msg["parent_header"].get("msg_id") != msg_id:
-                continue
-            kind, content = msg["msg_type"], msg["content"]
-            if kind == "stream":
-                text = content.get("text")
-                if isinstance(text, str):
-                    output.add(text)
-            elif kind in ("execute_result", "display_data"):
-                data = content.get("data")
-                text = data.get("text/plain") if isinstance(data, dict) else None
-                if isinstance(text, str):
-                    output.add(text + "\n")
-            elif kind == "error":
-                outcome.error = bounded_error(content, max_output_chars)
-            elif kind == "status" and content.get("execution_state") == "idle":
-                break
-        if not outcome.kernel_died:
-            if self._shell_reply(msg_id, time.monotonic() + 5.0) is None and self.alive():
-                self._shell_broken = True  # e.g. a reply over MAX_MESSAGE_BYTES: zmq dropped the connection
-            self.reap_strays()
-        outcome.restarted_before = died_before
-        outcome.output = strip_ansi(output.text())
-        outcome.truncated = output.truncated
-        outcome.seconds = time.monotonic() - started
-        return outcome
+            except IOPubCut:
+                if not self._exits_within(EXIT_GRACE):
+                    raise KernelProtocolError(OVERSIZED) from None
+                self.restart()
+                outcome.kernel_died = True
+                return
+            if msg is not None and msg["parent_header"].get("msg_id") == msg_id and _collect(msg, output, outcome):
+                return
+
+    def _ready_for_program(self, deadline: float) -> str | None:
+        """Restart the kernel first where it cannot take a program.
+
+        Returns None if it was not restarted, else why: the flood it sent, or "" where the observation
+        needs no reason (it had died, or a channel of it broke).
+        """
+        why = self._why_restart()
+        if why is None:
+            self.reap_strays()  # started by a thread an earlier program left running
+            self._drain_pending(deadline)
+            why = self._pause_flood()
+        if why is not None:
+            self.restart()
+            self._drain_pending(deadline)
+            self.iopub.drain()
+        return why
+
+    def _why_restart(self) -> str | None:
+        # Killed (e.g. by a thread of an earlier program), or a tool channel the kernel put out of step,
+        # which cannot carry calls again: start afresh, as before.
+        if not self.alive() or (self.bridge is not None and self.bridge.broken is not None) or self._shell_broken:
+            return ""
+        return self._pause_flood()  # before waiting for setup cells' replies, which a flooding kernel delays
+
+    def _pause_flood(self) -> str | None:
+        """What the kernel sent while no program ran, if it calls for a restart; the rest is dropped undecoded."""
+        try:
+            self.iopub.drain()
+        except KernelProtocolError as exc:
+            return str(exc)
+        if not self.iopub.connection_lost():
+            return None
+        return "" if self._exits_within(EXIT_GRACE) else OVERSIZED  # a kernel that died drops it too
+
+    def _exits_within(self, seconds: float) -> bool:
+        try:
+            self.process.wait(timeout=seconds)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def main_pids(self) -> tuple[int, ...]:
         """Host pids of the kernel's sandbox that are not strays: the launcher's waiter, pid 1, the kernel."""
