@@ -282,3 +282,21 @@ def test_a_range_with_every_uid_leased_refuses_to_start(episode, monkeypatch):
             run_terminal(episode.workspace, "true")
     # released with its sandbox: the next one gets it
     assert run_terminal(episode.workspace, "id -u").output.strip() == "1879000000"
+
+
+def test_a_lent_workspace_is_given_back_to_its_owner(tmp_path, restock_task):
+    workspace = tmp_path / "ws"
+    (workspace / "docs").mkdir(parents=True)
+    (workspace / "docs" / "a.txt").write_text("a")
+    result = run_terminal(workspace, "id -u; stat -c %u docs/a.txt; mkdir -p made/deeper && echo b > made/deeper/b.txt")
+    sandbox_uid, seen_owner = result.output.split()[:2]
+    assert sandbox_uid == seen_owner != "0", result.output  # the program owned its workspace while it ran
+    owners = {os.lstat(p).st_uid for p in [workspace, *workspace.rglob("*")]}
+    assert owners == {0}, owners  # and every file, its own included, is the owner's again
+    env = restock_task.instantiate("v0", 2)
+    try:
+        with PTCRuntime(env, timeout=30) as runtime:
+            assert runtime.execute("open('mine.txt', 'w').write('x')").error is None
+        assert {os.lstat(p).st_uid for p in [env.workspace, *env.workspace.rglob("*")]} == {0}
+    finally:
+        env.close()

@@ -145,9 +145,26 @@ def sweep_leases(runtime_root: Path, alive) -> None:
             path.unlink(missing_ok=True)
 
 
-def chown_tree(root: Path, identity: Identity) -> None:
-    """Give `root` and everything beneath it to `identity`, following no link (lchown)."""
-    os.chown(root, identity.uid, identity.gid, follow_symlinks=False)
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        for name in (*dirs, *files):
-            os.chown(os.path.join(folder, name), identity.uid, identity.gid, follow_symlinks=False)
+def chown_tree(root: Path, uid: int, gid: int, max_entries: int = 200_000) -> None:
+    """Give `root` and everything beneath it to uid/gid, following no link (lchown).
+
+    Iterative (a tree may be nested deeper than Python's recursion allows); an entry that vanished or
+    whose path is too long is skipped, and the walk stops after `max_entries` (a workspace's tmpfs
+    holds far fewer inodes)."""
+    folders, seen = [str(root)], 0
+    while folders and seen < max_entries:
+        folder = folders.pop()
+        try:
+            os.chown(folder, uid, gid, follow_symlinks=False)
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.path)
+                else:
+                    os.chown(entry.path, uid, gid, follow_symlinks=False)
+            except OSError:
+                continue

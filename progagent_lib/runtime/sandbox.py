@@ -471,6 +471,7 @@ class Sandbox:
         self.group = None
         self.mounted = False
         self.owns_identity = self.identity is None
+        self.lent: tuple[Path, int, int] | None = None  # a workspace chowned to this sandbox, and its owner before
         try:
             self.root_mounted = self.confinement.prepare_root(self.root, self.limits)
             if self.identity is None:
@@ -497,7 +498,7 @@ class Sandbox:
                 os.chown(folder, self.identity.uid, self.identity.gid)
                 folder.chmod(0o700)
             if self.workspace is not None and self.owns_identity:
-                identities.chown_tree(self.workspace, self.identity)
+                self._lend(self.workspace)
 
     @property
     def cwd(self) -> Path:
@@ -573,14 +574,24 @@ class Sandbox:
         if self.workspace is not None:
             raise RuntimeError("this sandbox is already bound to a workspace")
         if self.identity is not None:
-            identities.chown_tree(workspace, self.identity)
+            self._lend(workspace)
         self.mounted = self.confinement.mount_workspace(self.slot, workspace)
         self.workspace_source = workspace
+
+    def _lend(self, workspace: Path) -> None:
+        """Chown `workspace` to the sandbox's uid for its life; `cleanup` gives it back to its owner."""
+        info = os.stat(workspace)
+        self.lent = (workspace, info.st_uid, info.st_gid)
+        identities.chown_tree(workspace, self.identity.uid, self.identity.gid)
 
     def cleanup(self) -> None:
         if self.group is not None:
             self.group.remove()
             self.group = None
+        if self.lent is not None:  # every process is dead: the tree holds still while it is given back
+            workspace, uid, gid = self.lent
+            self.lent = None
+            identities.chown_tree(workspace, uid, gid)
         if self.mounted:
             _unmount(self.slot)
             self.mounted = False
