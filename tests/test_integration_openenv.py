@@ -3,6 +3,8 @@
 The server is OpenEnv's `create_app` over `ProgAgentEnvironment`, run by uvicorn on 127.0.0.1 on a free port
 (in a thread of this process, so its kernels and episode folders can be counted) and stopped at the end. The
 teacher's turns are played on the client side: `OracleTeacher(harness)` reads only the messages the server sent.
+The server needs its per-start token (tests/test_isolation_openenv_guard.py checks the guard): our client reads it from
+$PROGAGENT_OPENENV_TOKEN, as a trainer configured by environment does; OpenEnv's own clients get it by `token_client`.
 """
 from __future__ import annotations
 
@@ -30,7 +32,8 @@ from progagent_lib.harness import read_jsonl
 from progagent_lib.harness.spec import model_tool_schemas
 from progagent_lib.integrations import openenv_cli
 from progagent_lib.integrations.openenv import (
-    OpenEnvServerConfig, ProgAgentAction, ProgAgentEnvClient, ProgAgentEnvironment, make_app, play,
+    TOKEN_ENV, OpenEnvServerConfig, ProgAgentAction, ProgAgentEnvClient, ProgAgentEnvironment, make_app, new_token, play,
+    token_client,
 )
 from progagent_lib.policy import OracleTeacher
 from progagent_lib.runtime import kernel as kernel_module
@@ -39,6 +42,8 @@ REPO = Path(__file__).resolve().parents[1]
 TASKS = REPO / "tasks"
 RESTOCK, SLA = "retail/restock_orders", "customer_support/sla_escalations"
 META = {"programmatic_tool_call", "terminal", "claim_done"}
+TOKEN = new_token()
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 # --- the server and what it leaves behind --------------------------------------------------------------
@@ -48,6 +53,7 @@ def episodes_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("openenv-episodes")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("PROGAGENT_EPISODES", str(path))
+        patch.setenv(TOKEN_ENV, TOKEN)  # what ProgAgentEnvClient sends when no token= is passed
         yield path
 
 
@@ -60,7 +66,7 @@ def free_port() -> int:
 @contextlib.contextmanager
 def running_server(config: OpenEnvServerConfig):
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(make_app(config), host="127.0.0.1", port=port, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(make_app(config, token=TOKEN, port=port), host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, name="openenv-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -86,9 +92,28 @@ def base_url(episodes_dir, trajectories):
 
 
 def leftovers(episodes_dir: Path) -> tuple[int, int, int]:
-    """Episode folders, live kernel sessions, child processes (kernels) of this process."""
+    """Episode folders, live kernel sessions, child processes (kernels) of this process. The verification server
+    (progagent_lib.task.verify_*: one per host process, started by the first verification and kept) is not an
+    episode's."""
+    children = psutil.Process().children(recursive=True)
+    verifiers = {p.pid for p in children if "progagent_lib.task.verify" in " ".join(_cmdline(p))}
+    verifiers |= {c.pid for p in children if p.pid in verifiers for c in _descendants(p)}
     return (len(list(episodes_dir.iterdir())), len(kernel_module._LIVE_SESSIONS),
-            len(psutil.Process().children(recursive=True)))
+            len([p for p in children if p.pid not in verifiers]))
+
+
+def _cmdline(process: psutil.Process) -> list[str]:
+    try:
+        return process.cmdline()
+    except psutil.Error:  # gone meanwhile
+        return []
+
+
+def _descendants(process: psutil.Process) -> list[psutil.Process]:
+    try:
+        return process.children(recursive=True)
+    except psutil.Error:
+        return []
 
 
 def wait_for(counts: tuple, episodes_dir: Path, timeout: float = 15.0) -> tuple:
@@ -157,7 +182,7 @@ def test_async_client_plays_the_teacher_on_a_second_task(base_url, clean):
 def test_openenvs_generic_client_plays_the_dtc_teacher(base_url, clean):
     """OpenEnv's GenericEnvClient (plain dicts, nothing of ours on the client) through a DTC teacher episode."""
     task = load_task(TASKS / SLA)
-    with GenericEnvClient(base_url=base_url).sync() as env:
+    with token_client(GenericEnvClient)(base_url=base_url, token=TOKEN).sync() as env:
         result = env.reset(task=SLA, scale="v0", seed=0, harness="dtc")
         agent = OracleTeacher("dtc").start_episode(task, result.observation["params"])
         messages, tools = list(result.observation["messages"]), result.observation["tool_schemas"]
@@ -172,7 +197,7 @@ def test_openenvs_generic_client_plays_the_dtc_teacher(base_url, clean):
 def test_mcp_tool_mode_with_openenvs_mcp_client(base_url, clean):
     """OpenEnv's MCP tool mode: MCPToolClient lists our harness's tools and plays the PTC teacher by call_tool."""
     task = load_task(TASKS / RESTOCK)
-    with MCPToolClient(base_url=base_url).sync() as env:
+    with token_client(MCPToolClient)(base_url=base_url, token=TOKEN).sync() as env:
         env.reset(task=RESTOCK, scale="v0", seed=0, harness="ptc")
         tools = env.list_tools()
         expected = model_tool_schemas("ptc", task.tool_schemas())
@@ -222,7 +247,7 @@ def test_step_without_an_episode_is_refused(base_url, clean):
     with ProgAgentEnvClient(base_url=base_url).sync() as env:
         with pytest.raises(RuntimeError, match=r"no episode is running: call reset\(task=\.\.\., scale=\.\.\., seed=\.\.\.\) first"):
             env.step(ProgAgentAction.call("terminal", command="ls"))
-    with GenericEnvClient(base_url=base_url).sync() as env:
+    with token_client(GenericEnvClient)(base_url=base_url, token=TOKEN).sync() as env:
         with pytest.raises(RuntimeError, match="Invalid message"):
             env.step({"tool_calls": "not a list"})
 
@@ -264,7 +289,7 @@ def test_an_idle_session_is_closed_by_the_session_timeout(episodes_dir):
 
 
 def test_http_endpoints_are_stateless_and_say_so(base_url, clean):
-    with httpx.Client(base_url=base_url, timeout=60) as http:
+    with httpx.Client(base_url=base_url, timeout=60, headers=AUTH) as http:
         reset = http.post("/reset", json={"task": RESTOCK, "scale": "v0", "seed": 0, "harness": "dtc"})
         assert reset.status_code == 200 and reset.json()["observation"]["task_id"] == RESTOCK
         step = http.post("/step", json={"action": {"tool_calls": [{"name": "terminal", "arguments": {"command": "ls"}}]}})
@@ -286,18 +311,21 @@ def test_the_serve_command_runs_a_server(tmp_path):
     episodes = tmp_path / "episodes"
     episodes.mkdir()
     env = {**os.environ, "PROGAGENT_EPISODES": str(episodes)}
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
     server = subprocess.Popen([sys.executable, "-m", "progagent_lib.integrations.openenv_cli", "serve", "--tasks-dir",
-                               str(TASKS), "--task", RESTOCK, "--seed", "0", "--harness", "dtc", "--port", str(port)],
+                               str(TASKS), "--task", RESTOCK, "--seed", "0", "--harness", "dtc", "--port", str(port),
+                               "--token-file", str(token_file)],
                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
         while True:
             with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                if httpx.get(f"http://127.0.0.1:{port}/health", headers=AUTH, timeout=2).status_code == 200:
                     break
             assert server.poll() is None and time.monotonic() < deadline, server.stderr.read() if server.poll() else "no start"
             time.sleep(0.2)
-        with ProgAgentEnvClient(base_url=f"http://127.0.0.1:{port}").sync() as client:
+        with ProgAgentEnvClient(base_url=f"http://127.0.0.1:{port}", token=TOKEN).sync() as client:
             result = client.reset()
             assert result.observation.task_id == RESTOCK and result.observation.harness == "dtc"
             assert len(list(episodes.iterdir())) == 1

@@ -32,15 +32,13 @@ must not read the first one's variables or end its episode). Requests of the sta
 carry no session at all, so they count as one client together; the bearer token is what keeps
 anyone else out of them. HTTP requests are checked for their
 Host and Origin headers on every bind address (DNS rebinding), and an optional bearer token is
-required of every request when given.
+required of every request when given (`http_guard.py`, shared with the OpenEnv server).
 """
 from __future__ import annotations
 
 import hmac
-import ipaddress
 import logging
 import os
-import re
 import signal
 import sys
 import threading
@@ -57,6 +55,7 @@ from mcp.server import Server
 
 from progagent_lib.harness.end_reasons import END_REASONS
 from progagent_lib.harness.episode import Episode, Limits
+from progagent_lib.harness.http_guard import RequestGuard, allowed_host_headers
 from progagent_lib.harness.session import ToolCall
 from progagent_lib.harness.spec import HarnessSpec, get_harness
 from progagent_lib.harness.trajectory import Trajectory, write_jsonl
@@ -210,15 +209,15 @@ class HarnessMCPServer:
         """The streamable-HTTP ASGI app (Starlette), for embedding or for `run_http`.
 
         Host and Origin headers are checked whatever the bind address (`allowed_host_headers`);
-        with `token`, every request must carry `Authorization: Bearer <token>`.
+        with `token`, every request must carry `Authorization: Bearer <token>` (`http_guard.RequestGuard`,
+        the guard every server of the workbench puts in front).
         """
         from mcp.server.transport_security import TransportSecuritySettings
 
-        hosts = allowed_host_headers(host, port, allowed_hosts)
-        security = TransportSecuritySettings(enable_dns_rebinding_protection=True, allowed_hosts=hosts,
-                                             allowed_origins=[f"http://{h}" for h in hosts] + [f"https://{h}" for h in hosts])
-        app = self.server.streamable_http_app(streamable_http_path=path, host=host, transport_security=security)
-        return BearerTokenGate(app, token) if token else app
+        # The SDK's own Host/Origin check is off: RequestGuard makes it, the same check as the OpenEnv server's.
+        unchecked = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host, transport_security=unchecked)
+        return RequestGuard(app, allowed_hosts=allowed_host_headers(host, port, allowed_hosts), token=token)
 
     def run_http(self, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp", log_level: str = "warning", *,
                  allowed_hosts: Sequence[str] = (), token: str | None = None) -> None:
@@ -387,49 +386,6 @@ def _mcp_session_id(ctx: Any) -> str | None:
         if session_id is None and request is not None:
             return ""  # an HTTP request without a session (stateless): one shared identity, refused if another owns it
     return session_id
-
-
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
-
-
-def allowed_host_headers(host: str, port: int | None, extra: Sequence[str] = ()) -> list[str]:
-    """Host header values a server bound to `host:port` accepts (the bind address; loopback names
-    when it is bound to loopback or to every address; and `extra`, e.g. the machine's public name)."""
-    any_port = "*" if port is None else str(port)
-    try:
-        address = ipaddress.ip_address(host.strip("[]"))
-    except ValueError:
-        address = None
-    names = [f"[{host.strip('[]')}]" if address is not None and address.version == 6 else host]
-    if host == "localhost" or (address is not None and (address.is_loopback or address.is_unspecified)):
-        names += list(LOOPBACK_NAMES)
-    if address is not None and address.is_unspecified:
-        names = names[1:]  # "0.0.0.0" is never a Host a client sends
-    names += list(extra)
-    # An entry that names its port (`host:8080`, `[::1]:8080`) is kept; the others get the server's port.
-    return [name if re.search(r"(^[^:\[]+|\])(:\d+)$", name) else f"{name}:{any_port}" for name in dict.fromkeys(names)]
-
-
-class BearerTokenGate:
-    """ASGI wrapper: every HTTP request must carry `Authorization: Bearer <token>` (compared in constant time)."""
-
-    def __init__(self, app: Any, token: str):
-        if not token or len(token) < 16:
-            raise ValueError("the bearer token must have at least 16 characters (e.g. `openssl rand -hex 32`)")
-        self.app = app
-        self.expected = f"Bearer {token}".encode()
-
-    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
-        if scope.get("type") == "http":
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
-                body = b"missing or wrong bearer token"
-                await send({"type": "http.response.start", "status": 401,
-                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer"),
-                                        (b"content-length", str(len(body)).encode())]})
-                await send({"type": "http.response.body", "body": body})
-                return
-        await self.app(scope, receive, send)
 
 
 def _error_result(message: str) -> mcp_types.CallToolResult:

@@ -20,17 +20,22 @@ score R~, the criteria, the end reason and the episode's metrics come with it. T
 private copy of the state are released as soon as it ends, and on reset, close, a dropped connection
 (OpenEnv closes a WebSocket session's environment) and an idle timeout (`session_timeout`).
 
-Serve with `make_app(OpenEnvServerConfig(...))` (OpenEnv's own `create_app`: `/ws`, `/reset`, `/step`,
-`/state`, `/schema`, `/health`, `/metadata`), or `python -m progagent_lib.integrations.openenv_cli serve`.
-Drive with `ProgAgentEnvClient` (an OpenEnv `EnvClient`: async, `.sync()`), `GenericEnvClient` or
-`MCPToolClient`. OpenEnv's HTTP `/reset` and `/step` make a fresh environment per request (stateless), so a
+Serve with `make_app(OpenEnvServerConfig(...), token=...)` (OpenEnv's own `create_app`: `/ws`, `/reset`, `/step`,
+`/state`, `/schema`, `/health`, `/metadata`), or `progagent openenv serve` (port 8766 by default). OpenEnv has no
+authentication, so the app is wrapped in the workbench's request guard (`harness/http_guard.py`, the one in front of
+`progagent serve --transport http` too): an allowed Host (loopback names and the bind address, plus `allowed_hosts`),
+no foreign Origin (HTTP and the WebSocket handshake), and a per-start bearer token on every request; the serve
+command makes one and prints it, or reads `--token-file`. Drive with `ProgAgentEnvClient` (an OpenEnv `EnvClient`:
+async, `.sync()`; it sends `token=` or $PROGAGENT_OPENENV_TOKEN), or OpenEnv's `GenericEnvClient` / `MCPToolClient`
+through `token_client(...)`. OpenEnv's HTTP `/reset` and `/step` make a fresh environment per request (stateless), so a
 whole episode needs the WebSocket: `/step` over HTTP answers 409 with a message saying so. The JSON-RPC `/mcp`
 route needs a FastMCP server inside the environment, which this adapter does not have: for a real MCP
 server over an episode use `progagent serve`.
 
-    app = make_app(OpenEnvServerConfig(tasks_dir="tasks", scale="v0", harness="ptc"))
-    # uvicorn.run(app, host="127.0.0.1", port=8000); then, in the trainer:
-    with ProgAgentEnvClient(base_url="http://127.0.0.1:8000").sync() as env:
+    token = new_token()
+    app = make_app(OpenEnvServerConfig(tasks_dir="tasks", scale="v0", harness="ptc"), token=token, port=8766)
+    # uvicorn.run(app, host="127.0.0.1", port=8766); then, in the trainer:
+    with ProgAgentEnvClient(base_url="http://127.0.0.1:8766", token=token).sync() as env:
         result = env.reset(task="retail/restock_orders", seed=0)
         result = env.step(ProgAgentAction.call("programmatic_tool_call", code="print(tools.list_files())"))
 """
@@ -39,12 +44,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import os
 import threading
 import uuid
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
+from urllib.parse import urlsplit
 
 from openenv.core import EnvClient
 from openenv.core.client_types import StepResult
@@ -65,8 +72,13 @@ from openenv.core.env_server.mcp_types import ToolError as MCPToolError
 from openenv.core.env_server.mcp_types import ToolErrorType
 from openenv.core.env_server.types import EnvironmentMetadata
 from pydantic import BaseModel, Field
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import InvalidStatus
 
 from ..harness.episode import Episode, Limits, start_agent
+from ..harness.http_guard import (
+    RequestGuard, allowed_host_headers, check_token, new_token, parse_allowed_hosts,
+)
 from ..harness.session import ToolCall
 from ..harness.spec import get_harness, model_tool_schemas
 from ..harness.trajectory import Trajectory, write_jsonl
@@ -76,6 +88,8 @@ from ._tasks import resolve_task as _resolve_task
 
 OPENENV_VERSION = "0.3.0"  # the openenv-core release this adapter is written and tested against
 RESET_OPTIONS = ("task", "scale", "harness", "limits")
+DEFAULT_PORT = 8766    # not vLLM's / the engine's 8000, not `progagent serve`'s 8765, not JupyterLab's 8888
+TOKEN_ENV = "PROGAGENT_OPENENV_TOKEN"  # where clients find the server's token when none is passed
 
 
 class ProgAgentEnvError(ValueError):
@@ -437,8 +451,13 @@ def _call_tool_observation(name: str, added: list[dict], calls: list[dict], traj
 
 
 # --- the server ---------------------------------------------------------------------------------------
-def make_app(config: OpenEnvServerConfig | None = None, **overrides: Any):
-    """OpenEnv's FastAPI app (`create_app`) serving `ProgAgentEnvironment`s built from `config`."""
+def make_app(config: OpenEnvServerConfig | None = None, *, token: str, host: str = "127.0.0.1", port: int | None = None,
+             allowed_hosts: Sequence[str] = (), **overrides: Any):
+    """OpenEnv's FastAPI app (`create_app`) serving `ProgAgentEnvironment`s built from `config`, behind the workbench's
+    request guard (`harness.http_guard.RequestGuard`): every HTTP request and WebSocket handshake needs an allowed Host
+    (`host` and, on loopback or 0.0.0.0, the loopback names, at `port` (None: any port); plus `allowed_hosts`), no
+    foreign Origin, and `token` (`Authorization: Bearer <token>`, or on a WebSocket the subprotocol
+    `progagent.bearer.<token>`). `new_token()` makes one; clients read it from $PROGAGENT_OPENENV_TOKEN."""
     from fastapi import Request, WebSocketDisconnect
     from fastapi.responses import JSONResponse
 
@@ -448,6 +467,12 @@ def make_app(config: OpenEnvServerConfig | None = None, **overrides: Any):
     app = create_app(functools.partial(ProgAgentEnvironment, config), ProgAgentAction, ProgAgentObservation,
                      env_name="progagent", concurrency_config=ConcurrencyConfig(
                          max_concurrent_envs=config.max_concurrent_envs, session_timeout=config.session_timeout))
+    # OpenEnv has no authentication of its own: anyone who reached /ws could run programs in the sandboxes.
+    # Starlette builds middleware at the first request: a bad token or host is checked here, now.
+    hosts = allowed_host_headers(host, port, allowed_hosts)
+    parse_allowed_hosts(hosts)
+    check_token(token)
+    app.add_middleware(RequestGuard, allowed_hosts=hosts, token=token, subprotocol_token=True)
 
     async def bad_input(request: Request, exc: ProgAgentEnvError) -> JSONResponse:
         return JSONResponse(status_code=409, content={"detail": str(exc)})
@@ -470,18 +495,70 @@ def make_app(config: OpenEnvServerConfig | None = None, **overrides: Any):
     return app
 
 
-def serve(config: OpenEnvServerConfig | None = None, host: str = "127.0.0.1", port: int = 8000,
-          log_level: str = "warning", **overrides: Any) -> None:
-    """Serve until interrupted (blocking). Anyone who reaches the port can run programs in the episodes'
-    sandboxes: OpenEnv has no authentication, so keep it on loopback unless the network is yours."""
+def serve(config: OpenEnvServerConfig | None = None, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
+          log_level: str = "warning", *, token: str | None = None, allowed_hosts: Sequence[str] = (),
+          **overrides: Any) -> None:
+    """Serve until interrupted (blocking). `token`: the bearer token clients must send; None makes a fresh one and
+    prints it to stderr. Keep it on loopback unless the network is yours: plain HTTP carries the token in clear."""
+    import sys
+
     import uvicorn
 
-    uvicorn.run(make_app(config, **overrides), host=host, port=port, log_level=log_level)
+    if token is None:
+        token = new_token()
+        print(f"progagent openenv: ws://{host}:{port}/ws, token {token} (clients: {TOKEN_ENV}={token})",
+              file=sys.stderr, flush=True)
+    app = make_app(config, token=token, host=host, port=port, allowed_hosts=allowed_hosts, **overrides)
+    uvicorn.run(app, host=host, port=port, log_level=log_level)
 
 
 # --- the client ---------------------------------------------------------------------------------------
-class ProgAgentEnvClient(EnvClient[ProgAgentAction, ProgAgentObservation, ProgAgentState]):
-    """OpenEnv's `EnvClient` for this environment (async over WebSocket; `.sync()` for a blocking client)."""
+def client_token(token: str | None = None) -> str:
+    """The token a client sends: `token`, else $PROGAGENT_OPENENV_TOKEN; ValueError saying where to get it."""
+    token = token if token is not None else os.environ.get(TOKEN_ENV, "").strip()
+    if not token:
+        raise ValueError(f"the OpenEnv server needs its token: pass token=... or set ${TOKEN_ENV} (`progagent openenv "
+                         "serve` prints it when it starts, or reads it from --token-file)")
+    return check_token(token, "the OpenEnv token")
+
+
+class BearerTokenClient:
+    """Mixin for an OpenEnv `EnvClient`: its WebSocket handshake carries the server's token (`Authorization: Bearer`),
+    from `token=` or $PROGAGENT_OPENENV_TOKEN. OpenEnv's own clients get it through `token_client(GenericEnvClient)`."""
+
+    def __init__(self, *args: Any, token: str | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._progagent_token = client_token(token)
+
+    async def connect(self) -> Any:
+        """OpenEnv's `connect`, with the token; a refused handshake is a ConnectionError that says why.
+        (openenv-core 0.3.0's own `connect` takes no headers, so this one replaces it, on the same attributes.)"""
+        if self._ws is not None:
+            return self
+        loopback = (urlsplit(self._ws_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
+        try:
+            self._ws = await ws_connect(self._ws_url, open_timeout=self._connect_timeout, max_size=self._max_message_size,
+                                        additional_headers={"Authorization": f"Bearer {self._progagent_token}"},
+                                        proxy=None if loopback else True)  # as OpenEnv: no proxy for loopback
+        except InvalidStatus as exc:
+            reason = exc.response.body.decode("utf-8", "replace").strip()[:300] if exc.response.body else ""
+            raise ConnectionError(f"{self._ws_url} refused the connection (HTTP {exc.response.status_code}): "
+                                  f"{reason or 'no reason given'}") from None
+        except Exception as exc:  # noqa: BLE001 - OpenEnv's own contract: any failure to connect is a ConnectionError
+            raise ConnectionError(f"Failed to connect to {self._ws_url}: {exc}") from exc
+        return self
+
+
+@functools.cache
+def token_client(client_class: type) -> type:
+    """`client_class` (an OpenEnv `EnvClient`: `GenericEnvClient`, `MCPToolClient`, ...) sending the server's token:
+    `token_client(GenericEnvClient)(base_url=url, token=token)`."""
+    return type(f"Token{client_class.__name__}", (BearerTokenClient, client_class), {})
+
+
+class ProgAgentEnvClient(BearerTokenClient, EnvClient[ProgAgentAction, ProgAgentObservation, ProgAgentState]):
+    """OpenEnv's `EnvClient` for this environment (async over WebSocket; `.sync()` for a blocking client). The
+    server's token comes from `token=` or $PROGAGENT_OPENENV_TOKEN."""
 
     def _step_payload(self, action: Any) -> dict:
         if isinstance(action, dict):
@@ -528,6 +605,7 @@ def play(env: Any, policy: Any, *, tasks_dir: str | Path = "tasks", **reset: Any
             agent.close()
 
 
-__all__ = ["OPENENV_VERSION", "OpenEnvServerConfig", "ProgAgentAction", "ProgAgentEnvClient", "ProgAgentEnvError",
-           "ProgAgentEnvironment", "ProgAgentObservation", "ProgAgentState", "ToolCallModel", "make_app", "play",
-           "resolve_task", "serve"]
+__all__ = ["DEFAULT_PORT", "OPENENV_VERSION", "TOKEN_ENV", "BearerTokenClient", "OpenEnvServerConfig",
+           "ProgAgentAction", "ProgAgentEnvClient", "ProgAgentEnvError", "ProgAgentEnvironment", "ProgAgentObservation",
+           "ProgAgentState", "ToolCallModel", "client_token", "make_app", "new_token", "play", "resolve_task", "serve",
+           "token_client"]

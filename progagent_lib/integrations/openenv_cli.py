@@ -14,6 +14,8 @@ from progagent_lib.runtime.error_modes import ERROR_MODES
 from progagent_lib.task import SCALES
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+DEFAULT_PORT = 8766   # as integrations.openenv.DEFAULT_PORT (not imported: OpenEnv loads only when the command runs)
+TOKEN_ENV = "PROGAGENT_OPENENV_TOKEN"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,9 +39,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--timeout", type=float, default=None, help="seconds one program may run (runtime default if omitted)")
     p.add_argument("--unsafe-no-sandbox", action="store_true",
                    help="run programs without confinement when the sandbox cannot be set up (never on shared machines)")
-    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1); OpenEnv has no authentication: "
-                   "anyone who reaches it can run programs in the episodes' sandboxes")
-    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1); anyone who reaches it with the "
+                   "token can run programs in the episodes' sandboxes, and plain HTTP carries the token in clear")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME[:PORT]",
+                   help="a further Host header (and Origin host) the server accepts, e.g. the machine's name when bound "
+                        "to 0.0.0.0; the bind address and, on loopback, the localhost names are always accepted; repeatable")
+    p.add_argument("--token-file", default=None, metavar="PATH",
+                   help="read the bearer token every request and WebSocket handshake must carry from PATH (16+ characters); "
+                        f"default: a fresh one per start, printed where the server says it listens (clients: ${TOKEN_ENV})")
     p.set_defaults(func=run)
 
 
@@ -53,7 +61,10 @@ def run(args: argparse.Namespace) -> int:
         raise
     import uvicorn
 
+    from progagent_lib.harness.http_guard import new_token, read_token_file
+
     try:
+        token = read_token_file(args.token_file) if args.token_file else new_token()
         limits = json.loads(args.limits)
         session_kwargs = {}
         if args.timeout is not None:
@@ -64,16 +75,19 @@ def run(args: argparse.Namespace) -> int:
                                      harness=args.harness, limits=limits, error_mode=args.error_mode,
                                      session_kwargs=session_kwargs, max_concurrent_envs=args.max_concurrent_envs,
                                      session_timeout=args.session_timeout, trajectories=args.trajectories)
-        app = make_app(config)  # a default task that does not exist is reported here
+        # a default task that does not exist is reported here
+        app = make_app(config, token=token, host=args.host, port=args.port, allowed_hosts=args.allow_host)
     except (json.JSONDecodeError, ValueError, ProgAgentEnvError) as exc:
         print(f"progagent openenv serve: {exc}", file=sys.stderr)
         return 2
-    print(f"progagent openenv serve: tasks under {args.tasks_dir} at ws://{args.host}:{args.port}/ws "
+    # The token is printed only when it was made here: one read from a file stays in that file.
+    told = f"token from {args.token_file}" if args.token_file else f"token {token}; clients: export {TOKEN_ENV}={token}"
+    print(f"progagent openenv serve: tasks under {args.tasks_dir} at ws://{args.host}:{args.port}/ws ({told}) "
           f"(defaults: task {args.task}, scale {args.scale}, seed {args.seed}, harness {args.harness})",
           file=sys.stderr, flush=True)
     if args.host not in LOOPBACK:
-        print(f"progagent openenv serve: warning: bound to {args.host}; OpenEnv has no authentication, so anyone who "
-              "reaches it can run programs in the episodes' sandboxes", file=sys.stderr, flush=True)
+        print(f"progagent openenv serve: warning: bound to {args.host}; plain HTTP carries the token in clear, so anyone "
+              "who can watch the network can run programs in the episodes' sandboxes", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning")
     return 0
 
