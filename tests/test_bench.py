@@ -12,8 +12,12 @@ from conftest import REPO
 
 BENCH = REPO / "bench"
 QUICK_ARGS = {
+    "cli.py": ["--quick"],
     "runtime.py": ["--quick"],
+    "runtime_vs.py": ["--quick"],
+    "load.py": ["--quick"],
     "teacher_programs.py": ["--quick"],
+    "verify.py": ["--quick"],
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
     "train.py": ["--steps", "1", "--harnesses", "dtc", "--kinds", "teacher-replay"],
     # the four kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)

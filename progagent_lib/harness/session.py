@@ -5,7 +5,8 @@ server and the RL rollouts, so every front end applies the same rules:
 
 - `programmatic_tool_call(code)` runs the program in the episode's persistent kernel (PTC, Hybrid);
 - `terminal(command)` runs a shell command confined to the workspace;
-- `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused); where the
+- `claim_done(action)` hands `action` to the verifier and ends the episode (later calls are refused; an action
+  past MAX_ANSWER_CHARS is refused with an error that names the bound, and the episode goes on); where the
   environment scripts further user turns (`env.next_user_message(reply)`, BFCL multi-turn), it ends the model's
   turn instead and the user's next message is left in `user_message` for the episode to append;
 - a task tool runs directly under DTC and Hybrid; under PTC the model is told to call it from a program.
@@ -28,6 +29,7 @@ from typing import Any
 
 from ..runtime.bridge import ToolRouter  # applies the error mode, for direct calls as for calls in programs
 from ..task import VerifyResult
+from ..task.environment import MAX_ANSWER_CHARS
 from ..textsafe import clean_text
 from .spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, TERMINAL, HarnessSpec, get_harness, model_tool_schemas
 
@@ -174,6 +176,9 @@ class Session:
             self.user_message = follow_up
             return Observation("Your reply was handed to the user; their next message follows.", is_error=False,
                                kind="claim_done")
+        if len(action) > MAX_ANSWER_CHARS:  # refused before any verifier reads it; the episode goes on
+            return _error(f"{CLAIM_DONE}'s action has {len(action):,} characters; a final answer may have at most "
+                          f"{MAX_ANSWER_CHARS:,}. Nothing was submitted: call {CLAIM_DONE} again with a shorter answer.")
         self.result = self.env.verify(action)
         self.final_answer = action
         self.done = True

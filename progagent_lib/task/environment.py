@@ -6,9 +6,11 @@ import json
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 import threading
 import time
+import urllib.parse
 from abc import abstractmethod
 from dataclasses import dataclass
 from json.encoder import c_make_encoder, encode_basestring_ascii
@@ -21,11 +23,14 @@ from .pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .safe_fs import WorkspaceFS, deadline_check, unmount
 from .tools import ToolDefinitionError, ToolError, ToolSpec, build_spec, is_tool, validate_arguments
 from .verifier import Criterion, VerifyResult
+from .verify_worker import Budget, Judgement, VerifierUnavailable, run_in_child
 
 # Bounds on what the host keeps and waits for. A program controls the arguments and, through the
 # files it writes, much of what tools and the verifier read, so none of these may be unbounded.
 TOOL_TIMEOUT = 30.0          # seconds one host-side tool call may take (a program's own deadline can be shorter)
-VERIFY_TIMEOUT = 60.0        # seconds the verifier may take
+VERIFY_TIMEOUT = 60.0        # seconds the verifier may take, on the clock and in CPU time
+VERIFY_MEMORY = 1 << 30      # bytes of memory the verifier's process may take beyond what it starts with
+MAX_ANSWER_CHARS = 20_000    # characters of a final answer a verifier reads (the pool's oracles write <= 136)
 MAX_ERROR_CHARS = 2_000      # characters of a tool's error message that reach the model
 MAX_LOGGED_ARGUMENT_CHARS = 1_000  # a logged argument longer than this (as JSON) is kept as its size and digest
 WORKSPACE_QUOTA = 256 << 20  # bytes one episode's workspace may hold (a tmpfs bound where the host may mount)
@@ -33,12 +38,21 @@ WORKSPACE_MAX_FILES = 20_000  # files and folders one workspace may hold (the tm
 
 
 VERIFIER_FAILED = "verifier_ran"  # the one criterion of a verification that could not judge the episode
+ANSWER_BOUND = "answer_within_bound"  # the one criterion of a verification refused for a too long answer
 MAX_VERIFIER_ERROR_CHARS = 500     # characters of the exception's message kept in that criterion's detail
+_COPY_STAGE = "copying the workspace for the verifier"
 
 
 class VerifierError(Exception):
     """A defect of the task's verifier: `criteria()` returned something that is not a list of Criterion,
-    or raised on the very state the episode began from, or did not finish within its time limit."""
+    or raised on the very state the episode began from, or ran past its budget with nothing of the
+    episode's to read (that state, and an empty answer)."""
+
+
+def answer_too_long(chars: int) -> str:
+    """What a model and a verdict are told of a final answer past MAX_ANSWER_CHARS."""
+    return (f"the final answer has {chars:,} characters, more than the {MAX_ANSWER_CHARS:,} a verifier reads; "
+            "it was not judged")
 
 
 @dataclass
@@ -218,16 +232,24 @@ class Environment(Closeable):
 
     tool_timeout: float = TOOL_TIMEOUT
     verify_timeout: float = VERIFY_TIMEOUT
+    verify_memory: int = VERIFY_MEMORY
+    # criteria() run in a child process (see verify_worker) where one can rebuild this environment from files;
+    # False keeps them in a thread of the host (bounded in time only), as for state held in Python objects.
+    verify_in_child: bool = True
 
     def __init__(self, db_path: str | Path, workspace: str | Path, *, task: Any = None, episode_dir: str | Path | None = None,
-                 workspace_quota: int | None = WORKSPACE_QUOTA, quota_mounted: bool = False):
+                 workspace_quota: int | None = WORKSPACE_QUOTA, quota_mounted: bool = False, read_only: bool = False):
         self.db_path = Path(db_path)
         self.workspace = Path(workspace)
         self.task = task
         self.episode_dir = Path(episode_dir) if episode_dir else None
-        self.db = sqlite3.connect(self.db_path, check_same_thread=False)
-        # An episode's database is a throwaway copy: no fsync per commit (writes get ~100x cheaper).
-        self.db.execute("PRAGMA synchronous = OFF")
+        if read_only:  # the verifier's process reads the episode's database as the episode left it
+            uri = f"file:{urllib.parse.quote(str(self.db_path.resolve()))}?mode=ro"
+            self.db = sqlite3.connect(uri, uri=True, check_same_thread=False)
+        else:
+            self.db = sqlite3.connect(self.db_path, check_same_thread=False)
+            # An episode's database is a throwaway copy: no fsync per commit (writes get ~100x cheaper).
+            self.db.execute("PRAGMA synchronous = OFF")
         self.db.row_factory = sqlite3.Row
         # Every query checks the current call's deadline now and then: a slow query is stopped.
         self._deadline: float | None = None
@@ -335,73 +357,130 @@ class Environment(Closeable):
     def verify(self, final_response: str, timeout: float | None = None) -> VerifyResult:
         """Score the final response and the current environment state, within `timeout` seconds.
 
-        The verifier reads a frozen copy of the workspace, made through the safe file layer (regular
-        files and folders only; no link followed, no FIFO opened), so nothing the kernel still runs
-        can change or redirect what it reads.
+        An answer longer than MAX_ANSWER_CHARS is not read: it scores 0, with the one failed criterion
+        ANSWER_BOUND saying why. Otherwise no tool call runs meanwhile, and the verifier reads a frozen
+        copy of the workspace, made through the safe file layer (regular files and folders only; no link
+        followed, no FIFO opened), so nothing the kernel still runs can change or redirect what it reads.
 
-        What the verifier reads was written by the program, so it may be built to break a parser (a
-        CSV field past `csv.field_size_limit()`, invalid UTF-8, JSON nested past the recursion limit).
-        An exception while copying the workspace or in `criteria()` therefore scores the episode 0: the
-        whole list becomes one failed criterion `VERIFIER_FAILED` whose detail names the exception
-        (criteria are computed eagerly, as one list, so no criterion can be kept when one raises). The
-        exception is a task defect instead, raised as VerifierError, when the database and workspace
-        are byte for byte the state the episode began from: then only the final response was the
-        episode's own, and a verifier must take any string. A non-list result, and a verification
-        still running past its time limit, are VerifierErrors too.
+        criteria() run in a child process (see `verify_worker`) with `timeout` seconds of wall-clock and
+        CPU time and `verify_memory` bytes of memory, so that a verifier kept busy by hostile input cannot
+        hold the host's GIL or memory; the child reads the episode's database (read-only) and the copy.
+        An environment that a child cannot rebuild from its task's files (`verify_in_child`) is judged in
+        a thread of the host instead, bounded in time only.
+
+        What the verifier reads was written by the program, so it may be built to break a parser (a CSV
+        field past `csv.field_size_limit()`, invalid UTF-8, JSON nested past the recursion limit) or to
+        exhaust a budget. Either scores the episode 0: the whole list becomes one failed criterion
+        VERIFIER_FAILED whose detail names the exception or the budget. It is a task defect instead,
+        raised as VerifierError, when the database and workspace are byte for byte the state the episode
+        began from: for an exception, since a verifier must take any answer; for a budget, when the answer
+        is empty too. A result that is not a non-empty list of Criterion is a VerifierError always.
         """
-        where = f"task {self.task.id!r} (environment.py)" if self.task is not None else type(self).__name__
         timeout = self.verify_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
         response = final_response if isinstance(final_response, str) else str(final_response)
-        outcome: dict[str, Any] = {}
-        judged = threading.Event()  # set once the verdict is in; removing the snapshot is not waited for
+        if len(response) > MAX_ANSWER_CHARS:
+            return VerifyResult([Criterion(ANSWER_BOUND, False, 1.0, answer_too_long(len(response)))])
+        budget = Budget(timeout, timeout, self.verify_memory)
+        deadline = time.monotonic() + timeout
+        judge = self._judge_in_child if self._verifies_in_child() else self._judge_in_thread
+        return self._verdict(judge(response, deadline, budget), response)
 
-        def run() -> None:
-            try:
-                self._acquire(deadline, "the verification")
-            except ToolError as exc:
-                outcome["error"] = exc
-                judged.set()
-                return
-            snapshot: Path | None = None
-            real_workspace, real_fs = self.workspace, self.fs
-            try:
-                outcome["stage"] = "copying the workspace for the verifier"
-                snapshot = Path(tempfile.mkdtemp(prefix="verify-", dir=self.episode_dir))
-                real_fs.copy_to(snapshot, deadline_check(deadline, outcome["stage"]), max_bytes=self.workspace_quota)
-                outcome["stage"] = "criteria()"
-                self.workspace, self.fs = snapshot, WorkspaceFS(snapshot)
-                self._deadline = deadline
-                outcome["criteria"] = self.criteria(response)
-            except BaseException as exc:  # noqa: BLE001 - reported to the caller below
-                outcome["error"] = exc
-                if outcome.get("stage") == "criteria()":  # the snapshot is removed below: compare it now
-                    outcome["unchanged"] = self._unchanged_since_start(snapshot)
-            finally:
-                self._deadline = None
-                if self.fs is not real_fs:
-                    self.fs.close()
-                self.workspace, self.fs = real_workspace, real_fs
-                self._busy.release()
-                judged.set()
-                if snapshot is not None:  # a copy of ~20k folders takes seconds to remove: after the verdict
-                    shutil.rmtree(snapshot, ignore_errors=True)
+    def _verifies_in_child(self) -> bool:
+        """Whether a child can rebuild this environment from files: a task loaded from its folder whose
+        environment.py defines this very class, instantiated at a scale and seed (`Task.instantiate`)."""
+        task = self.task
+        if not self.verify_in_child or getattr(task, "root", None) is None or getattr(self, "seed", None) is None:
+            return False
+        module = sys.modules.get(type(self).__module__)
+        return type(self) is task.env_class and \
+            Path(getattr(module, "__file__", "")) == Path(task.root) / "environment.py"
 
-        worker = threading.Thread(target=run, name="progagent-verify", daemon=True)
+    def _judge_in_child(self, response: str, deadline: float, budget: Budget) -> Judgement:
+        def judge(snapshot: Path) -> Judgement:
+            request = {"task_root": str(self.task.root), "scale": self.scale, "seed": self.seed, "params": self.params,
+                       "instruction": self.instruction, "db_path": str(self.db_path), "workspace": str(snapshot),
+                       "answer": response}
+            try:
+                return run_in_child(request, budget, deadline)
+            except OSError as exc:  # the host's sockets (EMFILE): said, like a copy that could not be made
+                return Judgement(failed=f"starting the verifier's process raised {describe_exception(exc)}")
+
+        return self._judge_frozen(deadline, judge)
+
+    def _judge_in_thread(self, response: str, deadline: float, budget: Budget) -> Judgement:
+        """criteria() in a thread of this process; past the time budget the thread is left running (holding the
+        episode: no tool call starts until it ends) and the verdict says so."""
+        judged: list[Judgement] = []
+        worker = threading.Thread(target=lambda: judged.append(self._judge_frozen(
+            deadline, lambda snapshot: self._criteria_on(snapshot, response, deadline, budget))),
+            name="progagent-verify", daemon=True)
         worker.start()
-        if not judged.wait(timeout + 1.0):
-            raise VerifierError(f"{where}: the verification did not finish within {timeout:.0f} s")
-        if "error" in outcome:
-            exc = outcome["error"]
-            late = " (it ran past its time limit)" if time.monotonic() > deadline else ""
-            stage = outcome.get("stage", "the verification")
-            if not isinstance(exc, Exception) or outcome.get("unchanged"):
-                raise VerifierError(bounded_text(f"{where}: {stage} raised {type(exc).__name__}: {exc}{late}")) from exc
-            return VerifyResult([Criterion(VERIFIER_FAILED, False, 1.0, f"{stage} raised {describe_exception(exc)}{late}")])
-        criteria = outcome.get("criteria")
+        worker.join(budget.wall_seconds + 1.0)
+        return judged[0] if judged else Judgement(budget=budget.sentence("time"))
+
+    def _criteria_on(self, snapshot: Path, response: str, deadline: float, budget: Budget) -> Judgement:
+        """criteria(response) in this process, with the workspace pointed at its frozen copy meanwhile."""
+        real_workspace, real_fs = self.workspace, self.fs
+        self.workspace, self.fs = snapshot, WorkspaceFS(snapshot)
+        self._deadline = deadline
+        try:
+            criteria = self.criteria(response)
+        except Exception as exc:  # noqa: BLE001 - what the program wrote may break any parser
+            late = time.monotonic() > deadline
+            return Judgement(budget=budget.sentence("time")) if late else Judgement(raised=describe_exception(exc))
+        except BaseException as exc:  # noqa: BLE001 - KeyboardInterrupt, SystemExit: not the episode's doing
+            return Judgement(defect=f"criteria() raised {describe_exception(exc)}")
+        finally:
+            self._deadline = None
+            self.fs.close()
+            self.workspace, self.fs = real_workspace, real_fs
         if not isinstance(criteria, list) or not criteria or not all(isinstance(c, Criterion) for c in criteria):
-            raise VerifierError(f"{where}: criteria() must return a non-empty list of Criterion, got {criteria!r:.200}")
-        return VerifyResult(criteria)
+            return Judgement(defect=f"criteria() must return a non-empty list of Criterion, got {criteria!r:.200}")
+        return Judgement(criteria=criteria)
+
+    def _judge_frozen(self, deadline: float, judge: Callable[[Path], Judgement]) -> Judgement:
+        """Hold the episode still (no tool call runs), copy its workspace, and `judge` the copy. A copy that
+        cannot be made is said in the verdict; where criteria() raised or ran out of budget, whether the
+        state is the one the episode began from is told before the copy goes (in the background: ~20k
+        folders take seconds to remove)."""
+        try:
+            self._acquire(deadline, "the verification")
+        except ToolError as exc:
+            return Judgement(failed=f"the verification raised {describe_exception(exc)}")
+        snapshot: Path | None = None
+        try:
+            try:
+                snapshot = Path(tempfile.mkdtemp(prefix="verify-", dir=self.episode_dir))
+                self.fs.copy_to(snapshot, deadline_check(deadline, _COPY_STAGE), max_bytes=self.workspace_quota)
+            except Exception as exc:  # noqa: BLE001 - what the program left may stop the copy: said, scored 0
+                late = " (it ran past its time limit)" if time.monotonic() > deadline else ""
+                return Judgement(failed=f"{_COPY_STAGE} raised {describe_exception(exc)}{late}")
+            judgement = judge(snapshot)
+            if judgement.raised is not None or judgement.budget is not None:
+                judgement.unchanged = self._unchanged_since_start(snapshot)
+            return judgement
+        finally:
+            self._busy.release()
+            if snapshot is not None:
+                threading.Thread(target=shutil.rmtree, args=(snapshot, True), name="progagent-verify-cleanup",
+                                 daemon=True).start()
+
+    def _verdict(self, judgement: Judgement, response: str) -> VerifyResult:
+        """The VerifyResult of a judgement, or VerifierError where the task's verifier is at fault."""
+        where = f"task {self.task.id!r} (environment.py)" if self.task is not None else type(self).__name__
+        if judgement.criteria is not None:
+            return VerifyResult(judgement.criteria)
+        if judgement.defect is not None:
+            raise VerifierError(bounded_text(f"{where}: {judgement.defect}"))
+        if judgement.failed is not None:
+            return VerifyResult([Criterion(VERIFIER_FAILED, False, 1.0, judgement.failed)])
+        if judgement.budget is not None:
+            if judgement.unchanged and not response:  # nothing of the episode's reached the verifier
+                raise VerifierError(f"{where}: criteria() {judgement.budget}, on the untouched state and an empty answer")
+            return VerifyResult([Criterion(VERIFIER_FAILED, False, 1.0, f"criteria() {judgement.budget}")])
+        if judgement.unchanged:
+            raise VerifierError(bounded_text(f"{where}: criteria() raised {judgement.raised}"))
+        return VerifyResult([Criterion(VERIFIER_FAILED, False, 1.0, f"criteria() raised {judgement.raised}")])
 
     def _unchanged_since_start(self, snapshot: Path) -> bool:
         """Whether the database and the workspace (its frozen copy) are byte for byte the generated state
@@ -493,4 +572,5 @@ class Environment(Closeable):
 
 
 
-__all__ = ["Environment", "ToolBox", "ToolCallRecord", "VerifierError", "ToolDefinitionError", "VERIFIER_FAILED"]
+__all__ = ["Environment", "ToolBox", "ToolCallRecord", "VerifierError", "VerifierUnavailable", "ToolDefinitionError",
+           "VERIFIER_FAILED", "ANSWER_BOUND", "MAX_ANSWER_CHARS"]

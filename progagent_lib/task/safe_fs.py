@@ -352,24 +352,92 @@ class WorkspaceFS:
 
     def copy_to(self, target: str | Path, check: Callable[[], None] = lambda: None,
                 max_bytes: int | None = None) -> None:
-        """Copy the regular files and folders into `target` (a host-private folder): a frozen view."""
+        """Copy the regular files and folders into `target` (a host-private folder): a frozen view.
+
+        The kernel copies each file's data (`sendfile`), extent by extent, so the host's memory stays flat
+        whatever the files hold, and a sparse file costs only the data it has. Only what is not a regular
+        file or a folder any more (it vanished, or became a link or a FIFO meanwhile) is left out; anything
+        else the copy cannot do raises, because a verifier reading a copy without a file says "not found"
+        for a file that is there: WorkspaceReadError for a host failure (EMFILE, EIO), ToolError past
+        `max_bytes` of data or past the walk's bounds.
+        """
         target = Path(target)
         target.mkdir(parents=True, exist_ok=True)
         copied = 0
-        for rel, size, is_dir in self.walk(check):
+        for rel, _, is_dir in self.walk(check):
             destination = target / os.fsdecode(rel)
             if is_dir:
-                destination.mkdir(exist_ok=True)
+                try:
+                    destination.mkdir(exist_ok=True)
+                except OSError as exc:
+                    raise _read_error(exc, f"copying the folder {rel!r:.200}") from None
                 continue
-            limit = max_bytes - copied if max_bytes is not None else size
             try:
-                data = self.read_bytes(rel, max(0, limit))
+                fd, info = self.open_file(rel)
             except WorkspaceReadError:
-                raise  # the host failed (EMFILE, EIO): a copy without the file would say it is missing
+                raise
             except ToolError:
-                continue  # vanished, swapped for something else, or past the bound: the copy leaves it out
-            copied += len(data)
-            destination.write_bytes(data)
+                continue  # no longer a regular file: not part of the state
+            try:
+                copied += _copy_data(fd, info.st_size, destination, check, rel, copied, max_bytes)
+            finally:
+                os.close(fd)
+
+
+def _copy_data(fd: int, size: int, destination: Path, check: Callable[[], None], rel: str, copied_before: int,
+               max_bytes: int | None) -> int:
+    """Copy the first `size` bytes of the open file `fd` into a new file, holes kept; returns the data bytes copied.
+
+    ToolError once the copy's data would pass `max_bytes` (with `copied_before` already copied),
+    WorkspaceReadError if the host fails.
+    """
+    try:
+        out = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        raise _read_error(exc, f"copying {rel!r:.200}") from None
+    copied = 0
+    try:
+        for start, end in _extents(fd, size):
+            check()
+            if max_bytes is not None and copied_before + copied + end - start > max_bytes:
+                raise ToolError(f"the workspace's files hold more than {max_bytes} bytes of data; the copy stopped "
+                                f"at {rel!r:.200}")
+            os.lseek(out, start, os.SEEK_SET)
+            copied += _send(out, fd, start, end)
+        os.ftruncate(out, size)  # a hole at the end, or a file that shrank meanwhile
+    except OSError as exc:
+        raise _read_error(exc, f"copying {rel!r:.200}") from None
+    finally:
+        os.close(out)
+    return copied
+
+
+def _extents(fd: int, size: int) -> Iterator[tuple[int, int]]:
+    """The (start, end) byte ranges of `fd` below `size` that hold data (SEEK_DATA / SEEK_HOLE)."""
+    offset = 0
+    while offset < size:
+        try:
+            start = os.lseek(fd, offset, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # no data past `offset`
+                return
+            raise
+        if start >= size:
+            return
+        end = min(size, os.lseek(fd, start, os.SEEK_HOLE))
+        yield start, end
+        offset = end
+
+
+def _send(out: int, fd: int, start: int, end: int) -> int:
+    """Copy bytes [start, end) of `fd` to `out`'s position by the kernel; returns how many (fewer if `fd` shrank)."""
+    position = start
+    while position < end:
+        sent = os.sendfile(out, fd, position, min(end - position, 1 << 30))
+        if sent == 0:
+            break
+        position += sent
+    return position - start
 
 
 def mount_quota(workspace: Path, quota_bytes: int, max_files: int) -> bool:
