@@ -300,3 +300,15 @@ def test_a_lent_workspace_is_given_back_to_its_owner(tmp_path, restock_task):
         assert {os.lstat(p).st_uid for p in [env.workspace, *env.workspace.rglob("*")]} == {0}
     finally:
         env.close()
+
+
+def test_what_the_tools_write_belongs_to_the_program(restock_task):
+    env = restock_task.instantiate("v0", 3)
+    try:
+        with PTCRuntime(env, timeout=30) as runtime:
+            runtime.execute("tools.write_file(path='notes/from_tool.md', content='by the host')")
+            changed = runtime.execute("open('notes/from_tool.md', 'a').write(' and the program')\n"
+                                      "print(open('notes/from_tool.md').read())")
+            assert changed.error is None and changed.output.strip() == "by the host and the program", changed.observation
+    finally:
+        env.close()

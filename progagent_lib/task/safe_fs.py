@@ -138,6 +138,16 @@ class WorkspaceFS:
             self._root_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
         return self._root_fd
 
+    def _give_to_owner(self, fd: int, info: os.stat_result | None = None) -> None:
+        """A file or folder the host made belongs to the workspace's owner: a sandbox's uid while one runs in it
+        (see runtime/identity.py), so the program can change what the tools wrote. Only root can give it away."""
+        if os.geteuid() != 0:
+            return
+        owner = os.fstat(self.root_fd())
+        info = info or os.fstat(fd)
+        if (info.st_uid, info.st_gid) != (owner.st_uid, owner.st_gid):
+            os.fchown(fd, owner.st_uid, owner.st_gid)
+
     def close(self) -> None:
         if self._root_fd is not None:
             os.close(self._root_fd)
@@ -221,6 +231,7 @@ class WorkspaceFS:
                         next_fd = self._open_dir(dir_fd, part)
                     except OSError as exc:
                         raise _explain(exc, path) from None
+                    self._give_to_owner(next_fd)
                 except OSError as exc:
                     raise _explain(exc, path) from None
                 os.close(dir_fd)
@@ -235,6 +246,7 @@ class WorkspaceFS:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode):
                 raise WorkspaceUnsafe(f"{path!r:.200} is not a regular file; it cannot be written")
+            self._give_to_owner(fd, info)
             if info.st_nlink != 1:
                 raise WorkspaceUnsafe(f"{path!r:.200} has {info.st_nlink} hard links; only a file with one link is written")
             if self.quota_bytes is not None and not self.enforced_by_mount:
