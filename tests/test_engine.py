@@ -73,6 +73,10 @@ def test_every_route_refuses_a_request_without_the_servers_key(engine, tokenizer
             response = httpx.request(method, root + path, headers=headers, json={}, timeout=30)
             assert response.status_code == 401, (method, path, response.status_code, response.text[:200])
     assert httpx.get(f"{root}/is_paused", headers=engine.headers).json() == {"is_paused": False}
+    # a web page (any Origin) is refused even with the key: no browser is a client of the engine
+    for origin in ("http://evil.example", f"http://127.0.0.1:{root.rsplit(':', 1)[1]}"):
+        response = httpx.get(f"{root}/is_paused", headers={**engine.headers, "Origin": origin}, timeout=30)
+        assert response.status_code == 403, (origin, response.status_code)
     # the workbench's clients with a wrong key: generation and the weight reload say what to do
     with pytest.raises(EngineRequestError, match=r"completions refused the request \(HTTP 401\).*engine-keys"):
         EngineTurnGenerator(engine.base_url, "smollm2", 2, api_key="x" * 43)([[1, 2, 3]], 2)

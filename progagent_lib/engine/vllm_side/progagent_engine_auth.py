@@ -7,6 +7,10 @@ under /v1, /v2, /inference and /cohere. The dev-mode routes the workbench turns 
 anyone. `EngineServer` adds this middleware (`--middleware progagent_engine_auth.RequireAPIKey`, with this
 folder on PYTHONPATH) so that one key covers every route, and no route is left to chance.
 
+No browser is a client of the engine, so a request that carries an `Origin` header (every cross-site request a
+web page makes, fetch and WebSocket alike) is refused with 403 even with the key: a page cannot drive the engine
+through a key it found elsewhere, nor through DNS rebinding.
+
 The key is read from $VLLM_API_KEY, the same variable vLLM's own check reads: one secret for both, never on
 the command line (which any local user can read from /proc). This file imports nothing from the project:
 it runs in the engine's environment, which has vLLM and not the workbench.
@@ -35,15 +39,19 @@ class RequireAPIKey:
         if scope["type"] not in ("http", "websocket"):  # lifespan: start-up and shut-down, no client
             await self.app(scope, receive, send)
             return
-        given = dict(scope.get("headers") or []).get(b"authorization", b"")
-        if hmac.compare_digest(given, self.expected):
+        headers = dict(scope.get("headers") or [])
+        given = headers.get(b"authorization", b"")
+        from_a_page = b"origin" in headers
+        if hmac.compare_digest(given, self.expected) and not from_a_page:
             await self.app(scope, receive, send)
             return
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})  # policy violation, before the handshake
             return
-        body = json.dumps({"error": "Unauthorized: this engine needs its API key (Authorization: Bearer <key>)"}).encode()
-        await send({"type": "http.response.start", "status": 401,
+        status, error = (403, "Forbidden: the engine answers no web page (a request with an Origin header)") \
+            if from_a_page else (401, "Unauthorized: this engine needs its API key (Authorization: Bearer <key>)")
+        body = json.dumps({"error": error}).encode()
+        await send({"type": "http.response.start", "status": status,
                     "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
                                 (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
