@@ -32,24 +32,23 @@ from progagent_lib.runtime import sandbox as sandbox_module  # noqa: E402
 from progagent_lib.task.task import episodes_root  # noqa: E402
 
 
-def rss_mib(pid: int | str = "self") -> float:
+def proc_mib(path: str, field: str) -> float:
+    """A `field:  N kB` line of a /proc file, in MiB (0 where the process is gone)."""
     try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(field):
                 return int(line.split()[1]) / 1024
     except OSError:
         pass
     return 0.0
+
+
+def rss_mib(pid: int | str = "self") -> float:
+    return proc_mib(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_mib(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
-            if line.startswith("Pss:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
+    return proc_mib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 def sandbox_pids() -> list[int]:
