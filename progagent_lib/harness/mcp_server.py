@@ -22,7 +22,7 @@ client leaves before it ended (the server is closed or stopped) ends as `client_
 left judged. With `trajectory=` (`progagent serve --trajectory FILE`) the episode is appended to a
 JSON-lines file as it ends, a trajectory that `harness.read_jsonl` reads like `progagent run`'s.
 
-    server = build_server("tasks/retail/restock_orders", scale="v2", seed=0, harness="ptc",
+    server = build_server("tasks/retail/restock_orders", scale="v0", seed=0, harness="ptc",
                           trajectory="runs/mcp.jsonl")
     server.run_stdio()                       # or server.run_http(port=8765): http://127.0.0.1:8765/mcp
 
@@ -267,7 +267,7 @@ def ended_message(end_reason: str) -> str:
             "are accepted; start a new `progagent serve` for another episode.")
 
 
-def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
+def build_server(task: Task | str | Path, scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
                  error_mode: str = "is_error", mcp_servers: Sequence[str] = (), name: str = SERVER_NAME,
                  limits: Limits | None = None, trajectory: str | Path | None = None,
                  system_prompt: str | Path | None = None, policy_name: str = MCP_POLICY_NAME,
@@ -306,7 +306,7 @@ def build_server(task: Task | str | Path, scale: str = "v2", seed: int = 0, harn
     return HarnessMCPServer(make_episode, name=name, trajectory=trajectory)
 
 
-def serve_command(task: Task | str | Path, scale: str = "v2", seed: int = 0, harness: str = "ptc", *,
+def serve_command(task: Task | str | Path, scale: str = "v0", seed: int = 0, harness: str = "ptc", *,
                   transport: str = "stdio", port: int | None = None, error_mode: str = "is_error",
                   mcp_servers: Sequence[str] = (), python: str | None = None,
                   trajectory: str | Path | None = None) -> list[str]:
