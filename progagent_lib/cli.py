@@ -40,6 +40,8 @@ COMMANDS: tuple[Command, ...] = (
     Command("tasks", "inspect and certify the task pool", "progagent_lib.task.cli"),
     Command("train", "SFT, GSPO and evaluation of models on the task pool", "progagent_lib.train.cli"),
     Command("engine", "the inference engine (vLLM as a server process)", "progagent_lib.engine.cli"),
+    Command("launch", "start a GPU run: the vLLM server on its GPUs, the trainers through accelerate on theirs",
+            "progagent_lib.train.launch_cli"),
     Command("synth", "build tasks with a constructor model (OpenAI-compatible endpoint)", "progagent_lib.synthesis.cli"),
     Command("audit", "consistency checks across scales, and an independent PTC solver at v3",
             "progagent_lib.synthesis.cli"),

@@ -16,6 +16,7 @@ QUICK_ARGS = {
     "runtime.py": ["--quick"],
     "runtime_vs.py": ["--quick"],
     "load.py": ["--quick"],
+    "kernels.py": ["--quick"],   # 4 live kernels held here, 2 on a local OpenEnv server
     "teacher_programs.py": ["--quick"],
     "verify.py": ["--quick"],
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling

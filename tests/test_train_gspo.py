@@ -342,7 +342,7 @@ def test_bad_gspo_settings_are_refused_naming_the_field(tmp_path):
 
 def test_diagnostics_figure_per_run_and_step(tmp_path):
     from progagent_lib.analysis import training_figures as tf
-    from progagent_lib.analysis.style import save_chart
+    from progagent_lib.analysis.style import NoFigureData, save_chart
 
     for harness, moved in {"dtc": 0.0, "ptc": 0.1}.items():
         lines = [{"step": step, "ratio_mean": 1.0 + moved * (step - 1), "ratio_min": 1.0 - moved, "ratio_max": 1.0 + 2 * moved,
@@ -360,11 +360,12 @@ def test_diagnostics_figure_per_run_and_step(tmp_path):
                       "Importance weight (TIS)"]
     png, _ = save_chart(tf.gspo_diagnostics(steps), "gspo_diagnostics", tmp_path / "figures")
     assert png.stat().st_size > 1000
-    # a run logged before these diagnostics existed: only what it has, or a chart that says so
+    # a run logged before these diagnostics existed: only what it has; with none, no figure (no placeholder)
     older = steps.drop("ratio_mean", "ratio_min", "ratio_max", "is_weight_mean", "is_weight_min", "is_weight_max")
     older_titles = [c["title"] for row in tf.gspo_diagnostics(older).to_dict()["vconcat"] for c in row["hconcat"]]
     assert older_titles == ["Token entropy", "Sampler-trainer mismatch", "Clip fractions"]
-    assert "no logged steps" in json.dumps(tf.gspo_diagnostics(steps.select("harness", "step")).to_dict())
+    with pytest.raises(NoFigureData, match="no logged steps with GSPO diagnostics"):
+        tf.gspo_diagnostics(steps.select("harness", "step"))
 
 
 @pytest.mark.slow

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -395,23 +396,21 @@ def split_context(source: str) -> tuple[str, int | None, str]:
     return match["base"], positions, rope
 
 
-def scaled_model_source(folder: str | Path, positions: int, rope_type: str = "yarn") -> Path:
-    """A model folder whose config.json scales its RoPE to `positions` (YaRN or linear, factor = positions / the
-    model's own positions), written once beside the original folder as `<name>-ctx<positions>-<rope>` (the weights
-    linked, not copied). Everything that reads the folder sees the same model: transformers, the feasibility check (the config's
-    positions) and the engine (vLLM reads the scaling from config.json). Refused, before any compute, when the
-    config cannot express it: no RoPE parameters, a RoPE that is already scaled, or positions not above the model's."""
-    folder = Path(folder)
-    config = json.loads((folder / "config.json").read_text())
-    rope = config.get("rope_parameters") or config.get("rope_scaling")
+def scaled_config(config: dict, positions: int, rope_type: str = "yarn", name: str = "the model") -> dict:
+    """`config` (a config.json's dict) with its RoPE scaled to `positions`: YaRN or linear, factor = positions / the
+    model's own positions. Refused (ModelSourceError) when the config cannot express it: no RoPE parameters, a RoPE
+    that is already scaled, or positions not above the model's. Both spellings of an unscaled RoPE are read: the
+    hub's (`"rope_scaling": null` beside a top-level `rope_theta`, as Qwen3-8B's config.json) and transformers 5's
+    (`rope_parameters` holding `rope_theta`)."""
+    rope = config.get("rope_parameters") or config.get("rope_scaling") or {}
     original = config.get("max_position_embeddings")
     if not isinstance(rope, dict) or "rope_theta" not in rope and "rope_theta" not in config or not original:
-        raise ModelSourceError(f"{folder}: its config has no RoPE parameters (rope_parameters with rope_theta) and "
-                               "max_position_embeddings, so a scaled context cannot be written into it")
+        raise ModelSourceError(f"{name}: its config has no RoPE parameters (rope_theta) and max_position_embeddings, "
+                               "so a scaled context cannot be written into it")
     if rope.get("rope_type", rope.get("type", "default")) != "default":
-        raise ModelSourceError(f"{folder}: its RoPE is already scaled ({rope}); scale the unscaled model instead")
+        raise ModelSourceError(f"{name}: its RoPE is already scaled ({rope}); scale the unscaled model instead")
     if positions <= original:
-        raise ModelSourceError(f"{folder}@{positions}: the model already has {original} positions; a scaled context "
+        raise ModelSourceError(f"{name}@{positions}: the model already has {original} positions; a scaled context "
                                f"must be longer (e.g. @{original * 4})")
     if rope_type not in ROPE_TYPES:
         raise ModelSourceError(f"unknown RoPE scaling {rope_type!r}; expected one of {', '.join(ROPE_TYPES)}")
@@ -421,20 +420,47 @@ def scaled_model_source(folder: str | Path, positions: int, rope_type: str = "ya
     scaled = {"rope_type": rope_type, "rope_theta": theta, "factor": positions / original}
     if rope_type == "yarn":
         scaled["original_max_position_embeddings"] = original
-    target = folder.parent / f"{folder.name}-ctx{positions}-{rope_type}"
+    config = {key: value for key, value in config.items() if key != "rope_scaling"}
+    config.update(rope_parameters=scaled, max_position_embeddings=positions if rope_type == "yarn" else original)
+    return config
+
+
+def _scaled_folder(folder: Path, positions: int, rope_type: str) -> Path:
+    """Where the scaled copy of `folder` goes: beside it (`<name>-ctx<positions>-<rope>`), except for a snapshot of
+    the Hugging Face cache, whose `snapshots/` folder holds revisions only: that one goes under our cache, named after
+    the repository and revision (models--Qwen--Qwen3-8B/snapshots/abc... -> Qwen--Qwen3-8B-abc...)."""
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        repository = folder.parent.parent.name.removeprefix("models--")
+        return cache_root() / "models" / f"{repository}-{folder.name[:12]}-ctx{positions}-{rope_type}"
+    return folder.parent / f"{folder.name}-ctx{positions}-{rope_type}"
+
+
+def scaled_model_source(folder: str | Path, positions: int, rope_type: str = "yarn", source: str | None = None) -> Path:
+    """A model folder whose config.json scales its RoPE to `positions` (`scaled_config`), written once as
+    `_scaled_folder` says (the weights linked, not copied). Everything that reads the folder sees the same model:
+    transformers, the feasibility check (the config's positions) and the engine (vLLM reads the scaling from
+    config.json). Refused, before any compute, when the config cannot express it. `source`: the name recorded in
+    progagent_model.json (a hub id), default the folder."""
+    folder = Path(folder)
+    config = scaled_config(json.loads((folder / "config.json").read_text()), positions, rope_type, str(folder))
+    target = _scaled_folder(folder, positions, rope_type)
     if (target / "config.json").is_file():
-        return target
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=folder.parent))
+        if all(item.exists() for item in target.iterdir()):
+            return target
+        shutil.rmtree(target, ignore_errors=True)   # its links lead nowhere (the original moved): written anew
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
     try:
         for item in folder.iterdir():
             if item.name in ("config.json", METADATA_FILE) or item.name.startswith("."):
                 continue
             (staging / item.name).symlink_to(item.resolve())
-        config.pop("rope_scaling", None)
-        config.update(rope_parameters=scaled, max_position_embeddings=positions if rope_type == "yarn" else original)
         (staging / "config.json").write_text(json.dumps(config, indent=2) + "\n")
         metadata = model_metadata(folder)
-        metadata["context"] = {"positions": positions, "original_positions": original, "rope": scaled}
+        if source is not None:
+            metadata["source"] = source
+        metadata["context"] = {"positions": positions, "original_positions": config["rope_parameters"].get(
+            "original_max_position_embeddings", config["max_position_embeddings"]), "rope": config["rope_parameters"]}
         (staging / METADATA_FILE).write_text(json.dumps(metadata, indent=2) + "\n")
         staging.rename(target)
     except OSError:
@@ -459,22 +485,22 @@ def model_positions(config: Any) -> int | None:
 
 
 def resolve_model_source(name_or_path: str | Path, chat_template: str | None = None) -> str:
-    """A local folder for a registered name or a GGUF file (converted once into the cache); folders and hub ids as given.
+    """A local folder for a registered name or a GGUF file (converted once into the cache); folders as given; a hub id
+    (`org/name`) as its snapshot in the Hugging Face cache when it is there, else as given (transformers downloads
+    it), or refused naming the download command when offline (HF_HUB_OFFLINE).
 
     `chat_template` matters only for what gets converted (registered names default to their own choice).
-    Unknown bare names are refused with the known ones listed; hub ids are written `org/name`. A source written
-    `SOURCE@POSITIONS[:yarn|linear]` (`smollm2@32k`) is that model with its RoPE scaled (`scaled_model_source`).
+    Unknown bare names are refused with the known ones listed. A source written `SOURCE@POSITIONS[:yarn|linear]`
+    (`smollm2@32k`, `Qwen/Qwen3-8B@64k`, `model.gguf@16k`) is that model with its RoPE scaled (`scaled_model_source`);
+    a hub id must then be in the cache.
     """
     source = str(name_or_path)
     if source.startswith("hf:"):
         source = source[3:]
     base, positions, rope = split_context(source)
     if positions is not None:
-        folder = Path(resolve_model_source(base, chat_template))
-        if not (folder / "config.json").is_file():
-            raise ModelSourceError(f"{source!r}: a scaled context is written into a local model folder; {base!r} is a "
-                                   "hub id (download it to a folder first)")
-        return str(scaled_model_source(folder, positions, rope))
+        folder = _local_folder(base, chat_template, source)
+        return str(scaled_model_source(folder, positions, rope, source=base if is_hub_id(base) else None))
     if source in REGISTERED_MODELS:
         entry = REGISTERED_MODELS[source]
         return str(convert_gguf(entry.gguf_path(), chat_template=chat_template or entry.chat_template, registered=source))
@@ -497,7 +523,80 @@ def resolve_model_source(name_or_path: str | Path, chat_template: str | None = N
     if "/" not in source:
         raise ModelSourceError(f"unknown model {source!r}: registered names are {', '.join(sorted(REGISTERED_MODELS))}; "
                                "otherwise pass a model folder, a GGUF file or a hub id written org/name")
-    return source
+    snapshot = hub_snapshot(source)
+    if snapshot is not None:
+        return str(snapshot)
+    if hub_offline():
+        raise ModelSourceError(_not_downloaded(source, "HF_HUB_OFFLINE is set"))
+    return source   # online: transformers downloads it
+
+
+def is_hub_id(source: str) -> bool:
+    return "/" in source and not _looks_local(source) and not source.lower().endswith(".gguf")
+
+
+def _local_folder(base: str, chat_template: str | None, source: str) -> Path:
+    """The local folder of `base` (a folder, a registered name, a GGUF file converted, a hub id's cached snapshot),
+    for a source that needs the files here (a scaled context is written into a copy of config.json)."""
+    if is_hub_id(base):
+        snapshot = hub_snapshot(base)
+        if snapshot is None:
+            raise ModelSourceError(_not_downloaded(base, f"{source!r} scales its context in a local copy"))
+        return snapshot
+    return Path(resolve_model_source(base, chat_template))
+
+
+def hf_hub_cache() -> Path:
+    """The Hugging Face hub cache as the environment names it now ($HF_HUB_CACHE, else $HF_HOME/hub, else the
+    default), read at each call: huggingface_hub fixes its own at import."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    from huggingface_hub import constants
+
+    return Path(constants.HF_HUB_CACHE)
+
+
+def hub_offline() -> bool:
+    return any(os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+               for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"))
+
+
+def hub_snapshot(repo_id: str) -> Path | None:
+    """The folder of a hub model's `main` revision in the Hugging Face cache (no network), else None."""
+    from huggingface_hub import snapshot_download
+    from huggingface_hub.errors import HFValidationError, LocalEntryNotFoundError
+
+    try:
+        folder = Path(snapshot_download(repo_id, local_files_only=True, cache_dir=str(hf_hub_cache())))
+    except (LocalEntryNotFoundError, HFValidationError, OSError):
+        return None
+    return folder if (folder / "config.json").is_file() else None
+
+
+def download_command(repo_id: str) -> str:
+    return f"`hf download {repo_id}` (huggingface_hub < 1.0: `huggingface-cli download {repo_id}`)"
+
+
+def _not_downloaded(repo_id: str, why: str) -> str:
+    return (f"{repo_id!r} is a hub id that is not in the Hugging Face cache ({hf_hub_cache()}) and {why}; "
+            f"download it first: {download_command(repo_id)}")
+
+
+def source_positions(source: str | Path, chat_template: str | None = None) -> int | None:
+    """The context `source` gives (`model_positions` of its config.json, `@POSITIONS` applied), read without loading
+    weights or writing a scaled folder; None for a hub id that is not downloaded (online). ModelSourceError for a
+    source that cannot be used (a scaling its config cannot express, a hub id not downloaded while offline)."""
+    base, positions, rope = split_context(str(source).removeprefix("hf:"))
+    folder = _local_folder(base, chat_template, str(source)) if positions is not None \
+        else Path(resolve_model_source(base, chat_template))
+    if not (folder / "config.json").is_file():
+        return None
+    config = json.loads((folder / "config.json").read_text())
+    if positions is not None:
+        config = scaled_config(config, positions, rope, str(source))
+    return model_positions(config)
 
 
 def load_model(source: str | Path, chat_template: str | None = None, dtype: str | Any = None,
@@ -520,6 +619,8 @@ def load_model(source: str | Path, chat_template: str | None = None, dtype: str 
     tokenizer = AutoTokenizer.from_pretrained(resolved)
     model = AutoModelForCausalLM.from_pretrained(resolved, **kwargs)
     metadata = model_metadata(resolved)
+    if resolved != str(source) and is_hub_id(str(source)) and not (Path(resolved) / METADATA_FILE).is_file():
+        metadata["source"] = str(source)   # the hub id, not its cached snapshot's path
     converted = metadata.get("conversion") is not None and metadata.get("chat_template", {}).get("sha256")
     if converted and chat_template is None:
         template = metadata["chat_template"]  # baked in at conversion

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -108,13 +109,13 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
     result = BatchResult(trajectories=list(earlier), skipped=len(wanted) - len(todo))
     lock = threading.Lock()
 
-    def run_one(e: EpisodeSpec) -> Trajectory:
+    def run_one(e: EpisodeSpec, on_turn: Callable[[Any], None]) -> Trajectory:
         p = policies[e.harness]
         episode_limits = limits(p, e.task) if callable(limits) else limits
         episode_limits = episode_limits or limits_with_overrides(p, e.task, limit_overrides)
         trajectory = run_episode(e.task, e.scale, e.seed, e.harness, p, episode_limits,
                                  sample=e.sample, error_mode=error_mode, system_prompt=system_prompt,
-                                 tokenizer=tokenizer, session_kwargs=session_kwargs)
+                                 tokenizer=tokenizer, session_kwargs=session_kwargs, on_turn=on_turn)
         with lock:
             if out is not None:
                 write_jsonl(trajectory, out)
@@ -126,21 +127,58 @@ def run_batch(tasks: Sequence[Task | str | Path], scales: Sequence[str], harness
     return result
 
 
-def play_in_threads(items: Sequence[Any], play: Callable[[Any], Any], label: Callable[[Any], str], *,
-                    workers: int = 1, progress: bool = True, desc: str | None = None) -> list[str]:
-    """`play(item)` for every item, `workers` at a time in threads, with a progress bar; an item that raises is
+def play_in_threads(items: Sequence[Any], play: Callable[[Any, Callable[[Any], None]], Any],
+                    label: Callable[[Any], str], *, workers: int = 1, progress: bool = True,
+                    desc: str | None = None) -> list[str]:
+    """`play(item, on_turn)` for every item, `workers` at a time in threads, with a progress bar over the items and,
+    beside it, the turns of the episodes playing (`play` hands `on_turn` to `run_episode`). An item that raises is
     reported (`label(item): error`, on stderr and in the returned list) and the others go on."""
     from tqdm.auto import tqdm
 
     failures: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, workers)) as pool, \
             tqdm(total=len(items), unit="episode", disable=not progress, file=sys.stderr, desc=desc) as bar:
-        futures = {pool.submit(play, item): item for item in items}
+        turns = TurnCounter(bar)
+        futures = {pool.submit(play, item, turns.counter(label(item))): item for item in items}
         for future in as_completed(futures):
             try:
                 future.result()
             except Exception as exc:  # one broken episode must not lose the others
                 failures.append(f"{label(futures[future])}: {type(exc).__name__}: {exc}")
                 tqdm.write(f"episode failed: {failures[-1]}", file=sys.stderr)
+            turns.forget(label(futures[future]))
             bar.update(1)
     return failures
+
+
+class TurnCounter:
+    """The turns of the episodes still playing, shown beside a bar that counts whole episodes (which would sit at
+    0/1 for the minutes one small-model episode takes): `turn 7/30` for one, `3 playing, turns 2-9` for several."""
+
+    def __init__(self, bar: Any):
+        self.bar, self.turns, self.lock = bar, {}, threading.Lock()
+        self.drawn = 0.0   # when the postfix was last drawn: at most once per the bar's mininterval (an oracle's
+                           # turns take milliseconds; a notebook widget redrawn per turn floods the kernel's channel)
+
+    def counter(self, key: str) -> Callable[[Any], None]:
+        """The `on_turn` of one episode: records its turns (of its max_turns) and redraws the bar's postfix."""
+        def count(episode: Any) -> None:
+            with self.lock:
+                self.turns[key] = (episode.trajectory.turns, episode.limits.max_turns)
+                now = time.monotonic()
+                due = now - self.drawn >= getattr(self.bar, "mininterval", 0.1)   # a disabled bar has none
+                self.bar.set_postfix_str(self.text(), refresh=due)
+                self.drawn = now if due else self.drawn
+        return count
+
+    def forget(self, key: str) -> None:
+        with self.lock:
+            if self.turns.pop(key, None) is not None:
+                self.bar.set_postfix_str(self.text(), refresh=False)
+
+    def text(self) -> str:
+        if len(self.turns) == 1:
+            turns, most = next(iter(self.turns.values()))
+            return f"turn {turns}" + (f"/{most}" if most else "")
+        counts = [turns for turns, _ in self.turns.values()]
+        return f"{len(counts)} playing, turns {min(counts)}-{max(counts)}" if counts else ""

@@ -23,7 +23,7 @@ import inspect
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from ..errors import ContextFull, PolicyError
 from ..textsafe import clean_text
@@ -82,6 +82,12 @@ class Episode:
     `prompt_tokens` and `completion_tokens` (a policy's `PolicyTurn`). Use as a context manager, or call
     `to_trajectory()` (which closes) or `close()`.
 
+    `env_host`: where the environment and its tools live. None: here (`task.instantiate` and a `Session`); else an
+    object whose `open(task, scale, seed, spec, error_mode=, session_kwargs=)` returns an environment (`instruction`,
+    `params`, `verify(answer)`, `close()`) and a Session-like object (`dispatch`, `tool_schemas`, `system_prompt`,
+    `done`, `result`, `final_answer`, `user_message`, `close`): a bounded local one or an environment server
+    (`progagent_lib.train.env_hosts`). This episode keeps its rules and metrics either way.
+
     Metrics (one definition each, for every path):
       turns               assistant turns the episode received
       model_tool_calls    tool calls the model issued and the harness ran (a program counts once)
@@ -97,7 +103,8 @@ class Episode:
 
     def __init__(self, task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
                  limits: Limits | None = None, policy_name: str = "", sample: int = 0, error_mode: str = "is_error",
-                 system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None):
+                 system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None,
+                 env_host: Any = None):
         self.task = task
         self.spec = get_harness(harness) if isinstance(harness, str) else harness
         self.limits = limits or Limits.for_task(task)
@@ -105,12 +112,16 @@ class Episode:
         self.trajectory = Trajectory(task_id=task.id, scale=scale, seed=seed, harness=self.spec.name,
                                      policy=policy_name, sample=sample, token_counter=self.count.name)
         self._started = time.perf_counter()
-        self.env = task.instantiate(scale, seed)
-        try:
-            self.session = Session(self.env, self.spec, error_mode=error_mode, **(session_kwargs or {}))
-        except BaseException:
-            self.env.close()
-            raise
+        if env_host is not None:  # the environment lives elsewhere (e.g. an OpenEnv server: train.env_hosts)
+            self.env, self.session = env_host.open(task, scale, seed, self.spec, error_mode=error_mode,
+                                                   session_kwargs=session_kwargs)
+        else:
+            self.env = task.instantiate(scale, seed)
+            try:
+                self.session = Session(self.env, self.spec, error_mode=error_mode, **(session_kwargs or {}))
+            except BaseException:
+                self.env.close()
+                raise
         self.tools = self.session.tool_schemas()
         self.messages: list[dict] = [{"role": "system", "content": self.session.system_prompt(system_prompt)},
                                      {"role": "user", "content": self.env.instruction}]
@@ -319,7 +330,8 @@ class Episode:
 
 def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", policy: Any = None,
                 limits: Limits | None = None, *, sample: int = 0, error_mode: str = "is_error",
-                system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None) -> Trajectory:
+                system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None,
+                on_turn: Callable[[Episode], None] | None = None) -> Trajectory:
     """Run one episode and return its trajectory.
 
     `policy` answers `act(messages, tools) -> PolicyTurn`; it may offer `start_episode(task, params)` returning
@@ -327,7 +339,8 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
     `default_limits`. `limits` defaults to the policy's `default_limits`, else the task's limits.
     `system_prompt` is a file whose text replaces the harness's prompt; `session_kwargs` go to
     `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...). `tokenizer` counts
-    tokens instead of the policy's (e.g. to measure the teacher's context cost in a model's tokens).
+    tokens instead of the policy's (e.g. to measure the teacher's context cost in a model's tokens). `on_turn(episode)`
+    is called after each turn (a progress bar's turn counter: a small model's episode takes minutes).
     """
     if policy is None:
         raise ValueError("run_episode needs a policy, e.g. OracleTeacher(harness) or make_policy('oracle', harness)")
@@ -353,6 +366,8 @@ def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | H
                 episode.add_turn(turn)
                 if hasattr(agent, "observe"):  # a player that wants the structured results (the oracle teacher)
                     agent.observe(episode.last_observations)
+            if on_turn is not None:
+                on_turn(episode)
         return episode.to_trajectory()
     finally:
         if agent is not None and agent is not policy and hasattr(agent, "close"):  # a per-episode player

@@ -1,7 +1,7 @@
 """OpenEnv (`openenv-core` 0.3.0): the workbench's episode as an OpenEnv environment server.
 
 `ProgAgentEnvironment` is an OpenEnv `Environment` over one `Episode` at a time: `reset(seed, episode_id,
-task=..., scale=..., harness=..., limits=...)` starts an episode of (task, scale, seed) under a harness,
+task=..., scale=..., harness=..., limits=..., error_mode=...)` starts an episode of (task, scale, seed) under a harness,
 `step(action)` hands one assistant turn to `episode.add_turn`, and `state` reports the episode. The rules
 (budgets, observation cuts, end reasons, the verifier, the trajectory and its metrics) are the Episode's;
 this module only translates between OpenEnv's pydantic types and the episode.
@@ -83,11 +83,12 @@ from ..harness.session import ToolCall
 from ..harness.spec import get_harness, model_tool_schemas
 from ..harness.trajectory import Trajectory, write_jsonl
 from ..harness.turn import PolicyTurn
+from ..runtime.error_modes import ERROR_MODES
 from ..task import SCALES, Task
 from ._tasks import resolve_task as _resolve_task
 
 OPENENV_VERSION = "0.3.0"  # the openenv-core release this adapter is written and tested against
-RESET_OPTIONS = ("task", "scale", "harness", "limits")
+RESET_OPTIONS = ("task", "scale", "harness", "limits", "error_mode")
 DEFAULT_PORT = 8766    # not vLLM's / the engine's 8000, not `progagent serve`'s 8765, not JupyterLab's 8888
 TOKEN_ENV = "PROGAGENT_OPENENV_TOKEN"  # where clients find the server's token when none is passed
 
@@ -270,8 +271,8 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
 
     # --- reset ---------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None, episode_id: str | None = None, **kwargs: Any) -> ProgAgentObservation:
-        """Start an episode. `task`, `scale`, `harness` and `limits` may be passed; the server's config fills
-        what is left out. The previous episode, if still running, is closed first."""
+        """Start an episode. `task`, `scale`, `harness`, `limits` and `error_mode` may be passed; the server's config
+        fills what is left out. The previous episode, if still running, is closed first."""
         unknown = sorted(set(kwargs) - set(RESET_OPTIONS))
         if unknown:
             raise ProgAgentEnvError(f"unknown reset option(s) {unknown}; accepted: seed, episode_id, {', '.join(RESET_OPTIONS)}")
@@ -294,11 +295,14 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
             spec = get_harness(harness)
         except (ValueError, TypeError):
             raise ProgAgentEnvError(f"unknown harness {harness!r}; expected dtc, ptc or hybrid") from None
+        error_mode = kwargs.get("error_mode", config.error_mode)  # a trainer's config names its own (train.env_hosts)
+        if error_mode not in ERROR_MODES:
+            raise ProgAgentEnvError(f"unknown error_mode {error_mode!r}; expected one of {', '.join(ERROR_MODES)}")
         task = resolve_task(task_name, config.tasks_dir)
         overrides = {**_check_limits(config.limits), **_check_limits(kwargs.get("limits") or {})}  # the reset's win
         limits = dataclasses.replace(Limits.for_task(task), **overrides)
         self.episode = Episode(task, scale, seed, spec, limits=limits, policy_name="openenv",
-                               error_mode=config.error_mode, session_kwargs=dict(config.session_kwargs))
+                               error_mode=error_mode, session_kwargs=dict(config.session_kwargs))
         self.episode_id = episode_id or str(uuid.uuid4())
         episode = self.episode
         return ProgAgentObservation(

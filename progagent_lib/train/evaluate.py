@@ -18,7 +18,9 @@ from ..task.scales import SCALES
 from ..config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
                      check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .env_hosts import HELP as ENV_HOST_HELP, check_env_hosts, episode_host
 from ..generation import generator_config, make_generator
+from .ranks import on_main
 from .rollout import RolloutSpec, run_token_episodes
 
 TRAJECTORIES_FILE = "trajectories.jsonl"
@@ -59,6 +61,10 @@ class EvalConfig:
         "help": "Characters of one observation, cut with a visible marker (null: no limit)."})
     max_tool_calls: int | None = field(default=100, metadata={
         "help": "Tool calls per episode, a program counting once (null: no limit)."})
+    # Where the episodes live (train.env_hosts): on environment servers, or here with a bounded number of kernels.
+    env_servers: list[str] = field(default_factory=list, metadata={"help": ENV_HOST_HELP["env_servers"]})
+    env_server_token_file: str | None = field(default=None, metadata={"help": ENV_HOST_HELP["env_server_token_file"]})
+    max_local_kernels: int | None = field(default=None, metadata={"help": ENV_HOST_HELP["max_local_kernels"]})
     error_mode: str = field(default="is_error", metadata={
         "help": "How a failing tool shows: is_error (the paper's) | off | detect."})
     vllm_server_base_url: str | None = field(default=None, metadata={
@@ -93,6 +99,7 @@ class EvalConfig:
         check_int(self, "batch_size", at_least=1)
         check_number(self, "temperature", at_least=0)
         check_budgets(self)
+        check_env_hosts(self)
         check_choice(self, "error_mode", ERROR_MODES)
         check_url(self, "vllm_server_base_url")
         check_engine(self)
@@ -187,13 +194,19 @@ def checkpoint_policy(config: EvalConfig) -> Any:
 
 
 def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[list[Trajectory], list[PassRateRow]]:
-    """Play every (harness, task, scale, seed, sample) with the checkpoint; write trajectories and the table."""
+    """Play every (harness, task, scale, seed, sample) with the checkpoint; write trajectories and the table. Under
+    several ranks, played and written once, by the main rank; every rank gets the trajectories and the table."""
+    return on_main(_evaluate, config, model, tokenizer)
+
+
+def _evaluate(config: EvalConfig, model: Any, tokenizer: Any) -> tuple[list[Trajectory], list[PassRateRow]]:
     import torch
 
     config.validate_tasks()
     torch.manual_seed(config.seed)
     generate, chat, _ = checkpoint_generator(config, model, tokenizer)
     limits = limits_of(config)
+    env_host = episode_host(config)   # environment servers (checked to answer now), bounded local kernels, or None
     if config.instances:
         tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))
         by_id = {t.id: t for t in tasks}
@@ -219,7 +232,7 @@ def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tu
             for start in range(0, len(specs), config.batch_size):
                 batch = specs[start:start + config.batch_size]
                 episodes = run_token_episodes(batch, harness, chat, generate, limits, error_mode=config.error_mode,
-                                              policy_name=policy_label(config))
+                                              policy_name=policy_label(config), env_host=env_host)
                 done = [e.trajectory for e in episodes]
                 write_jsonl(done, out_file)
                 trajectories += done

@@ -22,8 +22,12 @@ from ..task.scales import SCALES
 from ..config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
                      check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .env_hosts import HELP as ENV_HOST_HELP, check_env_hosts, episode_host
 from .logits import lm_head_tile
-from .precision import check_bf16
+from .monitoring import REPORT_TO, check_tracker_installed, training_progress
+from .precision import check_bf16, master_weights_dtype, sharded_by_launcher
+from .ranks import barrier, gather_lists, is_main, on_main, rank, world_size
+from .saving import save_final
 from ..generation import generator_config, make_generator
 from .rollout import EpisodeTokens, RolloutSpec, episode_summary, run_token_episodes
 
@@ -107,6 +111,10 @@ class GSPORunConfig:
         "help": "Characters of one observation, cut with a visible marker (null: no limit)."})
     max_tool_calls: int | None = field(default=100, metadata={
         "help": "Tool calls per episode, a program counting once (the paper's budget; null: no limit)."})
+    # Where the episodes live (train.env_hosts): on environment servers, or here with a bounded number of kernels.
+    env_servers: list[str] = field(default_factory=list, metadata={"help": ENV_HOST_HELP["env_servers"]})
+    env_server_token_file: str | None = field(default=None, metadata={"help": ENV_HOST_HELP["env_server_token_file"]})
+    max_local_kernels: int | None = field(default=None, metadata={"help": ENV_HOST_HELP["max_local_kernels"]})
     engine_url: str | None = field(default=None, metadata={
         "help": "A `progagent engine serve` server (CPU or GPU) generates; the trainer's weights reach it by a reload "
                 "from a saved folder each batch. None: transformers' generate in this process."})
@@ -138,6 +146,9 @@ class GSPORunConfig:
                 "null: TRL's 4096."})
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer and the sampler."})
+    report_to: str = field(default="none", metadata={
+        "help": "A tracker the trainer's logs also go to: none | tensorboard (event files under <output_dir>/runs, "
+                "offline) | trackio | wandb (train.monitoring)."})
 
     def __post_init__(self) -> None:
         check_text(self, "model")
@@ -162,6 +173,7 @@ class GSPORunConfig:
             check_int(self, name, at_least=1)
         check_int(self, "sample_episodes", at_least=0)
         check_budgets(self)
+        check_env_hosts(self)
         group = self.num_generations * self.prompts_per_step
         if group % (self.micro_batch_size * self.minibatches):
             raise config_error(self, "micro_batch_size", f"times minibatches={self.minibatches} must divide the "
@@ -189,6 +201,8 @@ class GSPORunConfig:
         check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
         check_nested(self, "lora", LoraSettings, optional=True)
         check_int(self, "seed", at_least=0)
+        check_choice(self, "report_to", REPORT_TO)
+        check_tracker_installed(self)
 
     def validate_tasks(self) -> None:
         """The task ids exist under tasks_root (when that folder exists): called by run_gspo, not at construction."""
@@ -330,6 +344,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
     replays teacher turns through it to time the environment on episodes that really use tools)."""
     tasks_by_id = {t.id: t for t in tasks}
     limits = config.limits()
+    env_host = episode_host(config)   # environment servers (checked to answer now), bounded local kernels, or None
     http_clients: dict[str, Any] = {}
 
     def vllm_client(trainer: Any) -> Any:
@@ -344,30 +359,36 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             client = http_clients["own"]
         return client
 
-    # The engine's requests are seeded from (seed, call, position); the trainer's own model samples from torch's global
-    # generator (seeded by the trainer): a seeded generator made anew each batch would repeat one stream.
+    # The engine's requests are seeded from (seed, call, position), the seed offset by the rank so that ranks playing
+    # the same prompt do not sample alike; the trainer's own model samples from torch's global generator (seeded by the
+    # trainer, per rank): a seeded generator made anew each batch would repeat one stream.
     choice = generator_config(model=config.model, temperature=config.temperature,
-                              seed=config.seed if config.engine_url else None,
+                              seed=config.seed + rank() if config.engine_url else None,
                               engine_url=config.engine_url, engine_model=config.engine_model, use_vllm=config.use_vllm,
                               vllm_server_base_url=config.vllm_server_base_url)
     chat_formats: dict[int, Any] = {id(chat.tokenizer): chat} if chat is not None else {}
     engine_state: dict[str, Any] = {}
+    vllm_state: dict[str, Any] = {}
 
     def engine_generator(trainer: Any, chat: Any) -> Any:
         """The engine generates; when the trainer has stepped since the last batch, its weights are saved and the
         server reloads them first (no NCCL on CPU: see progagent_lib.engine.weights)."""
         from ..engine.weights import sync_weights
 
-        if engine_state.get("step") != trainer.state.global_step:
+        def push() -> float:
             if trainer.state.global_step > 0 or engine_state:
-                seconds = sum(sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
-                                           Path(config.output_dir) / "engine-weights").values())
-            else:  # the run's first batch: the server may hold other weights (an earlier stage's, another run's)
-                from ..engine.weights import reload_weights
-                from ..generation.models import resolve_model_source
+                return sum(sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
+                                        Path(config.output_dir) / "engine-weights").values())
+            # the run's first batch: the server may hold other weights (an earlier stage's, another run's)
+            from ..engine.weights import reload_weights
+            from ..generation.models import resolve_model_source
 
-                source = Path(resolve_model_source(config.model, config.chat_template))
-                seconds = reload_weights(config.engine_url, source) if any(source.glob("*.safetensors")) else 0.0
+            source = Path(resolve_model_source(config.model, config.chat_template))
+            return reload_weights(config.engine_url, source) if any(source.glob("*.safetensors")) else 0.0
+
+        if engine_state.get("step") != trainer.state.global_step:
+            # One push, by the main rank; every rank waits for it, so none samples from the weights it replaces.
+            seconds = on_main(push)
             if dynamics is not None:
                 dynamics.weight_sync_seconds += seconds
             engine_state["step"] = trainer.state.global_step
@@ -387,6 +408,11 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         for prompt in prompts:
             task_id, scale, seed = prompt[-1]["episode"].split("|")
             specs.append(RolloutSpec(tasks_by_id[task_id], scale, int(seed)))
+        if choice.backend == "trl-vllm" and vllm_state.get("step") != trainer.state.global_step:
+            # TRL has just pushed the new weights from the main rank (sync_weights, no barrier after it): wait for the
+            # push before any rank samples from the server.
+            barrier()
+            vllm_state["step"] = trainer.state.global_step
         if turn_generator is not None:
             generate_turn = turn_generator(trainer, specs)
         elif choice.backend == "engine":   # cached, with the trainer's weights synced to the server first
@@ -396,7 +422,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
                                            vllm_client=vllm_client(trainer) if choice.backend == "trl-vllm" else None)
         # Episodes of one step run in lockstep, so each turn is one batched generate call.
         episodes = run_token_episodes(specs, config.harness, chat, generate_turn, limits, error_mode=config.error_mode,
-                                      policy_name=f"hf:{config.model}@gspo-{config.harness}")
+                                      policy_name=f"hf:{config.model}@gspo-{config.harness}", env_host=env_host)
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
         rewards = [e.reward if config.reward == "binary" else e.score for e in episodes]
@@ -404,12 +430,7 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         # is dropped from the loss (no token is trained) and given its group's mean reward, so it moves neither the
         # baseline nor the policy.
         dropped = [e.errored or (config.mask_truncated and e.truncated) for e in episodes]
-        for index in range(len(episodes)):
-            if dropped[index]:
-                start = index - index % config.num_generations
-                group = [r for gone, r in zip(dropped[start:start + config.num_generations],
-                                              rewards[start:start + config.num_generations]) if not gone]
-                rewards[index] = sum(group) / len(group) if group else 0.0
+        rewards = group_mean_for_dropped(rewards, dropped, config.num_generations)
         return {
             "prompt_ids": [e.prompt_ids for e in episodes],
             "completion_ids": [e.completion_ids for e in episodes],
@@ -419,6 +440,23 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
         }
 
     return rollout_func
+
+
+def group_mean_for_dropped(rewards: list[float], dropped: list[bool], group_size: int) -> list[float]:
+    """This rank's rewards, each dropped episode's replaced by the mean of its group's kept ones (0 if none is kept).
+    A group may be split across ranks (TRL hands rank r the r-th contiguous slice of the generation batch), so the
+    groups are read on every rank's episodes, gathered in rank order."""
+    everything = gather_lists(list(zip(rewards, dropped)))
+    start = rank() * len(rewards) if len(everything) > len(rewards) else 0
+    filled = []
+    for index in range(start, start + len(rewards)):
+        reward, gone = everything[index]
+        if gone:
+            first = index - index % group_size
+            kept = [r for r, g in everything[first:first + group_size] if not g]
+            reward = sum(kept) / len(kept) if kept else 0.0
+        filled.append(reward)
+    return filled
 
 
 def verifier_reward(prompts: list, completions: list, verifier_reward: list[float], **_: Any) -> list[float]:
@@ -453,18 +491,32 @@ def _dynamics_callback(dynamics: DynamicsLog):
     return DynamicsCallback()
 
 
+def _resume_point(output_dir: Path, dynamics: DynamicsLog, resume: bool) -> str | None:
+    """The checkpoint a run resumes from (None: from the start), with the dynamics lines past it dropped."""
+    checkpoint = last_checkpoint(output_dir) if resume else None
+    if checkpoint is not None:
+        state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
+        dynamics.truncate_after(state["global_step"])
+    else:
+        dynamics.truncate_after(0)
+    return checkpoint
+
+
 def last_checkpoint(output_dir: str | Path) -> str | None:
     from transformers.trainer_utils import get_last_checkpoint
 
     return get_last_checkpoint(str(output_dir)) if Path(output_dir).is_dir() else None
 
 
-def grpo_args(config: GSPORunConfig):
+def grpo_args(config: GSPORunConfig, processes: int = 1):
+    """TRL's arguments for `config` trained by `processes` ranks. A generation batch is the config's
+    num_generations x prompts_per_step episodes whatever the number of ranks: each rank plays and trains its share."""
     import torch
     from trl import GRPOConfig
 
     on_cpu = not torch.cuda.is_available()
-    group = config.num_generations * config.prompts_per_step   # GSPORunConfig checked that the minibatches divide it
+    check_processes(config, processes)
+    group = config.num_generations * config.prompts_per_step // processes   # this rank's episodes of a batch
     return GRPOConfig(
         output_dir=config.output_dir,
         # GSPO = GRPO's machinery with a sequence-level importance ratio and no KL term.
@@ -479,7 +531,8 @@ def grpo_args(config: GSPORunConfig):
         steps_per_generation=group // config.micro_batch_size,
         num_iterations=config.num_iterations,
         max_steps=config.max_steps, save_strategy="steps", save_steps=config.save_steps,
-        logging_steps=1, report_to="none", seed=config.seed, disable_tqdm=True,
+        # The bar is train.monitoring's (a widget in notebooks), so transformers' own is off.
+        logging_steps=1, report_to=config.report_to, project="progagent", disable_tqdm=True, seed=config.seed,
         max_completion_length=config.max_context_tokens,
         use_cpu=on_cpu, bf16=check_bf16(config.bf16, "GSPORunConfig.bf16"),
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
@@ -491,6 +544,22 @@ def grpo_args(config: GSPORunConfig):
     )
 
 
+def check_processes(config: GSPORunConfig, processes: int) -> None:
+    """Refuse a generation batch that `processes` ranks cannot share in whole micro-batches and minibatches."""
+    from ..config import ConfigError
+
+    group = config.num_generations * config.prompts_per_step
+    if processes > 1 and group % (config.micro_batch_size * config.minibatches * processes):
+        raise ConfigError(f"GSPORunConfig: a generation batch of {group} episodes (num_generations x prompts_per_step) "
+                          f"cannot be shared by {processes} ranks in micro-batches of {config.micro_batch_size} and "
+                          f"{config.minibatches} minibatch(es): make it a multiple of micro_batch_size x minibatches x "
+                          f"{processes} (e.g. raise prompts_per_step), or launch fewer ranks")
+    if processes > 1 and config.engine_url and sharded_by_launcher():
+        raise ConfigError("GSPORunConfig.engine_url: the engine's weights are pushed from the main rank's model, which "
+                          "a sharded launch (DeepSpeed ZeRO-3, FSDP) holds only a shard of; generate through use_vllm "
+                          "(TRL gathers the weights for its server) or launch without sharding")
+
+
 def run_gspo(config: GSPORunConfig, *, resume: bool = True,
              turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None) -> dict:
     """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
@@ -500,12 +569,14 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
 
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
+    if is_main():
+        (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
     config.validate_tasks()
     check_bf16(config.bf16, "GSPORunConfig.bf16")   # before any compute
+    args = grpo_args(config, world_size())           # refuses a batch the ranks cannot share, before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
     dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
-    model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+    model, tokenizer = load_model(config.model, chat_template=config.chat_template, dtype=master_weights_dtype())
     positions = model_positions(model.config)
     if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
         raise ValueError(f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "
@@ -516,16 +587,13 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
 
     chat = ChatFormat(tokenizer, model_name=config.model)
     check_template_on_teacher(chat, tasks[0], config.harness)
-    (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))  # recorded with the run
+    if is_main():
+        (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))  # recorded with the run
 
     dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
                            config.minibatches * config.num_iterations, config.reward, config.importance_sampling)
-    checkpoint = last_checkpoint(output_dir) if resume else None
-    if checkpoint is not None:
-        state = json.loads((Path(checkpoint) / "trainer_state.json").read_text())
-        dynamics.truncate_after(state["global_step"])
-    else:
-        dynamics.truncate_after(0)
+    # Which checkpoint to resume from is the main rank's decision, and its rewrite of the log the only one.
+    checkpoint = on_main(_resume_point, output_dir, dynamics, resume)
 
     peft_config = None
     if config.lora is not None:
@@ -534,20 +602,15 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
         peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = GSPOTrainer(
-        model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=grpo_args(config),
+        model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=args,
         train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat), peft_config=peft_config,
-        callbacks=[_dynamics_callback(dynamics)],
+        callbacks=[_dynamics_callback(dynamics), training_progress("GSPO")],
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
     )
     with lm_head_tile(config.logit_chunk_tokens):   # every forward and backward of the run
         trainer.train(resume_from_checkpoint=checkpoint)
-    if config.lora is not None:  # a plain checkpoint, so evaluation and the next stage need no adapter logic
-        from ..generation.models import save_model
-
-        if trainer.accelerator.is_main_process:
-            save_model(trainer.accelerator.unwrap_model(trainer.model).merge_and_unload(), tokenizer, output_dir / "final")
-    else:
-        trainer.save_model(str(output_dir / "final"))
-        tokenizer.save_pretrained(str(output_dir / "final"))
+    # A plain checkpoint of the whole weights (gathered under ZeRO-3/FSDP, LoRA merged on them), so evaluation and the
+    # next stage need no adapter or shard logic; every rank waits until it is written.
+    save_final(trainer.model_wrapped, tokenizer, output_dir / "final", accelerator=trainer.accelerator)
     return {"global_step": trainer.state.global_step, "dynamics": DynamicsLog.read(dynamics.path),
             "final_model": str(output_dir / "final")}

@@ -11,6 +11,10 @@ the teacher itself cannot finish on a training or evaluation task (feasibility.c
 are built and proven disjoint from training. Every evaluation writes rows to `<output_dir>/learning.jsonl`: one per
 (stage, recipe, harness, split, decoding) with pass rate and mean R~ and their 95% intervals, the process metrics,
 and the run's identity (config hash, commit); a file never holds two runs (train.scoring).
+
+Under `torchrun`/`accelerate launch` with N ranks the run gives the single process's files (train.ranks): training
+(SFT, GSPO, the control) is every rank's; the check, the splits, the teacher, every evaluation and every file of this
+module are the main rank's, their results broadcast; each trained model is complete on disk before any rank goes on.
 """
 from __future__ import annotations
 
@@ -25,6 +29,7 @@ from ..config import (check_bool, check_choices, check_engine, check_int, check_
 from .evaluate import EvalConfig, evaluate
 from .common import HARNESS_NAMES, SHARED_STAGES, STAGES, limits_of, model_positions, select_tasks
 from .gspo import GSPORunConfig, run_gspo
+from .ranks import is_main, on_main
 from .scoring import commit_of, config_hash, format_learning_table, learning_rows
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
 from .splits import Instance, SplitConfig, TrainedInstances, make_splits
@@ -156,13 +161,19 @@ class Recipe:
 
     def _timed(self, name: str, started: float) -> None:
         self.seconds[name] = time.perf_counter() - started   # the stage's latest run
-        (self.out / "seconds.json").write_text(json.dumps(self.seconds, indent=2))
+        if is_main():
+            (self.out / "seconds.json").write_text(json.dumps(self.seconds, indent=2))
 
     # --- stages ------------------------------------------------------------------------------------
     def check(self) -> list[dict]:
         """Refuse (NotLearnableError) unless the teacher finishes, under every trained harness, every training task
         within the GSPO and evaluation limits, SFT's max_length and the model's positions, and every held-out task
-        within the evaluation limits. The needs go to teacher_needs.json (with DTC/Hybrid on one training task)."""
+        within the evaluation limits. The needs go to teacher_needs.json (with DTC/Hybrid on one training task).
+        Checked once, on the main rank; its verdict reaches every rank."""
+        self.instances()   # built here on every rank: built inside the main rank's check, only the main rank would hold them
+        return on_main(self._check)
+
+    def _check(self) -> list[dict]:
         from ..harness.chat_format import ChatFormat
         from .feasibility import check_learnable, measure, problems_of
         from ..generation.models import build_tiny_model, load_model
@@ -228,12 +239,16 @@ class Recipe:
         return TrainedInstances().add(sft_ids, sft.seeds).add(gspo_ids, gspo.train_seeds)
 
     def instances(self) -> list[Instance]:
-        """The held-out instances of the three splits (built once, written to splits.json)."""
+        """The held-out instances of the three splits (built once, by the main rank, written to splits.json)."""
         if self._instances is None:
-            pool = {t.id: t for t in select_tasks(self.config.sft.tasks_root, [])}
-            self._instances = make_splits(pool, self.trained_instances(), self.config.splits)
-            (self.out / SPLITS_FILE).write_text(json.dumps([i.to_dict() for i in self._instances], indent=1))
+            self._instances = on_main(self._make_instances)
         return self._instances
+
+    def _make_instances(self) -> list[Instance]:
+        pool = {t.id: t for t in select_tasks(self.config.sft.tasks_root, [])}
+        instances = make_splits(pool, self.trained_instances(), self.config.splits)
+        (self.out / SPLITS_FILE).write_text(json.dumps([i.to_dict() for i in instances], indent=1))
+        return instances
 
     def _rows(self, trajectories: list[Any], **fields: Any) -> list[dict]:
         split_of = {(i.task_id, i.scale, i.seed): i.split for i in self.instances()}
@@ -241,7 +256,11 @@ class Recipe:
         return learning_rows(trajectories, split_of, **self.identity, limits=limits, **fields)
 
     def teacher(self) -> dict[str, list[Any]]:
-        """Teacher trajectories for every trained harness, balanced (equal numbers, every task covered)."""
+        """Teacher trajectories for every trained harness, balanced (equal numbers, every task covered): played,
+        selected and written once, by the main rank; every rank gets the selection."""
+        return on_main(self._teacher)
+
+    def _teacher(self) -> dict[str, list[Any]]:
         started = time.perf_counter()
         sft = self.config.sft
         tasks = select_tasks(sft.tasks_root, sft.task_ids)
@@ -287,7 +306,7 @@ class Recipe:
         settings, for as many optimizer steps as GSPO took. What RL adds beyond more SFT is GSPO minus this."""
         started = time.perf_counter()
         trajectories = trajectories if trajectories is not None else self.teacher()[harness]
-        steps = self.gspo_steps(harness)
+        steps = on_main(self.gspo_steps, harness)
         config = replace(self.config.sft, model=self.model_for("sft", harness), chat_template=self.config.chat_template,
                          harnesses=[harness], max_steps=steps, output_dir=str(self.out / f"control-{harness}"))
         result = run_sft(config, trajectories, preselected=True)
@@ -313,9 +332,13 @@ class Recipe:
         """Evaluate the (stage, recipe harness) model under `harnesses` (default: the config's eval_harnesses, else
         its own) on the held-out splits,
         greedily and with `sampled` samples per instance at GSPO's temperature; write its rows to learning.jsonl
-        (rows of an earlier evaluation of the same stage are replaced)."""
+        (rows of an earlier evaluation of the same stage are replaced). Evaluated, and the reuse of an earlier
+        evaluation decided, once, on the main rank; every rank gets the rows."""
+        return on_main(self._evaluate, stage, harness, harnesses)
+
+    def _evaluate(self, stage: str, harness: str, harnesses: list[str] | None) -> list[dict]:
         if stage == "memorize":
-            return self.memorize(harness, harnesses)
+            return self._memorize(harness, harnesses)
         started = time.perf_counter()
         model = self.model_for(stage, harness)
         harnesses = self.evaluated_under(harness, harnesses)
@@ -378,7 +401,11 @@ class Recipe:
 
     def memorize(self, harness: str, harnesses: list[str] | None = None) -> list[dict]:
         """The memorization baseline on the held-out splits: every trained instance's teacher turns, the one whose
-        instruction is nearest the episode's replayed verbatim (policy.memorize.NearestMemorizationPolicy)."""
+        instruction is nearest the episode's replayed verbatim (policy.memorize.NearestMemorizationPolicy). Played
+        once, on the main rank."""
+        return on_main(self._memorize, harness, harnesses)
+
+    def _memorize(self, harness: str, harnesses: list[str] | None = None) -> list[dict]:
         from ..harness.episode import run_episode
         from ..harness.trajectory import write_jsonl
         from ..policy.memorize import NearestMemorizationPolicy
@@ -483,9 +510,13 @@ def run_pipeline(config: PipelineConfig) -> dict:
             rows += recipe.evaluate("control", harness)
     summary = {"learning": rows, "seconds": recipe.seconds, "total_seconds": sum(recipe.seconds.values()),
                **recipe.identity}
-    (recipe.out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (recipe.out / "summary.md").write_text(format_summary(rows, recipe.seconds) + "\n")
+    on_main(write_summary, recipe.out, summary)   # every rank returns once it is written (the CLI prints it)
     return summary
+
+
+def write_summary(out: Path, summary: dict) -> None:
+    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    (out / "summary.md").write_text(format_summary(summary["learning"], summary["seconds"]) + "\n")
 
 
 def format_summary(rows: list[dict], seconds: dict[str, float]) -> str:

@@ -15,6 +15,7 @@ trained, its group's mean reward) as it does an episode whose policy failed; the
 """
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -189,19 +190,31 @@ def run_token_episodes(
     policy_name: str = "",
     error_mode: str = "is_error",
     session_kwargs: dict | None = None,
+    env_host: Any = None,
 ) -> list[EpisodeTokens]:
     """Play a batch of episodes in lockstep: each round, one generate call continues every unfinished episode.
 
     An episode that raises (while it is built, in a turn, when it is scored or released) ends errored with
-    the exception's text, and the others go on; a failure of the generator itself still ends the batch."""
+    the exception's text, and the others go on; a failure of the generator itself still ends the batch.
+
+    `env_host`: where the environments live (None: here, unbounded; `train.env_hosts`: environment servers, or
+    local kernels bounded by `max_local_kernels`). A host that holds at most `most_at_once` episodes gets the batch
+    in waves of that size, each in lockstep (lockstep needs the whole wave alive at once)."""
+    at_once = getattr(env_host, "most_at_once", None)
+    if at_once and len(specs) > at_once:
+        return [e for start in range(0, len(specs), at_once)
+                for e in run_token_episodes(specs[start:start + at_once], harness, chat, generate_turns, limits,
+                                            policy_name=policy_name, error_mode=error_mode,
+                                            session_kwargs=session_kwargs, env_host=env_host)]
     episodes: list[TokenEpisode | _UnbuiltEpisode] = []
+    rounds = _rounds_bar(harness, limits)
     try:
         for spec in specs:
             episode = None
             try:
                 episode = Episode(spec.task, spec.scale, spec.seed, harness, limits=limits, policy_name=policy_name,
                                   sample=spec.sample, error_mode=error_mode, session_kwargs=session_kwargs,
-                                  tokenizer=chat.tokenizer)
+                                  tokenizer=chat.tokenizer, env_host=env_host)
                 episodes.append(TokenEpisode(episode, chat))
             except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
                 if episode is not None:
@@ -228,9 +241,22 @@ def run_token_episodes(
                     episode.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
                 except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
                     episode.fail(exc, "playing a turn")
+            rounds.set_postfix_str(f"{len(live)}/{len(episodes)} episodes playing", refresh=False)
+            rounds.update(1)
     finally:
+        rounds.close()
         results = [episode.close() for episode in episodes]
     return results
+
+
+def _rounds_bar(harness: str, limits: Limits) -> Any:
+    """A bar over a batch's rounds (one turn of every live episode each): a batch takes minutes on a CPU, and the
+    bars above it (GSPO's optimizer steps, an evaluation's episodes) move only when it ends. On the main rank only
+    (RANK, set by torchrun and accelerate), so that N ranks do not draw N bars."""
+    from tqdm.auto import tqdm
+
+    return tqdm(total=limits.max_turns, desc=f"{harness} turns", unit="turn", leave=False,
+                disable=os.environ.get("RANK", "0") != "0")
 
 
 def run_token_episode(task: Any, scale: str, seed: int, harness: str, chat: ChatFormat, generate_turns: TurnGenerator,

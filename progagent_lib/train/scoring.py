@@ -87,14 +87,15 @@ def learning_rows(trajectories: list[Any], split_of: dict[INSTANCE, str], **fiel
 
 def config_hash(config: Any) -> str:
     """A short hash of a config (a dataclass or dict), ignoring where things are (an engine's URL changes per start;
-    output and task folders differ between checkouts)."""
+    output and task folders differ between checkouts) and where the logs are also sent (report_to)."""
     from dataclasses import asdict, is_dataclass
 
     data = asdict(config) if is_dataclass(config) else dict(config)
+    ignored = ("engine_url", "engine_model", "output_dir", "tasks_root", "report_to")
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in sorted(value.items()) if k not in ("engine_url", "engine_model", "output_dir", "tasks_root")}
+            return {k: strip(v) for k, v in sorted(value.items()) if k not in ignored}
         if isinstance(value, list):
             return [strip(v) for v in value]
         return value

@@ -12,13 +12,16 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ..task.scales import SCALES
-from ..config import (check_bool, check_choices, check_int, check_ints, check_lr_scheduler, check_nested, check_number,
-                     check_task_ids, check_text, check_texts)
+from ..config import (check_bool, check_choice, check_choices, check_int, check_ints, check_lr_scheduler, check_nested,
+                     check_number, check_task_ids, check_text, check_texts)
 from .common import HARNESS_NAMES, select_tasks
 from .gspo import LoraSettings
 from .logits import lm_head_tile
-from .precision import check_bf16
-from ..generation.models import TinyModelConfig, build_tiny_model, load_model, save_model
+from .monitoring import REPORT_TO, check_tracker_installed, training_progress
+from .precision import check_bf16, master_weights_dtype
+from .ranks import is_main, main_first, on_main
+from .saving import save_final
+from ..generation.models import TinyModelConfig, build_tiny_model, load_model
 
 
 @dataclass
@@ -67,6 +70,9 @@ class SFTRunConfig:
                 "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
                 "null: TRL's 4096."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, dropout)."})
+    report_to: str = field(default="none", metadata={
+        "help": "A tracker the trainer's logs also go to: none | tensorboard (event files under <output_dir>/runs, "
+                "offline) | trackio | wandb (train.monitoring)."})
 
     def __post_init__(self) -> None:
         check_text(self, "model")
@@ -95,6 +101,8 @@ class SFTRunConfig:
         check_bool(self, "gradient_checkpointing")
         check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
         check_int(self, "seed", at_least=0)
+        check_choice(self, "report_to", REPORT_TO)
+        check_tracker_installed(self)
 
     def validate_tasks(self) -> None:
         """The task ids exist under tasks_root (when that folder exists): called by run_sft, not at construction."""
@@ -235,7 +243,9 @@ def sft_args(config: SFTRunConfig):
         lr_scheduler_type=config.lr_scheduler_type, warmup_steps=config.warmup_steps,
         weight_decay=config.weight_decay, per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps, logging_steps=1, save_strategy="no",
-        report_to="none", seed=config.seed, disable_tqdm=True, use_cpu=on_cpu, bf16=check_bf16(config.bf16, "SFTRunConfig.bf16"),
+        # The bar is train.monitoring's (a widget in notebooks), so transformers' own is off.
+        report_to=config.report_to, project="progagent", disable_tqdm=True,
+        seed=config.seed, use_cpu=on_cpu, bf16=check_bf16(config.bf16, "SFTRunConfig.bf16"),
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
         activation_checkpointing=config.gradient_checkpointing, dataset_num_proc=None,
     )
@@ -253,21 +263,17 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
 
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "sft_config.json").write_text(json.dumps(asdict(config), indent=2))
+    if is_main():
+        (output_dir / "sft_config.json").write_text(json.dumps(asdict(config), indent=2))
     config.validate_tasks()
     check_bf16(config.bf16, "SFTRunConfig.bf16")   # before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
-    if config.model == "tiny":
-        model, tokenizer = build_tiny_model(config.tasks_root, config.tiny, save_to=output_dir / "initial")
-    else:
-        model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+    model, tokenizer = initial_model(config, output_dir)
     chat = ChatFormat(tokenizer, model_name=config.model)
     if trajectories is None and config.trajectories:
         trajectories = load_trajectories(config.trajectories)
-    elif trajectories is None:
-        teacher_file = output_dir / "teacher.jsonl"
-        teacher_file.unlink(missing_ok=True)
-        trajectories = teacher_trajectories(config, tasks, save_to=teacher_file)
+    elif trajectories is None:   # played once, on the main rank, and written once; every rank trains on them
+        trajectories = on_main(_play_teacher, config, tasks, output_dir / "teacher.jsonl")
     wanted = {t.id for t in tasks}
     trajectories = [t for t in trajectories if _field(t, "task_id") in wanted and _field(t, "harness") in config.harnesses]
     # Before any compute: the template renders a teacher episode the same whole and turn by turn.
@@ -285,41 +291,41 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
         peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
                                  target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
     trainer = SFTTrainer(model=model, args=sft_args(config), train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=peft_config, callbacks=[_progress_callback()])
+                         peft_config=peft_config, callbacks=[training_progress("SFT")])
     with lm_head_tile(config.logit_chunk_tokens):   # every forward and backward of the run
         result = trainer.train()
-    final = output_dir / "final"
-    trained = trainer.model.merge_and_unload() if config.lora is not None else trainer.model
-    save_model(trained, tokenizer, final)
+    # The whole weights, gathered from every rank (ZeRO-3, FSDP), LoRA merged on them; every rank waits for the folder.
+    final = save_final(trainer.model_wrapped, tokenizer, output_dir / "final", accelerator=trainer.accelerator)
     logs = [entry for entry in trainer.state.log_history if "loss" in entry]
-    (output_dir / "log_history.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in logs))
+    if is_main():
+        (output_dir / "log_history.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in logs))
     losses = [entry["loss"] for entry in logs]
     summary = {"final_model": str(final), "dataset": asdict(report), "steps": trainer.state.global_step,
                "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
                "train_seconds": result.metrics.get("train_runtime"), "chat_format": chat.describe(),
                "tokens": sum(len(r) for r in dataset["input_ids"]),
                "trained_tokens": sum(sum(m) for m in dataset["assistant_masks"])}
-    (output_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
+    if is_main():
+        (output_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
 
-def _progress_callback():
-    """A progress bar over optimizer steps (a widget in notebooks), with the last loss."""
-    from tqdm.auto import tqdm
-    from transformers import TrainerCallback
+def initial_model(config: SFTRunConfig, output_dir: Path) -> tuple[Any, Any]:
+    """(model, tokenizer) SFT starts from, its weights fp32 masters (train.precision). The tiny model is built and
+    saved to `<output_dir>/initial` by the main rank and loaded from there by the others: one initialisation and one
+    trained tokenizer for every rank."""
+    if config.model != "tiny":
+        return load_model(config.model, chat_template=config.chat_template, dtype=master_weights_dtype())
+    initial = output_dir / "initial"
+    with main_first():
+        if is_main():
+            built = build_tiny_model(config.tasks_root, config.tiny, save_to=initial)
+        else:
+            built = load_model(initial, dtype=master_weights_dtype())
+    return built
 
-    class Progress(TrainerCallback):
-        def on_train_begin(self, args, state, control, **kwargs):
-            self.bar = tqdm(total=state.max_steps, desc="SFT", leave=False)
 
-        def on_log(self, args, state, control, logs=None, **kwargs):
-            if logs and "loss" in logs:
-                self.bar.set_postfix(loss=f"{logs['loss']:.4f}")
+def _play_teacher(config: SFTRunConfig, tasks: list[Any], path: Path) -> list[Any]:
+    path.unlink(missing_ok=True)
+    return teacher_trajectories(config, tasks, save_to=path)
 
-        def on_step_end(self, args, state, control, **kwargs):
-            self.bar.update(1)
-
-        def on_train_end(self, args, state, control, **kwargs):
-            self.bar.close()
-
-    return Progress()
