@@ -263,7 +263,7 @@ def test_the_cross_harness_table_pools_splits_and_lists_shared_models_once(tmp_p
     write_learning_rows(tmp_path / "learning.jsonl", [{**r, "run": "r", "commit": "c"} for r in rows])
     assert table_command(argparse.Namespace(run=str(tmp_path), decoding="greedy",
                                             figure=str(tmp_path / "fig" / "cross"))) == 0
-    assert {p.name for p in (tmp_path / "fig").iterdir()} == {"cross.png", "cross.svg", "cross.csv"}
+    assert {p.name for p in (tmp_path / "fig").iterdir()} == {"cross.png", "cross.svg", "cross.vl.json", "cross.csv"}
     assert "| DTC recipe, SFT | 1/2" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="has no learning.jsonl"):
         table_command(argparse.Namespace(run=str(tmp_path / "none"), decoding="greedy", figure=None))

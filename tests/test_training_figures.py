@@ -2,9 +2,10 @@
 import json
 
 import polars as pl
+import pytest
 
 from progagent_lib.analysis import training_figures as tf
-from progagent_lib.analysis.style import save_chart
+from progagent_lib.analysis.style import NoFigureData, save_chart
 
 # What the HF trainer's PrinterCallback prints with disable_tqdm=True: one dict per step, floats as strings.
 PRINTED = """\
@@ -58,8 +59,9 @@ def test_dynamics_and_trainer_logs_join_per_harness_and_step(tmp_path):
     assert png.stat().st_size > 1000 and svg.read_text().startswith("<svg")
 
 
-def test_no_logs_give_a_chart_that_says_so(tmp_path):
+def test_no_logs_draw_no_figure(tmp_path):
+    """A run that logged no step gets no figure (once a note saying so was saved and committed as a result)."""
     empty = tf.read_trainer_log(tmp_path / "never-trained")
     assert empty.height == 0
-    spec = tf.sft_training(empty).to_dict()
-    assert "no logged steps" in json.dumps(spec)
+    with pytest.raises(NoFigureData, match="no logged steps with loss"):
+        tf.sft_training(empty)

@@ -13,7 +13,7 @@ import altair as alt
 import polars as pl
 
 from ..train.common import STAGE_LABELS, STAGES
-from .style import HARNESS_ORDER, harness_color
+from .style import HARNESS_LABELS, HARNESS_ORDER, harness_color, require_rows
 
 SPLIT_ORDER = ["seeds", "params", "tasks"]
 SPLIT_LABELS = {"seeds": "(a) held-out seeds", "params": "(b) held-out parameters", "tasks": "(c) held-out tasks"}
@@ -72,13 +72,18 @@ def learning_table(frame: pl.DataFrame) -> pl.DataFrame:
 
 def pass_rate_by_split(frame: pl.DataFrame, title: str = "Pass rate on held-out instances, by split and stage") -> alt.Chart:
     """Points with 95% interval bars: pass rate per stage, one panel per split, greedy and sampled side by side
-    (each recipe under its own harness)."""
-    own = (frame.filter(pl.col("recipe") == pl.col("harness"))
-           .with_columns(pl.col("split").replace_strict(SPLIT_LABELS, default=pl.col("split")).alias("split_label"),
-                         pl.col("stage").replace_strict(STAGE_LABELS, default=pl.col("stage")).alias("stage_label")))
+    (each recipe under its own harness). Several recipes: one row each, labelled 'PTC recipe'; one recipe: its name
+    in the title, and no row header (a lone 'Recipe / ptc' label said nothing)."""
+    own = require_rows(frame.filter(pl.col("recipe") == pl.col("harness")), "pass_rate_by_split", ["pass_rate"])
+    own = own.with_columns(
+        pl.col("split").replace_strict(SPLIT_LABELS, default=pl.col("split")).alias("split_label"),
+        pl.col("stage").replace_strict(STAGE_LABELS, default=pl.col("stage")).alias("stage_label"),
+        pl.format("{} recipe", pl.col("recipe").replace_strict(HARNESS_LABELS, default=pl.col("recipe"))).alias("recipe_label"))
     stages = [STAGE_LABELS[s] for s in STAGES]
+    order = {h: i for i, h in enumerate(HARNESS_ORDER)}
+    recipes = [f"{HARNESS_LABELS.get(r, r)} recipe" for r in sorted(own["recipe"].unique(), key=lambda r: order.get(r, 99))]
     base = alt.Chart(own).encode(
-        x=alt.X("stage_label:N", sort=stages, title="Stage"),
+        x=alt.X("stage_label:N", sort=stages, title="Stage", axis=alt.Axis(labelAngle=-30)),
         xOffset=alt.XOffset("decoding:N", sort=["greedy", "sampled"]),
         color=alt.Color("decoding:N", sort=["greedy", "sampled"], title="Decoding"),
     )
@@ -88,19 +93,21 @@ def pass_rate_by_split(frame: pl.DataFrame, title: str = "Pass rate on held-out 
         y="pass_rate:Q", tooltip=["recipe", "split_label", "stage_label", "decoding", "instances", "episodes",
                                   alt.Tooltip("pass_rate:Q", format=".2f"), alt.Tooltip("pass_low:Q", format=".2f"),
                                   alt.Tooltip("pass_high:Q", format=".2f"), alt.Tooltip("mean_score:Q", format=".2f")])
-    return (bars + points).properties(width=220, height=200).facet(
-        column=alt.Column("split_label:N", sort=[SPLIT_LABELS[s] for s in SPLIT_ORDER], title=None),
-        row=alt.Row("recipe:N", title="Recipe"),
-    ).properties(title=title)
+    column = alt.Column("split_label:N", sort=[SPLIT_LABELS[s] for s in SPLIT_ORDER], title=None)
+    panels = (bars + points).properties(width=220, height=200)
+    if len(recipes) == 1:
+        return panels.facet(column=column).properties(title=f"{title} ({recipes[0]}, under its own harness)")
+    return panels.facet(column=column, row=alt.Row("recipe_label:N", sort=recipes, title=None)).properties(title=title)
 
 
 def teacher_needs_chart(needs: pl.DataFrame, positions: int | None = None) -> alt.LayerChart | alt.Chart:
     """Context the teacher needs per task and harness (columns: task_id, harness, context_tokens), with the
     model's positions as a rule."""
+    require_rows(needs, "teacher_needs", ["task_id", "harness", "context_tokens"])
     bars = alt.Chart(needs).mark_bar().encode(
         y=alt.Y("task_id:N", title="Task"), yOffset=alt.YOffset("harness:N", sort=HARNESS_ORDER),
         x=alt.X("context_tokens:Q", title="Context tokens the teacher's episode needs"),
-        color=harness_color(), tooltip=["task_id", "harness", "turns", "context_tokens", "longest_turn_tokens"],
+        color=harness_color(needs), tooltip=["task_id", "harness", "turns", "context_tokens", "longest_turn_tokens"],
     )
     chart = bars
     if positions:

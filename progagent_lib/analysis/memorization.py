@@ -59,15 +59,17 @@ def memorization_summary(table: pl.DataFrame) -> pl.DataFrame:
 
 
 def memorization_chart(table: pl.DataFrame, title: str) -> alt.Chart:
-    """Per task: the share of other instances the replayed teacher turns pass, coloured by parametrisation."""
+    """Per task: the share of other instances the replayed teacher turns pass, coloured by parametrisation (the
+    legend names only the groups present: a group without tasks has no bars)."""
     data = table.with_columns(pl.when(pl.col("parametrised")).then(pl.lit("with instance parameters"))
                               .otherwise(pl.lit("without parameters")).alias("tasks"))
+    groups = {"with instance parameters": "#4c78a8", "without parameters": "#e45756"}
+    present = [g for g in groups if g in data["tasks"].to_list()]
     return alt.Chart(data).mark_bar().encode(
         x=alt.X("pass_rate:Q", title="Other instances passed by the replayed seed-0 turns (share)",
                 scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("task:N", sort=alt.EncodingSortField("pass_rate", order="descending"), title=None),
-        color=alt.Color("tasks:N", title=None, scale=alt.Scale(domain=["with instance parameters", "without parameters"],
-                                                              range=["#4c78a8", "#e45756"])),
+        color=alt.Color("tasks:N", title=None, scale=alt.Scale(domain=present, range=[groups[g] for g in present])),
         tooltip=["task", "passed", "instances", "parametrised"],
     ).properties(title=title, width=360, height=max(200, 11 * table.height))
 

@@ -14,6 +14,7 @@ from ..config import (ConfigError, check_bool, check_choice, check_choices, chec
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROFILES = REPO / "profiles.yaml"
+COMMITTED_FIGURES = REPO / "figures"   # the figures in git: written only by `make figures` (analysis/publish.py)
 
 
 HARNESS_NAMES = tuple(HARNESSES)
@@ -89,7 +90,16 @@ class Profile:
 
     @property
     def figures_dir(self) -> Path:
-        return self.resolve(self.get("figures_dir", "figures"))
+        """Where this run's notebooks save figures: the run folder's figures/, unless the profile names a folder
+        (never the committed figures/: `make figures` copies a run's figures there)."""
+        folder = self.get("figures_dir")
+        return self.resolve(folder) if folder else self.run_dir / "figures"
+
+    @property
+    def published_figures_dir(self) -> Path | None:
+        """The committed folder `make figures` copies this profile's run figures into; None: not published."""
+        folder = self.get("publish_figures_to")
+        return self.resolve(folder) if folder else None
 
     def _repr_markdown_(self) -> str:  # the banner a notebook shows under its parameters
         return (f"**Profile `{self.name}`** — {self.get('description', '')}  \n"
@@ -210,8 +220,12 @@ class ProfileSettings:
         "help": "Held-out seeds of the cross-harness table."})
     ablation_scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
         "help": "Scales of the ablations' pass-rate table."})
-    figures_dir: str = field(default="figures", metadata={
-        "help": "Where figures are saved (relative to the repository)."})
+    figures_dir: str | None = field(default=None, metadata={
+        "help": "Where the notebooks save figures (relative to the repository); null: the run folder's figures/. "
+                "Never inside figures/: the committed figures change only through `make figures`."})
+    publish_figures_to: str | None = field(default=None, metadata={
+        "help": "The committed folder (under figures/) `make figures` copies this profile's run figures into; "
+                "null: the profile's figures are not published."})
     benchmarks: BenchmarkSettings = field(default_factory=BenchmarkSettings, metadata={
         "help": "Notebook 09: external suites by policy and harness: suites, limit, harnesses, stages, budgets."})
 
@@ -240,7 +254,13 @@ class ProfileSettings:
         check_text(self, "engine", optional=True)
         check_bool(self, "ablations")
         check_int(self, "ablation_max_steps", at_least=1, optional=True, why=" (null: the recipe's)")
-        check_text(self, "figures_dir")
+        check_text(self, "figures_dir", optional=True)
+        if self.figures_dir is not None and _inside(Profile.resolve(self.figures_dir), COMMITTED_FIGURES):
+            raise config_error(self, "figures_dir", f"is inside {COMMITTED_FIGURES}, the committed figures, which only "
+                               "`make figures` writes; leave it out (the run folder's figures/) or name a folder elsewhere")
+        check_text(self, "publish_figures_to", optional=True)
+        if self.publish_figures_to is not None and not _inside(Profile.resolve(self.publish_figures_to), COMMITTED_FIGURES):
+            raise config_error(self, "publish_figures_to", f"must be {COMMITTED_FIGURES} or a folder inside it")
 
 
 def load_profile(name: str | None = None, run_dir: str | Path | None = None, path: str | Path | None = None) -> Profile:
@@ -277,6 +297,10 @@ def load_profile(name: str | None = None, run_dir: str | Path | None = None, pat
     run_dir = Path(run_dir or os.environ.get("PROGAGENT_RUN_DIR") or REPO / "runs" / name)
     run_dir.mkdir(parents=True, exist_ok=True)
     return Profile(name, settings, run_dir)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve() == folder.resolve() or folder.resolve() in path.resolve().parents
 
 
 def _merge(base: dict, override: dict) -> dict:

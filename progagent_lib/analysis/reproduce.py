@@ -109,7 +109,9 @@ def _run_notebooks(prof, only, kernel_name: str, notebooks_dir: Path, seconds: d
         print(f"[{i}/{len(paths)}] {notebook.name} ...", flush=True)
         try:
             papermill.execute_notebook(str(notebook), str(executed), parameters={"profile": prof.name, "run_dir": str(prof.run_dir)},
-                                       kernel_name=kernel_name, cwd=str(notebooks_dir), progress_bar=False)
+                                       kernel_name=kernel_name, cwd=str(notebooks_dir),
+                                       # a bar over the notebook's cells: a training cell runs for minutes
+                                       progress_bar={"desc": notebook.name, "unit": "cell"})
         except papermill.PapermillExecutionError as exc:
             raise NotebookFailed(f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})") from exc
         elapsed = time.perf_counter() - started

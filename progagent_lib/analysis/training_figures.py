@@ -4,7 +4,8 @@ The trainers log one record per step: the HF/TRL trainer's log (loss, grad_norm,
 printed as a dict per step, or kept as `log_history` in `trainer_state.json`) and the GSPO dynamics log
 (`dynamics.jsonl`: mean_reward, mean_score, tool_output_tokens_per_episode, ...). Fields come and go as the
 training code changes, so every reader here keeps what it finds, ignores what it does not know, and every
-figure draws only the panels whose columns are present.
+figure draws only the panels whose columns are present; with none, it is refused (`style.NoFigureData`) rather
+than drawn as a note.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from .style import HARNESS_ORDER, harness_color
+from .style import HARNESS_ORDER, NoFigureData, harness_color, require_rows, step_axis, y_scale
 
 TRAINER_LOG = "trainer_log.txt"  # what a training call printed, captured by `logs_to_file`
 WIDTH, HEIGHT = 250, 170
@@ -38,6 +39,7 @@ class Panel:
     title: str
     y_title: str
     unit_interval: bool = False  # a share in [0, 1]: fix the axis so that runs compare
+    axis_format: str | None = None  # d3 format of the y labels (a learning rate of 5e-5 reads "0.00005" otherwise)
 
 
 @contextlib.contextmanager
@@ -166,23 +168,22 @@ def training_curves(table: pl.DataFrame, panels: Sequence[Panel], title: str, co
                     columns: int = 2) -> alt.VConcatChart:
     """One small line chart per panel whose column `table` has (with values), against `step`.
 
-    With `color` (e.g. "harness"), one line per value of that column. A table with none of the panels'
-    columns gives a single chart that says so, rather than an error in the notebook."""
+    With `color` (e.g. "harness"), one line per value of that column. A table with none of the panels' columns
+    (no logged steps) is refused with NoFigureData: `style.save_figure` then shows why and saves nothing."""
     shown = [p for p in panels if p.column in table.columns and table.get_column(p.column).drop_nulls().len() > 0]
     if not shown:
-        note = pl.DataFrame({"text": [f"no logged steps with {', '.join(p.column for p in panels)}"]})
-        return alt.vconcat(alt.Chart(note).mark_text(size=13).encode(text="text:N").properties(
-            width=WIDTH * 2, height=40)).properties(title=title)
+        raise NoFigureData(f"{title}: no logged steps with {', '.join(p.column for p in panels)} "
+                           f"({table.height} rows); no figure is saved")
     keep = ["step", *([color] if color else []), *[p.column for p in shown]]
     data = table.select([c for c in keep if c in table.columns]).sort("step")
-    x = alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d"))
+    x = step_axis(data["step"])
     charts = []
     for panel in shown:
-        y = alt.Y(f"{panel.column}:Q", title=panel.y_title,
-                  scale=alt.Scale(domain=[0, 1]) if panel.unit_interval else alt.Scale(zero=False))
+        y = alt.Y(f"{panel.column}:Q", title=panel.y_title, scale=y_scale(data[panel.column], panel.unit_interval),
+                  axis=alt.Axis(format=panel.axis_format) if panel.axis_format else alt.Axis())
         encoding = {"x": x, "y": y, "tooltip": ["step", *([color] if color else []), alt.Tooltip(f"{panel.column}:Q", format=".4g")]}
         if color == "harness":
-            encoding["color"] = harness_color()
+            encoding["color"] = harness_color(data)
         elif color:
             encoding["color"] = alt.Color(f"{color}:N", title=color.replace("_", " ").capitalize())
         charts.append(alt.Chart(data.filter(pl.col(panel.column).is_not_null())).mark_line(point=True)
@@ -194,12 +195,13 @@ def training_curves(table: pl.DataFrame, panels: Sequence[Panel], title: str, co
 SFT_PANELS = [Panel("loss", "Training loss", "Loss (assistant tokens)"),
               Panel("mean_token_accuracy", "Token accuracy", "Share of tokens predicted", unit_interval=True),
               Panel("grad_norm", "Gradient norm", "Norm"),
-              Panel("learning_rate", "Learning rate", "Learning rate")]
+              Panel("learning_rate", "Learning rate", "Learning rate", axis_format=".1~e")]
 
 
 def sft_training(log: pl.DataFrame) -> alt.VConcatChart:
-    """The SFT run's curves from its trainer log (columns: step, loss, and whichever others it logged)."""
-    return training_curves(log, SFT_PANELS, "Cold-start SFT")
+    """The SFT run's curves from its trainer log (columns: step, loss, and whichever others it logged); one line
+    per harness when the log has a `harness` column (notebook 04 concatenates the recipes' logs)."""
+    return training_curves(log, SFT_PANELS, "Cold-start SFT", color="harness" if "harness" in log.columns else None)
 
 
 def gspo_step_table(dynamics: pl.DataFrame, logs: dict[str, pl.DataFrame] | None = None,
@@ -236,10 +238,11 @@ def gspo_training(steps: pl.DataFrame, name: str = "harness", title: str = "GSPO
 
 def pass_rate_by_harness(table: pl.DataFrame, title: str = "Pass rate on held-out seeds") -> alt.Chart:
     """Bars: pass rate (share of episodes with R = 1) per harness (columns: harness, pass_rate)."""
+    require_rows(table, title, ["harness", "pass_rate"])
     return alt.Chart(table).mark_bar().encode(
-        x=alt.X("harness:N", sort=HARNESS_ORDER, title="Harness"),
+        x=alt.X("harness:N", sort=HARNESS_ORDER, title="Harness", axis=alt.Axis(labelAngle=0)),
         y=alt.Y("pass_rate:Q", title="Pass rate", scale=alt.Scale(domain=[0, 1])),
-        color=harness_color(), tooltip=["harness", alt.Tooltip("pass_rate:Q", format=".2f")],
+        color=harness_color(table), tooltip=["harness", alt.Tooltip("pass_rate:Q", format=".2f")],
     ).properties(title=title, width=WIDTH // 1.5, height=HEIGHT)
 
 
@@ -273,18 +276,20 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
     """Per optimizer step, one line per run (column `name` of a `gspo_step_table`): the sequence ratio (mean, with
     its min-max band), token entropy, the sampler-trainer log-prob mismatch (mean, max; on each generation batch's
     first step), the clip fractions and the truncated-importance-sampling weight. A panel whose columns the logs
-    lack is left out; with none, one chart says so."""
+    lack is left out; with none (no logged steps), NoFigureData."""
     def present(column: str) -> bool:
         return column in steps.columns and steps.get_column(column).drop_nulls().len() > 0
 
     shown = [p for p in GSPO_DIAGNOSTIC_PANELS if any(present(c) for c in p.lines)]
     if not shown:
-        note = pl.DataFrame({"text": ["no logged steps with GSPO diagnostics (ratio, entropy, mismatch, clip fractions)"]})
-        return alt.vconcat(alt.Chart(note).mark_text(size=13).encode(text="text:N").properties(
-            width=WIDTH * 2, height=40)).properties(title=title)
+        columns = sorted({c for p in GSPO_DIAGNOSTIC_PANELS for c in p.lines})
+        raise NoFigureData(f"{title}: no logged steps with GSPO diagnostics ({', '.join(columns)}) in "
+                           f"{steps.height} rows; no figure is saved")
     runs = [name] if name in steps.columns else []
+    logged = [c for p in shown for c in p.lines if present(c)]
+    drawn = steps.filter(pl.any_horizontal(pl.col(logged).is_not_null()))   # the legend: runs that logged some
     if name == "harness" and runs:
-        color = harness_color()
+        color = harness_color(drawn)
     elif runs:
         color = alt.Color(f"{name}:N", title=name.replace("_", " ").capitalize())
     else:
@@ -292,16 +297,17 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
     if runs:  # the bands share the legend: draw its symbols opaque
         color = color.legend(symbolOpacity=1)
     # every panel over the run's steps (a mismatch is logged on a batch's first step only)
-    x = alt.X("step:Q", title="Step", axis=alt.Axis(tickMinStep=1, format="d"),
-              scale=alt.Scale(domain=[steps["step"].min(), steps["step"].max()]))
+    x = step_axis(steps["step"], domain=[steps["step"].min(), steps["step"].max()])
     charts = []
     for panel in shown:
         columns = [c for c in panel.lines if present(c)]
         long = (steps.select(*runs, "step", *columns).unpivot(index=[*runs, "step"], on=columns, variable_name="column")
                 .drop_nulls("value").with_columns(pl.col("column").replace_strict(panel.lines).alias("statistic"))
                 .sort(*runs, "step"))
-        y = alt.Y("value:Q", title=panel.y_title,
-                  scale=alt.Scale(domain=[0, 1]) if panel.unit_interval else alt.Scale(zero=False))
+        banded = panel.band is not None and all(present(c) for c in panel.band)
+        values = pl.concat([long["value"].cast(pl.Float64),
+                            *[steps[c].cast(pl.Float64) for c in (panel.band if banded else ())]])
+        y = alt.Y("value:Q", title=panel.y_title, scale=y_scale(values, panel.unit_interval))
         encoding = {"x": x, "y": y, "color": color,
                     "tooltip": [*runs, "step", "statistic", alt.Tooltip("value:Q", format=".4g")]}
         if len(panel.lines) > 1:
@@ -312,7 +318,7 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
         points = {k: v for k, v in encoding.items() if k != "strokeDash"}
         chart = (alt.Chart(long).mark_line().encode(**encoding)
                  + alt.Chart(long).mark_point(filled=True, size=25).encode(**points))
-        if panel.band and all(present(c) for c in panel.band):
+        if banded:
             low, high = panel.band
             band = alt.Chart(steps.select(*runs, "step", low, high).drop_nulls().sort(*runs, "step")).encode(
                 x=x, y=alt.Y(f"{low}:Q", title=panel.y_title), y2=f"{high}:Q", color=color)

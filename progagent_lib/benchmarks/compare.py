@@ -110,7 +110,7 @@ def comparison_chart(table: pl.DataFrame, title: str = "External suites: pass ra
                                   yOffset=alt.YOffset("harness:N", sort=["dtc", "ptc", "hybrid"]))
     bars = base.mark_bar().encode(
         x=alt.X("pass_rate:Q", title="pass rate (suite's checker)", scale=alt.Scale(domain=[0, 1])),
-        color=harness_color(), tooltip=["suite", "policy", "harness", "tasks", "pass_rate", "pass_low", "pass_high"])
+        color=harness_color(table), tooltip=["suite", "policy", "harness", "tasks", "pass_rate", "pass_low", "pass_high"])
     rules = base.mark_rule(color="black").encode(x="pass_low:Q", x2="pass_high:Q")
     return (bars + rules).properties(width=260, height=alt.Step(9)).facet(
         column=alt.Column("suite:N", title=None)).properties(title=title)

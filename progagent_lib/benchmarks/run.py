@@ -68,9 +68,9 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
     result = BenchResult(list(earlier), skipped=len(wanted) - len(todo))
     lock = Lock()
 
-    def play(item: tuple[ExternalTask, str]) -> None:
+    def play(item: tuple[ExternalTask, str], on_turn: Callable[[Any], None]) -> None:
         task, harness = item
-        trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits,
+        trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits, on_turn=on_turn,
                                  system_prompt=bench.system_prompts.get(harness), session_kwargs=session_kwargs)
         raised = [c for c in trajectory.criteria if c.get("name") == VERIFIER_FAILED]
         if raised and not trajectory.error:
