@@ -74,7 +74,8 @@ class EvalConfig:
     engine_model: str | None = field(default=None, metadata={
         "help": "The engine's served name (default: the model's short name); only with engine_url."})
     engine_load_weights: bool = field(default=True, metadata={
-        "help": "Reload the engine's weights from `model` (a local folder) before generating."})
+        "help": "Load `model`'s weights (a local folder) into the server before generating: the engine reloads them "
+                "from the folder; a trl vllm-serve server gets them through TRL's weight sync (needs a GPU)."})
     seed: int = field(default=0, metadata={"help": "Seed of the sampler."})
 
     def __post_init__(self) -> None:
@@ -155,9 +156,11 @@ def policy_label(config: EvalConfig) -> str:
 def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[Any, Any, Any]:
     """(generator, chat format, model config) of `config.model` as `config` generates: in this process (the model
     loaded unless given), or by the engine (its weights loaded into the engine first, unless engine_load_weights is
-    off) or a `trl vllm-serve` server, where only the tokenizer is loaded here."""
+    off) or a `trl vllm-serve` server (the checkpoint pushed into it first, which needs a GPU: devices.py), where
+    only the tokenizer is loaded here. In this process the model goes to this rank's GPU where there is one."""
     from ..harness.chat_format import ChatFormat
     from ..generation.models import load_model
+    from .devices import push_checkpoint_to_trl_server, to_rank_device
 
     choice = generator_config(model=config.model, temperature=max(config.temperature, 0.0), seed=config.seed,
                               engine_url=config.engine_url, engine_model=config.engine_model,
@@ -165,6 +168,7 @@ def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any =
     if choice.backend == "transformers":
         if model is None:
             model, tokenizer = load_model(config.model, chat_template=config.chat_template)
+        model = to_rank_device(model)   # this rank's GPU where there is one (devices.py)
         model_config = model.config
     else:  # a server generates: only the tokenizer is needed here
         from transformers import AutoConfig, AutoTokenizer
@@ -176,6 +180,8 @@ def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any =
             from ..engine.weights import reload_weights
 
             reload_weights(config.engine_url, source)   # the server generates with the evaluated model's weights
+        if choice.backend == "trl-vllm" and config.engine_load_weights and any(source.glob("*.safetensors")):
+            push_checkpoint_to_trl_server(config.vllm_server_base_url, str(source), config.chat_template)
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
         model_config = AutoConfig.from_pretrained(str(source))
     chat = ChatFormat(tokenizer, model_name=config.model)
