@@ -70,24 +70,11 @@ def anonymous_pss_mib(pid: int) -> float:
 
 def readings(server_pid: int | None = None) -> dict[str, float]:
     """PSS of the sandboxes (this process's, or the server's), this process's RSS, Shmem, MemAvailable."""
-    pids = sandbox_pids() if server_pid is None else server_sandbox_pids(server_pid)
+    pids = sandbox_pids(server_pid)
     memory = meminfo_mib()
     return {"sandbox processes": len(pids), "sandbox PSS": sum(pss_mib(pid) for pid in pids),
             "sandbox anonymous PSS": sum(anonymous_pss_mib(pid) for pid in pids), "host RSS": rss_mib(),
             "Shmem": memory["Shmem"], "MemAvailable": memory["MemAvailable"], "MemTotal": memory["MemTotal"]}
-
-
-def server_sandbox_pids(server_pid: int) -> list[int]:
-    from progagent_lib.runtime import sandbox as sandbox_module
-
-    groups = sandbox_module.CGROUP_PIDS_ROOT / "progagent"
-    pids = []
-    for group in (groups.glob(f"{server_pid}-*") if groups.is_dir() else []):
-        try:
-            pids += [int(p) for p in (group / "cgroup.procs").read_text().split()]
-        except OSError:
-            pass
-    return pids
 
 
 def chosen_instances(count: int) -> list[tuple]:

@@ -51,10 +51,11 @@ def pss_mib(pid: int) -> float:
     return proc_mib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
-def sandbox_pids() -> list[int]:
+def sandbox_pids(host_pid: int | None = None) -> list[int]:
+    """Processes in the pids cgroups of the sandboxes that host `host_pid` (default: this process) started."""
     groups = sandbox_module.CGROUP_PIDS_ROOT / "progagent"
     pids = []
-    for group in (groups.glob(f"{os.getpid()}-*") if groups.is_dir() else []):
+    for group in (groups.glob(f"{host_pid or os.getpid()}-*") if groups.is_dir() else []):
         try:
             pids += [int(p) for p in (group / "cgroup.procs").read_text().split()]
         except OSError:

@@ -24,7 +24,8 @@ import pytest
 import yaml
 
 from progagent_lib.engine.server import free_port
-from progagent_lib.train.launch import LaunchFailed, LaunchOptions, execute, machine_problems, parse_gpus, plan_launch
+from progagent_lib.train.launch import (LaunchFailed, LaunchOptions, execute, group_members, machine_problems, parse_gpus,
+                                        plan_launch)
 from qwen3_snapshot import write_model_folder   # tests/: the shrunk Qwen3-8B
 
 REPO = Path(__file__).resolve().parents[1]
@@ -198,19 +199,6 @@ def alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def group_alive(pgid: int) -> list[int]:
-    """Live (not zombie) processes of the process group `pgid`."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] not in ("Z", "X"):
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_the_launcher_waits_for_health_runs_the_trainer_and_leaves_no_process(model_folder, tmp_path):
     report = tmp_path / "trainer.json"
     plan = stand_in_plan(model_folder, tmp_path, [sys.executable, "-c", STAND_IN_TRAINER, str(report), "--config",
@@ -229,7 +217,7 @@ def test_the_launcher_waits_for_health_runs_the_trainer_and_leaves_no_process(mo
     worker = int((tmp_path / "worker.pid").read_text())
     for pid in (server["pid"], trainer["pid"], worker):
         assert not alive(pid), pid
-    assert group_alive(server["pid"]) == [] and group_alive(trainer["pid"]) == []
+    assert group_members(server["pid"]) == [] and group_members(trainer["pid"]) == []
     assert "GET /health" in Path(server["log"]).read_text()
 
 
