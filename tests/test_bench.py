@@ -16,7 +16,7 @@ QUICK_ARGS = {
     "runtime.py": ["--quick"],
     "runtime_vs.py": ["--quick"],
     "load.py": ["--quick"],
-    "kernels.py": ["--quick"],   # 4 live kernels held here, 2 on a local OpenEnv server
+    "live_episodes.py": ["--quick"],   # 4 live kernels held here, 2 on a local OpenEnv server
     "teacher_programs.py": ["--quick"],
     "verify.py": ["--quick"],
     # one GSPO step of teacher-replay under DTC: the real trainer, kernel, tools and verifier, no sampling
@@ -40,6 +40,15 @@ def test_every_bench_script_has_a_quick_mode_here():
     for script, (test_file, test_def) in QUICK_ELSEWHERE.items():
         assert test_def in (REPO / "tests" / test_file).read_text(), \
             f"bench/{script}: its quick mode should run in tests/{test_file} ({test_def.strip('(')}), which is gone"
+
+
+def test_no_bench_script_shadows_an_installed_module():
+    """A script's folder comes first on sys.path: bench/kernels.py once hid the `kernels` package that transformers
+    imports, and every bench that loads a model died of it."""
+    names = sorted(p.stem for p in BENCH.glob("*.py"))
+    code = "import importlib.util, sys; print([n for n in sys.argv[1:] if importlib.util.find_spec(n)])"
+    found = subprocess.run([sys.executable, "-c", code, *names], cwd="/", capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]", f"bench/ scripts named like installed modules: {found.stdout.strip()}"
 
 
 @pytest.mark.parametrize("script", [pytest.param(name, marks=pytest.mark.slow) if name in ("train.py", "train_memory.py") else name

@@ -1,6 +1,6 @@
 """Memory per live kernel, and how many live episodes this machine sustains (here, or with the kernels on a server).
 
-    .venv/bin/python bench/kernels.py [--hold 64] [--remote 16] [--quick]
+    .venv/bin/python bench/live_episodes.py [--hold 64] [--remote 16] [--quick]
 
 Opens `--hold` PTC episodes (tasks of every domain at v0), plays the oracle teacher's first turn in each (a real
 program: the kernel starts, the tool bridge is used) and holds them all alive and idle. With every episode alive it
