@@ -280,9 +280,13 @@ def test_sigterm_to_the_launcher_stops_server_and_trainers(model_folder, tmp_pat
 
 # --- the make targets that must not run here ------------------------------------------------------------------
 
+# Run under `make test`, a nested make inherits MAKELEVEL/MAKEFLAGS and prints "Entering directory" on stdout.
+SINGLE_MAKE = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+
+
 def test_make_reproduce_gpu_paper_points_at_progagent_launch():
-    done = subprocess.run(["make", "reproduce", "PROFILE=gpu-paper"], cwd=REPO, capture_output=True, text=True,
-                          check=False, timeout=60)
+    done = subprocess.run(["make", "--no-print-directory", "reproduce", "PROFILE=gpu-paper"], cwd=REPO, capture_output=True, text=True,
+                          check=False, timeout=60, env=SINGLE_MAKE)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "progagent launch --config configs/gpu-paper.yaml" in done.stderr and not done.stdout
 
@@ -290,7 +294,8 @@ def test_make_reproduce_gpu_paper_points_at_progagent_launch():
 def test_make_gpu_check_refuses_without_a_gpu():
     if subprocess.run(["sh", "-c", "nvidia-smi -L"], capture_output=True, check=False).returncode == 0:
         pytest.skip("this machine has an NVIDIA GPU: `make gpu-check` would run")
-    done = subprocess.run(["make", "gpu-check"], cwd=REPO, capture_output=True, text=True, check=False, timeout=60)
+    done = subprocess.run(["make", "--no-print-directory", "gpu-check"], cwd=REPO, capture_output=True, text=True,
+                          check=False, timeout=60, env=SINGLE_MAKE)
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert "no NVIDIA GPU" in done.stderr and not done.stdout
 

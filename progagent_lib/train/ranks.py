@@ -11,6 +11,7 @@ gloo group of its own with a long timeout (WAIT_SECONDS), so an NCCL default gro
 """
 from __future__ import annotations
 
+import atexit
 import contextlib
 import pickle
 from collections.abc import Callable, Iterator
@@ -104,7 +105,18 @@ def _wait_group() -> Any:
 
     if _state["wait_group"] is None:
         _state["wait_group"] = dist.new_group(backend="gloo", timeout=timedelta(seconds=WAIT_SECONDS))
+        atexit.register(_destroy_groups)
     return _state["wait_group"]
+
+
+def _destroy_groups() -> None:
+    """At exit, take the process groups down in order: left to the interpreter's teardown, gloo's threads were
+    destroyed while joinable and a rank aborted ("terminate called without an active exception", SIGABRT)."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        _state["wait_group"] = None
+        dist.destroy_process_group()
 
 
 def gather_lists(items: list[T]) -> list[T]:
