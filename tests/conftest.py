@@ -31,7 +31,7 @@ def episode(restock_task):
 
 # `make test` runs the suite, then every notebook through nbval (profile ci): figures/ and notebooks/ must come out
 # of it as they went in (runs write under runs/<profile>; only `make figures` writes figures/). Tests marked
-# `after_notebooks` (tests/test_tree_clean.py) run last and compare with the state recorded before the first test.
+# `after_notebooks` (tests/project/test_tree_clean.py) run last and compare with the state recorded before the first test.
 _COMMITTED_BEFORE = pytest.StashKey[dict]()
 
 

@@ -7,7 +7,7 @@ context) would be one sample repeated: each context then gets a request of its o
 a seed of its own drawn from (seed, call, position), so a group's samples differ. Requests in flight together
 are batched by vLLM, and batched numerics (bfloat16 on CPU) can move a sampled token, so a rerun of concurrent
 requests replays only approximately; with `concurrency=1` they go one at a time and a rerun replays exactly
-(observed: 0 of 24 samples differed one at a time, 9 of 24 concurrently; `tests/test_engine.py` checks the former).
+(observed: 0 of 24 samples differed one at a time, 9 of 24 concurrently; `tests/engine/test_engine.py` checks the former).
 Contexts are never re-tokenised, so what the trainer scores is exactly what the engine generated. Each turn
 stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
 """

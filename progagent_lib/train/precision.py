@@ -5,7 +5,7 @@ The weights a run trains are fp32 whatever the checkpoint holds: SFT and GSPO lo
 `accelerate launch`), where the sharding engine keeps fp32 masters of its own (DeepSpeed's bf16 optimizer; accelerate
 upcasts FSDP2 parameters to fp32 under mixed precision) and the checkpoint is loaded as saved. A bf16 hub checkpoint
 trained in bf16 weights loses most small updates to rounding (4 SFT steps at lr 1e-6 moved 2% of its elements, 100%
-from fp32; tests/test_train_precision.py).
+from fp32; tests/train/test_train_precision.py).
 
 With `bf16: true` the trainer (transformers' Trainer through accelerate, `mixed_precision="bf16"`) runs forward and
 backward under `torch.autocast(dtype=bfloat16)`; the weights, their gradients and AdamW's state stay fp32. On a CPU
