@@ -188,7 +188,20 @@ def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) 
         report.add(task.id, scale, seed, "empty_R0", empty.reward == 0.0, f"an empty answer scored R={empty.reward}")
     finally:
         env.close()
+    if task.has_near_miss:
+        _certify_near_miss(task, scale, seed, report)
     return instruction, schemas
+
+
+def _certify_near_miss(task: Task, scale: str, seed: int, report: CertifyReport) -> None:
+    """The task's near miss (a plausible wrong program) fails, and is near: some criterion passes."""
+    env = task.instantiate(scale, seed)
+    try:
+        result = env.verify(task.near_miss(env.tools))
+        report.add(task.id, scale, seed, "near_miss_R0", result.reward == 0.0 and result.score > 0.0,
+                   f"the near miss scored R={result.reward}, R~={result.score:.2f} (it must fail, and pass something)")
+    finally:
+        env.close()
 
 
 def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyReport) -> None:

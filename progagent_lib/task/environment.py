@@ -22,6 +22,7 @@ from .closeable import Closeable
 from .pagination import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
 from .safe_fs import WorkspaceFS, deadline_check, unmount
 from .tools import ToolDefinitionError, ToolError, ToolSpec, build_spec, is_tool, validate_arguments
+from .criteria import ReferenceCriteria
 from .verifier import Criterion, VerifyResult
 from .verify_worker import Budget, Judgement, VerifierUnavailable, run_in_child
 
@@ -211,7 +212,7 @@ class ToolBox(Mapping[str, Callable[..., Any]]):
         return sorted(self._env.tool_specs)
 
 
-class Environment(Closeable):
+class Environment(ReferenceCriteria, Closeable):
     """Base class of every task's environment.
 
     Subclasses define tools (methods under `@tool`) and `criteria(final_response)`. An instance holds
@@ -380,10 +381,20 @@ class Environment(Closeable):
         response = final_response if isinstance(final_response, str) else str(final_response)
         if len(response) > MAX_ANSWER_CHARS:
             return VerifyResult([Criterion(ANSWER_BOUND, False, 1.0, answer_too_long(len(response)))])
+        self._build_reference()
         budget = Budget(timeout, timeout, self.verify_memory)
         deadline = time.monotonic() + timeout
         judge = self._judge_in_child if self._verifies_in_child() else self._judge_in_thread
         return self._verdict(judge(response, deadline, budget), response)
+
+    def _build_reference(self) -> None:
+        """The reference state built here, before the verifier's budget starts (criteria that compare with it find it
+        in the cache). Where it cannot be built, criteria that read it raise, and the verdict says so."""
+        if getattr(self, "seed", None) is not None and hasattr(self.task, "source_bytes"):
+            try:
+                self.prepare_reference()
+            except Exception:  # noqa: BLE001 - reported by the criteria that need it
+                pass
 
     def _verifies_in_child(self) -> bool:
         """Whether a child can rebuild this environment from files: a task loaded from its folder whose
@@ -424,7 +435,7 @@ class Environment(Closeable):
         self.workspace, self.fs = snapshot, WorkspaceFS(snapshot)
         self._deadline = deadline
         try:
-            criteria = self.criteria(response)
+            criteria = self.run_criteria(response)
         except Exception as exc:  # noqa: BLE001 - what the program wrote may break any parser
             late = time.monotonic() > deadline
             return Judgement(budget=budget.sentence("time")) if late else Judgement(raised=describe_exception(exc))
@@ -563,6 +574,7 @@ class Environment(Closeable):
         if self.closed:
             return
         self.closed = True
+        self.close_reference()
         self.db.close()
         self.fs.close()
         if self.quota_mounted:

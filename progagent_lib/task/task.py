@@ -28,6 +28,7 @@ from .tools import ToolDefinitionError
 DB_PAGE_SIZE = 512
 STATE_FORMAT = 2  # bump when the way states are built changes, so cached states are rebuilt
 TASK_FILES = ("task.toml", "prompt.md", "generator.py", "environment.py", "oracle.py")
+NEAR_MISS_FILE = "near_miss.py"  # optional: a plausible wrong solution, which certification checks scores R = 0
 
 
 class TaskLoadError(Exception):
@@ -230,6 +231,7 @@ class Task:
         digest.update(toml_bytes)
         digest.update((self.root / "generator.py").read_bytes())
         self._fingerprint = digest.hexdigest()[:16]
+        self._sources = {name: (self.root / name).read_bytes() for name in ("oracle.py", "environment.py")}
         try:
             self.config = tomllib.loads(toml_bytes.decode())
         except tomllib.TOMLDecodeError as exc:
@@ -254,6 +256,7 @@ class Task:
         self._params_cache: dict[int, dict] = {}
         self._env_class: type[Environment] | None = None
         self._solve: Callable | None = None
+        self._near_miss: Callable | None = None
         # Load eagerly so that a broken tool definition, parameter or placeholder is reported at load time.
         self.env_class  # noqa: B018
         self.param_names: tuple[str, ...] = self._check_params()
@@ -402,6 +405,40 @@ class Task:
                             f"(missing {missing})")
         return self.solve(tools, **params)
 
+    @property
+    def has_near_miss(self) -> bool:
+        return (self.root / NEAR_MISS_FILE).is_file()
+
+    def near_miss(self, tools: Any, params: dict | None = None) -> str:
+        """Run the task's near miss (near_miss.py) against `tools`; returns its final response.
+
+        near_miss.py either defines `solve(tools, **params)`, a whole wrong program, or `flip = {...}`: keyword
+        arguments that turn the oracle into the plausible mistake (`solve(tools, **params, honour_hold=False)`).
+        """
+        if self._near_miss is None:
+            self._near_miss = self._load_near_miss()
+        if params is None:
+            params = dict(getattr(getattr(tools, "_env", None), "params", None) or {})
+        return self._near_miss(tools, **params)
+
+    def _load_near_miss(self) -> Callable:
+        where = f"task {self.id!r} ({NEAR_MISS_FILE})"
+        if not self.has_near_miss:
+            raise TaskLoadError(f"{where}: the task has no near miss")
+        module = _load_module(self.id, self.root / NEAR_MISS_FILE)
+        if callable(getattr(module, "solve", None)):
+            return module.solve
+        flip = getattr(module, "flip", None)
+        if not isinstance(flip, dict) or not flip:
+            raise TaskLoadError(f"{where}: define solve(tools, **params) or flip = {{...}} (the oracle's keyword "
+                                "arguments that make the mistake)")
+        parameters = inspect.signature(self.solve).parameters
+        unknown = [k for k in flip if k not in parameters or k in self.param_names]
+        if unknown:
+            raise TaskLoadError(f"{where}: flip names {unknown}, which are not keyword arguments of the oracle's solve() "
+                                "beyond the instance parameters")
+        return lambda tools, **params: self.solve(tools, **params, **flip)
+
     def tool_schemas(self) -> list[dict]:
         return [spec.openai_schema() for spec in self.env_class.tool_specs.values()]
 
@@ -413,6 +450,16 @@ class Task:
         from the old code under the new code's key.
         """
         return self._fingerprint
+
+    def source_bytes(self, name: str) -> bytes:
+        """The bytes of oracle.py or environment.py as they were when the task was loaded (they key its references)."""
+        return self._sources[name]
+
+    def reference_dir(self, scale: str, seed: int) -> Path:
+        """The reference state of (scale, seed): what the oracle leaves (`reference.reference_dir`), built on first use."""
+        from .reference import reference_dir
+
+        return reference_dir(self, scale, seed)
 
     def generate_into(self, target: Path, scale: str, seed: int) -> None:
         """Run the generator into an empty folder `target` (data.db + workspace/)."""

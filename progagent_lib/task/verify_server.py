@@ -226,7 +226,7 @@ def judge(request: dict) -> dict:
         return {"defect": f"the verifier's environment could not be rebuilt in its process: {describe_exception(exc)}"}
     try:
         env._deadline = deadline  # the task's queries are stopped past it (the progress handler)
-        criteria = env.criteria(request["answer"])
+        criteria = env.run_criteria(request["answer"])
     except MemoryError:
         return {"budget": "memory"}
     except _CpuBudgetSpent:

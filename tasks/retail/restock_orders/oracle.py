@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, excluded_category, target_pct, report_name) -> str:
+def solve(tools, excluded_category, target_pct, report_name, honour_hold=True) -> str:
     texts = read_files(tools)
     suspended_name, delisted = None, set()
     for path, text in texts.items():
@@ -28,7 +28,7 @@ def solve(tools, excluded_category, target_pct, report_name) -> str:
         if p["on_hand"] >= p["reorder_point"] or p["sku"] in delisted or p["category"] == excluded_category:
             continue
         chosen = supplier(p["preferred_supplier_id"])
-        if chosen["name"] == suspended_name:
+        if honour_hold and chosen["name"] == suspended_name:
             chosen = supplier(p["backup_supplier_id"])
         need = math.ceil(p["target_stock"] * target_pct / 100) - p["on_hand"]
         quantity = math.ceil(need / chosen["case_pack"]) * chosen["case_pack"]
