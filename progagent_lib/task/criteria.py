@@ -83,6 +83,13 @@ def _names(columns: str | Iterable[str] | None) -> list[str]:
     return [columns] if isinstance(columns, str) else list(columns)
 
 
+def _display(key: Value) -> str:
+    """A key as a detail shows it: whole numbers without a decimal point (ids read back from text are floats)."""
+    if isinstance(key, tuple):
+        return "(" + ", ".join(_display(k) for k in key) + ")"
+    return str(int(key)) if isinstance(key, float) and key.is_integer() else repr(key)
+
+
 def _listed(items: list[str]) -> str:
     shown = ", ".join(items[:MAX_DETAIL_ITEMS])
     return shown + (f" and {len(items) - MAX_DETAIL_ITEMS} more" if len(items) > MAX_DETAIL_ITEMS else "")
@@ -99,12 +106,12 @@ def compare_rows(got: list[Row], want: list[Row], key: Sequence[str], columns: S
     for row in got:
         k = _key_of(row, key)
         if k in mine:
-            return f"{k!r} appears more than once"
+            return f"{_display(k)} appears more than once"
         mine[k] = row
     expected = {_key_of(row, key): row for row in want}
-    missing = [repr(k) for k in expected if k not in mine]
-    extra = [repr(k) for k in mine if k not in expected]
-    wrong = [f"{k!r} {c}={mine[k].get(c)!r} (expected {row.get(c)!r})" for k, row in expected.items() if k in mine
+    missing = [_display(k) for k in expected if k not in mine]
+    extra = [_display(k) for k in mine if k not in expected]
+    wrong = [f"{_display(k)} {c}={mine[k].get(c)!r} (expected {row.get(c)!r})" for k, row in expected.items() if k in mine
              for c in columns if not same_value(mine[k].get(c), row.get(c), tolerance)]
     problems = [f"missing {_listed(missing)}" if missing else "", f"unexpected {_listed(extra)}" if extra else "",
                 f"differs: {_listed(wrong)}" if wrong else ""]
@@ -208,7 +215,7 @@ def _members(got: list[Row], want: list[dict], key: Sequence[str], tolerance: fl
     mine = {_key_of(row, key): row for row in got}
     for item in want:
         k = _key_of({header_name(n): v for n, v in item.items()}, key)
-        problem = compare_json(mine[k], item, key, tolerance, f"{where}[{k!r}]")
+        problem = compare_json(mine[k], item, key, tolerance, f"{where}[{_display(k)}]")
         if problem:
             return problem
     return None

@@ -1,10 +1,6 @@
 """Tools and verifier for retail/aged_stock_markdown."""
-import csv
 import datetime as dt
-import io
 import json
-import math
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -72,65 +68,21 @@ class MarkdownEnv(WorkspaceEnvironment):
                         (event_id, rows[0]["id"], rows[0]["price"], round(new_price, 2)))
         return {"event_id": event_id, "sku": sku, "old_price": rows[0]["price"], "new_price": round(new_price, 2)}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self, facts: dict) -> dict[str, tuple[float, float, int]]:
-        """sku -> (old price, new price, on hand) for every line the policy marks down."""
-        stocktake = dt.date.fromisoformat(facts["stocktake"])
-        last = {r["product_id"]: r["d"] for r in self.query("SELECT product_id, MAX(sale_date) AS d FROM sales GROUP BY product_id")}
-        out = {}
-        for p in self.query("SELECT * FROM products WHERE on_hand > 0"):
-            if p["brand"] == facts["excluded_brand"] or p["category"] in (facts["seasonal"], self.params["held_category"]):
-                continue
-            age = (stocktake - dt.date.fromisoformat(last.get(p["id"], p["received_date"]))).days
-            if age > facts["bands"][1]:
-                pct = facts["pcts"][1]
-            elif age > facts["bands"][0]:
-                pct = facts["pcts"][0]
-            else:
-                continue
-            reduced = math.floor(p["price"] * (100 - pct) / 100 - 0.99 + 1e-6) + 0.99
-            floor = math.ceil(p["unit_cost"] - 0.99 - 1e-6) + 0.99
-            new = round(max(reduced, floor), 2)
-            if new < p["price"] - 0.001:
-                out[p["sku"]] = (p["price"], new, p["on_hand"])
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        want = self.expected(facts)
-        stocktake = dt.date.fromisoformat(facts["stocktake"])
-        weekday = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"].index(self.params["go_live_day"])
-        go_live = stocktake + dt.timedelta(days=(weekday - stocktake.weekday() - 1) % 7 + 1)  # strictly after
-        events = self.query("SELECT e.id, e.effective_date FROM markdown_events e WHERE EXISTS "
-                            "(SELECT 1 FROM price_changes c WHERE c.event_id = e.id)")
-        event_ok = len(events) == 1 and events[0]["effective_date"] == go_live.isoformat()
-        changes = self.query("SELECT p.sku, p.brand, p.category, c.new_price FROM price_changes c JOIN products p ON p.id = c.product_id")
-        got = {}
-        for c in changes:
-            got.setdefault(c["sku"], []).append(c["new_price"])
-        set_ok = set(got) == set(want) and all(len(v) == 1 for v in got.values())
-        prices_ok = all(abs(got.get(s, [0])[0] - w[1]) < 0.005 for s, w in want.items())
-        excluded_ok = not any(c["brand"] == facts["excluded_brand"] or c["category"] in (facts["seasonal"], self.params["held_category"])
-                              for c in changes)
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                seen = {r["sku"].strip(): (round(float(r["old_price"]), 2), round(float(r["new_price"]), 2)) for r in rows}
-                report_ok = len(rows) == len(want) and seen == {s: (round(w[0], 2), round(w[1], 2)) for s, w in want.items()}
-                detail = "matches the expected markdowns" if report_ok else f"{len(rows)} rows, {len(want)} markdowns expected"
-            except (KeyError, ValueError, AttributeError, TypeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        total = round(sum((w[0] - w[1]) * w[2] for w in want.values()), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
+        changes = "price_changes c JOIN products p ON p.id = c.product_id"
+        untouched = (facts["excluded_brand"], facts["seasonal"], self.params["held_category"])
+        wrong = self.query(f"SELECT count(*) AS n FROM {changes} WHERE p.brand = ? OR p.category IN (?, ?)", untouched)
+        value = self.reference.query(f"SELECT sum((p.price - c.new_price) * p.on_hand) AS v FROM {changes}")[0]["v"]
         return [
-            Criterion("single_event_on_the_go_live_day", event_ok, 1.0, f"one event effective {go_live.isoformat()}"),
-            Criterion("exactly_the_aged_lines_marked_down", set_ok, 2.0, f"{len(got)} lines repriced, {len(want)} expected"),
-            Criterion("prices_follow_bands_rounding_and_cost_floor", prices_ok, 2.0, "band discount, .99 round-down, cost floor"),
-            Criterion("exclusions_respected", excluded_ok, 1.0, "sale-or-return brand, seasonal and held categories untouched"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("markdown_value_reported", any(abs(n - total) < 0.015 for n in numbers), 1.0, f"expected {total:.2f}"),
+            self.tables_match("markdown_events e", key="e.effective_date", criterion="single_event_on_the_go_live_day",
+                              where="EXISTS (SELECT 1 FROM price_changes c WHERE c.event_id = e.id)"),
+            self.tables_match(changes, key="p.sku", criterion="exactly_the_aged_lines_marked_down", weight=2.0),
+            self.tables_match(changes, key="p.sku", columns="c.new_price", tolerance=0.005, weight=2.0,
+                              criterion="prices_follow_bands_rounding_and_cost_floor"),
+            Criterion("exclusions_respected", wrong[0]["n"] == 0, 1.0,
+                      "sale-or-return brand, seasonal and held categories untouched"),
+            self.file_matches(self.params["report_name"], key="sku", criterion="report_written"),
+            self.answer_states(round(value or 0.0, 2), tolerance=0.015, criterion="markdown_value_reported"),
         ]

@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, held_category, go_live_day, report_name) -> str:
+def solve(tools, held_category, go_live_day, report_name, strictly_older=True) -> str:
     texts = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     stocktake, bands, brands, categories = None, [], set(), set()
     for text in texts.values():
@@ -34,7 +34,7 @@ def solve(tools, held_category, go_live_day, report_name) -> str:
         if p["on_hand"] <= 0 or p["brand"] in brands or p["category"] in categories:
             continue
         age = (stocktake - dt.date.fromisoformat(last.get(p["sku"], p["received_date"]))).days
-        pct = next((pct for days, pct in bands if age > days), None)
+        pct = next((pct for days, pct in bands if age > days or (age == days and not strictly_older)), None)
         if pct is None:
             continue
         reduced = math.floor(p["price"] * (100 - pct) / 100 - 0.99 + 1e-6) + 0.99

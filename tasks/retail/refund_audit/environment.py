@@ -1,9 +1,4 @@
 """Tools and verifier for retail/refund_audit."""
-import csv
-import datetime as dt
-import io
-import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -74,57 +69,18 @@ class RefundAuditEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM refund_flags WHERE return_id = ?", (return_id,))
         return {"return_id": return_id, "flagged": False}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def correct_refunds(self) -> dict[int, tuple[float, float]]:
-        """return id -> (refund issued, refund the policy allows)."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        year = facts["holiday_year"]
-        season = (dt.date(year, 11, 15), dt.date(year, 12, 24))
-        out = {}
-        for r in self.query("SELECT r.*, o.order_date, o.coupon_pct, l.unit_price, p.category, p.final_sale FROM returns r "
-                            "JOIN orders o ON o.id = r.order_id JOIN order_lines l ON l.order_id = r.order_id AND l.sku = r.sku "
-                            "JOIN products p ON p.sku = r.sku"):
-            placed, back = dt.date.fromisoformat(r["order_date"]), dt.date.fromisoformat(r["return_date"])
-            last_day = placed + dt.timedelta(days=facts["window"])
-            if season[0] <= placed <= season[1]:
-                last_day = max(last_day, dt.date(year + 1, 1, 31))
-            amount = r["qty"] * r["unit_price"] * (100 - r["coupon_pct"]) / 100
-            if r["reason"] != "defective":
-                if back > last_day or r["final_sale"]:
-                    amount = 0.0
-                elif r["category"] == "electronics" and r["item_condition"] == "opened":
-                    amount *= (100 - self.params["restocking_fee_pct"]) / 100
-            out[r["id"]] = (r["refund_issued"], round(amount + 1e-9, 2))
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        truth = self.correct_refunds()
-        tolerance = max(0.01, self.params["tolerance"]) - 1e-9  # smaller differences are not flagged
-        wrong = {i: v for i, v in truth.items() if abs(v[0] - v[1]) >= tolerance}
-        flags = {f["return_id"]: f["correct_amount"] for f in self.query("SELECT * FROM refund_flags")}
-        amounts_ok = all(i in flags and abs(flags[i] - v[1]) < 0.011 for i, v in wrong.items())
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {int(float(r["return_id"])): (float(r["issued"]), float(r["correct"])) for r in rows}
-                report_ok = len(rows) == len(wrong) and got.keys() == wrong.keys() and all(
-                    abs(got[i][0] - v[0]) < 0.011 and abs(got[i][1] - v[1]) < 0.011 for i, v in wrong.items())
-                detail = "lists exactly the wrong refunds" if report_ok else f"{len(rows)} rows, {len(wrong)} expected"
-            except (KeyError, ValueError, AttributeError, TypeError) as exc:
-                detail = f"cannot parse the file: {exc}"
-        net = round(sum(v[0] - v[1] for v in wrong.values()), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"-?\d[\d,]*\.\d+", final_response)]
+        net = self.reference.query("SELECT sum(r.refund_issued - f.correct_amount) AS net FROM refund_flags f "
+                                   "JOIN returns r ON r.id = f.return_id")[0]["net"]
         return [
-            Criterion("exactly_the_wrong_refunds_flagged", set(flags) == set(wrong), 2.0, f"{len(flags)} flagged, {len(wrong)} wrong by {self.params['tolerance']} or more"),
-            Criterion("correct_amounts_recorded", amounts_ok, 2.0, "coupon, restocking fee, window and final-sale rules"),
-            Criterion("restocking_fee_and_window_cases_flagged",
-                      abs(flags.get(2, -1) - truth[2][1]) < 0.011 and abs(flags.get(4, -1)) < 0.011, 1.0,
-                      "opened electronics refunded without the fee; a refund paid outside the window"),
-            Criterion("holiday_and_defective_exceptions_not_flagged", not ({1, 3} & set(flags)), 1.0,
-                      "holiday-season return in January and a late defective final-sale item were refunded rightly"),
-            Criterion("audit_file_written", report_ok, 1.0, detail),
-            Criterion("net_over_refund_reported", any(abs(n - net) < 0.011 for n in numbers), 1.0, f"expected {net:.2f}"),
+            self.tables_match("refund_flags", key="return_id", criterion="exactly_the_wrong_refunds_flagged", weight=2.0),
+            self.tables_match("refund_flags", key="return_id", columns="correct_amount", tolerance=0.011, weight=2.0,
+                              criterion="correct_amounts_recorded"),
+            self.tables_match("refund_flags", key="return_id", columns="correct_amount", where="return_id IN (2, 4)",
+                              tolerance=0.011, criterion="restocking_fee_and_window_cases_flagged"),
+            self.tables_match("refund_flags", key="return_id", where="return_id IN (1, 3)",
+                              criterion="holiday_and_defective_exceptions_not_flagged"),
+            self.file_matches(self.params["report_name"], key="return_id", tolerance=0.011, criterion="audit_file_written"),
+            self.answer_states(round(net or 0.0, 2), tolerance=0.011, criterion="net_over_refund_reported"),
         ]

@@ -1,6 +1,5 @@
 """State for retail/refund_audit: orders with coupons, processed returns with refunds, the returns policy."""
 import datetime as dt
-import json
 
 CATEGORIES = ["electronics", "homeware", "apparel", "toys", "clearance"]
 WORDS = ["Nimbus", "Orbit", "Pebble", "Quartz", "Ripple", "Sprout", "Tundra", "Velvet", "Willow", "Zest"]
@@ -42,7 +41,6 @@ def generate(ctx):
         CREATE TABLE returns (id INTEGER PRIMARY KEY, order_id INTEGER, sku TEXT, qty INTEGER, return_date TEXT, reason TEXT,
             item_condition TEXT, refund_issued REAL);
         CREATE TABLE refund_flags (id INTEGER PRIMARY KEY, return_id INTEGER UNIQUE, correct_amount REAL, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     window = rng.choice([14, 28, 30])
@@ -131,5 +129,3 @@ def generate(ctx):
             "This does not change refund rules.\n")
     for rel in sorted(docs):
         save(ctx.workspace, rel, docs[rel])
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)",
-                   [("window", json.dumps(window)), ("fee", json.dumps(fee)), ("holiday_year", json.dumps(holiday_day.year))])

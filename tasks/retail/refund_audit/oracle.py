@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, restocking_fee_pct, tolerance, report_name) -> str:
+def solve(tools, restocking_fee_pct, tolerance, report_name, holiday_extension=True) -> str:
     docs = " ".join(" ".join(t.split()) for t in read_files(tools, "policies/*").values())
     window = int(re.search(r"within (\d+) days of the order date", docs).group(1))
     fee = restocking_fee_pct
@@ -22,7 +22,7 @@ def solve(tools, restocking_fee_pct, tolerance, report_name) -> str:
         line = next(l for l in order["lines"] if l["sku"] == r["sku"])
         placed = dt.date.fromisoformat(order["order_date"])
         deadline = placed + dt.timedelta(days=window)
-        if season[0] <= placed <= season[1]:
+        if holiday_extension and season[0] <= placed <= season[1]:
             deadline = max(deadline, season[2])
         amount = r["qty"] * line["unit_price"] * (100 - order["coupon_pct"]) / 100
         if r["reason"] != "defective":
