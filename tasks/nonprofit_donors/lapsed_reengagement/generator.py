@@ -1,7 +1,6 @@
 """State for nonprofit_donors/lapsed_reengagement: supporters, giving history and supporter-care mail.
 params(): a fund whose gifts the request leaves out of lifetime giving (the two tied lapsed donors gave to every such
 fund, equal amounts, so the tie survives and every choice moves their totals) and the list's file name."""
-import json
 from datetime import date, timedelta
 
 GIVEN = ["Aisha", "Brendan", "Ciara", "Dominic", "Eleanor", "Fergus", "Gemma", "Harvey", "Ines", "Jasper", "Keira",
@@ -32,7 +31,6 @@ def generate(ctx):
         CREATE TABLE gifts (id INTEGER PRIMARY KEY, donor_id INTEGER, gift_date TEXT, amount REAL, fund TEXT);
         CREATE TABLE campaigns (id INTEGER PRIMARY KEY, name TEXT, channel TEXT);
         CREATE TABLE campaign_members (id INTEGER PRIMARY KEY, campaign_id INTEGER, donor_id INTEGER, rank INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     today = date(2026, 11, 20) + timedelta(days=rng.randint(0, 20))
@@ -114,7 +112,3 @@ def generate(ctx):
         folder = brief if e["n"] % 3 == 0 else care
         folder.joinpath(f"log_{e['topic'].replace(' ', '_')}_{e['n']:03d}.txt").write_text(
             f"Note on the {e['topic']}: {e['who']} asked a question; answered by phone. No change to their record.\n")
-    facts = {"today": today.isoformat(), "lapse_months": lapse_months, "window_years": window_years, "top_n": top_n,
-             "major": major, "mid": mid, "excluded": [3, 4], "recent_gift": [5, (today - timedelta(days=2)).isoformat()],
-             "channels": CHANNELS}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

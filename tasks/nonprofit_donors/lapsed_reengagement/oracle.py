@@ -14,7 +14,7 @@ def back(d, months):
             pass
 
 
-def solve(tools, excluded_fund, report_name) -> str:
+def solve(tools, excluded_fund, report_name, count_unbanked_cheques=True) -> str:
     blocked, late_gifts = set(), {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -37,7 +37,7 @@ def solve(tools, excluded_fund, report_name) -> str:
         total[g["donor_id"]] = total.get(g["donor_id"], 0) + (g["amount"] if g["fund"] != excluded_fund else 0)
         last[g["donor_id"]] = max(last.get(g["donor_id"], ""), g["gift_date"])
     for did, d in donors.items():
-        if d["donor_no"] in late_gifts:
+        if count_unbanked_cheques and d["donor_no"] in late_gifts:
             last[did] = max(last.get(did, ""), late_gifts[d["donor_no"]])
     lapse_line, window_line = back(today, months).isoformat(), back(today, 12 * years).isoformat()
     lapsed = [d for d in donors.values() if d["id"] in last and window_line <= last[d["id"]] < lapse_line

@@ -1,9 +1,5 @@
 """Tools and verifier for nonprofit_donors/matching_gift_claims."""
-import csv
 import datetime as dt
-import io
-import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -81,74 +77,16 @@ class MatchingGiftEnv(WorkspaceEnvironment):
                               (claim_id, gift_id, round(float(match_amount), 2)))
         return {"line_id": cur.lastrowid, "claim_id": claim_id, "gift_id": gift_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _expected(self) -> dict[int, dict[int, float]]:
-        rules = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'rules'")[0]["value"])
-        employers = {e["id"]: e["name"] for e in self.query("SELECT id, name FROM employers")}
-        donors = {d["id"]: d for d in self.query("SELECT * FROM donors")}
-        used = {(r["donor_id"], 2026): r["matched_amount"] for r in self.query("SELECT * FROM matched_this_year")}
-        out: dict[int, dict[int, float]] = {}
-        for g in self.query("SELECT * FROM gifts ORDER BY gift_date, id"):
-            donor = donors[g["donor_id"]]
-            if not donor["employer_id"]:
-                continue
-            company = employers[donor["employer_id"]]
-            if company == self.params["excluded_company"]:
-                continue
-            p = rules["programmes"][company]
-            day = dt.date.fromisoformat(g["gift_date"])
-            if g["fund"] == "gala tickets" or g["fund"] == p["excluded"] or g["amount"] < p["minimum"]:
-                continue
-            if donor["employment_status"] == "retiree" and not p["retirees"]:
-                continue
-            if company == rules["suspended"] and g["gift_date"] >= rules["suspended_from"]:
-                continue
-            if p["deadline"][0] == "days":
-                if (TODAY - day).days > p["deadline"][1]:
-                    continue
-            elif TODAY > dt.date(day.year + 1, 6, 30):
-                continue
-            key = (donor["id"], day.year)
-            room = p["cap"] - used.get(key, 0.0)
-            match = round(min(g["amount"] * p["ratio"], room), 2)
-            if match <= 0:
-                continue
-            used[key] = used.get(key, 0.0) + match
-            out.setdefault(donor["employer_id"], {})[g["id"]] = match
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = self._expected()
-        claims = self.query("SELECT id, employer_id FROM claims")
-        per_employer = {}
-        for c in claims:
-            per_employer.setdefault(c["employer_id"], []).append(c["id"])
-        claims_ok = set(per_employer) == set(expected) and all(len(v) == 1 for v in per_employer.values())
-        lines = self.query("SELECT l.gift_id, l.match_amount, c.employer_id FROM claim_lines l JOIN claims c ON c.id = l.claim_id")
-        got = {l["gift_id"]: (l["employer_id"], l["match_amount"]) for l in lines}
-        want = {gid: (emp, amt) for emp, gs in expected.items() for gid, amt in gs.items()}
-        gifts_ok = set(got) == set(want) and all(got[g][0] == want[g][0] for g in want)
-        common = [g for g in want if g in got]
-        amounts_ok = bool(common) and all(abs(got[g][1] - want[g][1]) < 0.01 for g in common)
-        total = round(sum(a for _, a in want.values()), 2)
-        names = {e["id"]: e["name"] for e in self.query("SELECT id, name FROM employers")}
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got_rows = {r["company"].strip(): (int(r["gifts"]), round(float(r["match_total"]), 2)) for r in rows}
-                want_rows = {names[emp]: (len(gs), round(sum(gs.values()), 2)) for emp, gs in expected.items()}
-                report_ok = got_rows == want_rows and len(rows) == len(want_rows)
-                detail = "matches the claims" if report_ok else f"{len(rows)} rows; {len(want_rows)} companies expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the summary: {exc}"
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
+        lines = "claim_lines l JOIN claims c ON c.id = l.claim_id"
+        total = self.reference.query("SELECT sum(match_amount) AS t FROM claim_lines")[0]["t"] or 0.0
         return [
-            Criterion("one_claim_per_matching_company", claims_ok, 1.0, f"{len(per_employer)} companies claimed, {len(expected)} expected (not {self.params['excluded_company']})"),
-            Criterion("eligible_gifts_claimed", gifts_ok, 2.0, f"{len(got)} gifts on claims, {len(want)} eligible"),
-            Criterion("match_amounts_with_ratio_and_cap", amounts_ok, 1.0, "ratio applied, limited by the yearly cap"),
-            Criterion("claims_summary_written", report_ok, 1.0, detail),
-            Criterion("total_claimed_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected {total:.2f}"),
+            self.tables_match("claims", key="employer_id", criterion="one_claim_per_matching_company"),
+            self.tables_match(lines, key="l.gift_id", columns="c.employer_id", criterion="eligible_gifts_claimed",
+                              weight=2.0),
+            self.tables_match(lines, key="l.gift_id", columns="l.match_amount", tolerance=0.01,
+                              criterion="match_amounts_with_ratio_and_cap"),
+            self.file_matches(self.params["report_name"], key="company", criterion="claims_summary_written"),
+            self.answer_states(round(total, 2), criterion="total_claimed_reported"),
         ]

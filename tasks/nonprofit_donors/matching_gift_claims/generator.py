@@ -3,7 +3,6 @@ matched this year, one programme guide per employer, a fund note and a programme
 params(): a company whose claim is held back (never the suspended one; every excludable company has a donor with a
 recent eligible gift) and the name of the claims summary file."""
 import datetime as dt
-import json
 
 COMPANIES = ["Altamira Software", "Brookfield Foods", "Cobalt Engineering", "Dovetail Insurance", "Everline Bank",
              "Foxglove Pharma", "Greyhaven Logistics", "Helix Energy"]
@@ -33,7 +32,6 @@ def generate(ctx):
         CREATE TABLE matched_this_year (donor_id INTEGER PRIMARY KEY, matched_amount REAL);
         CREATE TABLE claims (id INTEGER PRIMARY KEY, employer_id INTEGER, submitted_on TEXT);
         CREATE TABLE claim_lines (id INTEGER PRIMARY KEY, claim_id INTEGER, gift_id INTEGER, match_amount REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     programmes = {}
@@ -122,5 +120,3 @@ def generate(ctx):
             f"From: donor{rng.randint(1, len(donors))}@mail.example\nSubject: "
             f"{rng.choice(['Change of address', 'Thank you letter', 'Newsletter preferences', 'Volunteering'])}\n\n"
             "Just a quick note for your records. Nothing about matching gifts.\n")
-    facts = {"programmes": programmes, "suspended": suspended, "suspended_from": suspended_from.isoformat()}
-    db.execute("INSERT INTO _verifier_facts VALUES ('rules', ?)", (json.dumps(facts),))

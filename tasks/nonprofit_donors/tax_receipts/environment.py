@@ -1,8 +1,4 @@
 """Tools and verifier for nonprofit_donors/tax_receipts."""
-import csv
-import io
-import json
-import re
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -68,64 +64,18 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
                         (number, donor_id, "current", qualifying_total, gift_aid))
         return {"receipt_no": number, "donor_id": donor_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _expected(self) -> tuple[dict, dict]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        donors = {d["id"]: d for d in self.query("SELECT * FROM donors")}
-        covers = {dc["donor_id"]: dc for dc in self.query("SELECT * FROM declarations")}
-        totals, aided = {}, {}
-        for g in self.query("SELECT * FROM gifts WHERE gift_date BETWEEN ? AND ? AND status = 'received' "
-                            "AND method NOT IN ('raffle ticket', 'auction purchase') AND campaign != ?",
-                            (f["start"], f["end"], self.params["excluded_campaign"])):
-            did = g["donor_id"]
-            totals[did] = totals.get(did, 0) + g["amount"]
-            dec = covers.get(did)
-            covered = dec is not None and (dec["covers"].startswith("past") or g["gift_date"] >= dec["signed_on"])
-            if f["cancelled"].get(str(did), "9999") <= g["gift_date"]:
-                covered = False
-            if covered and donors[did]["country"] == "United Kingdom":
-                aided[did] = aided.get(did, 0) + g["amount"]
-        expected = {}
-        for did, total in totals.items():
-            if total >= f["threshold"]:
-                d = donors[did]
-                expected[did] = {"donor": "Anonymous" if did in f["anonymous"] else f"{d['first_name']} {d['last_name']}",
-                                 "total": round(total, 2), "gift_aid": round(aided.get(did, 0) * 0.25, 2)}
-        return expected, f
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected, f = self._expected()
-        issued = {r["donor_id"]: r for r in self.query("SELECT * FROM receipts")}
-        totals_ok = all(k in issued and abs(issued[k]["qualifying_total"] - e["total"]) < 0.005 for k, e in expected.items())
-        aid_ok = all(k in issued and abs(issued[k]["gift_aid"] - e["gift_aid"]) < 0.005 for k, e in expected.items())
-
-        report_name = self.params["report_name"]
-        report_ok, anon_ok, detail = False, False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["receipt_no"].strip(): (r["donor"].strip(), round(float(r["qualifying_total"]), 2), round(float(r["gift_aid"]), 2))
-                       for r in rows}
-                want = {issued[k]["receipt_no"]: (e["donor"], e["total"], e["gift_aid"]) for k, e in expected.items() if k in issued}
-                report_ok = got == want and len(rows) == len(expected)
-                named = {r["donor"].strip().lower() for r in rows}
-                anon_ok = all(expected[k]["donor"] == "Anonymous" and got.get(issued[k]["receipt_no"], ("",))[0] == "Anonymous"
-                              for k in f["anonymous"] if k in expected and k in issued) and not any(
-                    f"{d['first_name']} {d['last_name']}".lower() in named
-                    for d in self.query("SELECT * FROM donors") if d["id"] in f["anonymous"]
-                    and not any(e["donor"].lower() == f"{d['first_name']} {d['last_name']}".lower() for e in expected.values()))
-                detail = "matches the issued receipts" if report_ok else f"{len(rows)} rows; differs from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse {report_name}: {exc}"
-        grand = round(sum(e["gift_aid"] for e in expected.values()), 2)
-        amounts = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        name = self.params["report_name"]  # receipt numbers follow the order of issue: rows compare without them
+        grand = self.reference.query("SELECT sum(gift_aid) AS g FROM receipts")[0]["g"] or 0.0
         return [
-            Criterion("receipts_for_exactly_the_qualifying_donors", set(issued) == set(expected), 2.0,
-                      f"{len(issued)} receipts, {len(expected)} expected"),
-            Criterion("qualifying_totals_correct", totals_ok, 1.0, f"tax-year gifts, excluding purchases, refunds and the {self.params['excluded_campaign']}"),
-            Criterion("gift_aid_correct", aid_ok, 1.0, "declaration scope, cancellations and residence applied"),
-            Criterion("anonymity_respected", anon_ok, 1.0, "donors who asked are shown as Anonymous"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("total_gift_aid_reported", any(abs(a - grand) < 0.005 for a in amounts), 1.0, f"expected {grand:.2f}"),
+            self.tables_match("receipts", key="donor_id", criterion="receipts_for_exactly_the_qualifying_donors",
+                              weight=2.0),
+            self.tables_match("receipts", key="donor_id", columns="qualifying_total", tolerance=0.005,
+                              criterion="qualifying_totals_correct"),
+            self.tables_match("receipts", key="donor_id", columns="gift_aid", tolerance=0.005,
+                              criterion="gift_aid_correct"),
+            self.file_matches(name, columns="donor", criterion="anonymity_respected"),
+            self.file_matches(name, columns=["donor", "qualifying_total", "gift_aid"], tolerance=0.005),
+            self.answer_states(round(grand, 2), tolerance=0.005, criterion="total_gift_aid_reported"),
         ]

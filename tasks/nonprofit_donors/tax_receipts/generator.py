@@ -3,7 +3,6 @@ params(): a campaign whose gifts were receipted separately (left out; the hand-b
 fund, and donors 7-10 each give 300 pounds to one excludable campaign), the receipt threshold (the policy leaves it
 to the request; donor 2 sits exactly on it and donor 3 just below it) and the register's file name."""
 import itertools
-import json
 from datetime import date, timedelta
 
 FIRST = ["Alice", "Bilal", "Carys", "Declan", "Esme", "Farah", "Gareth", "Hannah", "Imran", "Jess", "Kwame", "Lucy",
@@ -34,7 +33,6 @@ def generate(ctx):
         CREATE TABLE declarations (id INTEGER PRIMARY KEY, donor_id INTEGER, signed_on TEXT, covers TEXT);
         CREATE TABLE receipts (id INTEGER PRIMARY KEY, receipt_no TEXT UNIQUE, donor_id INTEGER, tax_year TEXT,
             qualifying_total REAL, gift_aid REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     year = rng.choice([2024, 2025])
@@ -137,6 +135,3 @@ def generate(ctx):
         where = finance if number % 2 else inbox
         note = f"{subject.capitalize()}\n\nNotes on the {subject}. {helper[2]} {helper[3]} offered to help.\n"
         where.joinpath(f"misc_{number:03d}_{subject.replace(' ', '_')}.txt").write_text(note + "Nothing here changes receipting or Gift Aid.\n")
-    facts = {"start": ystart.isoformat(), "end": yend.isoformat(), "threshold": threshold,
-             "cancelled": {str(donors[3][0]): cancel_day.isoformat()}, "anonymous": [d[0] for d in anonymous]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

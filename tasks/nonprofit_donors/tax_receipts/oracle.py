@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NOT_DONATIONS = ("raffle ticket", "auction purchase")
 
 
-def solve(tools, excluded_campaign, threshold, report_name) -> str:
+def solve(tools, excluded_campaign, threshold, report_name, read_declarations=True) -> str:
     cancelled, anonymous = {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -32,9 +32,9 @@ def solve(tools, excluded_campaign, threshold, report_name) -> str:
         dec = declarations.get(donor["id"])
         if dec is None or donor["country"] != "United Kingdom":
             continue
-        if dec["covers"] == "future gifts only" and g["gift_date"] < dec["signed_on"]:
+        if read_declarations and dec["covers"] == "future gifts only" and g["gift_date"] < dec["signed_on"]:
             continue
-        if donor["donor_no"] in cancelled and g["gift_date"] >= cancelled[donor["donor_no"]]:
+        if read_declarations and donor["donor_no"] in cancelled and g["gift_date"] >= cancelled[donor["donor_no"]]:
             continue
         aided[donor["id"]] = aided.get(donor["id"], 0) + g["amount"]
 
