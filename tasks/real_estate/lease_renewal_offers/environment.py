@@ -1,6 +1,4 @@
 """Tools and verifier for real_estate/lease_renewal_offers."""
-import json
-import re
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -98,46 +96,20 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO non_renewals (lease_id, reason, created) VALUES (?,?, '2026-11-30')", (lease_id, reason))
         return {"notice_id": cur.lastrowid, "lease_id": lease_id, "reason": reason}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        offers = {int(k): v for k, v in facts["offers"].items()}
-        notices = {int(k): v for k, v in facts["notices"].items()}
-        made = {r["lease_id"]: r for r in self.query("SELECT lease_id, new_rent, term_months FROM renewal_offers")}
-        served = {r["lease_id"]: r["reason"] for r in self.query("SELECT lease_id, reason FROM non_renewals")}
-        rent = {r["id"]: r["monthly_rent"] for r in self.query("SELECT id, monthly_rent FROM leases")}
-        tenant = {r["id"]: r["name"] for r in self.query("SELECT l.id, t.name FROM leases l JOIN tenants t ON t.id = l.tenant_id")}
-
-        right_offers = set(made) == set(offers)
-        rents_ok = right_offers and all(made[k]["new_rent"] == v for k, v in offers.items())
-        term_ok = right_offers and all(m["term_months"] == self.params["term_months"] for m in made.values())
-        notices_ok = set(served) == set(notices)
-        reasons_ok = notices_ok and served == notices
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            got = {}
-            for line in path.read_text().splitlines():
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                if len(cells) >= 4 and cells[0].isdigit():
-                    nums = [c.replace("$", "").replace(",", "") for c in (cells[2], cells[3])]
-                    try:
-                        got[int(cells[0])] = (cells[1], round(float(nums[0])), round(float(nums[1])))
-                    except ValueError:
-                        pass
-            want = {k: (tenant[k], rent[k], v) for k, v in offers.items()}
-            report_ok = got == want
-            detail = "table matches the expected offers" if report_ok else f"{len(got)} table rows; differ from the {len(want)} expected"
-        rise = sum(v - rent[k] for k, v in offers.items())
-        numbers = [round(float(x.replace(",", ""))) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
+        rise = self.reference.query("SELECT sum(o.new_rent - l.monthly_rent) AS r FROM renewal_offers o "
+                                    "JOIN leases l ON l.id = o.lease_id")[0]["r"] or 0
         return [
-            Criterion("offers_for_exactly_the_qualifying_leases", right_offers, 2.0, f"{len(made)} offers, {len(offers)} expected"),
-            Criterion("offered_rents_follow_caps", rents_ok, 2.0, f"market rent, capped by district unless exempt and at {self.params['max_raise']} more, floored, never below current"),
-            Criterion("offer_term_as_requested", term_ok, 0.5, f"expected {self.params['term_months']}-month terms"),
-            Criterion("non_renewals_for_the_right_leases", notices_ok, 1.0, f"{len(served)} notices, {len(notices)} expected"),
-            Criterion("non_renewal_reasons", reasons_ok, 1.0, "sale for the sold building, late payments otherwise"),
-            Criterion("summary_table_written", report_ok, 1.0, detail),
-            Criterion("rent_roll_increase_reported", rise in numbers, 1.0, f"expected an increase of {rise}"),
+            self.tables_match("renewal_offers", key="lease_id", criterion="offers_for_exactly_the_qualifying_leases",
+                              weight=2.0),
+            self.tables_match("renewal_offers", key="lease_id", columns="new_rent", criterion="offered_rents_follow_caps",
+                              weight=2.0),
+            self.tables_match("renewal_offers", key="lease_id", columns="term_months", criterion="offer_term_as_requested",
+                              weight=0.5),
+            self.tables_match("non_renewals", key="lease_id", criterion="non_renewals_for_the_right_leases"),
+            self.tables_match("non_renewals", key="lease_id", columns="reason", criterion="non_renewal_reasons"),
+            self.file_matches(self.params["report_name"], as_="md", key="lease_id", tolerance=0.5,
+                              columns=["tenant", "current_rent", "new_rent"], criterion="summary_table_written"),
+            self.answer_states(rise, tolerance=0.5, criterion="rent_roll_increase_reported"),
         ]

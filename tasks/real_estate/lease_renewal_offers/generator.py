@@ -3,7 +3,6 @@ params(): the board's cap on any single rent increase (always below the 200-doll
 pinned lease, so every cap changes that offer), the length of the new terms (the memo leaves it to the request) and
 the summary's file name."""
 import datetime as dt
-import json
 
 DISTRICTS = ["Harbor", "Midtown", "Old Quarter", "Eastside", "Northpark"]
 STREETS = ["Alder", "Birch", "Chestnut", "Dogwood", "Elm", "Fir", "Hawthorn", "Juniper", "Laurel", "Magnolia", "Poplar", "Willow"]
@@ -38,7 +37,6 @@ def generate(ctx):
         CREATE TABLE payments (id INTEGER PRIMARY KEY, lease_id INTEGER, due_date TEXT, amount INTEGER, paid_on TEXT);
         CREATE TABLE renewal_offers (id INTEGER PRIMARY KEY, lease_id INTEGER, new_rent INTEGER, term_months INTEGER, created TEXT);
         CREATE TABLE non_renewals (id INTEGER PRIMARY KEY, lease_id INTEGER, reason TEXT, created TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     caps = {d: rng.choice([2.0, 2.5, 3.0, 3.5, 4.0, 5.0]) for d in DISTRICTS}
@@ -46,7 +44,6 @@ def generate(ctx):
     grace = rng.choice([3, 5, 7])
     threshold = rng.choice([2, 3])
     lo, hi = rng.choice([45, 60]), rng.choice([90, 120])
-    term = ctx.params["term_months"]
 
     props = []
     for pid in range(1, ctx.size("properties") + 1):
@@ -181,7 +178,3 @@ def generate(ctx):
         (ws / "maintenance" / f"log_{i:03d}.txt").write_text(
             f"Maintenance log - {p['name']}\n\nUnit {rng.choice(units)[2]}: {rng.choice(['dripping tap', 'sticking door', 'mould in bathroom', 'faulty intercom'])} "
             f"reported and fixed within {rng.randint(1, 6)} days.\n")
-
-    facts = {"offers": {str(k): v for k, v in expected_offers.items()}, "notices": {str(k): v for k, v in expected_notices.items()},
-             "term": term}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

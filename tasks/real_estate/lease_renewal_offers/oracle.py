@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4}
 
 
-def solve(tools, max_raise, term_months, report_name) -> str:
+def solve(tools, max_raise, term_months, report_name, new_buildings_exempt=True) -> str:
     texts = read_files(tools)
     caps, sold = {}, None
     for text in texts.values():
@@ -48,7 +48,7 @@ def solve(tools, max_raise, term_months, report_name) -> str:
             tools.issue_non_renewal(lease_id=lease["id"], reason="late_payments")
             continue
         current = lease["monthly_rent"]
-        if prop["year_built"] >= exempt_from:
+        if new_buildings_exempt and prop["year_built"] >= exempt_from:
             new = max(current, unit["market_rent"])
         else:
             new = max(current, min(unit["market_rent"], int(current * (100 + caps[prop["district"]]) // 100)))
