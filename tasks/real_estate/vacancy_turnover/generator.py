@@ -3,7 +3,6 @@ office documents that hold the deduction rules (cleaning clause date, floor depr
 params(): the share of each deposit that is the most we keep this round (a pinned lease owes more than its whole
 deposit, so every cap changes its refund) and the name of the settlement register."""
 import datetime as dt
-import json
 
 BUILDINGS = [("HC", "Harbor Court"), ("LV", "Linden View"), ("MP", "Mill Pond Flats"), ("QS", "Quarry Square"),
              ("ER", "Elm Row")]
@@ -37,7 +36,6 @@ def generate(ctx):
         CREATE TABLE work_orders (id INTEGER PRIMARY KEY, unit_id INTEGER, estimated_cost REAL, status TEXT);
         CREATE TABLE deposit_settlements (id INTEGER PRIMARY KEY, lease_id INTEGER, deduction REAL, refund REAL,
             work_order_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     fee = rng.choice([120, 150, 175, 200])
@@ -148,6 +146,3 @@ def generate(ctx):
         (notes / f"inspector_note_{i:03d}.txt").write_text(
             f"Inspector's diary, visit {i + 1}: walked unit {units[lease[1] - 1][1]} with the caretaker. Photos are on\n"
             "the shared drive. Reminder to myself: record findings in the system, categories as usual.\n")
-    facts = {"cleaning_fee": fee, "floor_share": floor_share, "clause_date": clause_date.isoformat(),
-             "waived_building": waived_code}
-    db.execute("INSERT INTO _verifier_facts VALUES ('rules', ?)", (json.dumps(facts),))

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, max_keep_pct, report_name) -> str:
+def solve(tools, max_keep_pct, report_name, fee_from_clause_date=True) -> str:
     texts = read_files(tools)
     floor_share, fee, clause_date, waived = None, None, None, None
     for text in texts.values():
@@ -32,7 +32,7 @@ def solve(tools, max_keep_pct, report_name) -> str:
                 charge += item["repair_cost"] * share
             elif item["category"] == "missing" and unit["building_name"] != waived:
                 charge += item["repair_cost"]
-        if lease["start_date"] >= clause_date and any(i["category"] == "cleaning" for i in found):
+        if (lease["start_date"] >= clause_date or not fee_from_clause_date) and any(i["category"] == "cleaning" for i in found):
             charge += fee
         deduction = round(min(charge, lease["deposit"] * max_keep_pct / 100), 2)
         order = tools.create_work_order(unit_id=unit["id"], estimated_cost=round(sum(i["repair_cost"] for i in found), 2))
