@@ -1,8 +1,5 @@
 """Tools and verifier for real_estate/maintenance_triage."""
-import csv
-import re
 import datetime as dt
-import io
 import json
 from typing import Literal
 
@@ -96,40 +93,25 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE work_orders SET paged = 1 WHERE id = ?", (work_order_id,))
         return {"work_order_id": work_order_id, "paged": True}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = facts["expected"]
-        tri = {str(r["request_id"]): r for r in self.query("SELECT * FROM triage")}
-        orders = {str(r["request_id"]): r for r in self.query(
-            "SELECT w.request_id, w.vendor_id, w.paged, v.name FROM work_orders w JOIN vendors v ON v.id = w.vendor_id")}
-        prio_ok = set(tri) == set(expected) and all(tri[k]["priority"] == v[0] for k, v in expected.items())
-        due_ok = set(tri) == set(expected) and all(tri[k]["due_by"] == v[2] for k, v in expected.items())
-        vendor_ok = set(orders) == set(expected) and all(orders[k]["name"] == v[1] for k, v in expected.items())
-        suspended_ok = bool(orders) and not any(o["vendor_id"] == facts["suspended"] for o in orders.values())
-        paged_ok = set(orders) == set(expected) and all(bool(orders[k]["paged"]) == (v[0] == "emergency") for k, v in expected.items())
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                got = {r["request_id"].strip(): [r["priority"].strip().lower(), r["vendor"].strip(), " ".join(r["due_by"].split())[:16]]
-                       for r in csv.DictReader(io.StringIO(path.read_text().strip()))}
-                report_ok = got == expected
-                detail = "matches the expected triage" if report_ok else f"{len(got)} rows; differ from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        emergencies = sum(1 for v in expected.values() if v[0] == "emergency")
-
-        said = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
-        top_ok = any(name in final_response for name in facts["top"])
+        suspended = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'suspended'")[0]["value"])
+        to_suspended = self.query("SELECT count(*) AS n FROM work_orders WHERE vendor_id = ?", (suspended,))[0]["n"]
+        emergencies = self.reference.query("SELECT count(*) AS n FROM triage WHERE priority = 'emergency'")[0]["n"]
+        counts = self.reference.query("SELECT v.name, count(*) AS n FROM work_orders w JOIN vendors v "
+                                      "ON v.id = w.vendor_id GROUP BY v.name")
+        top = [c["name"] for c in counts if c["n"] == max(c["n"] for c in counts)]
+        said = self.answer_states(emergencies).passed and any(name.casefold() in final_response.casefold() for name in top)
         return [
-            Criterion("priorities_from_guide_and_weather", prio_ok, 2.0, "phrases in the guide; no-heat depends on the night's low"),
-            Criterion("due_times_computed", due_ok, 1.0, f"report time plus 4 h / {self.params['urgent_hours']} h / {self.params['routine_days']} days"),
-            Criterion("contractors_chosen_by_rules", vendor_ok, 2.0, "trade, district, capacity in priority order, rate, rating, warranty"),
-            Criterion("suspended_contractor_avoided", suspended_ok, 1.0, "no work for the suspended contractor"),
-            Criterion("emergencies_paged", paged_ok, 1.0, "page exactly the emergency work orders"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("emergencies_and_top_contractor_reported", emergencies in said and top_ok, 1.0, f"expected {emergencies} emergencies; top: {facts['top']}"),
+            self.tables_match("triage", key="request_id", columns="priority", weight=2.0,
+                              criterion="priorities_from_guide_and_weather"),
+            self.tables_match("triage", key="request_id", columns="due_by", criterion="due_times_computed"),
+            self.tables_match("work_orders", key="request_id", columns="vendor_id", weight=2.0,
+                              criterion="contractors_chosen_by_rules"),
+            Criterion("suspended_contractor_avoided", to_suspended == 0 and self.query("SELECT id FROM work_orders LIMIT 1"),
+                      1.0, f"{to_suspended} work orders for the suspended contractor"),
+            self.tables_match("work_orders", key="request_id", columns="paged", criterion="emergencies_paged"),
+            self.file_matches(self.params["report_name"], key="request_id", columns=["priority", "vendor", "due_by"]),
+            Criterion("emergencies_and_top_contractor_reported", said, 1.0,
+                      f"expected {emergencies} emergencies; top: {top}"),
         ]

@@ -109,37 +109,6 @@ def generate(ctx):
     rng.shuffle(requests)
     db.executemany("INSERT INTO requests (unit_id, reported_at, trade, description, status) VALUES (?,?,?,?,?)", requests)
 
-    # Expected outcome.
-    targets = {"emergency": 4, "urgent": ctx.params["urgent_hours"], "routine": 24 * ctx.params["routine_days"]}
-    text_class = {t: c for _, t, c in ISSUES}
-    prop_of_unit = {u[0]: props[u[1] - 1] for u in units}
-    todo = []
-    for rid, (unit, at, trade, desc, status) in enumerate(requests, 1):
-        if status != "new":
-            continue
-        cls = text_class[desc[len("Tenant reports: "):-1]]
-        if cls == "heat":
-            cls = "emergency" if lows[dt.date.fromisoformat(at[:10])] < frost else "urgent"
-        due = dt.datetime.strptime(at, "%Y-%m-%d %H:%M") + dt.timedelta(hours=targets[cls])
-        todo.append({"id": rid, "unit": unit, "at": at, "trade": trade, "priority": cls, "due": due.strftime("%Y-%m-%d %H:%M")})
-    rank = {"emergency": 0, "urgent": 1, "routine": 2}
-    load = {v["id"]: v["open_jobs"] for v in vendors}
-    expected = {}
-    for r in sorted(todo, key=lambda r: (rank[r["priority"]], r["at"], r["id"])):
-        prop = prop_of_unit[r["unit"]]
-        if prop["id"] == warranty_prop["id"] and r["trade"] in ("heating", "appliance"):
-            choice = warranty_vendor
-        else:
-            fits = [v for v in vendors if v["trade"] == r["trade"] and prop["district"] in v["districts"].split(", ")
-                    and v["id"] != suspended["id"] and load[v["id"]] < v["max_open_jobs"]]
-            choice = min(fits, key=lambda v: (v["hourly_rate"], -v["rating"], v["id"]))
-        load[choice["id"]] += 1
-        expected[str(r["id"])] = [r["priority"], choice["name"], r["due"]]
-    counts = {}
-    for _, name, _ in expected.values():
-        counts[name] = counts.get(name, 0) + 1
-    top = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
     for folder in ("guides", "mail", "site_notes"):
@@ -172,5 +141,4 @@ def generate(ctx):
         (ws / "site_notes" / f"visit_{i:03d}.txt").write_text(
             f"Site visit to {p['name']}: communal areas clean, {rng.choice(['lift serviced', 'gutters cleared', 'fire doors checked'])}.\n")
 
-    facts = {"expected": expected, "suspended": suspended["id"], "top": [name for name, n in top if n == top[0][1]]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    db.execute("INSERT INTO _verifier_facts VALUES ('suspended', ?)", (json.dumps(suspended["id"]),))

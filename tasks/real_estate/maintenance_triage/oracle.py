@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 HOURS = {"emergency": 4, "urgent": 24, "routine": 24 * 7}
 
 
-def solve(tools, routine_days, urgent_hours, report_name) -> str:
+def solve(tools, routine_days, urgent_hours, report_name, read_forecast=True) -> str:
     texts = read_files(tools)
     phrase_class, lows, suspended, warranty = {}, {}, set(), {}
     for text in texts.values():
@@ -41,7 +41,7 @@ def solve(tools, routine_days, urgent_hours, report_name) -> str:
         issue = r["description"].removeprefix("Tenant reports: ").rstrip(".")
         if issue.startswith(heat_phrase):
             day = dt.datetime.strptime(r["reported_at"][:10], "%Y-%m-%d").strftime("%d %B")
-            priority = "emergency" if lows[day] < frost else "urgent"
+            priority = "emergency" if lows[day] < frost or not read_forecast else "urgent"
         else:
             priority = phrase_class[issue]
         hours = {**HOURS, "urgent": urgent_hours, "routine": 24 * routine_days}[priority]  # the request overrides the guide
