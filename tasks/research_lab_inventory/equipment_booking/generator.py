@@ -121,5 +121,5 @@ def generate(ctx):
         topic = faq[i % len(faq)]
         target = core / f"faq_{i:03d}.txt" if i % 2 else mail / f"user_meeting_{i:03d}.txt"
         target.write_text(f"About {topic}\n\n{asker} raised a question about {topic} at the user meeting. No change to bookings.\n")
-    facts = {"cap": cap, "boosted": boosted, "boost_cap": cap + 6, "maintenance": [down[0], days[1].isoformat(), 8, 13]}
+    facts = {"maintenance": [down[0], days[1].isoformat(), 8, 13]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -5,13 +5,12 @@ from datetime import datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, closing_hour, report_name) -> str:
+def solve(tools, closing_hour, report_name, by_funding=True) -> str:
     outages, quota_for = [], {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
         if "booking policy" in flat:
             quota = int(re.search(r"at most (\d+) approved instrument-hours", flat).group(1))
-            order = [w for w in ("teaching", "grant", "internal") if w in flat]
             open_from, open_to = int(re.search(r"opens at (\d\d):00", flat).group(1)), closing_hour
         m = re.search(r"The .+? (\S+) will be out of service on \w+ (\d+ \w+) from (\d\d):00 to (\d\d):00", flat)
         if m:
@@ -33,7 +32,8 @@ def solve(tools, closing_hour, report_name) -> str:
 
     rows, rejected = ["request_no,decision,instrument"], 0
     rank = {"teaching": 0, "grant": 1, "internal": 2}
-    for r in sorted(requests, key=lambda r: (rank[groups[r["group_id"]]["funding"]], r["submitted_at"], r["request_no"])):
+    for r in sorted(requests, key=lambda r: (rank[groups[r["group_id"]]["funding"]] if by_funding else 0,
+                                             r["submitted_at"], r["request_no"])):
         start, end = r["start_hour"], r["start_hour"] + r["hours"]
         limit = quota_for.get(groups[r["group_id"]]["name"], quota)
         reason, chosen = None, None
