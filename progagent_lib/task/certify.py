@@ -194,12 +194,14 @@ def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) 
 
 
 def _certify_near_miss(task: Task, scale: str, seed: int, report: CertifyReport) -> None:
-    """The task's near miss (a plausible wrong program) fails, and is near: some criterion passes."""
+    """The task's near miss (a plausible wrong program) fails at every scale, and at v0 it is near: some criterion
+    passes (at larger scales one mistake may reach every criterion)."""
     env = task.instantiate(scale, seed)
     try:
         result = env.verify(task.near_miss(env.tools))
-        report.add(task.id, scale, seed, "near_miss_R0", result.reward == 0.0 and result.score > 0.0,
-                   f"the near miss scored R={result.reward}, R~={result.score:.2f} (it must fail, and pass something)")
+        near = result.score > 0.0 or scale != "v0"
+        report.add(task.id, scale, seed, "near_miss_R0", result.reward == 0.0 and near,
+                   f"the near miss scored R={result.reward}, R~={result.score:.2f} (it must fail, and at v0 pass something)")
     finally:
         env.close()
 

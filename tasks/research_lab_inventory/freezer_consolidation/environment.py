@@ -1,9 +1,4 @@
 """Tools and verifier for research_lab_inventory/freezer_consolidation."""
-import csv
-import io
-import json
-import math
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -64,69 +59,17 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO box_moves (transfer_id, box_id) VALUES (?, ?)", (transfer_id, box_id))
         return {"box_id": box_id, "freezer_id": transfer["destination_freezer_id"]}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _replay(self) -> tuple[dict[str, int | None], dict]:
-        """Expected destination of each box of the failing freezer (None = stays), from the original state."""
-        facts = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'sop'")[0]["value"])
-        first_move = {}
-        for m in self.query("SELECT m.box_id, t.source_freezer_id FROM box_moves m JOIN transfers t ON t.id = m.transfer_id "
-                            "ORDER BY m.id"):
-            first_move.setdefault(m["box_id"], m["source_freezer_id"])
-        boxes = self.query("SELECT id, label, freezer_id, storage_temperature, biosafety_level FROM boxes")
-        home = {b["id"]: first_move.get(b["id"], b["freezer_id"]) for b in boxes}
-        freezers = {f["id"]: f for f in self.query("SELECT * FROM freezers")}
-        count = {fid: 0 for fid in freezers}
-        for b in boxes:
-            count[home[b["id"]]] += 1
-        blocked = {facts["failing"], facts["reserved"], facts["defrost"]}
-        out = {}
-        for b in sorted((b for b in boxes if home[b["id"]] == facts["failing"]), key=lambda b: b["label"]):
-            options = []
-            for fid, f in freezers.items():
-                if fid in blocked or f["temperature"] != b["storage_temperature"] or f["biosafety_level"] != b["biosafety_level"]:
-                    continue
-                free = math.floor(f["capacity_boxes"] * self.params["headroom"] / 100) - count[fid]
-                if free > 0:
-                    options.append((-free, f["name"], fid))
-            if options:
-                fid = min(options)[2]
-                count[fid] += 1
-                out[b["label"]] = fid
-            else:
-                out[b["label"]] = None
-        return out, facts
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected, facts = self._replay()
-        moves = self.query("SELECT b.label, t.source_freezer_id AS src, t.destination_freezer_id AS dst FROM box_moves m "
-                           "JOIN transfers t ON t.id = m.transfer_id JOIN boxes b ON b.id = m.box_id")
-        moved = {}
-        for m in moves:
-            moved.setdefault(m["label"], []).append(m["dst"])
-        single = all(len(v) == 1 for v in moved.values())
-        placed = {k: v for k, v in expected.items() if v is not None}
-        set_ok = single and set(moved) == set(placed)
-        dest_ok = bool(moved) and all(placed.get(k) == v[-1] for k, v in moved.items())
-        transfers = self.query("SELECT source_freezer_id, destination_freezer_id FROM transfers t "
-                               "WHERE EXISTS (SELECT 1 FROM box_moves m WHERE m.transfer_id = t.id)")
-        dests = [t["destination_freezer_id"] for t in transfers]
-        transfers_ok = bool(transfers) and len(dests) == len(set(dests)) and all(t["source_freezer_id"] == facts["failing"] for t in transfers)
-        unplaced = sorted(k for k, v in expected.items() if v is None)
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                got = sorted(r["label"].strip() for r in csv.DictReader(io.StringIO(path.read_text().strip())))
-                report_ok = got == unplaced
-                detail = "matches" if report_ok else f"{len(got)} labels listed, {len(unplaced)} expected"
-            except (KeyError, AttributeError) as exc:
-                detail = f"cannot read {report_name}: {exc}"
+        moves = "box_moves m JOIN transfers t ON t.id = m.transfer_id JOIN boxes b ON b.id = m.box_id"
+        unplaced = self.reference.read(self.params["report_name"]).split()[1:]  # a heading, then one label per line
         return [
-            Criterion("placeable_boxes_moved", set_ok, 2.0, f"{len(moved)} boxes moved, {len(placed)} expected"),
-            Criterion("destinations_follow_sop", dest_ok, 1.0, "eligible freezer with most free places, name as tie-break"),
-            Criterion("one_transfer_per_destination", transfers_ok, 1.0, f"{len(transfers)} transfers used"),
-            Criterion("unplaced_listed", report_ok, 1.0, detail),
-            Criterion("unplaced_count_reported", str(len(unplaced)) in re.findall(r"\d+", final_response), 1.0,
-                      f"expected {len(unplaced)}"),
+            self.tables_match(moves, key="b.label", criterion="placeable_boxes_moved", weight=2.0),
+            self.tables_match(moves, key="b.label", columns="t.destination_freezer_id",
+                              criterion="destinations_follow_sop"),
+            self.tables_match("transfers t", key="t.destination_freezer_id", columns="t.source_freezer_id",
+                              where="EXISTS (SELECT 1 FROM box_moves m WHERE m.transfer_id = t.id)",
+                              criterion="one_transfer_per_destination"),
+            self.file_matches(self.params["report_name"], key="label", criterion="unplaced_listed"),
+            self.answer_states(len(unplaced), criterion="unplaced_count_reported"),
         ]

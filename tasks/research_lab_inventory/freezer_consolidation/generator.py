@@ -1,7 +1,6 @@
 """State for research_lab_inventory/freezer_consolidation: freezers, the boxes in them, a storage SOP
 (temperature, biosafety, headroom, placement order) and e-mails naming the failing, reserved and
 defrosting freezers."""
-import json
 import math
 
 SAMPLE_TYPES = ["plasmid DNA", "RNA extracts", "serum aliquots", "cell pellets", "protein lysates",
@@ -28,7 +27,6 @@ def generate(ctx):
             biosafety_level INTEGER, sample_type TEXT, owner TEXT, created_on TEXT);
         CREATE TABLE transfers (id INTEGER PRIMARY KEY, source_freezer_id INTEGER, destination_freezer_id INTEGER);
         CREATE TABLE box_moves (id INTEGER PRIMARY KEY, transfer_id INTEGER, box_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     headroom = ctx.params["headroom"]
@@ -102,5 +100,3 @@ def generate(ctx):
         f = rng.choice(freezers)
         (logs / f"{f[1]}_log_{i}.txt").write_text(
             f"Temperature log {f[1]}: readings within range all week ({f[3]} C setpoint). Door seal checked.\n")
-    facts = {"headroom": headroom, "failing": failing[0], "reserved": reserved[0], "defrost": defrost[0]}
-    db.execute("INSERT INTO _verifier_facts VALUES ('sop', ?)", (json.dumps(facts),))

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, headroom, report_name) -> str:
+def solve(tools, headroom, report_name, fill_limit=True) -> str:
     text = " ".join("\n".join(read_files(tools).values()).split())
     failing_name = re.search(r"The compressor on (\S+) ", text).group(1)
     reserved_name = re.search(r"Subject: Freezer set aside for the trial samples (\S+) is reserved", text).group(1)
@@ -26,7 +26,7 @@ def solve(tools, headroom, report_name) -> str:
         for fid, f in freezers.items():
             if fid in blocked or f["temperature"] != box["storage_temperature"] or f["biosafety_level"] != box["biosafety_level"]:
                 continue
-            free = math.floor(f["capacity_boxes"] * headroom / 100) - count[fid]
+            free = math.floor(f["capacity_boxes"] * (headroom if fill_limit else 100) / 100) - count[fid]
             if free > 0 and (best is None or (-free, f["name"]) < best[0]):
                 best = ((-free, f["name"]), fid)
         if best is None:
