@@ -196,7 +196,8 @@ def compare_json(got: Any, want: Any, key: Sequence[str], tolerance: float, wher
             problem = compare_json(mine[header_name(name)], value, key, tolerance, f"{where}.{name}")
             if problem:
                 return problem
-        return None
+        extra = sorted(set(mine) - {header_name(name) for name in want})
+        return f"{where} has unexpected {_listed([repr(k) for k in extra])}" if extra else None
     if isinstance(want, list):
         if not isinstance(got, list):
             return f"{where} is not a list"

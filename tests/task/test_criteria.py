@@ -132,6 +132,7 @@ def test_markdown_tables_and_json_compare_by_key_with_a_tolerance():
     assert compare_json({"Total": "10.004", "items": [{"id": 2, "v": "b"}, {"id": 1, "v": "a "}]}, want, ["id"], 0.01) is None
     assert "items" in compare_json({"total": 10, "items": [{"id": 1, "v": "A"}]}, want, ["id"], 0.01)
     assert "$.total" in compare_json({"total": 11, "items": want["items"]}, want, ["id"], 0.01)
+    assert "unexpected 'extra'" in compare_json({**want, "extra": 1}, want, ["id"], 0.01)
     assert normalise("-$1,234.50") == -1234.5 and normalise("12.5%") == 12.5 and normalise("SKU-0001") == "sku-0001"
 
 

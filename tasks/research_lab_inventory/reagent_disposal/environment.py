@@ -1,23 +1,8 @@
 """Tools and verifier for research_lab_inventory/reagent_disposal."""
 import json
 import re
-from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-
-def opened_longer_than(opened: str, months: int, on: date) -> bool:
-    """True when a container opened on `opened` has been open for more than `months` calendar months on `on`."""
-    d = date.fromisoformat(opened)
-    y, m = divmod(d.month - 1 + months, 12)
-    day = d.day
-    while True:
-        try:
-            anniversary = date(d.year + y, m + 1, day)
-            break
-        except ValueError:
-            day -= 1
-    return anniversary < on
 
 
 class ReagentDisposalEnv(WorkspaceEnvironment):
@@ -74,58 +59,26 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE reagents SET status = 'awaiting collection' WHERE id = ?", (reagent_id,))
         return {"item_id": item.lastrowid, "manifest_id": manifest_id, "reagent_id": reagent_id}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        audit = date.fromisoformat(facts["audit"])
-        # Status is changed by add_to_manifest, so decide from the manifested set plus the untouched rows.
-        manifested = {r["reagent_id"]: r for r in self.query(
-            "SELECT i.reagent_id, m.stream, m.id AS manifest_id FROM manifest_items i JOIN manifests m ON m.id = i.manifest_id")}
-        expected = {}
-        for r in self.query("SELECT * FROM reagents"):
-            if r["status"] == "disposed" or r["barcode"] in facts["extended"]:
-                continue
-            former = r["name"] in facts["formers"]
-            due = r["expiry_date"] <= audit.isoformat() or (
-                former and r["opened_on"] is not None and opened_longer_than(r["opened_on"], self.params["perox_months"], audit))
-            if due:
-                stream = facts["perox_stream"] if former else facts["streams"][r["hazard_class"]]
-                expected[r["id"]] = (r["barcode"], stream, r["container_ml"])
-        barcode_of = {r["id"]: r["barcode"] for r in self.query("SELECT id, barcode FROM reagents")}
-        got_codes = {barcode_of[i] for i in manifested}
         g = facts["guaranteed"]
-        streams_ok = all(i in manifested and manifested[i]["stream"] == s for i, (_, s, _) in expected.items())
-        used = {}
-        for item in manifested.values():
-            used.setdefault(item["stream"], set()).add(item["manifest_id"])
-        one_per_stream = all(len(ids) == 1 for ids in used.values())
-
-        want = {}
-        for _, stream, ml in expected.values():
-            entry = want.setdefault(stream, {"containers": 0, "volume_ml": 0})
-            entry["containers"] += 1
-            entry["volume_ml"] += ml
-        summary_name = self.params["report_name"]
-        summary_ok, detail = False, f"{summary_name} not found"
-        path = self.workspace / summary_name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                got = {k.strip().upper(): {"containers": int(v["containers"]), "volume_ml": round(float(v["volume_ml"]))}
-                       for k, v in data.items()}
-                summary_ok = got == want
-                detail = "matches the expected streams" if summary_ok else f"got {got}, expected {want}"
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse {summary_name}: {exc}"
-        numbers = {int(n) for n in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)}
+        codes = {r["barcode"] for r in self.query("SELECT r.barcode FROM manifest_items i JOIN reagents r "
+                                                   "ON r.id = i.reagent_id")}
+        items = "manifest_items i JOIN manifests m ON m.id = i.manifest_id"
+        streams = self.tables_match(items, key="i.reagent_id", columns="m.stream")
+        one_each = self.tables_match("manifests m", key="m.stream",
+                                     where="EXISTS (SELECT 1 FROM manifest_items i WHERE i.manifest_id = m.id)")
+        due = self.reference.query("SELECT count(*) AS n FROM manifest_items")[0]["n"]
         return [
-            Criterion("exactly_the_due_containers_manifested", set(manifested) == set(expected), 2.0,
-                      f"{len(manifested)} manifested, {len(expected)} due"),
-            Criterion("aged_peroxide_formers_caught", g["aged"] in got_codes and g["fresh"] not in got_codes
-                      and g["unopened"] not in got_codes, 1.0, "opened-too-long rule applied only to opened formers"),
-            Criterion("extensions_honoured", not (set(facts["extended"]) & got_codes) and g["refused"] in got_codes, 1.0,
+            self.tables_match("manifest_items", key="reagent_id", criterion="exactly_the_due_containers_manifested",
+                              weight=2.0),
+            Criterion("aged_peroxide_formers_caught", g["aged"] in codes and not {g["fresh"], g["unopened"]} & codes,
+                      1.0, "opened-too-long rule applied only to opened formers"),
+            Criterion("extensions_honoured", not set(facts["extended"]) & codes and g["refused"] in codes, 1.0,
                       "approved extension kept, refused one disposed"),
-            Criterion("correct_waste_streams", streams_ok and one_per_stream, 1.0, "right stream, one manifest per stream"),
-            Criterion("summary_written", summary_ok, 1.0, detail),
-            Criterion("total_containers_reported", len(expected) in numbers, 1.0, f"expected {len(expected)}"),
+            Criterion("correct_waste_streams", streams.passed and one_each.passed, 1.0,
+                      f"streams: {streams.detail}; one manifest per stream: {one_each.detail}"),
+            self.file_matches(self.params["report_name"], as_="json", tolerance=0.5, criterion="summary_written"),
+            self.answer_states(due, criterion="total_containers_reported"),
         ]

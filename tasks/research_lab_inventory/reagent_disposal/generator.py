@@ -71,7 +71,7 @@ def generate(ctx):
     fresh_thf = force(6, name=PEROXIDE_FORMERS[1][0], hazard_class="flammable",
                       expiry_date=(audit + timedelta(days=300)).isoformat(),
                       opened_on=(months_back(perox_months) + timedelta(days=20)).isoformat())
-    on_the_day = force(9, name="toluene", hazard_class="flammable", expiry_date=audit.isoformat())
+    force(9, name="toluene", hazard_class="flammable", expiry_date=audit.isoformat())
     extended = force(12, name="sodium azide", hazard_class="toxic", expiry_date=(audit - timedelta(days=40)).isoformat())
     refused = force(15, name="nitric acid 65%", hazard_class="corrosive", expiry_date=(audit - timedelta(days=25)).isoformat())
     unopened_ether = force(18, name=PEROXIDE_FORMERS[2][0], hazard_class="flammable",
@@ -123,8 +123,6 @@ def generate(ctx):
             f"Subject: {topic}\n\nA reminder from {rng.choice(PIS)}'s group about the {topic} in room {r[3]}.\n"
             f"Container {r[1]} was moved to the second shelf; this has no effect on its disposal date.\n"
         )
-    facts = {"audit": audit.isoformat(), "perox_months": perox_months, "formers": [n for n, _ in PEROXIDE_FORMERS],
-             "extended": [extended[1]], "streams": STREAMS, "perox_stream": perox_stream,
-             "guaranteed": {"aged": aged_ether[1], "fresh": fresh_thf[1], "on_the_day": on_the_day[1],
-                            "refused": refused[1], "unopened": unopened_ether[1]}}
+    facts = {"extended": [extended[1]], "guaranteed": {"aged": aged_ether[1], "fresh": fresh_thf[1],
+                                                       "refused": refused[1], "unopened": unopened_ether[1]}}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
