@@ -1,10 +1,8 @@
 """Tools and verifier for restaurant_supply/supplier_price_review."""
-import csv
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import parse_rows
 
 
 class SupplierPriceReviewEnv(WorkspaceEnvironment):
@@ -55,56 +53,22 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE items SET supplier_id = ? WHERE id = ?", (supplier_id, item_id))
         return {"change_id": change.lastrowid, "item_id": item_id, "supplier_id": supplier_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def moves(self) -> dict:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        units = {r["quote_id"]: r["units"] for r in self.query("SELECT * FROM _pack_units")}
-        originals = {c["item_id"]: c["old_supplier_id"] for c in self.query("SELECT * FROM supplier_changes ORDER BY id DESC")}
-        names = {s["id"]: s["name"] for s in self.query("SELECT * FROM suppliers")}
-        per_item = {}
-        for q in self.query("SELECT * FROM quotes"):
-            per_item.setdefault(q["item_id"], []).append((q["pack_price"] / units[q["id"]], q["supplier_id"], q["valid_until"]))
-        result = {}
-        for item in self.query("SELECT * FROM items"):
-            current = originals.get(item["id"], item["supplier_id"])
-            offers = per_item[item["id"]]
-            old_price = next(p for p, s, _ in offers if s == current)
-            usable = [(p, s) for p, s, until in offers if until >= f["review"] and s != f["failed"]]
-            best_price, best = min(usable)
-            if best != current and best_price <= old_price * (1 - self.params["min_saving"] / 100):
-                result[item["id"]] = {"code": item["code"], "old": names[current], "new_id": best, "new": names[best],
-                                      "old_price": old_price, "new_price": best_price,
-                                      "saving": round(item["weekly_usage"] * (old_price - best_price), 2)}
-        return result
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        want = self.moves()
-        made = self.query("SELECT * FROM supplier_changes")
-        final = {i["id"]: i["supplier_id"] for i in self.query("SELECT id, supplier_id FROM items")}
-        moved = {c["item_id"] for c in made}
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        review_ok, info = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                sheet = {r["item_code"].strip(): r for r in csv.DictReader(io.StringIO(path.read_text().strip()))}
-                review_ok = set(sheet) == {w["code"] for w in want.values()} and all(
-                    sheet[w["code"]]["old_supplier"].strip() == w["old"] and sheet[w["code"]]["new_supplier"].strip() == w["new"]
-                    and abs(float(sheet[w["code"]]["old_unit_price"]) - w["old_price"]) < 0.00051
-                    and abs(float(sheet[w["code"]]["new_unit_price"]) - w["new_price"]) < 0.00051
-                    and abs(float(sheet[w["code"]]["weekly_saving"]) - w["saving"]) < 0.015 for w in want.values())
-                info = f"{len(sheet)} rows, {len(want)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                info = f"could not read it: {exc}"
-        total = round(sum(w["saving"] for w in want.values()), 2)
-        said = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d\d\b", final_response)]
+        failed = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'failed'")[0]["value"])
+        to_failed = self.query("SELECT count(*) AS n FROM supplier_changes WHERE new_supplier_id = ?", (failed,))[0]["n"]
+        name = self.params["report_name"]
+        names = self.file_matches(name, key="item_code", columns=["old_supplier", "new_supplier"])
+        prices = self.file_matches(name, key="item_code", columns=["old_unit_price", "new_unit_price"], tolerance=0.00051)
+        savings = self.file_matches(name, key="item_code", columns="weekly_saving", tolerance=0.015)
+        sheet = [c for c in (names, prices, savings) if not c.passed]
+        moves = self.reference.query("SELECT count(*) AS n FROM supplier_changes")[0]["n"]
+        total = sum(float(row["weekly_saving"]) for row in parse_rows(self.reference.read(name), "csv"))
         return [
-            Criterion("moved_exactly_the_worthwhile_items", moved == set(want) and len(made) == len(want), 2.0,
-                      f"{len(moved)} moved, {len(want)} expected"),
-            Criterion("moved_to_cheapest_valid_supplier", all(final[i] == w["new_id"] for i, w in want.items()), 1.0,
-                      "per-unit comparison over valid quotes"),
-            Criterion("excluded_supplier_avoided", facts["failed"] not in {c["new_supplier_id"] for c in made}, 1.0,
-                      "no move to the supplier that failed its audit"),
-            Criterion("review_sheet_written", review_ok, 1.0, info),
-            Criterion("total_saving_reported", any(abs(x - total) <= 0.01 * (len(want) + 1) for x in said), 1.0, f"expected {total:.2f}"),
+            self.tables_match("supplier_changes", key="item_id", criterion="moved_exactly_the_worthwhile_items",
+                              weight=2.0),
+            self.tables_match("items", key="id", columns="supplier_id", criterion="moved_to_cheapest_valid_supplier"),
+            Criterion("excluded_supplier_avoided", to_failed == 0, 1.0, "no move to the supplier that failed its audit"),
+            Criterion("review_sheet_written", not sheet, 1.0, sheet[0].detail if sheet else names.detail),
+            self.answer_states(round(total, 2), tolerance=0.01 * (moves + 1), criterion="total_saving_reported"),
         ]

@@ -45,7 +45,6 @@ def generate(ctx):
         CREATE TABLE quotes (id INTEGER PRIMARY KEY, supplier_id INTEGER, item_id INTEGER, pack TEXT, pack_price REAL, valid_until TEXT);
         CREATE TABLE supplier_changes (id INTEGER PRIMARY KEY, item_id INTEGER, old_supplier_id INTEGER, new_supplier_id INTEGER);
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE _pack_units (quote_id INTEGER PRIMARY KEY, units REAL);
         """
     )
     review = date(2026, 11, 23) + timedelta(days=rng.randint(0, 14))
@@ -56,7 +55,7 @@ def generate(ctx):
     db.executemany("INSERT INTO suppliers VALUES (?,?,?)", suppliers)
     failed = n_sup  # the supplier that failed its hygiene audit
 
-    items, quotes, units = [], [], []
+    items, quotes = [], []
     for iid in range(1, ctx.size("items") + 1):
         name, unit = GOODS[(iid - 1) % len(GOODS)]
         if iid > len(GOODS):
@@ -87,7 +86,6 @@ def generate(ctx):
     rng.shuffle(quotes)
     db.executemany("INSERT INTO items VALUES (?,?,?,?,?,?)", items)
     db.executemany("INSERT INTO quotes VALUES (?,?,?,?,?,?)", [(i + 1,) + tuple(q[:5]) for i, q in enumerate(quotes)])
-    db.executemany("INSERT INTO _pack_units VALUES (?,?)", [(i + 1, q[5]) for i, q in enumerate(quotes)])
 
     docs, mail = ctx.workspace / "purchasing", ctx.workspace / "mail"
     docs.mkdir()
@@ -119,5 +117,5 @@ def generate(ctx):
             f"## {heading}\n\nA note about the {heading}. {firm[1]} delivers {firm[2]}; no pricing news here.\n")
     for target, markdown in pages.items():
         target.write_text(markdown)
-    facts = {"review": review.isoformat(), "min_saving": min_saving, "failed": failed}
+    facts = {"failed": failed}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

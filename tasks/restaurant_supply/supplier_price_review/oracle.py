@@ -18,7 +18,7 @@ def contents(pack):
     return float(re.search(r"of (\d+)", pack).group(1))
 
 
-def solve(tools, min_saving, report_name) -> str:
+def solve(tools, min_saving, report_name, honour_expiry=True) -> str:
     banned = set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -37,7 +37,7 @@ def solve(tools, min_saving, report_name) -> str:
     for item in read_all(tools.list_items):
         quotes = offers[item["id"]]
         old = next(p for p, s, _ in quotes if s == item["supplier_id"])
-        price, best = min((p, s) for p, s, until in quotes if until >= review and s not in banned_ids)
+        price, best = min((p, s) for p, s, until in quotes if (until >= review or not honour_expiry) and s not in banned_ids)
         if best == item["supplier_id"] or price > old * (1 - min_saving / 100):
             continue
         tools.switch_supplier(item_id=item["id"], supplier_id=best)
