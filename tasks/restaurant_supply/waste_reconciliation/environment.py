@@ -1,10 +1,8 @@
 """Tools and verifier for restaurant_supply/waste_reconciliation."""
-import csv
-import io
-import json
-from datetime import date, timedelta
+from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import parse_rows
 
 
 def _window(date_from: str, date_to: str) -> tuple[str, str]:
@@ -115,66 +113,26 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         case = self.db.execute("INSERT INTO cases (item_id, unexplained_qty, value) VALUES (?,?,?)", (item_id, unexplained_qty, value))
         return {"case_id": case.lastrowid, "item_id": item_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _losses(self) -> tuple[dict, dict]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        monday = date.fromisoformat(f["monday"])
-        sunday_before, last_day = (monday - timedelta(days=1)).isoformat(), (monday + timedelta(days=6)).isoformat()
-        week = (monday.isoformat(), last_day)
-        balance = {}
-        for c in self.query("SELECT item_id, count_date, quantity FROM stock_counts"):
-            sign = 1 if c["count_date"] == sunday_before else -1  # opening adds, the closing count is what we have
-            balance[c["item_id"]] = balance.get(c["item_id"], 0.0) + sign * c["quantity"]
-        for d in self.query("SELECT * FROM deliveries WHERE delivered_on BETWEEN ? AND ? AND invoice_no != ?", week + (f["returned_invoice"],)):
-            balance[d["item_id"]] += d["quantity"]
-        per_portion = {}
-        for line in self.query("SELECT * FROM recipe_lines"):
-            per_portion.setdefault(line["dish_id"], []).append((line["item_id"], line["quantity"]))
-        for s in self.query("SELECT * FROM sales WHERE sale_date BETWEEN ? AND ?", week):
-            for iid, q in per_portion.get(s["dish_id"], []):
-                balance[iid] -= q * s["portions"]
-        for w in self.query("SELECT * FROM waste_log WHERE logged_on BETWEEN ? AND ? AND entry_no != ?", week + (f["duplicate_entry"],)):
-            balance[w["item_id"]] -= w["quantity"]
-        for iid, q in f["meals"]:
-            balance[iid] -= q
-        items = {i["id"]: i for i in self.query("SELECT * FROM items")}
-        losses = {iid: {"code": items[iid]["code"], "name": items[iid]["name"], "qty": q, "value": q * items[iid]["unit_cost"]}
-                  for iid, q in balance.items()}
-        return losses, f
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        losses, f = self._losses()
-        flagged = {iid: l for iid, l in losses.items() if l["value"] > self.params["threshold"]}
-        cases = {c["id"]: c for c in self.query("SELECT * FROM cases")}
-        by_item = {c["item_id"]: c for c in cases.values()}
-        amounts_ok = all(i in by_item and abs(by_item[i]["unexplained_qty"] - l["qty"]) < 0.002
-                         and abs(by_item[i]["value"] - l["value"]) < 0.015 for i, l in flagged.items())
-        meals_want = sorted((iid, round(q, 3)) for iid, q in f["meals"])
-        meals_got = sorted((m["item_id"], round(m["quantity"], 3)) for m in self.query("SELECT item_id, quantity FROM staff_meals"))
-
-        csv_ok, note = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                table = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                seen = {}
-                for row in table:
-                    case = cases.get(int(row["case_id"]))
-                    seen[row["item_code"].strip()] = (case is not None and losses[case["item_id"]]["code"] == row["item_code"].strip(),
-                                                      float(row["unexplained_qty"]), float(row["value"]))
-                csv_ok = len(table) == len(flagged) and all(
-                    l["code"] in seen and seen[l["code"]][0] and abs(seen[l["code"]][1] - l["qty"]) < 0.002
-                    and abs(seen[l["code"]][2] - l["value"]) < 0.015 for l in flagged.values())
-                note = f"{len(table)} rows for {len(flagged)} expected cases"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                note = f"unreadable: {exc}"
-        worst = max(flagged.values(), key=lambda l: l["value"])
-        answer = final_response.lower()
-        named_ok = worst["name"].lower() in answer or worst["code"].lower() in answer
+        name = self.params["report_name"]
+        qty = self.tables_match("cases", key="item_id", columns="unexplained_qty", tolerance=0.002)
+        value = self.tables_match("cases", key="item_id", columns="value", tolerance=0.015)
+        report = self.file_matches(name, key="item_code", columns=["unexplained_qty", "value"], tolerance=0.015,
+                                   criterion="variance_report_written")
+        own = {str(c["id"]): c["code"]
+               for c in self.query("SELECT c.id, i.code FROM cases c JOIN items i ON i.id = c.item_id")}
+        rows = parse_rows(self.read_workspace(name), "csv") if report.passed else []
+        unlinked = [r["item_code"] for r in rows if own.get(r.get("case_id", "").strip()) != r["item_code"].strip()]
+        worst = self.reference.query("SELECT i.name, i.code FROM cases c JOIN items i ON i.id = c.item_id "
+                                     "ORDER BY c.value DESC LIMIT 1")[0]
+        named = any(worst[k].casefold() in final_response.casefold() for k in ("name", "code"))
         return [
-            Criterion("staff_meals_recorded", meals_got == meals_want, 1.0, f"{len(meals_got)} recorded, {len(meals_want)} in the notebook"),
-            Criterion("cases_for_exactly_the_material_losses", set(by_item) == set(flagged), 2.0, f"{len(by_item)} cases, {len(flagged)} expected"),
-            Criterion("case_amounts_correct", amounts_ok, 1.0, "loss quantity and value at cost"),
-            Criterion("variance_report_written", csv_ok, 1.0, note),
-            Criterion("largest_loss_named", named_ok, 1.0, f"expected {worst['name']} ({worst['code']})"),
+            self.tables_match("staff_meals", key=(), columns=["item_id", "quantity"], tolerance=0.0005,
+                              criterion="staff_meals_recorded"),
+            self.tables_match("cases", key="item_id", criterion="cases_for_exactly_the_material_losses", weight=2.0),
+            Criterion("case_amounts_correct", qty.passed and value.passed, 1.0, f"{qty.detail}; {value.detail}"),
+            Criterion(report.name, report.passed and not unlinked, 1.0,
+                      f"rows whose case_id is not their item's case: {unlinked[:4]}" if unlinked else report.detail),
+            Criterion("largest_loss_named", named, 1.0, f"expected {worst['name']} ({worst['code']})"),
         ]

@@ -1,5 +1,4 @@
 """State for restaurant_supply/waste_reconciliation: a week of stock movements, counts and kitchen notes."""
-import json
 from datetime import date, timedelta
 
 STOCK = [("chicken thighs", "kg", 7.2), ("beef mince", "kg", 9.8), ("salmon fillet", "kg", 21.5), ("double cream", "l", 4.1),
@@ -34,7 +33,6 @@ def generate(ctx):
         CREATE TABLE waste_log (id INTEGER PRIMARY KEY, entry_no TEXT, item_id INTEGER, logged_on TEXT, quantity REAL, reason TEXT);
         CREATE TABLE staff_meals (id INTEGER PRIMARY KEY, item_id INTEGER, quantity REAL, note TEXT);
         CREATE TABLE cases (id INTEGER PRIMARY KEY, item_id INTEGER, unexplained_qty REAL, value REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     monday = date(2026, 11, 2) + timedelta(weeks=rng.randint(0, 4))
@@ -167,7 +165,3 @@ def generate(ctx):
         text = (f"{topics[i % len(topics)].title()}\n\nJust so everyone knows about the {topics[i % len(topics)]}. "
                 f"The {item[2]} shelf was tidied while we were at it. No stock was used or lost.\n")
         (kitchen if i % 2 == 0 else mail).joinpath(f"{topics[i % len(topics)].replace(' ', '_')}_{i:03d}.txt").write_text(text)
-    facts = {"monday": monday.isoformat(), "threshold": threshold, "returned_invoice": returned[1],
-             "duplicate_entry": duplicate[1], "meals": [[iid, q] for iid, q, _ in meal_rows],
-             "returned_item": returned_item, "dup_item": dup_item, "meal_item": meal_item}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -8,7 +8,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 TO_BASE = {"g": 0.001, "ml": 0.001, "kg": 1.0, "l": 1.0}
 
 
-def solve(tools, threshold, report_name) -> str:
+def solve(tools, threshold, report_name, check_records=True) -> str:
     meals, skip_invoices, skip_entries = [], set(), set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -37,7 +37,7 @@ def solve(tools, threshold, report_name) -> str:
     for c in read_all(tools.list_stock_counts, count_date=last):
         left[c["item_id"]] -= c["quantity"]
     for d in read_all(tools.list_deliveries, date_from=first, date_to=last):
-        if d["invoice_no"] not in skip_invoices:
+        if d["invoice_no"] not in skip_invoices or not check_records:
             left[d["item_id"]] += d["quantity"]
     recipe = defaultdict(list)
     for line in read_all(tools.list_recipe_lines):
@@ -46,7 +46,7 @@ def solve(tools, threshold, report_name) -> str:
         for line in recipe[s["dish_id"]]:
             left[line["item_id"]] -= line["quantity"] * s["portions"]
     for w in read_all(tools.list_waste, date_from=first, date_to=last):
-        if w["entry_no"] not in skip_entries:
+        if w["entry_no"] not in skip_entries or not check_records:
             left[w["item_id"]] -= w["quantity"]
     for code, quantity in meals:
         left[by_code[code]["id"]] -= quantity
