@@ -1,10 +1,6 @@
 """Tools and verifier for restaurant_supply/weekly_produce_order."""
-import csv
-import io
 import json
-import re
-from collections import defaultdict
-from datetime import date, timedelta
+from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -90,63 +86,25 @@ class ProduceOrderEnv(WorkspaceEnvironment):
                               (order_id, ingredient_id, packs))
         return {"line_id": cur.lastrowid, "order_id": order_id, "ingredient_id": ingredient_id, "packs": packs}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _expected(self) -> tuple[dict, dict]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        start = date.fromisoformat(f["week_start"])
-        end = (start + timedelta(days=6)).isoformat()
-        recipes = defaultdict(list)
-        for line in self.query("SELECT dish_id, ingredient_id, grams_per_cover FROM recipe_lines"):
-            iid = f["swap"] if line["ingredient_id"] == f["removed"] else line["ingredient_id"]
-            recipes[line["dish_id"]].append((iid, line["grams_per_cover"]))
-        usage = defaultdict(int)
-        for row in self.query("SELECT * FROM forecast WHERE service_date BETWEEN ? AND ?", (start.isoformat(), end)):
-            if row["dish_id"] == f["retired_dish"] and row["service_date"] >= f["retire_day"]:
-                continue
-            for iid, grams in recipes[row["dish_id"]]:
-                usage[iid] += grams * row["covers"]
-        expected = {}
-        for ing in self.query("SELECT * FROM ingredients WHERE category = 'produce'"):
-            shortfall = usage[ing["id"]] * (100 + self.params["buffer_pct"]) - ing["on_hand_grams"] * 100  # in 1/100 g
-            if shortfall > 0:
-                packs = -(-shortfall // (ing["pack_grams"] * 100))
-                expected[ing["id"]] = {"code": ing["code"], "name": ing["name"], "supplier": ing["supplier"],
-                                       "packs": packs, "cost": round(packs * ing["pack_price"], 2)}
-        return expected, f
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected, facts = self._expected()
-        lines = self.query("SELECT l.ingredient_id, l.packs, o.supplier, o.id AS order_id, i.supplier AS own_supplier "
-                           "FROM order_lines l JOIN orders o ON o.id = l.order_id JOIN ingredients i ON i.id = l.ingredient_id")
-        by_ing = defaultdict(list)
-        for line in lines:
-            by_ing[line["ingredient_id"]].append(line)
-        right_items = set(by_ing) == set(expected) and all(len(v) == 1 for v in by_ing.values())
-        packs_ok = all(len(by_ing.get(i, [])) == 1 and by_ing[i][0]["packs"] == e["packs"] for i, e in expected.items())
-        used_orders = {line["order_id"] for line in lines}
-        suppliers_used = [o["supplier"] for o in self.query("SELECT id, supplier FROM orders") if o["id"] in used_orders]
-        grouped = (all(line["supplier"] == line["own_supplier"] for line in lines)
-                   and len(suppliers_used) == len(set(suppliers_used)))
-        swap_ok = facts["removed"] not in by_ing and facts["swap"] in by_ing
-
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["code"].strip(): (r["supplier"].strip(), int(float(r["packs"])), round(float(r["cost"]), 2)) for r in rows}
-                want = {e["code"]: (e["supplier"], e["packs"], e["cost"]) for e in expected.values()}
-                report_ok = got == want and len(rows) == len(want)
-                detail = "matches the expected order" if report_ok else f"{len(rows)} rows; differs from the {len(want)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        total = round(sum(e["cost"] for e in expected.values()), 2)
-        amounts = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        ordered = {r["ingredient_id"] for r in self.query("SELECT ingredient_id FROM order_lines")}
+        lines = "order_lines l JOIN orders o ON o.id = l.order_id"
+        own_supplier = self.tables_match(lines, key="l.ingredient_id", columns="o.supplier")
+        one_each = self.tables_match("orders o", key="o.supplier",
+                                     where="EXISTS (SELECT 1 FROM order_lines l WHERE l.order_id = o.id)")
+        total = self.reference.query("SELECT sum(round(l.packs * i.pack_price, 2)) AS t FROM order_lines l "
+                                     "JOIN ingredients i ON i.id = l.ingredient_id")[0]["t"] or 0.0
         return [
-            Criterion("ordered_exactly_the_needed_produce", right_items, 2.0, f"{len(by_ing)} items ordered, {len(expected)} expected"),
-            Criterion("pack_counts_correct", packs_ok, 2.0, "usage plus allowance, less stock, rounded up to packs"),
-            Criterion("one_order_per_supplier", grouped, 1.0, "each line on its own supplier's single order"),
-            Criterion("allergen_swap_applied", swap_ok, 1.0, "the removed allergen item replaced by its substitute"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("total_value_reported", any(abs(a - total) < 0.01 for a in amounts), 1.0, f"expected {total:.2f}"),
+            self.tables_match("order_lines", key="ingredient_id", criterion="ordered_exactly_the_needed_produce",
+                              weight=2.0),
+            self.tables_match("order_lines", key="ingredient_id", columns="packs", criterion="pack_counts_correct",
+                              weight=2.0),
+            Criterion("one_order_per_supplier", own_supplier.passed and one_each.passed, 1.0,
+                      f"lines: {own_supplier.detail}; orders: {one_each.detail}"),
+            Criterion("allergen_swap_applied", facts["removed"] not in ordered and facts["swap"] in ordered, 1.0,
+                      "the removed allergen item replaced by its substitute"),
+            self.file_matches(self.params["report_name"], key="code", columns=["supplier", "packs", "cost"]),
+            self.answer_states(round(total, 2), criterion="total_value_reported"),
         ]

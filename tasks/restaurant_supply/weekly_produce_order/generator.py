@@ -40,7 +40,6 @@ def generate(ctx):
         """
     )
     week = date(2026, 11, 16) + timedelta(weeks=rng.randint(0, 3))  # a Monday
-    buffer_pct = ctx.params["buffer_pct"]
     allergen, removed_name, swap_name = rng.choice(SWAPS)
     suppliers = SUPPLIERS[: 3 + (ctx.scale != "v0")]
 
@@ -141,6 +140,5 @@ def generate(ctx):
             f"{topic.title()}\n\nReminder about the {topic}. {ing[4]} said the {ing[2]} last week were excellent.\n"
             f"No change to ordering. Ticket {rng.randint(100, 999)}.\n"
         )
-    facts = {"week_start": week.isoformat(), "buffer_pct": buffer_pct, "removed": removed, "swap": swap,
-             "retired_dish": retired, "retire_day": retire_day.isoformat()}
+    facts = {"removed": removed, "swap": swap}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, buffer_pct, report_name) -> str:
+def solve(tools, buffer_pct, report_name, retire_dish=True) -> str:
     docs = read_files(tools)
     week_start = allowance = swap_from = swap_to = retired_name = retire_from = None
     for text in docs.values():
@@ -31,7 +31,7 @@ def solve(tools, buffer_pct, report_name) -> str:
 
     usage = defaultdict(int)
     for row in read_all(tools.list_forecast, date_from=week_start.isoformat(), date_to=week_end.isoformat()):
-        if row["dish_id"] == retired_id and row["service_date"] >= retire_day.isoformat():
+        if retire_dish and row["dish_id"] == retired_id and row["service_date"] >= retire_day.isoformat():
             continue
         for line in recipes[row["dish_id"]]:
             iid = line["ingredient_id"]
