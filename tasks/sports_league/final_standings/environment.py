@@ -1,10 +1,8 @@
 """Tools and verifier for sports_league/final_standings."""
-import csv
-import io
 import json
-from collections import defaultdict
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import parse_rows, same_value
 
 OUTCOMES = ("champion", "promoted", "relegated")
 
@@ -50,86 +48,27 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         new_id = self.db.execute("INSERT INTO season_outcomes (team_id, outcome) VALUES (?, ?)", (team_id, outcome)).lastrowid
         return {"outcome_id": new_id, "team_id": team_id, "outcome": outcome}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _tables(self) -> tuple[dict, dict]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        teams = {t["id"]: t for t in self.query("SELECT * FROM teams")}
-        stats = {tid: dict(played=0, won=0, drawn=0, lost=0, goals_for=0, goals_against=0, points=0) for tid in teams}
-        results = []
-        for m in self.query("SELECT * FROM matches WHERE status = 'played'"):
-            hg, ag = (0, 3) if m["id"] == f["overturned_match"] else (m["home_goals"], m["away_goals"])
-            results.append((m["home_id"], m["away_id"], hg, ag))
-            for me, gf, ga in ((m["home_id"], hg, ag), (m["away_id"], ag, hg)):
-                s = stats[me]
-                s["played"] += 1
-                s["goals_for"] += gf
-                s["goals_against"] += ga
-                key = "won" if gf > ga else "drawn" if gf == ga else "lost"
-                s[key] += 1
-                s["points"] += f["win_points"] if gf > ga else 1 if gf == ga else 0
-        stats[f["deducted"]]["points"] -= f["deduction"]
-        tables = defaultdict(list)
-        for tid, t in teams.items():
-            tables[t["division"]].append(tid)
-        for div, members in tables.items():
-            level = defaultdict(set)
-            for tid in members:
-                level[stats[tid]["points"]].add(tid)
-            h2h = defaultdict(int)
-            for h, a, hg, ag in results:
-                group = level.get(stats[h]["points"], set())
-                if a in group and h in group:
-                    h2h[h] += f["win_points"] if hg > ag else 1 if hg == ag else 0
-                    h2h[a] += f["win_points"] if ag > hg else 1 if hg == ag else 0
-
-            def key(tid):
-                s = stats[tid]
-                gd = s["goals_for"] - s["goals_against"]
-                middle = (-h2h[tid], -gd, -s["goals_for"]) if f["h2h_first"] else (-gd, -s["goals_for"], -h2h[tid])
-                return (-s["points"],) + middle + (teams[tid]["name"],)
-
-            members.sort(key=key)
-        return {"tables": dict(tables), "stats": stats, "teams": teams}, f
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        t, f = self._tables()
-        tables, stats, teams = t["tables"], t["stats"], t["teams"]
-        n_div = max(tables)
-        expected_outcomes = {(tables[1][0], "champion")}
-        for div, order in tables.items():
-            if div < n_div:
-                expected_outcomes |= {(tid, "relegated") for tid in order[-self.params["movers"]:]}
-            if div > 1:
-                expected_outcomes |= {(tid, "promoted") for tid in order[: self.params["movers"]]}
-        recorded = {(o["team_id"], o["outcome"]) for o in self.query("SELECT team_id, outcome FROM season_outcomes")}
-
-        order_ok = stats_ok = rulings_ok = False
-        report_name = self.params["report_name"]
-        detail = f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                by_name = {tm["name"]: tid for tid, tm in teams.items()}
-                got_order = defaultdict(list)
-                got_stats = {}
-                for r in sorted(rows, key=lambda r: (int(r["division"]), int(r["position"]))):
-                    tid = by_name.get(r["team"].strip())
-                    got_order[int(r["division"])].append(tid)
-                    got_stats[tid] = {k: int(float(r[k])) for k in stats[1]}
-                order_ok = dict(got_order) == tables and len(rows) == len(teams)
-                stats_ok = all(got_stats.get(tid) == s for tid, s in stats.items())
-                touched = {f["deducted"]} | {tid for tid in teams if teams[tid]["division"] == 1}
-                rulings_ok = all(got_stats.get(tid, {}).get("points") == stats[tid]["points"] for tid in touched)
-                detail = f"{len(rows)} rows read"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse {report_name}: {exc}"
-        champion = teams[tables[1][0]]["name"]
+        name = self.params["report_name"]
+        deducted = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'deducted'")[0]["value"])
+        touched = [t["name"] for t in self.query("SELECT name FROM teams WHERE id = ? OR division = 1", (deducted,))]
+        rulings = self.file_matches(name, key="team", columns="points")
+        if not rulings.passed and "differs" in rulings.detail:  # only the clubs the rulings touch count here
+            points = {r["team"]: r["points"] for r in parse_rows(self.reference.read(name), "csv")}
+            mine = {r.get("team", "").strip(): r.get("points") for r in parse_rows(self.read_workspace(name), "csv")}
+            wrong = [t for t in touched if not same_value(mine.get(t), points[t], 0)]
+            rulings = Criterion(rulings.name, not wrong, 1.0, f"points differ for {wrong}" if wrong else "")
+        champion = self.reference.query("SELECT t.name FROM season_outcomes o JOIN teams t ON t.id = o.team_id "
+                                        "WHERE o.outcome = 'champion'")[0]["name"]
+        stats = ["played", "won", "drawn", "lost", "goals_for", "goals_against", "points"]
         return [
-            Criterion("table_order_correct", order_ok, 2.0, detail + "; positions follow points and the tie-break rule"),
-            Criterion("club_statistics_correct", stats_ok, 1.0, "played/won/drawn/lost/goals/points for every club"),
-            Criterion("rulings_applied_to_points", rulings_ok, 1.0, "abandoned match, awarded match and deduction applied"),
-            Criterion("season_outcomes_recorded", recorded == expected_outcomes, 2.0,
-                      f"{len(recorded)} outcomes recorded, {len(expected_outcomes)} expected"),
-            Criterion("champion_named", champion.lower() in final_response.lower(), 1.0, f"expected {champion}"),
+            self.file_matches(name, key=["division", "position"], columns="team", weight=2.0,
+                              criterion="table_order_correct"),
+            self.file_matches(name, key="team", columns=stats, criterion="club_statistics_correct"),
+            Criterion("rulings_applied_to_points", rulings.passed, 1.0,
+                      rulings.detail or "abandoned match, awarded match and deduction applied"),
+            self.tables_match("season_outcomes", key=["team_id", "outcome"], weight=2.0,
+                              criterion="season_outcomes_recorded"),
+            self.answer_states(champion, criterion="champion_named"),
         ]

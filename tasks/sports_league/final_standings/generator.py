@@ -66,7 +66,6 @@ def generate(ctx):
     )
     win_points = rng.choice([2, 3])
     h2h_first = rng.random() < 0.5
-    movers = ctx.params["movers"]
     names = [f"{t} {s}" for s, t in itertools.product(SUFFIXES, TOWNS)]
     rng.shuffle(names)
     n_div = ctx.size("teams") // 8
@@ -152,6 +151,5 @@ def generate(ctx):
 
     for index in range(ctx.size("distractors")):
         file_item(index)
-    facts = {"win_points": win_points, "h2h_first": h2h_first, "movers": movers, "deducted": deducted[0],
-             "deduction": deduction, "overturned_match": mid}
+    facts = {"deducted": deducted[0]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

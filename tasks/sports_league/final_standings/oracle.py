@@ -3,13 +3,14 @@ import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-def solve(tools, movers, report_name) -> str:
+def solve(tools, movers, report_name, head_to_head=True) -> str:
     texts = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     rules = next(t for t in texts.values() if "Rule 8" in t)
     win = int(re.search(r"earns (\d+) points for a win", rules).group(1))
     tiebreaks = []
     for phrase in re.search(r"by: first, (.+?); second, (.+?); third, (.+?)\. ", rules).groups():
         tiebreaks.append("h2h" if "between" in phrase else "gd" if "difference" in phrase else "gf")
+    tiebreaks = tiebreaks if head_to_head else ["gd"]
     deductions, awarded = {}, {}
     for text in texts.values():
         d = re.search(r"breaches, (.+?) is deducted (\d+) points", text)
