@@ -1,8 +1,4 @@
 """Tools and verifier for sports_league/fixture_rescheduling."""
-import csv
-import datetime as dt
-import io
-import json
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -72,73 +68,18 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
                         (slot[0]["slot_date"], slot[0]["kickoff"], slot_id, match_id))
         return {"match_id": match_id, "date": slot[0]["slot_date"], "kickoff": slot[0]["kickoff"]}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _replay(self) -> tuple[dict[int, dict | None], dict]:
-        rules = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'rules'")[0]["value"])
-        tier = {t["id"]: t["broadcast_tier"] for t in self.query("SELECT id, broadcast_tier FROM teams")}
-        taken_now = {m["slot_id"] for m in self.query("SELECT slot_id FROM matches WHERE slot_id IS NOT NULL")}
-        slots = [dict(s, is_free=1 if s["id"] in taken_now else s["is_free"])
-                 for s in self.query("SELECT * FROM slots ORDER BY slot_date, kickoff, id")]
-        todo, calendar = [], {}
-        for m in self.query("SELECT * FROM matches ORDER BY id"):
-            if m["slot_id"] is not None or m["status"] == "postponed":
-                todo.append(m)
-            else:
-                for team in (m["home_team_id"], m["away_team_id"]):
-                    calendar.setdefault(team, []).append(dt.date.fromisoformat(m["match_date"]))
-        # The original date is gone for rearranged fixtures; match ids follow the original calendar order.
-        todo.sort(key=lambda m: m["id"])
-        closed = (rules["closure_start"], rules["closure_end"])
-        out = {}
-        for m in todo:
-            tv = tier[m["home_team_id"]] == "national" and tier[m["away_team_id"]] == "national"
-            choice = None
-            for s in slots:
-                if s["venue_id"] != m["venue_id"] or not s["is_free"]:
-                    continue
-                if s["venue_id"] == rules["closure_venue"] and closed[0] <= s["slot_date"] <= closed[1]:
-                    continue
-                if tv and s["kickoff"] < rules["evening_from"]:
-                    continue
-                day = dt.date.fromisoformat(s["slot_date"])
-                if any(abs((day - d).days) < self.params["rest_days"] for t in (m["home_team_id"], m["away_team_id"])
-                       for d in calendar.get(t, [])):
-                    continue
-                choice = s
-                break
-            out[m["id"]] = choice
-            if choice:
-                choice["is_free"] = 0
-                for t in (m["home_team_id"], m["away_team_id"]):
-                    calendar.setdefault(t, []).append(dt.date.fromisoformat(choice["slot_date"]))
-        return out, rules
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected, _ = self._replay()
-        placed = {m["id"]: m["slot_id"] for m in self.query("SELECT id, slot_id FROM matches WHERE slot_id IS NOT NULL")}
-        want = {k: v["id"] for k, v in expected.items() if v}
-        set_ok = set(placed) == set(want)
-        common = [k for k in want if k in placed]
-        slots_ok = bool(common) and all(placed[k] == want[k] for k in common)
-        venue = {v["id"]: v["name"] for v in self.query("SELECT id, name FROM venues")}
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                got = sorted((int(r["match_id"]), r["date"].strip(), r["kickoff"].strip(), r["venue"].strip())
-                             for r in csv.DictReader(io.StringIO(path.read_text().strip())))
-                exp = sorted((k, v["slot_date"], v["kickoff"], venue[v["venue_id"]]) for k, v in expected.items() if v)
-                report_ok = got == exp
-                detail = "matches" if report_ok else f"{len(got)} rows, {len(exp)} expected"
-            except (KeyError, ValueError, AttributeError) as exc:
-                detail = f"cannot read the CSV: {exc}"
-        names = {t["id"]: t["name"] for t in self.query("SELECT id, name FROM teams")}
-        stuck = [m for m in self.query("SELECT id, home_team_id, away_team_id FROM matches") if m["id"] in expected and not expected[m["id"]]]
-        said = final_response.lower()
-        stuck_ok = all(names[m["home_team_id"]].lower() in said and names[m["away_team_id"]].lower() in said for m in stuck)
+        stuck = self.reference.query("SELECT h.name AS home, a.name AS away FROM matches m JOIN teams h "
+                                     "ON h.id = m.home_team_id JOIN teams a ON a.id = m.away_team_id "
+                                     "WHERE m.status = 'postponed' AND m.slot_id IS NULL")
         return [
-            Criterion("rescheduled_exactly_the_placeable_fixtures", set_ok, 2.0, f"{len(placed)} rearranged, {len(want)} expected"),
-            Criterion("earliest_valid_slots_used", slots_ok, 1.0, "closure, TV evening and rest-day rules, earliest first"),
-            Criterion("fixtures_report_written", report_ok, 1.0, detail),
-            Criterion("unplaceable_fixtures_named", stuck_ok, 1.0, f"{len(stuck)} fixtures cannot be placed"),
+            self.tables_match("matches", key="id", where="slot_id IS NOT NULL", weight=2.0,
+                              criterion="rescheduled_exactly_the_placeable_fixtures"),
+            self.tables_match("matches", key="id", columns="slot_id", where="slot_id IS NOT NULL",
+                              criterion="earliest_valid_slots_used"),
+            self.file_matches(self.params["report_name"], key="match_id", columns=["date", "kickoff", "venue"],
+                              criterion="fixtures_report_written"),
+            self.answer_states([team for m in stuck for team in (m["home"], m["away"])],
+                               criterion="unplaceable_fixtures_named"),
         ]

@@ -1,7 +1,6 @@
 """State for sports_league/fixture_rescheduling: teams, venues, the season's fixtures (some postponed),
 free venue slots, and the rules (rest days, TV evening slots, a venue closure) in memos and e-mails."""
 import datetime as dt
-import json
 
 TOWNS = ["Ashford", "Brackley", "Corbridge", "Dunmow", "Eastleigh", "Frome", "Glossop", "Hexham", "Ilkley",
          "Jarrow", "Kendal", "Ludlow", "Malton", "Nairn", "Oakham", "Penrith", "Ripon", "Selby", "Thirsk",
@@ -37,7 +36,6 @@ def generate(ctx):
         CREATE TABLE matches (id INTEGER PRIMARY KEY, home_team_id INTEGER, away_team_id INTEGER, match_date TEXT,
             kickoff TEXT, venue_id INTEGER, status TEXT, slot_id INTEGER, referee TEXT, attendance INTEGER);
         CREATE TABLE slots (id INTEGER PRIMARY KEY, venue_id INTEGER, slot_date TEXT, kickoff TEXT, is_free INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     rest = ctx.params["rest_days"]
@@ -145,6 +143,3 @@ def generate(ctx):
     for i in range(ctx.size("referee_notes")):
         (refs / f"appointments_{i:02d}.txt").write_text(
             f"Referee appointments batch {i + 1}: officials confirmed for the next round. Assessors to follow.\n")
-    facts = {"rest": rest, "evening_from": evening_from, "closure_venue": 2, "closure_start": closure_start.isoformat(),
-             "closure_end": closure_end.isoformat()}
-    db.execute("INSERT INTO _verifier_facts VALUES ('rules', ?)", (json.dumps(facts),))

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, rest_days, report_name) -> str:
+def solve(tools, rest_days, report_name, closure_inclusive=True) -> str:
     texts = [" ".join(t.split()) for t in read_files(tools).values()]
     text = " ".join(texts)
     rest = rest_days
@@ -34,7 +34,7 @@ def solve(tools, rest_days, report_name) -> str:
             day = dt.date.fromisoformat(s["slot_date"])
             if not s["is_free"] or (tv and s["kickoff"] < evening):
                 continue
-            if home["home_venue"] == closed_venue and closed_from <= day <= closed_to:
+            if home["home_venue"] == closed_venue and closed_from <= day < closed_to + dt.timedelta(closure_inclusive):
                 continue
             if any(abs((day - d).days) < rest for t in (home["id"], away["id"]) for d in calendar.get(t, [])):
                 continue
