@@ -59,7 +59,6 @@ def generate(ctx):
     )
     saturday = date(2026, 11, 14) + timedelta(weeks=rng.randint(0, 4))
     matchdays = [saturday, saturday + timedelta(days=4)]  # Saturday and the following Wednesday
-    rest_days = ctx.params["rest_days"]
     names = [f"{p} {k}" for k in KINDS for p in PLACES]
     rng.shuffle(names)
     n_div = ctx.size("teams") // 8
@@ -141,6 +140,6 @@ def generate(ctx):
             f"{topics[i % len(topics)].capitalize()}\n\nMessage from {r[1]} about the {topics[i % len(topics)]}. "
             "Available as usual for appointments.\n"
         )
-    facts = {"rest_days": rest_days, "seminar_day": seminar_day.isoformat(),
+    facts = {"seminar_day": seminar_day.isoformat(),
              "unavailable": {str(k): [d.isoformat() for d in v] for k, v in unavailable.items()}}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

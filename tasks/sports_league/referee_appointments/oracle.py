@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, rest_days, report_name) -> str:
+def solve(tools, rest_days, report_name, by_workload=True) -> str:
     fixtures = sorted(read_all(tools.list_fixtures), key=lambda f: (f["kickoff"], f["id"]))
     year = int(fixtures[0]["kickoff"][:4])
     referees = read_all(tools.list_referees)
@@ -40,7 +40,7 @@ def solve(tools, rest_days, report_name) -> str:
                    and not (r["grade"] == 1 and day == seminar)
                    and not any(since <= d < day for c in clubs for d in seen.get((r["id"], c), []))]
         if options:
-            pick = min(options, key=lambda r: (tally[r["id"]], r["grade"], r["name"]))
+            pick = min(options, key=lambda r: (tally[r["id"]] * by_workload, r["grade"], r["name"]))
             tools.appoint_referee(fixture_id=fx["id"], referee_id=pick["id"])
             tally[pick["id"]] += 1
             booked.setdefault(pick["id"], set()).add(day)
