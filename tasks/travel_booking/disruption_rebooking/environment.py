@@ -1,9 +1,6 @@
 """Tools and verifier for travel_booking/disruption_rebooking."""
-import csv
 import datetime as dt
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -96,48 +93,32 @@ class DisruptionEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO vouchers (booking_id, amount) VALUES (?,?)", (booking_id, amount))
         return {"voucher_id": cur.lastrowid, "booking_id": booking_id, "amount": amount}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = facts["expected"]
-        rows = {r["booking_ref"]: r for r in self.query("SELECT b.*, f.flight_no FROM bookings b JOIN flights f ON f.id = b.flight_id")}
-        by_id = {r["id"]: r for r in rows.values()}
-        moved = {by_id[r["replaces"]]["booking_ref"]: r for r in rows.values() if r["replaces"]}
-        refunded = {ref for ref, r in rows.items() if r["status"] == "refunded"}
-        want_rebooked = {k for k, v in expected.items() if v[0] == "rebooked"}
-        want_refunded = {k for k, v in expected.items() if v[0] == "refunded"}
-        handled_ok = set(moved) == want_rebooked and refunded == want_refunded
-        flights_ok = handled_ok and all(moved[k]["flight_no"] == expected[k][1] for k in want_rebooked)
-        vouchers = {}
-        for v in self.query("SELECT booking_id, amount FROM vouchers"):
-            vouchers.setdefault(v["booking_id"], []).append(v["amount"])
-        want_v = {moved[k]["id"]: [expected[k][3]] for k in want_rebooked if k in moved and expected[k][3]}
-        vouchers_ok = flights_ok and vouchers == want_v
-
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                got = {}
-                for r in csv.DictReader(io.StringIO(path.read_text().strip())):
-                    delay = (r["delay_minutes"] or "").strip()
-                    got[r["booking_ref"].strip()] = [r["action"].strip(), (r["new_flight"] or "").strip() or None,
-                                                     int(float(delay)) if delay else None, int(float(r["voucher"] or 0))]
-                report_ok = got == expected
-                detail = "matches the expected handling" if report_ok else f"{len(got)} rows; differ from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the log: {exc}"
-        total = sum(v[3] for v in expected.values())
-        said = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
-        acted = bool(moved) or bool(refunded)
-        closed_ok = acted and not any(r["flight_id"] in facts["closed_flights"] for r in moved.values())
-        untouched_ok = acted and rows[facts["already_cancelled"]]["status"] == "cancelled" and facts["refund_wish"] in refunded
+        moves = "bookings b JOIN bookings o ON o.id = b.replaces JOIN flights f ON f.id = b.flight_id"
+        moved = self.tables_match(moves, key="o.booking_ref")
+        refunded = self.tables_match("bookings", key="booking_ref", where="status = 'refunded'")
+        state = {r["booking_ref"]: r for r in self.query("SELECT booking_ref, status, flight_id, replaces FROM bookings")}
+        acted = any(r["replaces"] or r["status"] == "refunded" for r in state.values())
+        on_closed = [ref for ref, r in state.items() if r["replaces"] and r["flight_id"] in facts["closed_flights"]]
+        kept = state[facts["already_cancelled"]]["status"] == "cancelled" and \
+            state[facts["refund_wish"]]["status"] == "refunded"
+        rebooked = self.reference.query("SELECT count(*) AS n FROM bookings WHERE replaces IS NOT NULL")[0]["n"]
+        vouchers = self.reference.query("SELECT coalesce(sum(amount), 0) AS t FROM vouchers")[0]["t"]
         return [
-            Criterion("no_rebooking_onto_cancelled_departures", closed_ok, 1.0, "new flights must actually operate"),
-            Criterion("refund_wish_and_cancelled_booking", untouched_ok, 1.0, "the customer who asked for a refund gets one; a cancelled booking stays as it is"),
-            Criterion("every_affected_booking_handled", handled_ok, 2.0, f"{len(moved)} rebooked / {len(refunded)} refunded; expected {len(want_rebooked)} / {len(want_refunded)}"),
-            Criterion("priority_and_earliest_flight", flights_ok, 2.0, "tier, booking date and ref order; earliest operating flight with a seat"),
-            Criterion("vouchers_on_new_bookings", vouchers_ok, 1.0, f"delay bands from the playbook, {self.params['small_voucher']} / {self.params['large_voucher']} EUR"),
-            Criterion("log_written", report_ok, 1.0, detail),
-            Criterion("counts_reported", len(want_rebooked) in said and total in said, 1.0, f"expected {len(want_rebooked)} rebooked and {total} EUR vouchers"),
+            Criterion("no_rebooking_onto_cancelled_departures", acted and not on_closed, 1.0,
+                      "new flights must actually operate"),
+            Criterion("refund_wish_and_cancelled_booking", acted and kept, 1.0,
+                      "the customer who asked for a refund gets one; a cancelled booking stays as it is"),
+            Criterion("every_affected_booking_handled", moved.passed and refunded.passed, 2.0,
+                      f"rebooked: {moved.detail}; refunded: {refunded.detail}"),
+            self.tables_match(moves, key="o.booking_ref", columns="f.flight_no", weight=2.0,
+                              criterion="priority_and_earliest_flight"),
+            self.tables_match("vouchers v JOIN bookings b ON b.id = v.booking_id LEFT JOIN bookings o ON o.id = b.replaces",
+                              key="coalesce(o.booking_ref, b.booking_ref)", columns="v.amount",
+                              criterion="vouchers_on_new_bookings"),
+            self.file_matches(self.params["report_name"], key="booking_ref", criterion="log_written",
+                              columns=["action", "new_flight", "delay_minutes", "voucher"]),
+            self.answer_states([rebooked, vouchers], criterion="counts_reported"),
         ]

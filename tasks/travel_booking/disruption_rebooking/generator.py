@@ -187,6 +187,6 @@ def generate(ctx):
         (ws / "inbox" / f"agency_{i:03d}.eml").write_text(f"From: office@agency.example\nSubject: {topic}\n\nA note on {topic}. "
                                                           f"Nothing to do for disruptions. Ref {rng.randint(100, 999)}.\n")
 
-    facts = {"expected": expected, "refund_wish": refund_wish["booking_ref"], "closed_flights": [f["id"] for f in cancelled],
+    facts = {"refund_wish": refund_wish["booking_ref"], "closed_flights": [f["id"] for f in cancelled],
              "already_cancelled": cancelled_one["booking_ref"]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

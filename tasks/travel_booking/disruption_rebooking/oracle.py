@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 STAMP = "%Y-%m-%d %H:%M"
 
 
-def solve(tools, small_voucher, large_voucher, report_name) -> str:
+def solve(tools, small_voucher, large_voucher, report_name, read_deadlines=True) -> str:
     texts = read_files(tools)
     refund_refs, deadlines = set(), {}
     for text in texts.values():
@@ -44,7 +44,7 @@ def solve(tools, small_voucher, large_voucher, report_name) -> str:
     log, rebooked, voucher_total = [], 0, 0
     for _, _, ref, b, orig in ranked:
         options = [f for f in flights if operates(f) and f["destination"] == orig["destination"] and f["depart"] >= orig["depart"]
-                   and seats[f["id"]] > 0 and f["arrive"] <= deadlines.get(ref, "9999")]
+                   and seats[f["id"]] > 0 and (f["arrive"] <= deadlines.get(ref, "9999") or not read_deadlines)]
         if ref in refund_refs or not options:
             tools.refund_booking(booking_id=b["id"])
             log.append(f"{ref},refunded,,,0")
