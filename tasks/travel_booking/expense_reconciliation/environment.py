@@ -1,8 +1,5 @@
 """Tools and verifier for travel_booking/expense_reconciliation."""
-import csv
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 
@@ -108,40 +105,26 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE claims SET status = 'released' WHERE id = ?", (claim_id,))
         return {"payment_id": cur.lastrowid, "claim_id": claim_id, "amount_eur": round(total, 2)}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = facts["expected"]
-        got = {str(r["line_id"]): r for r in self.query("SELECT * FROM decisions")}
-        all_decided = set(got) == set(expected)
-        outcome_ok = all_decided and all(got[k]["decision"] == v[0] and got[k]["reason"] == v[2] for k, v in expected.items())
-        amounts_ok = all_decided and all(abs(got[k]["approved_eur"] - v[1]) < 0.011 for k, v in expected.items())
-        card_ok = bool(got) and all(got.get(k, {}).get("reason") == "card_paid" for k, v in expected.items() if v[2] == "card_paid")
-        paid = {str(r["claim_id"]): r["amount_eur"] for r in self.query("SELECT claim_id, amount_eur FROM payments")}
-        released_ok = set(paid) == set(facts["claim_totals"])
-        totals_ok = released_ok and all(abs(paid[k] - v) < 0.02 for k, v in facts["claim_totals"].items())
-        rules_ok = bool(got) and all(got.get(k, {}).get("reason") == v[2] for k, v in expected.items() if v[2] in ("outside_trip", "no_receipt"))
-        exception_ok = got.get(facts["excused_line"], {}).get("decision") == "approved"
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = {r["line_id"].strip(): [r["decision"].strip(), round(float(r["approved_eur"] or 0), 2), (r["reason"] or "").strip()]
-                        for r in csv.DictReader(io.StringIO(path.read_text().strip()))}
-                report_ok = set(rows) == set(expected) and all(rows[k][0] == v[0] and rows[k][2] == v[2] and abs(rows[k][1] - v[1]) < 0.011
-                                                               for k, v in expected.items())
-                detail = "matches the expected decisions" if report_ok else f"{len(rows)} rows; differ from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        excused = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'excused_line'")[0]["value"])
+        honoured = self.query("SELECT decision FROM decisions WHERE line_id = ?", (int(excused),))
+        total = self.reference.query("SELECT sum(approved_eur) AS t FROM decisions")[0]["t"] or 0.0
         return [
-            Criterion("every_line_decided_with_right_outcome", outcome_ok, 2.0, "rules in policy order, first match wins"),
-            Criterion("amounts_converted_and_capped", amounts_ok, 2.0, "daily FX rate, cents, meal allowance per claim and day"),
-            Criterion("card_paid_lines_rejected", card_ok, 1.0, "lines already on the corporate card"),
-            Criterion("date_and_receipt_rules", rules_ok, 1.0, f"outside-trip and missing-receipt rejections (limit {self.params['receipt_limit']} EUR)"),
-            Criterion("approved_exception_honoured", exception_ok, 1.0, "the lost hotel receipt with a signed declaration"),
-            Criterion("every_claim_released", released_ok, 0.5, f"{len(paid)} released, {len(facts['claim_totals'])} expected"),
-            Criterion("released_totals", totals_ok, 0.5, "payment per claim equals its approved lines"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("total_reported", any(abs(n - facts["total"]) < 0.011 for n in numbers), 1.0, f"expected {facts['total']:.2f}"),
+            self.tables_match("decisions", key="line_id", columns=["decision", "reason"], weight=2.0,
+                              criterion="every_line_decided_with_right_outcome"),
+            self.tables_match("decisions", key="line_id", columns="approved_eur", tolerance=0.011, weight=2.0,
+                              criterion="amounts_converted_and_capped"),
+            self.tables_match("decisions", key="line_id", where="reason = 'card_paid'",
+                              criterion="card_paid_lines_rejected"),
+            self.tables_match("decisions", key="line_id", columns="reason", criterion="date_and_receipt_rules",
+                              where="reason IN ('outside_trip', 'no_receipt')"),
+            Criterion("approved_exception_honoured", [r["decision"] for r in honoured] == ["approved"], 1.0,
+                      "the lost hotel receipt with a signed declaration"),
+            self.tables_match("payments", key="claim_id", criterion="every_claim_released", weight=0.5),
+            self.tables_match("payments", key="claim_id", columns="amount_eur", tolerance=0.02, weight=0.5,
+                              criterion="released_totals"),
+            self.file_matches(self.params["report_name"], key="line_id", tolerance=0.011,
+                              columns=["decision", "approved_eur", "reason"]),
+            self.answer_states(round(total, 2), tolerance=0.011, criterion="total_reported"),
         ]

@@ -4,7 +4,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, receipt_limit, report_name) -> str:
+def solve(tools, receipt_limit, report_name, check_card=True) -> str:
     texts = read_files(tools)
     excused = set()
     for text in texts.values():
@@ -30,7 +30,7 @@ def solve(tools, receipt_limit, report_name) -> str:
             eur = round(line["amount"] * rate(line["currency"], line["spent_on"]), 2)
             if not trip["start_date"] <= line["spent_on"] <= trip["end_date"]:
                 outcome = ("rejected", 0.0, "outside_trip")
-            elif (line["spent_on"], line["merchant"], line["amount"], line["currency"]) in card:
+            elif check_card and (line["spent_on"], line["merchant"], line["amount"], line["currency"]) in card:
                 outcome = ("rejected", 0.0, "card_paid")
             elif not line["has_receipt"] and eur > receipt_limit and (claim["id"], line["spent_on"], line["merchant"]) not in excused:
                 outcome = ("rejected", 0.0, "no_receipt")
