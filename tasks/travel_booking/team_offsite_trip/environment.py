@@ -1,11 +1,9 @@
 """Tools and verifier for travel_booking/team_offsite_trip."""
-import csv
 import datetime as dt
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import parse_rows
 
 
 def _day(value: str, name: str) -> str:
@@ -108,47 +106,25 @@ class OffsiteTripEnv(WorkspaceEnvironment):
                               (trip_id, employee_id, hotel_id, start, end, cost))
         return {"reservation_id": cur.lastrowid, "hotel": hotel["name"], "nights": nights, "cost": cost}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = {int(k): v for k, v in facts["expected"].items()}
-        fb = self.query("SELECT b.trip_id, b.employee_id, b.flight_id, f.airline FROM flight_bookings b JOIN flights f ON f.id = b.flight_id")
-        hb = self.query("SELECT trip_id, employee_id, hotel_id, check_in, check_out FROM hotel_bookings")
-        got_flights = sorted((b["employee_id"], b["flight_id"]) for b in fb)
-        want_flights = sorted((e, r[k]) for e, r in expected.items() for k in ("outbound", "return") if r[k])
-        got_hotels = sorted((b["employee_id"], b["hotel_id"], b["check_in"], b["check_out"]) for b in hb)
-        want_hotels = sorted((e, r["hotel"], facts["check_in"], facts["check_out"]) for e, r in expected.items() if r["hotel"])
         avoider, airline = facts["avoider"]
-        exceptions_ok = bool(fb) and not any(b["employee_id"] in facts["no_flights"] for b in fb) and not any(
-            b["employee_id"] == avoider and b["airline"] == airline for b in fb)
-        trips = {b["trip_id"] for b in fb + hb}
-        trip_rows = self.query("SELECT id, destination FROM trips")
-        one_trip = len(trips) == 1 and any(t["id"] in trips and t["destination"] == facts["destination"] for t in trip_rows)
-
-        flight_no = {r["id"]: r["flight_no"] for r in self.query("SELECT id, flight_no FROM flights")}
-        hotel_name = {r["id"]: r["name"] for r in self.query("SELECT id, name FROM hotels")}
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {int(r["employee_id"]): ((r["outbound_flight"] or "").strip(), (r["return_flight"] or "").strip(),
-                       (r["hotel"] or "").strip(), (r["check_in"] or "").strip(), (r["check_out"] or "").strip(),
-                       round(float(r["cost"] or 0), 2)) for r in rows}
-                want = {e: (flight_no.get(r["outbound"], ""), flight_no.get(r["return"], ""), hotel_name.get(r["hotel"], ""),
-                            facts["check_in"] if r["hotel"] else "", facts["check_out"] if r["hotel"] else "", r["cost"])
-                        for e, r in expected.items()}
-                report_ok = got == want and len(rows) == len(want)
-                detail = "matches the expected itinerary" if report_ok else f"{len(rows)} rows; differs from the expected itinerary"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the itinerary: {exc}"
-        total = round(sum(r["cost"] for r in expected.values()), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        flown = self.query("SELECT b.employee_id, f.airline FROM flight_bookings b JOIN flights f ON f.id = b.flight_id")
+        kept = bool(flown) and not any(b["employee_id"] in facts["no_flights"] or
+                                       (b["employee_id"] == avoider and b["airline"] == airline) for b in flown)
+        used = "t.id IN (SELECT trip_id FROM flight_bookings UNION SELECT trip_id FROM hotel_bookings)"
+        name = self.params["report_name"]
+        total = sum(float(r["cost"]) for r in parse_rows(self.reference.read(name), "csv"))
         return [
-            Criterion("flights_booked_per_policy", got_flights == want_flights, 2.0, f"{len(got_flights)} flight bookings, {len(want_flights)} expected (landing by {self.params['cutoff_hour']}:00)"),
-            Criterion("traveller_arrangements_respected", exceptions_ok, 1.0, "no flights for the driver or the local attendee; airline wish kept"),
-            Criterion("hotel_nights_booked", got_hotels == want_hotels, 2.0, f"{len(got_hotels)} hotel bookings, {len(want_hotels)} expected"),
-            Criterion("all_bookings_on_one_trip", one_trip, 1.0, f"bookings on trips {sorted(trips)}"),
-            Criterion("itinerary_written", report_ok, 1.0, detail),
-            Criterion("total_cost_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected total {total:.2f}"),
+            self.tables_match("flight_bookings", key=(), columns=["employee_id", "flight_id"], weight=2.0,
+                              criterion="flights_booked_per_policy"),
+            Criterion("traveller_arrangements_respected", kept, 1.0,
+                      "no flights for the driver or the local attendee; airline wish kept"),
+            self.tables_match("hotel_bookings", key="employee_id", columns=["hotel_id", "check_in", "check_out"],
+                              weight=2.0, criterion="hotel_nights_booked"),
+            self.tables_match("trips t", key="t.destination", where=used, criterion="all_bookings_on_one_trip"),
+            self.file_matches(name, key="employee_id", criterion="itinerary_written", columns=[
+                "outbound_flight", "return_flight", "hotel", "check_in", "check_out", "cost"]),
+            self.answer_states(round(total, 2), criterion="total_cost_reported"),
         ]

@@ -130,24 +130,6 @@ def generate(ctx):
     for hid, h in enumerate(hotels, 1):
         h["id"] = hid
     db.executemany("INSERT INTO hotels VALUES (:id, :name, :city, :nightly_rate, :rating, :distance_km)", hotels)
-    fitting = [h for h in hotels if h["city"] == dest and h["nightly_rate"] <= cap]
-    hotel = max(fitting, key=lambda h: (h["rating"], -h["distance_km"], -h["id"]))
-    nights = (last_day - eve).days
-
-    expected = {}
-    for e in attendees:
-        row = {"outbound": None, "return": None, "hotel": None, "cost": 0.0}
-        if e is not local:
-            row["hotel"] = hotel["id"]
-            row["cost"] += round(hotel["nightly_rate"] * nights, 2)
-            if e is not driver:
-                out_opts = [f for f in outbound_options(e) if not (e is avoider and f["airline"] == avoided_airline)]
-                ret_opts = [f for f in return_options(e) if not (e is avoider and f["airline"] == avoided_airline)]
-                row["outbound"], row["return"] = cheapest(out_opts)["id"], cheapest(ret_opts)["id"]
-                row["cost"] += next(f["fare"] for f in flights if f["id"] == row["outbound"])
-                row["cost"] += next(f["fare"] for f in flights if f["id"] == row["return"])
-        row["cost"] = round(row["cost"], 2)
-        expected[e["id"]] = row
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -193,7 +175,5 @@ def generate(ctx):
             f"From: travel.desk@corp.example\nSubject: {topic}\n\nA short update on the {topic}; this does not change how trips "
             f"are booked. Ref {rng.randint(1000, 9999)}.\n")
 
-    facts = {"expected": {str(k): v for k, v in expected.items()}, "check_in": eve.isoformat(),
-             "check_out": last_day.isoformat(), "destination": dest,
-             "no_flights": [driver["id"], local["id"]], "avoider": [avoider["id"], avoided_airline]}
+    facts = {"no_flights": [driver["id"], local["id"]], "avoider": [avoider["id"], avoided_airline]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -9,7 +9,7 @@ def long_day(text):
     return dt.datetime.strptime(re.sub(r"^\w+day ", "", text), "%d %B %Y").date()
 
 
-def solve(tools, cutoff_hour, report_name) -> str:
+def solve(tools, cutoff_hour, report_name, read_driver_notes=True) -> str:
     texts = read_files(tools)
     drivers, avoid = set(), {}
     for path, text in texts.items():
@@ -35,7 +35,6 @@ def solve(tools, cutoff_hour, report_name) -> str:
     eve = first - dt.timedelta(days=1)
     hotels = [h for h in read_all(tools.list_hotels, city=dest) if h["nightly_rate"] <= allowance[dest]]
     hotel = max(hotels, key=lambda h: (h["rating"], -h["distance_km"], -h["id"]))
-    nights = (last - eve).days
     trip = tools.create_trip(name=f"Team offsite {dest}", destination=dest)["trip_id"]
 
     schedule = {}
@@ -53,7 +52,7 @@ def solve(tools, cutoff_hour, report_name) -> str:
         out = back = None
         cost = 0.0
         if e["home_city"] != dest:
-            if name not in drivers:
+            if name not in drivers or not read_driver_notes:
                 airline_ok = lambda f: f["airline"] != avoid.get(name)
                 out = cheapest(e["home_city"], dest, eve, lambda f: airline_ok(f) and f["arrive"] <= f"{eve.isoformat()} {cutoff:02d}:00")
                 back = cheapest(dest, e["home_city"], last, lambda f: airline_ok(f) and f["depart"] >= f"{last.isoformat()} {end_hour + gap:02d}:00")
