@@ -1,8 +1,5 @@
-"""State for hr_payroll/bonus_allocation: staff, two review cycles of scores, committee minutes and HR notes.
-
-Parameters: the lowest review score that qualifies, a department whose pool is on hold, and the ranking file's name."""
+"""State for hr_payroll/bonus_allocation: staff, two review cycles of scores, committee minutes and HR notes."""
 import datetime as dt
-import json
 
 DEPARTMENTS = ["Engineering", "Sales", "Finance", "Operations", "Marketing"]
 NAMES = ["Ari", "Bex", "Cam", "Dov", "Eun", "Fox", "Gia", "Hux", "Ivy", "Jax", "Kai", "Lia", "Mo", "Nox", "Ona",
@@ -31,7 +28,6 @@ def generate(ctx):
         CREATE TABLE bonus_rounds (id INTEGER PRIMARY KEY, name TEXT);
         CREATE TABLE awards (id INTEGER PRIMARY KEY, round_id INTEGER, employee_id INTEGER, amount INTEGER,
             UNIQUE (round_id, employee_id));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     cutoff = dt.date(2026, rng.choice([9, 10]), rng.choice([1, 15]))
@@ -76,20 +72,16 @@ def generate(ctx):
     heads = {d: sum(1 for s in staff if s[3] == d) for d in DEPARTMENTS}
     pools = {d: heads[d] * rng.choice([1500, 2000, 2500]) + rng.choice([0, 250, 750]) for d in DEPARTMENTS}
     pool_text = "; ".join(f"{d} {pools[d]:,}" for d in DEPARTMENTS)
-    minutes = [
-        "# Compensation committee - minutes",
-        "",
-        "Present: the CFO, the HR director, two non-executive members.",
-        "",
-        f"1. Bonus pools for the 2026 cycle were approved as follows: {pool_text}.",
-        "2. Rankings use the scores from the 2026 review cycle only; earlier cycles are for reference.",
-        f"3. People who joined after {cutoff:%d %B %Y} are not eligible this year.",
-        "4. Any amount left over after rounding stays in the pool and is not paid out.",
-    ]
+    minutes = (
+        "# Compensation committee - minutes\n\nPresent: the CFO, the HR director, two non-executive members.\n\n"
+        f"1. Bonus pools for the 2026 cycle were approved as follows: {pool_text}.\n"
+        "2. Rankings use the scores from the 2026 review cycle only; earlier cycles are for reference.\n"
+        f"3. People who joined after {cutoff:%d %B %Y} are not eligible this year.\n"
+        "4. Any amount left over after rounding stays in the pool and is not paid out.\n")
     docs = ctx.workspace
     (docs / "hr").mkdir()
     (docs / "committee").mkdir()
-    (docs / "committee" / "minutes_bonus_pools.md").write_text("\n".join(minutes) + "\n")
+    (docs / "committee" / "minutes_bonus_pools.md").write_text(minutes)
     (docs / "hr" / "bonus_scheme_rules.md").write_text(
         "# Bonus scheme rules\n\n"
         "Within a department, eligible people are ranked by review score, highest first. People with equal\n"
@@ -110,5 +102,3 @@ def generate(ctx):
         (docs / "hr" / f"comp_note_{i:03d}.txt").write_text(
             f"Comp team note: {topic}.\nThe {rng.choice(DEPARTMENTS)} team asked about {topic}; no effect on bonuses.\n"
             f"Ref {rng.randint(100, 999)}.\n")
-    facts = {"cutoff": cutoff.isoformat(), "tiers": list(tiers), "pools": pools, "pip": [pip[0][1], pip[1][1]]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, min_score, held_department, report_name) -> str:
+def solve(tools, min_score, held_department, report_name, shared_ranks=True) -> str:
     pools, pip = {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -28,9 +28,9 @@ def solve(tools, min_score, held_department, report_name) -> str:
             continue
         people = [e for e in read_all(tools.list_employees, department=department)
                   if dt.date.fromisoformat(e["hire_date"]) <= cutoff and e["emp_no"] not in pip and scores[e["id"]] >= min_score]
-        ranked = {}
-        for e in people:
-            ranked[e["id"]] = 1 + sum(1 for other in people if scores[other["id"]] > scores[e["id"]])
+        # shared (competition) ranks count everyone above; dense ranks count only distinct scores above
+        above = [scores[e["id"]] for e in people] if shared_ranks else list({scores[e["id"]] for e in people})
+        ranked = {e["id"]: 1 + sum(1 for s in above if s > scores[e["id"]]) for e in people}
         units = {i: 3 if r <= three else 2 if r <= two else 1 for i, r in ranked.items()}
         share = sum(units.values())
         for e in sorted(people, key=lambda e: ranked[e["id"]]):

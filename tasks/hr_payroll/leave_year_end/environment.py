@@ -1,17 +1,7 @@
 """Tools and verifier for hr_payroll/leave_year_end."""
-import datetime as dt
-import json
-import math
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 YEAR = 2026
-
-
-def months_employed(hire: dt.date) -> int:
-    """Calendar months of the leave year on whose first day the person was already employed."""
-    return sum(1 for month in range(1, 13) if hire <= dt.date(YEAR, month, 1))
 
 
 class LeaveEnv(WorkspaceEnvironment):
@@ -60,48 +50,22 @@ class LeaveEnv(WorkspaceEnvironment):
                               "VALUES (?,?,?,?,?,?)", (employee_id, YEAR, accrued, taken, carried_forward, forfeited))
         return {"entry_id": cur.lastrowid, "employee_id": employee_id, "year": YEAR}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> dict[int, dict]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        years, bonus = facts["service"]
-        who, when = facts["reclassified"]
-        out = {}
-        for e in self.query("SELECT * FROM employees WHERE status = 'active'"):
-            hire = dt.date.fromisoformat(e["hire_date"])
-            accrued = math.floor(facts["monthly"] * months_employed(hire) * e["fte"] * 2 + 0.5 + 1e-9) / 2
-            long_service = (hire.year + years, hire.month, hire.day) <= (YEAR, 12, 31)
-            accrued += bonus if long_service else 0
-            taken = sum(r["days"] for r in self.query(
-                "SELECT start_date, days FROM leave_records WHERE employee_id = ? AND kind = 'annual' AND start_date LIKE ?",
-                (e["id"], f"{YEAR}-%")) if not (e["id"] == who and r["start_date"] == when))
-            taken += self.params["shutdown_days"]  # the December shutdown, not yet in the system
-            cap = facts["cap"] + self.params["extra_carry_days"]  # the board's one-off raise
-            balance = e["opening_balance"] + accrued - taken
-            out[e["id"]] = {"accrued": accrued, "taken": taken, "carried": min(balance, cap),
-                            "forfeited": max(0.0, balance - cap), "long_service": long_service,
-                            "new_hire": hire.year == YEAR, "corrected": e["id"] == who}
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        want = self.expected()
-        got = {r["employee_id"]: r for r in self.query("SELECT * FROM year_end_balances WHERE year = ?", (YEAR,))}
+        balances = "year_end_balances b JOIN employees e ON e.id = b.employee_id"
+        veteran_hired_by = self.query("SELECT value FROM _verifier_facts")[0]["value"]  # long service by 31 Dec
 
-        def close(eid: int, field: str, key: str) -> bool:
-            return eid in got and abs(got[eid][field] - want[eid][key]) < 0.01
+        def matches(columns, where, criterion, weight=1.0):
+            return self.tables_match(balances, key="b.employee_id", columns=columns, where=f"b.year = {YEAR}{where}",
+                                     tolerance=0.01, criterion=criterion, weight=weight)
 
-        def all_ok(field: str, key: str, only: str = "") -> bool:
-            return all(close(e, field, key) for e, w in want.items() if not only or w[only])
-
-        total = sum(w["forfeited"] for w in want.values())
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
+        total = self.reference.query("SELECT SUM(forfeited) AS t FROM year_end_balances")[0]["t"]
         return [
-            Criterion("balances_for_exactly_active_staff", set(got) == set(want), 2.0, f"{len(got)} posted, {len(want)} expected"),
-            Criterion("new_hires_accrue_from_first_full_month", all_ok("accrued", "accrued", "new_hire"), 1.0,
-                      "months counted only when employed on the 1st"),
-            Criterion("long_service_days_added", all_ok("accrued", "accrued", "long_service"), 1.0, "service completed by 31 December"),
-            Criterion("accrual_correct", all_ok("accrued", "accrued"), 1.0, "monthly rate x months x FTE, to the half day"),
-            Criterion("annual_leave_taken_correct", all_ok("taken", "taken"), 1.0, f"2026 annual leave only, reclassified days excluded, plus {self.params['shutdown_days']} shutdown days"),
-            Criterion("carry_over_and_forfeit_correct", all_ok("carried_forward", "carried") and all_ok("forfeited", "forfeited"), 1.0,
-                      f"carry-over capped at the handbook limit plus {self.params['extra_carry_days']} days"),
-            Criterion("total_forfeited_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected {total:g} days"),
+            matches((), "", "balances_for_exactly_active_staff", weight=2.0),
+            matches("b.accrued", f" AND e.hire_date >= '{YEAR}-01-01'", "new_hires_accrue_from_first_full_month"),
+            matches("b.accrued", f" AND e.hire_date <= '{veteran_hired_by}'", "long_service_days_added"),
+            matches("b.accrued", "", "accrual_correct"),
+            matches("b.taken", "", "annual_leave_taken_correct"),
+            matches(["b.carried_forward", "b.forfeited"], "", "carry_over_and_forfeit_correct"),
+            self.answer_states(total, criterion="total_forfeited_reported"),
         ]

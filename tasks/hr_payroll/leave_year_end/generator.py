@@ -1,8 +1,5 @@
-"""State for hr_payroll/leave_year_end: staff with hire dates and FTE, leave records, the leave handbook.
-
-Parameters: the December shutdown days everyone takes, and the extra carry-over days the board allowed."""
+"""State for hr_payroll/leave_year_end: staff with hire dates and FTE, leave records, the leave handbook."""
 import datetime as dt
-import json
 from dataclasses import dataclass
 
 GIVEN = ["Abel", "Bea", "Cyrus", "Dina", "Ezra", "Fay", "Gil", "Hedda", "Ira", "Juno", "Kai", "Lotte", "Moss",
@@ -121,7 +118,4 @@ def generate(ctx):
         path = ctx.workspace / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
-    facts = {"monthly": monthly, "service": [service_years, service_days], "cap": cap,
-             "reclassified": [fix_person.id, fixed[1]]}
-    for key, value in facts.items():
-        db.execute("INSERT INTO _verifier_facts VALUES (?, ?)", (key, json.dumps(value)))
+    db.execute("INSERT INTO _verifier_facts VALUES ('long_service_hired_by', ?)", (f"{2026 - service_years}-12-31",))

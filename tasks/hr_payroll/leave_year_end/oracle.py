@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, shutdown_days, extra_carry_days) -> str:
+def solve(tools, shutdown_days, extra_carry_days, count_hiring_month=False) -> str:
     rules, corrections = {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -22,7 +22,9 @@ def solve(tools, shutdown_days, extra_carry_days) -> str:
     forfeited_total = 0.0
     for e in read_all(tools.list_employees, status="active"):
         hire = dt.date.fromisoformat(e["hire_date"])
-        months = sum(1 for m in range(1, 13) if hire <= dt.date(2026, m, 1))
+        # a month counts when employed on its 1st; counting the hiring month too is the mistake to avoid
+        first = hire.replace(day=1) if count_hiring_month else hire
+        months = sum(1 for m in range(1, 13) if first <= dt.date(2026, m, 1))
         accrued = math.floor(rules["monthly"] * months * e["fte"] * 2 + 0.5 + 1e-9) / 2
         if (hire.year + rules["years"], hire.month, hire.day) <= (2026, 12, 31):
             accrued += rules["bonus"]

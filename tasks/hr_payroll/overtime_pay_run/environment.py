@@ -1,7 +1,6 @@
 """Tools and verifier for hr_payroll/overtime_pay_run."""
 import datetime as dt
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -107,71 +106,27 @@ class PayrollEnv(WorkspaceEnvironment):
         return {"run_id": run_id, "status": "submitted", "lines": len(lines),
                 "total_gross": round(sum(l["gross_pay"] for l in lines), 2)}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _facts(self) -> dict:
-        return {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-
-    def expected_lines(self, facts: dict) -> dict[int, dict]:
-        """emp id -> the line the policy, agreements, holiday notice, corrections and the request call for."""
-        expected = {}
-        for emp in self.query("SELECT * FROM employees WHERE employment_type = 'employee' AND department != ?",
-                              (self.params["excluded_department"],)):
-            days = self.query("SELECT work_date, hours FROM timesheets WHERE employee_id = ? AND work_date BETWEEN ? AND ?",
-                              (emp["id"], facts["period_start"], facts["period_end"]))
-            if not days:
-                continue
-            holiday = sum(d["hours"] for d in days if d["work_date"] == facts["holiday"])
-            ordinary = [d for d in days if d["work_date"] != facts["holiday"]]
-            regular = overtime = 0.0
-            if emp["union_local"] == facts["daily_union"]:
-                for d in ordinary:
-                    regular += min(d["hours"], facts["daily_threshold"])
-                    overtime += max(0.0, d["hours"] - facts["daily_threshold"])
-            else:
-                weeks: dict[tuple, float] = {}
-                for d in ordinary:
-                    week = dt.date.fromisoformat(d["work_date"]).isocalendar()[:2]
-                    weeks[week] = weeks.get(week, 0.0) + d["hours"]
-                regular = sum(min(h, 40.0) for h in weeks.values())
-                overtime = sum(max(0.0, h - 40.0) for h in weeks.values())
-            overtime = min(overtime, float(self.params["overtime_cap"]))  # the excess is banked, not paid
-            rate = facts["corrected_rates"].get(emp["emp_no"], emp["hourly_rate"])
-            gross = round(rate * (regular + 1.5 * overtime + 2 * holiday), 2)
-            expected[emp["id"]] = {"regular": regular, "overtime": overtime, "holiday": holiday, "gross": gross,
-                                   "union": emp["union_local"] == facts["daily_union"], "emp_no": emp["emp_no"]}
-        return expected
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = self._facts()
-        expected = self.expected_lines(facts)
-        runs = self.query("SELECT * FROM pay_runs WHERE status = 'submitted'")
-        run_ok = len(runs) == 1 and (runs[0]["period_start"], runs[0]["period_end"]) == (facts["period_start"], facts["period_end"])
-        lines = self.query("SELECT * FROM pay_lines WHERE run_id = ?", (runs[0]["id"],)) if len(runs) == 1 else []
-        got = {l["employee_id"]: l for l in lines}
+        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        lines = ("pay_lines l JOIN pay_runs r ON r.id = l.run_id AND r.status = 'submitted' "
+                 "JOIN employees e ON e.id = l.employee_id")
+        hours = ["l.regular_hours", "l.overtime_hours", "l.holiday_hours"]
+        daily_union = f"e.union_local = '{facts['daily_union']}'"
+        corrected = "e.emp_no IN (" + ", ".join(f"'{emp_no}'" for emp_no in facts["corrected"]) + ")"
 
-        def hours_match(eid: int) -> bool:
-            line, want = got.get(eid), expected[eid]
-            return line is not None and all(abs(line[f"{k}_hours"] - want[k]) < 0.005 for k in ("regular", "overtime", "holiday"))
+        def matches(columns, where, criterion, weight=1.0, tolerance=0.005):
+            return self.tables_match(lines, key="l.employee_id", columns=columns, where=where, tolerance=tolerance,
+                                     criterion=criterion, weight=weight)
 
-        def gross_match(eid: int) -> bool:
-            return eid in got and abs(got[eid]["gross_pay"] - expected[eid]["gross"]) < 0.015
-
-        corrected_ids = [e for e, w in expected.items() if w["emp_no"] in facts["corrected_rates"]]
-        total = round(sum(w["gross"] for w in expected.values()), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
-        wrong_gross = sum(1 for e in expected if not gross_match(e))
+        total = self.reference.query("SELECT SUM(gross_pay) AS t FROM pay_lines")[0]["t"]
         return [
-            Criterion("one_submitted_run_for_the_period", run_ok, 1.0,
-                      f"{len(runs)} submitted runs; period {facts['period_start']}..{facts['period_end']} expected"),
-            Criterion("lines_for_exactly_eligible_staff", set(got) == set(expected), 2.0,
-                      f"{len(got)} lines, {len(expected)} expected (employees with time in the period, no contractors, "
-                      f"nobody from {self.params['excluded_department']})"),
-            Criterion("union_daily_overtime_applied", all(hours_match(e) for e, w in expected.items() if w["union"]), 1.0,
-                      f"{facts['daily_union']} members get overtime per day, not per week (capped at {self.params['overtime_cap']} h)"),
-            Criterion("weekly_overtime_and_holiday_hours", all(hours_match(e) for e, w in expected.items() if not w["union"]), 1.0,
-                      f"40-hour weekly threshold with holiday hours set apart, overtime capped at {self.params['overtime_cap']} h"),
-            Criterion("rate_corrections_applied", all(gross_match(e) for e in corrected_ids), 1.0,
-                      "promoted staff are paid at the corrected rate"),
-            Criterion("gross_pay_correct", wrong_gross == 0, 2.0, f"{wrong_gross} lines with wrong gross pay"),
-            Criterion("total_gross_reported", any(abs(n - total) < 0.015 for n in numbers), 1.0, f"expected total {total:.2f}"),
+            self.tables_match("pay_runs", key=["period_start", "period_end"], where="status = 'submitted'",
+                              criterion="one_submitted_run_for_the_period"),
+            matches((), "", "lines_for_exactly_eligible_staff", weight=2.0),
+            matches(hours, daily_union, "union_daily_overtime_applied"),
+            matches(hours, f"NOT {daily_union}", "weekly_overtime_and_holiday_hours"),
+            matches("l.gross_pay", corrected, "rate_corrections_applied", tolerance=0.015),
+            matches("l.gross_pay", "", "gross_pay_correct", weight=2.0, tolerance=0.015),
+            self.answer_states(round(total, 2), tolerance=0.015, criterion="total_gross_reported"),
         ]

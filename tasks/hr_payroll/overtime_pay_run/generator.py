@@ -1,6 +1,4 @@
-"""State for hr_payroll/overtime_pay_run: staff, daily timesheets around one fortnight, HR documents.
-
-Parameters: a department left out of the run and a cap on the overtime hours paid per person."""
+"""State for hr_payroll/overtime_pay_run: staff, daily timesheets around one fortnight, HR documents."""
 import datetime as dt
 import json
 
@@ -102,62 +100,56 @@ def generate(ctx):
     eligible = [s for s in staff if s[4] == "employee" and s[0] in worked and s[3] != excluded]
     corrected = {s[1]: round(s[6] + rng.choice([1.25, 1.5, 2.0, 2.75]), 2) for s in rng.sample(eligible, 2)}
 
-    ws = ctx.workspace
-    (ws / "payroll").mkdir()
-    (ws / "hr_inbox").mkdir()
-    (ws / "contracts").mkdir()
-    (ws / "payroll" / "payroll_calendar.md").write_text(
-        "# Payroll calendar - autumn\n\n"
-        f"The current fortnightly run covers the period starting {long_date(start)} and ending "
-        f"{long_date(end)}, both days included. Timesheet lines dated outside that window belong to "
-        "other runs and must be left alone.\n\nPayslips are released on the Thursday after the period closes.\n"
-    )
-    (ws / "payroll" / "overtime_policy.md").write_text(
-        "# Overtime policy\n\n"
-        "Unless a collective agreement says otherwise, overtime is worked time beyond 40 hours within a\n"
-        "calendar week (Monday to Sunday). It is paid at one and a half times the ordinary hourly rate;\n"
-        "everything else is regular time at the ordinary rate.\n\n"
-        "Contractors are engaged through accounts payable and invoice us directly: they are never paid\n"
-        "through the payroll run, even when they log hours in the timesheet system.\n\n"
-        "Gross pay is rounded to the cent at the end of the calculation.\n"
-    )
-    (ws / "payroll" / "holiday_notice.txt").write_text(
-        f"Subject: Public holiday - {long_date(holiday)}\n\n"
-        f"{long_date(holiday)} is a public holiday. Anyone who works that day is paid double time (twice the\n"
-        "ordinary rate) for every hour worked on it. Holiday hours are reported separately and are left out\n"
-        "when we work out regular time and overtime for the week.\n"
-    )
-    (ws / "contracts" / f"{daily_union.lower().replace(' ', '_')}_agreement.md").write_text(
-        f"# Collective agreement - {daily_union}\n\n"
-        "Article 14 (Hours of work). The weekly 40-hour overtime rule in the company policy does not apply\n"
-        f"to members of {daily_union}. Instead, any time worked beyond {NUMBER_WORDS[threshold]} hours in a single day is\n"
-        "overtime, paid at time and a half; the first hours of each day are regular time.\n\n"
-        "Article 15 (Public holidays). Members receive the company holiday rate.\n"
-    )
-    (ws / "contracts" / f"{other_union.lower().replace(' ', '_')}_agreement.md").write_text(
-        f"# Collective agreement - {other_union}\n\n"
-        "Article 9 (Allowances). Members receive a safety footwear allowance once a year, paid through\n"
-        "expenses rather than payroll.\n\n"
-        f"Article 10 (Hours of work). Members of {other_union} follow the company overtime policy without change.\n"
-    )
     lines = [f"- {emp_no}: the system still shows the old rate; pay {rate:.2f} per hour for this whole run."
              for emp_no, rate in sorted(corrected.items())]
-    (ws / "hr_inbox" / "rate_corrections.eml").write_text(
-        "From: hr@company.example\nTo: payroll@company.example\nSubject: Pay rate corrections before the run\n\n"
-        "Hi, two promotions were approved last month but the HR system update is lagging behind:\n"
-        + "\n".join(lines) + "\nPlease apply them in this fortnight's run.\n\nThanks, HR\n"
-    )
+    docs = {
+        "payroll/payroll_calendar.md": (
+            "# Payroll calendar - autumn\n\n"
+            f"The current fortnightly run covers the period starting {long_date(start)} and ending "
+            f"{long_date(end)}, both days included. Timesheet lines dated outside that window belong to "
+            "other runs and must be left alone.\n\nPayslips are released on the Thursday after the period closes.\n"),
+        "payroll/overtime_policy.md": (
+            "# Overtime policy\n\n"
+            "Unless a collective agreement says otherwise, overtime is worked time beyond 40 hours within a\n"
+            "calendar week (Monday to Sunday). It is paid at one and a half times the ordinary hourly rate;\n"
+            "everything else is regular time at the ordinary rate.\n\n"
+            "Contractors are engaged through accounts payable and invoice us directly: they are never paid\n"
+            "through the payroll run, even when they log hours in the timesheet system.\n\n"
+            "Gross pay is rounded to the cent at the end of the calculation.\n"),
+        "payroll/holiday_notice.txt": (
+            f"Subject: Public holiday - {long_date(holiday)}\n\n"
+            f"{long_date(holiday)} is a public holiday. Anyone who works that day is paid double time (twice the\n"
+            "ordinary rate) for every hour worked on it. Holiday hours are reported separately and are left out\n"
+            "when we work out regular time and overtime for the week.\n"),
+        f"contracts/{daily_union.lower().replace(' ', '_')}_agreement.md": (
+            f"# Collective agreement - {daily_union}\n\n"
+            "Article 14 (Hours of work). The weekly 40-hour overtime rule in the company policy does not apply\n"
+            f"to members of {daily_union}. Instead, any time worked beyond {NUMBER_WORDS[threshold]} hours in a single "
+            "day is\n"
+            "overtime, paid at time and a half; the first hours of each day are regular time.\n\n"
+            "Article 15 (Public holidays). Members receive the company holiday rate.\n"),
+        f"contracts/{other_union.lower().replace(' ', '_')}_agreement.md": (
+            f"# Collective agreement - {other_union}\n\n"
+            "Article 9 (Allowances). Members receive a safety footwear allowance once a year, paid through\n"
+            "expenses rather than payroll.\n\n"
+            f"Article 10 (Hours of work). Members of {other_union} follow the company overtime policy without "
+            "change.\n"),
+        "hr_inbox/rate_corrections.eml": (
+            "From: hr@company.example\nTo: payroll@company.example\nSubject: Pay rate corrections before the run\n\n"
+            "Hi, two promotions were approved last month but the HR system update is lagging behind:\n"
+            + "\n".join(lines) + "\nPlease apply them in this fortnight's run.\n\nThanks, HR\n"),
+    }
     topics = ["parking permits", "canteen menu", "first aid training", "pension webinar", "team offsite",
               "IT password reset", "charity bake sale", "new badge readers"]
-    circulars = []
     for i in range(ctx.size("circulars")):
-        contact = rng.choice(staff)
-        circulars.append((topics[i % len(topics)], contact[2], contact[3], rng.randint(1000, 9999)))
-    for i, (topic, person, team, ref) in enumerate(circulars):
-        text = (f"Subject: {topic}\n\nA reminder about the {topic}: details are on the intranet. Contact {person}\n"
-                f"({team}) with questions. This does not affect pay or hours. Ref {ref}.\n")
-        (ws / "hr_inbox" / f"circular_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(text)
+        topic, contact = topics[i % len(topics)], rng.choice(staff)
+        docs[f"hr_inbox/circular_{i:03d}_{topic.replace(' ', '_')}.txt"] = (
+            f"Subject: {topic}\n\nA reminder about the {topic}: details are on the intranet. Contact {contact[2]}\n"
+            f"({contact[3]}) with questions. This does not affect pay or hours. Ref {rng.randint(1000, 9999)}.\n")
+    for folder in ("payroll", "hr_inbox", "contracts"):
+        (ctx.workspace / folder).mkdir()
+    for name, text in docs.items():
+        (ctx.workspace / name).write_text(text)
 
-    facts = {"period_start": start.isoformat(), "period_end": end.isoformat(), "holiday": holiday.isoformat(),
-             "daily_union": daily_union, "daily_threshold": threshold, "corrected_rates": corrected}
+    facts = {"daily_union": daily_union, "corrected": sorted(corrected)}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -11,7 +11,7 @@ def to_iso(text):
     return dt.datetime.strptime(text, "%A %d %B %Y").date()
 
 
-def solve(tools, excluded_department, overtime_cap) -> str:
+def solve(tools, excluded_department, overtime_cap, apply_rate_corrections=True) -> str:
     start = end = holiday = None
     daily_rules, rates = {}, {}
     for path, text in read_files(tools).items():
@@ -49,7 +49,7 @@ def solve(tools, excluded_department, overtime_cap) -> str:
             regular = sum(min(h, 40.0) for h in per_week.values())
             overtime = sum(max(0.0, h - 40.0) for h in per_week.values())
         overtime = min(overtime, overtime_cap)  # anything beyond the cap is banked as time off
-        rate = rates.get(emp["emp_no"], emp["hourly_rate"])
+        rate = rates.get(emp["emp_no"], emp["hourly_rate"]) if apply_rate_corrections else emp["hourly_rate"]
         gross = round(rate * (regular + 1.5 * overtime + 2 * holiday_hours), 2)
         tools.add_pay_line(run_id=run["run_id"], employee_id=emp["id"], regular_hours=regular,
                            overtime_hours=overtime, holiday_hours=holiday_hours, gross_pay=gross)

@@ -1,6 +1,4 @@
 """Tools and verifier for insurance_claims/claim_adjudication."""
-import json
-import re
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -79,46 +77,24 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO payments (decision_id, payee, amount) VALUES (?,?,?)", (decision_id, payee.strip(), row[0]["payout"]))
         return {"payment_id": cur.lastrowid, "amount": row[0]["payout"], "payee": payee.strip()}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = {k: tuple(v) for k, v in facts["expected"].items()}
-        got = {}
-        for r in self.query("SELECT c.claim_no, d.decision, d.reason, d.payout, d.id FROM decisions d JOIN claims c ON c.id = d.claim_id"):
-            got.setdefault(r["claim_no"], []).append(r)
-        single = all(len(v) == 1 for v in got.values())
-        decided_ok = single and set(got) == set(expected)
-        outcomes_ok = decided_ok and all(got[k][0]["decision"] == v[0] and (got[k][0]["reason"] or "") == v[1] for k, v in expected.items())
-        payouts_ok = decided_ok and all(abs(got[k][0]["payout"] - v[2]) < 0.01 for k, v in expected.items() if v[0] == "approve")
-        hold_ok = facts["hold"] not in got and bool(got)
-
-        holders = {r["claim_no"]: r["holder"] for r in self.query(
-            "SELECT c.claim_no, p.holder FROM claims c JOIN policies p ON p.id = c.policy_id")}
-        pays = self.query("SELECT c.claim_no, p.payee, p.amount FROM payments p JOIN decisions d ON d.id = p.decision_id "
-                          "JOIN claims c ON c.id = d.claim_id")
-        want_pay = sorted((k, holders[k], v[2]) for k, v in expected.items() if v[0] == "approve")
-        got_pay = sorted((p["claim_no"], p["payee"], round(p["amount"], 2)) for p in pays)
-        pay_ok = got_pay == want_pay
-
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                rows = {d["claim_no"].strip(): (d["decision"].strip(), (d.get("reason") or "").strip(), round(float(d["payout"]), 2))
-                        for d in data}
-                report_ok = len(data) == len(expected) and rows == expected
-                detail = "matches the expected decisions" if report_ok else f"{len(data)} entries; differ from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        total = round(sum(v[2] for v in expected.values()), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        decided = "decisions d JOIN claims c ON c.id = d.claim_id"
+        paid = "payments p JOIN decisions d ON d.id = p.decision_id JOIN claims c ON c.id = d.claim_id"
+        # the claim on SIU hold is the one open claim the reference solution leaves undecided
+        held = {r["claim_no"] for r in self.reference.query("SELECT claim_no FROM claims WHERE status = 'open'")}
+        mine = {r["claim_no"] for r in self.query(f"SELECT c.claim_no FROM {decided}")}
+        total = self.reference.query("SELECT SUM(amount) AS t FROM payments")[0]["t"]
         return [
-            Criterion("exactly_the_decidable_claims_decided", decided_ok, 1.0, f"{len(got)} decided, {len(expected)} expected"),
-            Criterion("siu_hold_respected", hold_ok, 1.0, f"claim {facts['hold']} must stay open"),
-            Criterion("decisions_and_reason_codes", outcomes_ok, 2.0, "rules checked in the guidance's order"),
-            Criterion("payouts_apply_limits_and_excess", payouts_ok, 2.0, "sub-limits, excess and sum insured"),
-            Criterion("approved_claims_paid_to_holders", pay_ok, 1.0, f"{len(got_pay)} payments, {len(want_pay)} expected"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("total_payout_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0, f"expected total {total:.2f}"),
+            self.tables_match(decided, key="c.claim_no", criterion="exactly_the_decidable_claims_decided"),
+            Criterion("siu_hold_respected", bool(mine) and not held & mine, 1.0,
+                      f"{', '.join(sorted(held))} must stay open"),
+            self.tables_match(decided, key="c.claim_no", columns=["d.decision", "d.reason"], weight=2.0,
+                              criterion="decisions_and_reason_codes"),
+            self.tables_match(decided, key="c.claim_no", columns="d.payout", tolerance=0.01, weight=2.0,
+                              criterion="payouts_apply_limits_and_excess"),
+            self.tables_match(paid, key="c.claim_no", columns=["p.payee", "p.amount"], tolerance=0.01,
+                              criterion="approved_claims_paid_to_holders"),
+            self.file_matches(self.params["report_name"], as_="json", key="claim_no", criterion="report_written"),
+            self.answer_states(round(total, 2), criterion="total_payout_reported"),
         ]

@@ -1,6 +1,5 @@
 """State for insurance_claims/claim_adjudication: home policies, claims with line items, wordings and notes."""
 import datetime as dt
-import json
 
 PRODUCTS = ["HomeGuard Basic", "HomeGuard Plus", "HomeGuard Premier"]
 PERILS = ["fire", "theft", "storm", "escape of water", "flood", "subsidence", "accidental damage"]
@@ -9,7 +8,6 @@ FIRST = ["Alma", "Basil", "Cora", "Desmond", "Edith", "Fergus", "Gemma", "Harvey
          "Moira", "Neville", "Orla", "Percy", "Rhona", "Stanley", "Tamsin", "Vernon"]
 LAST = ["Ashby", "Bellamy", "Crowe", "Dunmore", "Ellery", "Fairbairn", "Garside", "Hollis", "Irvine", "Jessop",
         "Kendrick", "Lovell", "Marchant", "Nettleton", "Oakes", "Pickering"]
-CODES = ("not_in_force", "late_notification", "excluded_peril")
 GRACE_DAYS = [5, 10, 15, 20]
 REPORT_NAMES = ["adjudication.json", "claim_decisions.json", "adjudicated_claims.json", "queue_decisions.json"]
 
@@ -30,7 +28,6 @@ def generate(ctx):
         CREATE TABLE claim_items (id INTEGER PRIMARY KEY, claim_id INTEGER, category TEXT, description TEXT, amount REAL);
         CREATE TABLE decisions (id INTEGER PRIMARY KEY, claim_id INTEGER, decision TEXT, reason TEXT, payout REAL);
         CREATE TABLE payments (id INTEGER PRIMARY KEY, decision_id INTEGER, payee TEXT, amount REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     # Per-product rules, varied per seed; Basic is always the strictest.
@@ -55,7 +52,6 @@ def generate(ctx):
     # Three claims reported between the possible grace periods: the grace period in force decides which are late.
     plan = ["not_in_force", "late_notification", "excluded_peril", "sublimit", "cap", "hold", "closed",
             "grace_8", "grace_13", "grace_18"] + [None] * (n - 10)
-    grace = ctx.params["grace_days"]
     for cid, kind in enumerate(plan, 1):
         pol = policies[(cid * 7) % len(policies)]
         r = rules[pol["product"]]
@@ -95,23 +91,6 @@ def generate(ctx):
     db.executemany("INSERT INTO claim_items (claim_id, category, description, amount) VALUES (?,?,?,?)", items)
 
     hold_claim = next(c for c in claims if c["id"] == order[plan.index("hold") + 1])
-    pol_by_id = {p["id"]: p for p in policies}
-    expected = {}
-    for c in claims:
-        if c["status"] != "open" or c["id"] == hold_claim["id"]:
-            continue
-        pol = pol_by_id[c["policy_id"]]
-        r = rules[pol["product"]]
-        reported_after = (dt.date.fromisoformat(c["reported_date"]) - dt.date.fromisoformat(c["loss_date"])).days
-        if not pol["start_date"] <= c["loss_date"] <= pol["end_date"]:
-            expected[c["claim_no"]] = ("deny", "not_in_force", 0.0)
-        elif reported_after > r["notify_days"] + grace:
-            expected[c["claim_no"]] = ("deny", "late_notification", 0.0)
-        elif c["peril"] in r["excluded"]:
-            expected[c["claim_no"]] = ("deny", "excluded_peril", 0.0)
-        else:
-            total = sum(min(a, r["sublimits"].get(cat, a)) for cid, cat, _, a in items if cid == c["id"])
-            expected[c["claim_no"]] = ("approve", "", round(min(pol["sum_insured"], max(0.0, total - pol["excess"])), 2))
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -149,6 +128,3 @@ def generate(ctx):
         topic = topics[i % len(topics)]
         (ws / "bulletins" / f"bulletin_{i:03d}.md").write_text(
             f"# Team bulletin: {topic}\n\nA reminder about {topic}. This does not change how claims are decided. Ref {rng.randint(100, 999)}.\n")
-
-    facts = {"expected": expected, "hold": hold_claim["claim_no"]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

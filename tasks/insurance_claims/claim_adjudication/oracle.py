@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, grace_days, report_name) -> str:
+def solve(tools, grace_days, report_name, apply_sublimits=True) -> str:
     texts = read_files(tools)
     products, holds = {}, set()
     for text in texts.values():
@@ -32,7 +32,7 @@ def solve(tools, grace_days, report_name) -> str:
         elif claim["peril"] in excluded:
             outcome = ("deny", "excluded_peril", 0.0)
         else:
-            assessed = sum(min(i["amount"], limits.get(i["category"], i["amount"]))
+            assessed = sum(min(i["amount"], limits.get(i["category"], i["amount"]) if apply_sublimits else i["amount"])
                            for i in read_all(tools.list_claim_items, claim_id=claim["id"]))
             outcome = ("approve", "", round(min(policy["sum_insured"], max(0.0, assessed - policy["excess"])), 2))
         decision = tools.record_decision(claim_id=claim["id"], decision=outcome[0], reason=outcome[1], payout=outcome[2])

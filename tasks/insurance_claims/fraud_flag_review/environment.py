@@ -1,7 +1,4 @@
 """Tools and verifier for insurance_claims/fraud_flag_review."""
-import json
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 STATUSES = ("open", "closed", "with SIU", "all")
@@ -79,31 +76,23 @@ class FraudReviewEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO referrals (flag_id, note) VALUES (?,?)", (flag_id, note))
         return {"referral_id": cur.lastrowid, "flag_id": flag_id}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        flags = {r["claim_no"]: r["score"] for r in self.query("SELECT c.claim_no, f.score FROM flags f JOIN claims c ON c.id = f.claim_id")}
-        referred = {r["claim_no"] for r in self.query("SELECT c.claim_no FROM referrals r JOIN flags f ON f.id = r.flag_id JOIN claims c ON c.id = f.claim_id")}
-        want_ref = set(facts["ranking"][:facts["capacity"]])
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            got = []
-            for line in path.read_text().splitlines():
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                if len(cells) == 4 and cells[0].isdigit():
-                    got.append((int(cells[0]), cells[1], cells[2], cells[3].lower()))
-            want = [(i, k, str(facts["scores"][k]), "yes" if k in want_ref else "no") for i, k in enumerate(facts["ranking"], 1)]
-            report_ok = got == want
-            detail = "ranking table matches" if report_ok else f"{len(got)} rows; expected {len(want)} in rank order"
-        said = [int(x) for x in re.findall(r"(?<![\d.A-Z])\d+(?![\d.])", final_response)]
-        top = facts["ranking"][0]
+        flagged = "flags f JOIN claims c ON c.id = f.claim_id"
+        referred = "referrals r JOIN flags f ON f.id = r.flag_id JOIN claims c ON c.id = f.claim_id"
+        cleared = self.query("SELECT value FROM _verifier_facts WHERE key = 'cleared'")[0]["value"]
+        mine = {r["claim_no"]: r["status"] for r in self.query(f"SELECT c.claim_no, c.status FROM {flagged}")}
+        left_alone = bool(mine) and cleared not in mine and "with SIU" not in mine.values()
+        # the oracle flags in rank order, so its first flag is the top-ranked claim
+        top = self.reference.query(f"SELECT c.claim_no FROM {flagged} ORDER BY f.id LIMIT 1")[0]["claim_no"]
+        count = self.reference.query("SELECT COUNT(*) AS n FROM referrals")[0]["n"]
         return [
-            Criterion("exactly_the_threshold_claims_flagged", set(flags) == set(facts["scores"]), 2.0, f"{len(flags)} flagged, {len(facts['scores'])} expected"),
-            Criterion("indicator_scores_correct", flags == facts["scores"], 2.0, "points per the indicator card"),
-            Criterion("cleared_and_siu_claims_left_alone", bool(flags) and facts["cleared"] not in flags and facts["already"] not in flags, 1.0,
-                      "a claim cleared by a senior handler, and one already with SIU"),
-            Criterion("top_ranked_referred_within_capacity", referred == want_ref, 2.0, f"expected referrals: {sorted(want_ref)}"),
-            Criterion("ranking_written", report_ok, 1.0, detail),
-            Criterion("top_claim_and_count_reported", top in final_response and facts["capacity"] in said, 1.0, f"expected {top} and {facts['capacity']}"),
+            self.tables_match(flagged, key="c.claim_no", weight=2.0, criterion="exactly_the_threshold_claims_flagged"),
+            self.tables_match(flagged, key="c.claim_no", columns="f.score", weight=2.0,
+                              criterion="indicator_scores_correct"),
+            Criterion("cleared_and_siu_claims_left_alone", left_alone, 1.0,
+                      f"{cleared}, cleared by a senior handler, and the claim already with SIU stay unflagged"),
+            self.tables_match(referred, key="c.claim_no", weight=2.0, criterion="top_ranked_referred_within_capacity"),
+            self.file_matches(self.params["report_name"], as_="md", key="rank", criterion="ranking_written"),
+            self.answer_states([top, count], criterion="top_claim_and_count_reported"),
         ]

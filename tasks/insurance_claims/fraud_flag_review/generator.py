@@ -1,7 +1,5 @@
 """State for insurance_claims/fraud_flag_review: claimants, policies, motor claims and SIU's indicator card."""
 import datetime as dt
-import json
-import statistics
 
 FIRST = ["Adrian", "Beth", "Callum", "Delia", "Euan", "Fiona", "Gareth", "Holly", "Ivor", "Jenna", "Kieran", "Lorna", "Magnus",
          "Nina", "Owen", "Pippa", "Rory", "Shona", "Tobias", "Una"]
@@ -15,8 +13,7 @@ REPORT_NAMES = ["fraud_ranking.md", "fraud_screen.md", "siu_ranking.md", "weekly
 
 
 def params(ctx) -> dict:
-    """The request: a peril whose claims another team screens this week, how many referrals SIU can take, and the
-    ranking file's name."""
+    """The request: a peril screened by another team this week, SIU's capacity, the ranking file's name."""
     return {"excluded_peril": ctx.rng.choice(PERILS), "siu_capacity": ctx.rng.choice([3, 4, 5, 6]),
             "report_name": ctx.rng.choice(REPORT_NAMES)}
 
@@ -113,37 +110,6 @@ def generate(ctx):
     db.executemany("INSERT INTO policies VALUES (?,?,?,?)", policies)
     db.executemany("INSERT INTO claims VALUES (:id, :claim_no, :policy_id, :claimant_id, :peril, :loss_date, :reported_date, :amount, :shop_id, :status)", claims)
 
-    # Scores.
-    medians = {p: statistics.median([c["amount"] for c in claims if c["peril"] == p]) for p in PERILS if any(c["peril"] == p for c in claims)}
-    bank_count = {}
-    for c in claimants:
-        bank_count[c[3]] = bank_count.get(c[3], 0) + 1
-    year_ago = TODAY - dt.timedelta(days=365)
-    scored = {}
-    for c in claims:
-        if c["status"] != "open" or c["id"] == cleared["id"] or c["peril"] == ctx.params["excluded_peril"]:
-            continue
-        score = 0
-        loss, inc = dt.date.fromisoformat(c["loss_date"]), dt.date.fromisoformat(policies[c["policy_id"] - 1][3])
-        if (loss - inc).days <= new_days:
-            score += pts["new_policy"]
-        others = [o for o in claims if o["claimant_id"] == c["claimant_id"] and o["id"] != c["id"] and o["loss_date"] >= year_ago.isoformat()]
-        if len(others) >= repeat_n:
-            score += pts["repeat"]
-        if bank_count[claimants[c["claimant_id"] - 1][3]] > 1:
-            score += pts["shared_bank"]
-        if c["shop_id"] in watch:
-            score += pts["watch_shop"]
-        if (dt.date.fromisoformat(c["reported_date"]) - loss).days > late_days:
-            score += pts["late"]
-        if c["amount"] > inflate * medians[c["peril"]]:
-            score += pts["inflated"]
-        if score >= threshold:
-            scored[c["claim_no"]] = (score, c["amount"])
-    ranking = sorted(scored, key=lambda k: (-scored[k][0], -scored[k][1], k))
-    if len(ranking) <= capacity:
-        raise RuntimeError("too few flagged claims for the SIU capacity; widen the indicators")
-
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
     for folder in ("siu", "notes", "news"):
@@ -181,6 +147,4 @@ def generate(ctx):
             f"# Claims newsletter {i + 1}\n\n{rng.choice(['Winter driving tips', 'New FNOL form', 'Team news', 'Complaint trends'])}. "
             "No change to fraud screening.\n")
 
-    facts = {"scores": {k: v[0] for k, v in scored.items()}, "ranking": ranking, "capacity": capacity,
-             "already": already["claim_no"], "cleared": cleared["claim_no"]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    db.execute("INSERT INTO _verifier_facts VALUES ('cleared', ?)", (cleared["claim_no"],))

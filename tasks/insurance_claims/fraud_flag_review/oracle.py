@@ -8,7 +8,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 TIMES = {"twice": 2, "three times": 3}
 
 
-def solve(tools, excluded_peril, siu_capacity, report_name) -> str:
+def solve(tools, excluded_peril, siu_capacity, report_name, tie_break_by_amount=True) -> str:
     capacity = siu_capacity
     texts = read_files(tools)
     cleared, watch = set(), set()
@@ -60,7 +60,7 @@ def solve(tools, excluded_peril, siu_capacity, report_name) -> str:
                  + p_infl * (c["amount"] > times * median[c["peril"]]))
         if score >= threshold:
             flagged.append((score, c))
-    flagged.sort(key=lambda sc: (-sc[0], -sc[1]["amount"], sc[1]["claim_no"]))
+    flagged.sort(key=lambda sc: (-sc[0], -sc[1]["amount"] if tie_break_by_amount else 0, sc[1]["claim_no"]))
     lines = []
     for rank, (score, c) in enumerate(flagged, 1):
         flag = tools.flag_claim(claim_id=c["id"], score=score)

@@ -1,9 +1,4 @@
 """Tools and verifier for insurance_claims/subrogation_recovery."""
-import csv
-import io
-import json
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 HANDLERS = ("outside_counsel", "recovery_desk")
@@ -64,56 +59,25 @@ class SubrogationEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE recovery_cases SET handler = ? WHERE id = ?", (handler, case_id))
         return {"case_id": case_id, "handler": handler}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _ranking(self) -> tuple[list[dict], dict]:
-        memo = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'memo'")[0]["value"])
-        rows = self.query("SELECT c.*, t.name AS party, t.kind, t.insurer FROM claims c JOIN third_parties t "
-                          "ON t.id = c.third_party_id WHERE c.status = 'paid'")
-        ranked = []
-        for c in rows:
-            if c["third_party_fault_pct"] < self.params["min_fault"] or c["loss_date"] < memo["stale_before"]:
-                continue
-            if c["kind"] == "municipality" or c["insurer"] == memo["kfk"]:
-                continue
-            rate = memo["coll"]["business"] if c["kind"] == "business" else memo["coll"]["insured" if c["insurer"] else "uninsured"]
-            value = round(c["paid_amount"] * c["third_party_fault_pct"] / 100 * rate / 100, 2)
-            if value >= memo["min_recovery"]:
-                ranked.append({"claim_id": c["id"], "claim_no": c["claim_no"], "party": c["party"], "value": value,
-                               "loss_date": c["loss_date"]})
-        ranked.sort(key=lambda r: (-r["value"], r["loss_date"]))
-        return ranked[: self.params["capacity"]], memo
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    def _on_shared_cases(self, columns: str, criterion: str, where: str = "") -> Criterion:
+        """Compared on the cases both opened, so that one wrong pick does not fail every criterion."""
+        mine = {r["claim_id"] for r in self.query("SELECT claim_id FROM recovery_cases")}
+        shared = mine & {r["claim_id"] for r in self.reference.query("SELECT claim_id FROM recovery_cases")}
+        if not shared:
+            return Criterion(criterion, False, 1.0, "no case opened for an expected claim")
+        ids = ", ".join(str(i) for i in sorted(shared))
+        return self.tables_match("recovery_cases", key="claim_id", columns=columns, where=f"claim_id IN ({ids}){where}",
+                                 tolerance=0.01, criterion=criterion)
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        chosen, memo = self._ranking()
-        cases = {c["claim_id"]: c for c in self.query("SELECT claim_id, expected_recovery, handler FROM recovery_cases")}
-        want = {r["claim_id"]: r for r in chosen}
-        set_ok = set(cases) == set(want)
-        # Judged on the cases that should exist, so one wrong pick does not fail every criterion.
-        common = [k for k in want if k in cases]
-        values_ok = bool(common) and all(abs(cases[k]["expected_recovery"] - want[k]["value"]) < 0.01 for k in common)
-        handlers_ok = bool(common) and all(
-            cases[k]["handler"] == ("outside_counsel" if want[k]["value"] > memo["counsel_over"] else "recovery_desk")
-            for k in common) and all(c["handler"] for c in cases.values())
-
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = [(int(r["rank"]), r["claim_no"].strip(), r["third_party"].strip(), round(float(r["expected_recovery"]), 2))
-                       for r in rows]
-                expect = [(i + 1, r["claim_no"], r["party"], r["value"]) for i, r in enumerate(chosen)]
-                report_ok = sorted(got) == expect
-                detail = "ranking matches" if report_ok else f"{len(got)} rows; ranking differs from the expected one"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse {self.params['report_name']}: {exc}"
-        total = round(sum(r["value"] for r in chosen), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
+        total = self.reference.query("SELECT SUM(expected_recovery) AS t FROM recovery_cases")[0]["t"]
         return [
-            Criterion("cases_opened_for_the_top_candidates", set_ok, 2.0, f"{len(cases)} cases opened, {len(want)} expected"),
-            Criterion("expected_recoveries_recorded", values_ok, 1.0, "paid x fault share x collectability"),
-            Criterion("handlers_assigned", handlers_ok, 1.0, f"outside counsel above {memo['counsel_over']}"),
-            Criterion("ranking_report_written", report_ok, 1.0, detail),
-            Criterion("total_expected_recovery_reported", any(abs(n - total) < 0.01 for n in numbers), 1.0,
-                      f"expected {total:.2f}"),
+            self.tables_match("recovery_cases", key="claim_id", weight=2.0,
+                              criterion="cases_opened_for_the_top_candidates"),
+            self._on_shared_cases("expected_recovery", "expected_recoveries_recorded"),
+            # an unassigned case of any claim fails too: the reference leaves none
+            self._on_shared_cases("handler", "handlers_assigned", where=" OR handler IS NULL"),
+            self.file_matches(self.params["report_name"], as_="csv", key="rank", criterion="ranking_report_written"),
+            self.answer_states(round(total, 2), criterion="total_expected_recovery_reported"),
         ]

@@ -1,7 +1,5 @@
-"""State for insurance_claims/subrogation_recovery: paid claims with at-fault third parties, and the
-recovery memo plus legal e-mails that decide which are worth pursuing and in what order."""
+"""State for insurance_claims/subrogation_recovery: paid claims with at-fault third parties, memo and e-mails."""
 import datetime as dt
-import json
 
 INSURERS = ["Granite Mutual", "Bayside Assurance", "Corvid General", "Halcyon Insurance", "Pioneer Casualty",
             "Tidewater Insurance"]
@@ -21,8 +19,7 @@ LOSSES = ["Rear-ended at traffic lights by the other vehicle", "Water escaped fr
 
 
 def params(ctx) -> dict:
-    """The request: how many new cases the team can take this cycle, the smallest share of fault worth chasing,
-    and the ranking file's name."""
+    """The request: the team's capacity this cycle, the smallest share of fault worth chasing, the file's name."""
     return {"capacity": ctx.rng.choice([6, 8, 10, 12]), "min_fault": ctx.rng.choice([50, 60, 70, 80]),
             "report_name": ctx.rng.choice(REPORT_NAMES)}
 
@@ -35,7 +32,6 @@ def generate(ctx):
         CREATE TABLE claims (id INTEGER PRIMARY KEY, claim_no TEXT UNIQUE, line TEXT, loss_date TEXT, status TEXT,
             paid_amount REAL, third_party_id INTEGER, third_party_fault_pct INTEGER, description TEXT);
         CREATE TABLE recovery_cases (id INTEGER PRIMARY KEY, claim_id INTEGER, expected_recovery REAL, handler TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     years = rng.choice([2, 3])
@@ -152,6 +148,3 @@ def generate(ctx):
             f"From: comms@ourinsurer.example\nSubject: Claims bulletin {i + 1}\n\n"
             f"This week: {rng.choice(['new CRM training', 'office move', 'fraud awareness', 'holiday cover'])}.\n"
             "No change to recovery procedures.\n")
-    facts = {"years": years, "min_fault": min_fault, "coll": coll, "min_recovery": min_recovery, "capacity": capacity,
-             "counsel_over": counsel_over, "kfk": kfk, "stale_before": stale_before.isoformat()}
-    db.execute("INSERT INTO _verifier_facts VALUES ('memo', ?)", (json.dumps(facts),))

@@ -16,7 +16,7 @@ def _money(text: str) -> float:
     return float(text.replace(",", ""))
 
 
-def solve(tools, capacity, min_fault, report_name) -> str:
+def solve(tools, capacity, min_fault, report_name, tie_break_by_loss_date=True) -> str:
     corpus = "\n".join(read_files(tools).values())
     flat = " ".join(corpus.split())
     rates = {"business": int(re.search(r"businesses pay up about (\d+)%", flat).group(1)),
@@ -43,7 +43,7 @@ def solve(tools, capacity, min_fault, report_name) -> str:
         value = round(c["paid_amount"] * c["third_party_fault_pct"] / 100 * rate / 100, 2)
         if value >= floor:
             candidates.append((-value, c["loss_date"], c, party["name"], value))
-    candidates.sort(key=lambda t: (t[0], t[1]))
+    candidates.sort(key=lambda t: (t[0], t[1] if tie_break_by_loss_date else t[2]["claim_no"]))
     lines = ["rank,claim_no,third_party,expected_recovery"]
     total = 0.0
     for rank, (_, _, claim, party_name, value) in enumerate(candidates[:capacity], start=1):

@@ -1,6 +1,5 @@
 """Tools and verifier for it_operations/access_review."""
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -85,41 +84,22 @@ class AccessReviewEnv(WorkspaceEnvironment):
         """
         return self._act(review_id, account_id, "attestation", reason)
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        # The generator worked out the expected actions for this instance's parameters (system and department
-        # left out); the table's file name is checked here.
-        expected = {int(k): tuple(v) for k, v in facts["expected"].items()}
-        acts = {r["account_id"]: (r["action"], r["reason"]) for r in self.query("SELECT account_id, action, reason FROM review_actions")}
-        reviews = {r["review_id"] for r in self.query("SELECT DISTINCT review_id FROM review_actions")}
-        disabled_want = {k for k, v in expected.items() if v[0] == "disabled"}
-        disabled_got = {k for k, v in acts.items() if v[0] == "disabled"}
-        attest_ok = {k for k, v in acts.items() if v[0] == "attestation"} == {k for k, v in expected.items() if v[0] == "attestation"}
-        protected_ok = bool(acts) and not set(facts["protected"]) & set(acts)
-        reasons_ok = set(acts) == set(expected) and all(acts[k][1] == v[1] for k, v in expected.items())
-
-        names = {r["id"]: (r["account_name"], r["system"]) for r in self.query(
-            "SELECT a.id, a.account_name, s.name AS system FROM accounts a JOIN systems s ON s.id = a.system_id")}
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            got = set()
-            for line in path.read_text().splitlines():
-                cells = [c.strip().strip("`") for c in line.strip().strip("|").split("|")]
-                if len(cells) == 4 and cells[2].lower() in ("disabled", "attestation"):
-                    got.add((cells[0], cells[1], cells[2].lower(), cells[3].lower()))
-            want = {(*names[k], v[0], v[1]) for k, v in expected.items()}
-            report_ok = got == want
-            detail = "table matches the expected actions" if report_ok else f"{len(got)} table rows; {len(want)} expected"
-        said = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
+        protected = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'protected'")[0]["value"])
+        acted = {r["account_id"] for r in self.query("SELECT account_id FROM review_actions")}
+        reviews = self.query("SELECT COUNT(DISTINCT review_id) AS n FROM review_actions")[0]["n"]
+        disabled = self.reference.query("SELECT COUNT(*) AS n FROM review_actions WHERE action = 'disabled'")[0]["n"]
         return [
-            Criterion("exactly_the_right_accounts_disabled", disabled_got == disabled_want, 2.0, f"{len(disabled_got)} disabled, {len(disabled_want)} expected (nothing on {self.params['skipped_system']} "
-                      f"or of {self.params['skipped_department']} staff)"),
-            Criterion("service_accounts_sent_for_attestation", attest_ok, 1.0, "stale svc- accounts go to their owners"),
-            Criterion("protected_breakglass_untouched", protected_ok, 1.0, "break-glass accounts on the CISO's systems"),
-            Criterion("reasons_recorded", reasons_ok, 1.0, "left company beats inactivity"),
-            Criterion("single_review_used", len(reviews) == 1, 0.5, f"actions recorded on {len(reviews)} reviews"),
-            Criterion("review_table_written", report_ok, 1.0, detail),
-            Criterion("disabled_count_reported", len(disabled_want) in said, 1.0, f"expected {len(disabled_want)} disabled"),
+            self.tables_match("review_actions", key="account_id", where="action = 'disabled'", weight=2.0,
+                              criterion="exactly_the_right_accounts_disabled"),
+            self.tables_match("review_actions", key="account_id", where="action = 'attestation'",
+                              criterion="service_accounts_sent_for_attestation"),
+            Criterion("protected_breakglass_untouched", bool(acted) and not acted & set(protected), 1.0,
+                      "break-glass accounts on the CISO's systems"),
+            self.tables_match("review_actions", key="account_id", columns="reason", criterion="reasons_recorded"),
+            Criterion("single_review_used", reviews == 1, 0.5, f"actions recorded on {reviews} reviews"),
+            self.file_matches(self.params["report_name"], as_="md", key=["account", "system"],
+                              criterion="review_table_written"),
+            self.answer_states(disabled, criterion="disabled_count_reported"),
         ]

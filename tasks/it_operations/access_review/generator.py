@@ -1,6 +1,4 @@
-"""State for it_operations/access_review: people, systems and their accounts, with the security team's rules and mail.
-
-Parameters: a system and a department reviewed separately (left out of this review), and the table file's name."""
+"""State for it_operations/access_review: people, systems and accounts, with the security team's rules and mail."""
 import datetime as dt
 import json
 
@@ -14,8 +12,7 @@ REPORT_NAMES = ["access_review.md", "q4_access_review.md", "access_actions.md", 
 
 
 def params(ctx) -> dict:
-    """The request: a system (never the first two, which hold the pinned cases) and a department reviewed
-    separately, and the name of the table file."""
+    """The request: a system (never the first two: they hold the pinned cases), a department, the table's name."""
     return {
         "skipped_system": ctx.rng.choice(SYSTEMS[2:7]),
         "skipped_department": ctx.rng.choice(DEPTS),
@@ -79,7 +76,6 @@ def generate(ctx):
     leaver["status"], leaver["left_on"] = "left", ago(rng.randint(3, 90))
     # The pinned people are never in the department left out, so every rule still bites.
     skipped_dept = ctx.params["skipped_department"]
-    skipped_sid = SYSTEMS.index(ctx.params["skipped_system"]) + 1
     for u in actives[:8] + [on_leave]:
         if u["department"] == skipped_dept:
             u["department"] = rng.choice([d for d in DEPTS if d != skipped_dept])
@@ -125,33 +121,7 @@ def generate(ctx):
         a = rng.choice([x for x in accounts if x["user_id"] and x["status"] == "active" and id(x) not in scoped_objs])
         exceptions.append((a, review_day + dt.timedelta(days=rng.randint(-40, 90))))
 
-    user_by_id = {u["id"]: u for u in users}
     sys_name = dict((s[0], s[1]) for s in systems)
-    exc_map = {}
-    for a, until in exceptions:
-        exc_map[a["id"]] = max(exc_map.get(a["id"], until), until)
-    expected = {}
-    for a in accounts:
-        if a["status"] != "active" or a["system_id"] == skipped_sid:
-            continue
-        owner = user_by_id.get(a["user_id"])
-        if owner and owner["department"] == skipped_dept:
-            continue  # that department runs its own review
-        if owner and owner["status"] == "left":
-            expected[a["id"]] = ("disabled", "left company")
-            continue
-        if a["account_name"] == "bg-emergency" and a["system_id"] in protected:
-            continue
-        limit = admin_days if a["role"] == "admin" else idle_days
-        if a["last_login"]:
-            stale = (review_day - dt.date.fromisoformat(a["last_login"])).days > limit
-        else:
-            stale = (review_day - dt.date.fromisoformat(a["created"])).days > fresh_days
-        if not stale or (owner and owner["status"] == "on leave"):
-            continue
-        if a["id"] in exc_map and exc_map[a["id"]] >= review_day:
-            continue
-        expected[a["id"]] = ("attestation", "inactive") if a["account_name"].startswith("svc-") else ("disabled", "inactive")
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -192,6 +162,5 @@ def generate(ctx):
             f"HR update\n\n{u['full_name']} ({u['department']}) {rng.choice(['changed team', 'completed probation', 'moved desk', 'updated their address'])}. "
             "Employment records in the directory are current.\n")
 
-    facts = {"expected": {str(k): v for k, v in expected.items()},
-             "protected": [a["id"] for a in accounts if a["account_name"] == "bg-emergency" and a["system_id"] in protected]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    protected_ids = [a["id"] for a in accounts if a["account_name"] == "bg-emergency" and a["system_id"] in protected]
+    db.execute("INSERT INTO _verifier_facts VALUES ('protected', ?)", (json.dumps(protected_ids),))

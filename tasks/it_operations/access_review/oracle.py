@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, skipped_system, skipped_department, report_name) -> str:
+def solve(tools, skipped_system, skipped_department, report_name, check_exception_end=True) -> str:
     day = lambda s: dt.datetime.strptime(s, "%d %B %Y").date()
     texts = read_files(tools)
     protected, exceptions = set(), {}
@@ -43,7 +43,8 @@ def solve(tools, skipped_system, skipped_department, report_name) -> str:
                 limit = admin if acc["role"] == "admin" else idle
                 since = acc["last_login"] or acc["created"]
                 stale = (review - dt.date.fromisoformat(since)).days > (limit if acc["last_login"] else fresh)
-                valid = exceptions.get((system["name"], acc["account_name"]), dt.date.min) >= review
+                until = exceptions.get((system["name"], acc["account_name"]), dt.date.min)
+                valid = until >= review if check_exception_end else until > dt.date.min
                 if not stale or valid or (owner and owner["status"] == "on leave"):
                     continue
                 action, reason = ("attestation" if acc["account_name"].startswith("svc-") else "disabled"), "inactive"

@@ -1,13 +1,9 @@
 """Tools and verifier for it_operations/incident_postmortems."""
 import datetime as dt
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-
-def _close(a, b) -> bool:
-    return isinstance(a, (int, float)) and abs(a - b) <= 0.1
+from progagent_lib.task.criteria import MAX_FILE_CHARS, ParseError, compare_json, parse_json
 
 
 class IncidentReviewEnv(WorkspaceEnvironment):
@@ -81,40 +77,41 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         self.db.execute("INSERT OR IGNORE INTO postmortem_links VALUES (?,?)", (postmortem_id, change_id))
         return {"postmortem_id": postmortem_id, "change_id": change_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def criteria(self, final_response: str) -> list[Criterion]:
-        # The generator worked out the expected figures for this instance's excluded service; the file name is checked here.
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        want, pms = facts["metrics"], facts["postmortems"]
-        got_pm = {r["ref"]: r for r in self.query("SELECT p.id, i.ref, p.owner_team, p.due_date FROM postmortems p JOIN incidents i ON i.id = p.incident_id")}
-        links = {}
-        for r in self.query("SELECT l.postmortem_id, c.ref FROM postmortem_links l JOIN changes c ON c.id = l.change_id"):
-            links.setdefault(r["postmortem_id"], set()).add(r["ref"])
-        set_ok = set(got_pm) == set(pms)
-        details_ok = set_ok and all(got_pm[k]["owner_team"] == v[0] and got_pm[k]["due_date"] == v[1] for k, v in pms.items())
-        links_ok = set_ok and all(links.get(got_pm[k]["id"], set()) == ({v[2]} if v[2] else set()) for k, v in pms.items())
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    def _metrics_match(self, keys: tuple[str, ...], criterion: str, weight: float = 1.0) -> Criterion:
+        """Some keys of the metrics file hold the reference's figures (to 0.1 minute). By hand because file_matches
+        compares a whole file: a breach list in any order and services without downtime left out are fine here."""
+        name = self.params["metrics_name"]
+        want = {k: v for k, v in json.loads(self.reference.read(name)).items() if k in keys}
+        try:
+            got = parse_json(self.fs.read_text(name, MAX_FILE_CHARS))
+        except (ToolError, OSError, ParseError) as exc:
+            return Criterion(criterion, False, weight, f"{name}: {str(exc)[:200]}")
+        got = {k: got.get(k) for k in keys} if isinstance(got, dict) else {}
+        if isinstance(got.get("budget_breaches"), list):
+            got["budget_breaches"] = sorted(map(str, got["budget_breaches"]))
+        if isinstance(got.get("downtime_minutes"), dict):
+            got["downtime_minutes"] = {**{s: 0 for s, v in want["downtime_minutes"].items() if not v},
+                                       **got["downtime_minutes"]}
+        problem = compare_json(got, want, [], 0.1)
+        return Criterion(criterion, problem is None, weight, problem or f"{', '.join(keys)} as expected")
 
-        resp_ok = ttx_ok = down_ok = breach_ok = False
-        detail = f"{self.params['metrics_name']} not found"
-        path = self.workspace / self.params["metrics_name"]
-        if path.is_file():
-            try:
-                m = json.loads(path.read_text())
-                ttx_ok = all(set(m[k]) == set(want[k]) and all(_close(m[k][s], v) for s, v in want[k].items()) for k in ("mtta_minutes", "mttr_minutes"))
-                d = m["downtime_minutes"]
-                down_ok = all(_close(d.get(s, 0 if v == 0 else None), v) for s, v in want["downtime_minutes"].items())
-                breach_ok = sorted(m["budget_breaches"]) == want["budget_breaches"]
-                detail = f"mtta/mttr {'ok' if ttx_ok else 'differ'}, downtime {'ok' if down_ok else 'differs'}, breaches {'ok' if breach_ok else 'differ'}"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the metrics: {exc}"
-        said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
+    def criteria(self, final_response: str) -> list[Criterion]:
+        opened = "postmortems p JOIN incidents i ON i.id = p.incident_id"
+        linked = (f"{opened} LEFT JOIN postmortem_links l ON l.postmortem_id = p.id "
+                  "LEFT JOIN changes c ON c.id = l.change_id")
+        downtime = json.loads(self.reference.read(self.params["metrics_name"]))["downtime_minutes"]
+        count = self.reference.query("SELECT COUNT(*) AS n FROM postmortems")[0]["n"]
+        # any service tied for the most downtime will do
+        top = [self.answer_states([service, count], criterion="top_service_and_count_reported")
+               for service, minutes in downtime.items() if minutes == max(downtime.values())]
         return [
-            Criterion("response_times_per_severity", ttx_ok, 2.0, detail),
-            Criterion("downtime_per_service", down_ok, 1.0, f"sev1/sev2 impact, November only, duplicates and {self.params['excluded_service']} excluded"),
-            Criterion("budget_breaches", breach_ok, 1.0, f"expected {want['budget_breaches']}"),
-            Criterion("postmortems_for_the_right_incidents", set_ok, 2.0, f"{len(got_pm)} opened, {len(pms)} expected"),
-            Criterion("postmortem_owner_and_due_date", details_ok, 1.0, "service team; business days after final resolution"),
-            Criterion("causing_changes_linked", links_ok, 1.0, "link exactly the causing change"),
-            Criterion("top_service_and_count_reported", any(t in final_response for t in facts["top"]) and len(pms) in said, 1.0,
-                      f"expected one of {facts['top']} and {len(pms)} postmortems"),
+            self._metrics_match(("mtta_minutes", "mttr_minutes"), "response_times_per_severity", weight=2.0),
+            self._metrics_match(("downtime_minutes",), "downtime_per_service"),
+            self._metrics_match(("budget_breaches",), "budget_breaches"),
+            self.tables_match(opened, key="i.ref", weight=2.0, criterion="postmortems_for_the_right_incidents"),
+            self.tables_match(opened, key="i.ref", columns=["p.owner_team", "p.due_date"],
+                              criterion="postmortem_owner_and_due_date"),
+            self.tables_match(linked, key=["i.ref", "c.ref"], criterion="causing_changes_linked"),
+            next((c for c in top if c.passed), top[0]),
         ]

@@ -1,8 +1,5 @@
-"""State for it_operations/incident_postmortems: services, incidents with event timelines, changes and review notes.
-
-Parameters: a service left out of the pack (reviewed with its vendor), and the metrics file's name."""
+"""State for it_operations/incident_postmortems: services, incidents with event timelines, changes and review notes."""
 import datetime as dt
-import json
 
 SERVICE_NAMES = ["checkout", "search", "identity", "payments", "catalog", "notifications", "reporting", "media", "pricing",
                  "shipping", "reviews", "loyalty"]
@@ -19,14 +16,6 @@ def params(ctx) -> dict:
     }
 
 
-def business_days_after(day, n):
-    while n:
-        day += dt.timedelta(days=1)
-        if day.weekday() < 5:
-            n -= 1
-    return day
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -38,7 +27,6 @@ def generate(ctx):
         CREATE TABLE incident_events (id INTEGER PRIMARY KEY, incident_id INTEGER, at TEXT, kind TEXT, note TEXT);
         CREATE TABLE postmortems (id INTEGER PRIMARY KEY, incident_id INTEGER, owner_team TEXT, due_date TEXT);
         CREATE TABLE postmortem_links (postmortem_id INTEGER, change_id INTEGER, PRIMARY KEY (postmortem_id, change_id));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     services = []
@@ -109,35 +97,6 @@ def generate(ctx):
     db.executemany("INSERT INTO incidents VALUES (:id, :ref, :service_id, :severity, :opened_at, :title, :caused_by_change)", incidents)
     db.executemany("INSERT INTO incident_events (incident_id, at, kind, note) VALUES (?,?,?,?)", events)
 
-    # Expected metrics.
-    parse = lambda s: dt.datetime.strptime(s, "%Y-%m-%d %H:%M")
-    timeline = {}
-    for iid, at, kind, _ in events:
-        timeline.setdefault(iid, []).append((at, kind))
-    svc_by_id = {s["id"]: s for s in services}
-    mtta, mttr, downtime, postmortems = {}, {}, {s["name"]: 0 for s in services if s["id"] != excluded_id}, {}
-    for inc in incidents:
-        if not inc["opened_at"].startswith("2026-11") or inc["id"] in dupes or inc["service_id"] == excluded_id:
-            continue
-        tl = timeline[inc["id"]]
-        opened = parse(inc["opened_at"])
-        ack = min(parse(a) for a, k in tl if k == "acknowledged")
-        mitigated = min(parse(a) for a, k in tl if k == "mitigated")
-        resolved = max(parse(a) for a, k in tl if k == "resolved")
-        mtta.setdefault(inc["severity"], []).append((ack - opened).total_seconds() / 60)
-        mttr.setdefault(inc["severity"], []).append((resolved - opened).total_seconds() / 60)
-        impact = (mitigated - opened).total_seconds() / 60
-        if inc["severity"] in ("sev1", "sev2"):
-            downtime[svc_by_id[inc["service_id"]]["name"]] += impact
-        if inc["severity"] == "sev1" or (inc["severity"] == "sev2" and impact > sev2_limit):
-            postmortems[inc["ref"]] = [svc_by_id[inc["service_id"]]["team"], business_days_after(resolved.date(), pm_days).isoformat(),
-                                       next((c["ref"] for c in changes if c["id"] == inc["caused_by_change"]), None)]
-    metrics = {"mtta_minutes": {k: round(sum(v) / len(v), 1) for k, v in mtta.items()},
-               "mttr_minutes": {k: round(sum(v) / len(v), 1) for k, v in mttr.items()},
-               "downtime_minutes": {k: round(v, 1) for k, v in downtime.items()},
-               "budget_breaches": sorted(s["name"] for s in services if s["id"] != excluded_id and downtime[s["name"]] > budgets[s["tier"]])}
-    top = max(downtime.values())
-
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
     for folder in ("standards", "reviews", "mail"):
@@ -166,7 +125,3 @@ def generate(ctx):
         (ws / "mail" / f"ops_{i:03d}.eml").write_text(
             f"From: sre@shop.example\nSubject: {rng.choice(['On-call handover', 'Pager rota', 'Game day', 'Dashboard changes'])}\n\n"
             "FYI only - no effect on the monthly figures.\n")
-
-    facts = {"metrics": metrics, "postmortems": postmortems, "top": sorted(k for k, v in downtime.items() if v == top),
-             "dupes": [next(i["ref"] for i in incidents if i["id"] == d) for d in dupes]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

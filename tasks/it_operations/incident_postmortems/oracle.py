@@ -8,7 +8,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 FMT = "%Y-%m-%d %H:%M"
 
 
-def solve(tools, excluded_service, metrics_name) -> str:
+def solve(tools, excluded_service, metrics_name, last_resolution=True) -> str:
     texts = read_files(tools)
     duplicates = set()
     for text in texts.values():
@@ -27,7 +27,8 @@ def solve(tools, excluded_service, metrics_name) -> str:
         events = read_all(tools.list_incident_events, incident_id=inc["id"])
         start = dt.datetime.strptime(inc["opened_at"], FMT)
         first = lambda kind: min(dt.datetime.strptime(e["at"], FMT) for e in events if e["kind"] == kind)
-        final = max(dt.datetime.strptime(e["at"], FMT) for e in events if e["kind"] == "resolved")
+        final = (max if last_resolution else min)(dt.datetime.strptime(e["at"], FMT) for e in events
+                                                   if e["kind"] == "resolved")
         minutes = lambda t: (t - start).total_seconds() / 60
         acks.setdefault(inc["severity"], []).append(minutes(first("acknowledged")))
         fixes.setdefault(inc["severity"], []).append(minutes(final))

@@ -1,9 +1,12 @@
 """Tools and verifier for it_operations/patch_rollout_waves."""
 import datetime as dt
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, ParseError, parse_json
+
+ONE_CHANGE_PER_WAVE = "SELECT wave, MIN(id) AS id FROM changes GROUP BY wave HAVING COUNT(*) = 1"
+ONE_CHANGE_PER_WAVE_IDS = f"SELECT id FROM ({ONE_CHANGE_PER_WAVE})"
 
 
 class PatchRolloutEnv(WorkspaceEnvironment):
@@ -88,49 +91,43 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         count = self.query("SELECT COUNT(*) AS n FROM change_hosts WHERE change_id = ?", (change_id,))[0]["n"]
         return {"change_id": change_id, "host_id": host_id, "hosts_on_change": count}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    def _plan_written(self) -> Criterion:
+        """The plan file holds the reference's waves. By hand because file_matches cannot read a plan whose change ids
+        are the episode's own and whose host lists are in any order."""
+        name, change_of = self.params["plan_name"], {r["wave"]: r["id"] for r in self.query(ONE_CHANGE_PER_WAVE)}
+        want = {w["wave"]: (w["date"], sorted(w["hosts"]), change_of.get(w["wave"]))
+                for w in json.loads(self.reference.read(name))["waves"]}
+        try:
+            waves = parse_json(self.fs.read_text(name, MAX_FILE_CHARS))["waves"]
+            got = {int(w["wave"]): (str(w["date"]).strip(), sorted(h.strip() for h in w["hosts"]), int(w["change_id"]))
+                   for w in waves}
+        except (ToolError, OSError, ParseError, KeyError, ValueError, TypeError, AttributeError) as exc:
+            return Criterion("plan_written", False, 1.0, f"cannot read {name}: {str(exc)[:200]}")
+        ok = got == want and len(waves) == len(want)
+        return Criterion("plan_written", ok, 1.0, "matches the expected waves" if ok else "waves, dates, hosts or "
+                         "change ids differ")
+
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        want = {int(w): (v["date"], set(v["hosts"])) for w, v in facts["waves"].items()}
-        changes = self.query("SELECT id, wave, scheduled_date FROM changes")
-        members = {}
-        for r in self.query("SELECT change_id, host_id FROM change_hosts"):
-            members.setdefault(r["change_id"], set()).add(r["host_id"])
-        by_wave = {}
-        for c in changes:
-            by_wave.setdefault(c["wave"], []).append(c)
-        one_each = sorted(by_wave) == [1, 2, 3, 4] and all(len(v) == 1 for v in by_wave.values())
-        scheduled = set().union(*members.values()) if members else set()
-        all_wanted = set().union(*(h for _, h in want.values()))
-        hosts_ok = scheduled == all_wanted
-        grouping_ok = one_each and all(members.get(by_wave[w][0]["id"], set()) == want[w][1] for w in want)
-        dates_ok = one_each and all(by_wave[w][0]["scheduled_date"] == want[w][0] for w in want)
-        excluded_ok = bool(scheduled) and not scheduled & set(facts["excluded"])
-
-        names = {r["id"]: r["hostname"] for r in self.query("SELECT id, hostname FROM hosts")}
-        report_ok, detail = False, f"{self.params['plan_name']} not found"
-        path = self.workspace / self.params["plan_name"]
-        if path.is_file():
-            try:
-                plan = json.loads(path.read_text())
-                got = {int(w["wave"]): (str(w["date"]).strip(), {h.strip() for h in w["hosts"]}, int(w["change_id"]))
-                       for w in plan["waves"]}
-                report_ok = len(plan["waves"]) == 4 and all(
-                    w in got and got[w][0] == d and got[w][1] == {names[i] for i in hs}
-                    and one_each and got[w][2] == by_wave[w][0]["id"] for w, (d, hs) in want.items())
-                detail = "matches the expected waves" if report_ok else "waves, dates, hosts or change ids differ"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the plan: {exc}"
-
-        last = dt.date.fromisoformat(want[4][0])
-        date_forms = {last.isoformat(), f"{last.day} {last.strftime('%B')}", f"{last.strftime('%B')} {last.day}"}
-        count_ok = str(len(all_wanted)) in re.findall(r"\d+", final_response)
-        date_ok = any(f in final_response for f in date_forms)
+        excluded = set(json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'excluded'")[0]["value"]))
+        scheduled = {r["host_id"] for r in self.query("SELECT host_id FROM change_hosts")}
+        waves = "change_hosts h JOIN changes c ON c.id = h.change_id"
+        total = self.reference.query("SELECT COUNT(DISTINCT host_id) AS n FROM change_hosts")[0]["n"]
+        last = dt.date.fromisoformat(self.reference.query("SELECT scheduled_date FROM changes WHERE wave = 4")[0]
+                                     ["scheduled_date"])
+        # the last wave's date in any of the usual forms
+        stated = [self.answer_states([total, form], criterion="total_and_last_date_reported") for form in
+                  (last.isoformat(), f"{last.day} {last:%B}", f"{last:%B} {last.day}")]
         return [
-            Criterion("exactly_the_servers_needing_the_cycle", hosts_ok, 2.0, f"{len(scheduled)} scheduled, {len(all_wanted)} expected"),
-            Criterion("holds_and_decommissions_respected", excluded_ok, 1.0, "no held-service or decommissioned server attached"),
-            Criterion("servers_in_the_right_waves", grouping_ok, 1.0, "one change per wave, each with its servers"),
-            Criterion("wave_dates_follow_calendar_rules", dates_ok, 2.0, "expected " + ", ".join(f"{w}:{d}" for w, (d, _) in sorted(want.items()))),
-            Criterion("plan_written", report_ok, 1.0, detail),
-            Criterion("total_and_last_date_reported", count_ok and date_ok, 1.0, f"expected {len(all_wanted)} servers and {want[4][0]}"),
+            self.tables_match("(SELECT DISTINCT host_id FROM change_hosts)", key="host_id", weight=2.0,
+                              criterion="exactly_the_servers_needing_the_cycle"),
+            Criterion("holds_and_decommissions_respected", bool(scheduled) and not scheduled & excluded, 1.0,
+                      "no held-service or decommissioned server attached"),
+            # a wave split over two changes loses its servers here
+            self.tables_match(waves, key=["c.wave", "h.host_id"], where=f"c.id IN ({ONE_CHANGE_PER_WAVE_IDS})",
+                              criterion="servers_in_the_right_waves"),
+            self.tables_match("changes", key="wave", columns="scheduled_date", weight=2.0,
+                              criterion="wave_dates_follow_calendar_rules"),
+            self._plan_written(),
+            next((c for c in stated if c.passed), stated[0]),
         ]

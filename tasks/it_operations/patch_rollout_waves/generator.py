@@ -1,6 +1,4 @@
-"""State for it_operations/patch_rollout_waves: a CMDB of servers, the patch catalogue and the ops team's mail.
-
-Parameters: the first wave's date, the operating system whose update is held back, and the plan file's name."""
+"""State for it_operations/patch_rollout_waves: a CMDB of servers, the patch catalogue and the ops team's mail."""
 import datetime as dt
 import json
 
@@ -121,8 +119,6 @@ def generate(ctx):
     freeze_start = wave_dates[2] - dt.timedelta(days=rng.randint(0, 2))
     raw3 = add_working_days(wave_dates[2], gap, holidays)
     freeze_end = raw3 + dt.timedelta(days=rng.randint(1, 4))
-    wave_dates[3] = next_working_day_after(freeze_end, holidays)
-    wave_dates[4] = add_working_days(wave_dates[3], gap, holidays)
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -174,6 +170,5 @@ def generate(ctx):
             f"# Reboot runbook {i + 1} ({os_name})\n\nDrain the node from the load balancer, apply updates, reboot, "
             f"check the service health page, then put the node back. Expect about {rng.randint(10, 40)} minutes.\n")
 
-    facts = {"waves": {str(w): {"date": wave_dates[w].isoformat(), "hosts": ids} for w, ids in waves.items()},
-             "excluded": sorted([h["id"] for h in needing if h["service_id"] == held["id"]] + list(decom_ids))}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    excluded = sorted([h["id"] for h in needing if h["service_id"] == held["id"]] + list(decom_ids))
+    db.execute("INSERT INTO _verifier_facts VALUES ('excluded', ?)", (json.dumps(excluded),))

@@ -21,7 +21,7 @@ def step(day, holidays, n=1):
     return day
 
 
-def solve(tools, first_wave_date, excluded_os, plan_name) -> str:
+def solve(tools, first_wave_date, excluded_os, plan_name, freeze_all_waves=False) -> str:
     texts = read_files(tools)
     holidays, freeze, held, decommissioned = set(), None, set(), set()
     for path, text in texts.items():
@@ -32,8 +32,7 @@ def solve(tools, first_wave_date, excluded_os, plan_name) -> str:
         if "change freeze" in text.lower() and "production" in text:
             lo, hi = re.search(r"from " + DATE + r" until " + DATE, text).groups()
             freeze = (day_of(lo), day_of(hi))
-        m = re.search(r"site holiday|moving offices on " + DATE, text)
-        if m and "moving offices" in text:
+        if "moving offices" in text:
             holidays.add(day_of(re.search(r"moving offices on " + DATE, text).group(1)))
         m = re.search(r"leave every (\S+) server", text)
         if m:
@@ -61,7 +60,7 @@ def solve(tools, first_wave_date, excluded_os, plan_name) -> str:
     for w in (1, 2, 3, 4):
         if w > 1:
             day = step(day, holidays, gap)
-        if w >= 3 and freeze[0] <= day <= freeze[1]:
+        if (w >= 3 or freeze_all_waves) and freeze[0] <= day <= freeze[1]:  # the freeze covers production only
             day = step(freeze[1], holidays)
         dates[w] = day
     plan = []

@@ -1,36 +1,9 @@
 """Tools and verifier for legal_contracts/clause_compliance."""
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 SEVERITIES = ("high", "medium", "low")
-
-
-def expected_issues(contracts: list[dict], terms: dict, rules: dict, waived: tuple, min_value: float, accepted_law: str) -> dict:
-    """{(contract_id, heading): severity} for every clause of an in-scope contract that departs from the playbook."""
-    found = {}
-    for c in contracts:
-        if c["annual_value"] < min_value:
-            continue
-        t = terms[c["id"]]
-        cap = t["cap"]
-        if cap is None or cap < 1:
-            found[(c["id"], "Limitation of liability")] = "high"
-        elif cap > rules["cap_max"]:
-            found[(c["id"], "Limitation of liability")] = "medium"
-        if t["pay"] < rules["pay_min"]:
-            found[(c["id"], "Payment")] = "medium"
-        if t["law"] not in ("England and Wales", "Scotland", accepted_law) and not (t["law"] == "New York" and c["contract_type"] == "licence"):
-            found[(c["id"], "Governing law")] = "medium"
-        if (t["term"] is None or t["term"] > rules["term_max"]) and c["annual_value"] >= rules["small_value"]:
-            found[(c["id"], "Termination")] = "medium"
-        if t["conf"] < rules["conf_min"]:
-            found[(c["id"], "Confidentiality")] = "low"
-        if t["breach"] is not None and t["breach"] > rules["breach_max"]:
-            found[(c["id"], "Data protection")] = "high"
-    found.pop(waived, None)
-    return found
 
 
 class ClauseComplianceEnv(WorkspaceEnvironment):
@@ -88,35 +61,20 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE issues SET reviewer = ? WHERE id = ?", (reviewer.strip(), issue_id))
         return {"issue_id": issue_id, "reviewer": reviewer.strip()}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        terms = {r["contract_id"]: json.loads(r["terms"]) for r in self.query("SELECT * FROM _clause_terms")}
-        contracts = self.query("SELECT * FROM contracts")
-        want = expected_issues(contracts, terms, facts["rules"], tuple(facts["waived"]), self.params["min_value"], self.params["accepted_law"])
-        logged = {(i["contract_id"], i["heading"]): i for i in self.query("SELECT * FROM issues")}
-        severities_ok = all(k in logged and logged[k]["severity"] == s for k, s in want.items())
-        routed_ok = all(k in logged and (logged[k]["reviewer"] or "").lower() == facts["reviewers"][s].lower() for k, s in want.items())
-
-        number = {c["id"]: c["contract_no"] for c in contracts}
-        table_want = {(number[cid], heading.lower(), sev) for (cid, heading), sev in want.items()}
-        report_name = self.params["report_name"]
-        table_got, note = set(), f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            for line in path.read_text().splitlines():
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                if len(cells) == 3 and re.fullmatch(r"SC-\d{5}", cells[0]):
-                    table_got.add((cells[0], cells[1].lower(), cells[2].lower()))
-            note = f"{len(table_got)} issue rows in the table, {len(table_want)} expected"
-        high = {cid for (cid, _), s in want.items() if s == "high"}
-        said = [int(n) for n in re.findall(r"(?<![\w.-])\d+(?![\w.])", final_response)]
+        waived = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'waived'")[0]["value"])
+        logged_waived = self.query("SELECT id FROM issues WHERE contract_id = ? AND heading = ?", tuple(waived))
+        high = self.reference.query("SELECT COUNT(DISTINCT contract_id) AS n FROM issues WHERE severity = 'high'")
         return [
-            Criterion("issues_for_exactly_the_deviations", set(logged) == set(want), 2.0,
-                      f"{len(logged)} logged, {len(want)} expected (contracts worth at least {self.params['min_value']}, {self.params['accepted_law']} law accepted)"),
-            Criterion("severities_follow_playbook", severities_ok, 1.0, "severity per the playbook"),
-            Criterion("issues_routed_to_reviewers", routed_ok, 1.0, "each issue routed by severity"),
-            Criterion("approved_deviation_not_logged", tuple(facts["waived"]) not in logged, 1.0, "side-letter approval honoured"),
-            Criterion("review_table_written", table_got == table_want, 1.0, note),
-            Criterion("high_severity_contract_count", len(high) in said, 1.0, f"expected {len(high)}"),
+            self.tables_match("issues", key=["contract_id", "heading"], weight=2.0,
+                              criterion="issues_for_exactly_the_deviations"),
+            self.tables_match("issues", key=["contract_id", "heading"], columns="severity",
+                              criterion="severities_follow_playbook"),
+            self.tables_match("issues", key=["contract_id", "heading"], columns="reviewer",
+                              criterion="issues_routed_to_reviewers"),
+            Criterion("approved_deviation_not_logged", not logged_waived, 1.0, "side-letter approval honoured"),
+            self.file_matches(self.params["report_name"], as_="md", key=["contract_no", "clause"],
+                              criterion="review_table_written"),
+            self.answer_states(high[0]["n"], criterion="high_severity_contract_count"),
         ]

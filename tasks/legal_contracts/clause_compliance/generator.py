@@ -6,7 +6,6 @@ VENDORS = ["Acorn Systems", "Brightwave", "Castellan", "Delphine Data", "Everlin
            "Northgate Security", "Opal Software", "Pioneer Facilities"]
 TYPES = ["services", "supply", "licence"]
 LAWS = ["England and Wales", "Scotland", "New York", "Germany", "Singapore", "France"]
-REVIEWERS = {"high": "General Counsel", "medium": "Senior Counsel", "low": "Paralegal team"}
 MIN_VALUES = [6000, 8000, 10000, 12000]
 FOREIGN_LAWS = LAWS[2:]
 REPORT_NAMES = ["compliance_review.md", "playbook_review.md", "clause_audit.md", "contract_issues.md"]
@@ -51,12 +50,11 @@ def generate(ctx):
         CREATE TABLE clauses (id INTEGER PRIMARY KEY, contract_id INTEGER, heading TEXT, text TEXT);
         CREATE TABLE issues (id INTEGER PRIMARY KEY, contract_id INTEGER, heading TEXT, severity TEXT, reviewer TEXT);
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE _clause_terms (contract_id INTEGER PRIMARY KEY, terms TEXT);
         """
     )
     rules = {"cap_max": rng.choice([2, 3]), "pay_min": rng.choice([30, 45]), "breach_max": rng.choice([48, 72]),
              "conf_min": rng.choice([3, 5]), "term_max": 90, "small_value": rng.choice([15000, 25000])}
-    contracts, clauses, terms = [], [], []
+    contracts, clauses = [], []
     for cid in range(1, ctx.size("contracts") + 1):
         kind = rng.choice(TYPES)
         deviant = rng.random() < 0.22  # most contracts follow the playbook; about a fifth depart from it
@@ -90,12 +88,10 @@ def generate(ctx):
                           kind, value))
         for heading, text in clause_texts(rng, kind, spec).items():
             clauses.append((len(clauses) + 1, cid, heading, text))
-        terms.append((cid, json.dumps(spec)))
     order = list(range(len(clauses)))
     rng.shuffle(order)  # the clause repository is not grouped by contract
     db.executemany("INSERT INTO contracts VALUES (?,?,?,?,?)", contracts)
     db.executemany("INSERT INTO clauses VALUES (?,?,?,?)", [(i + 1,) + clauses[j][1:] for i, j in enumerate(order)])
-    db.executemany("INSERT INTO _clause_terms VALUES (?,?)", terms)
 
     legal, mail = ctx.workspace / "legal", ctx.workspace / "mail"
     legal.mkdir()
@@ -134,6 +130,5 @@ def generate(ctx):
         lines = [f"Re: {topic}", "", f"Quick note on the {topic}. {c[2]} asked for a copy of {c[1]}; please send the signed PDF.",
                  "This does not change any clause or playbook position.", ""]
         ((legal if i % 2 else mail) / f"{i:03d}_{topic.replace(' ', '_')}.txt").write_text("\n".join(lines))
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)",
-                   [("rules", json.dumps(rules)), ("waived", json.dumps([waived[0], "Limitation of liability"])),
-                    ("reviewers", json.dumps(REVIEWERS))])
+    waived_clause = json.dumps([waived[0], "Limitation of liability"])
+    db.execute("INSERT INTO _verifier_facts VALUES ('waived', ?)", (waived_clause,))

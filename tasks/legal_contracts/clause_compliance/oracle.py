@@ -8,7 +8,7 @@ def _num(pattern, text):
     return float(re.search(pattern, text).group(1).replace(",", ""))
 
 
-def solve(tools, min_value, accepted_law, report_name) -> str:
+def solve(tools, min_value, accepted_law, report_name, apply_exemptions=True) -> str:
     docs = {p: " ".join(t.split()) for p, t in read_files(tools).items()}
     book = next(t for t in docs.values() if "playbook" in t.lower() and "Severity tells us" in t)
     cap_max = _num(r"between one and (\d+) times", book)
@@ -41,9 +41,10 @@ def solve(tools, min_value, accepted_law, report_name) -> str:
             severity = "medium"
         elif heading == "Governing law":
             law = re.search(r"laws of (.+?)\.$", text).group(1)
-            if law not in ("England and Wales", "Scotland", accepted_law) and not (law == "New York" and c["contract_type"] == "licence"):
+            licence_law = apply_exemptions and law == "New York" and c["contract_type"] == "licence"
+            if law not in ("England and Wales", "Scotland", accepted_law) and not licence_law:
                 severity = "medium"
-        elif heading == "Termination" and c["annual_value"] >= small:
+        elif heading == "Termination" and (c["annual_value"] >= small or not apply_exemptions):
             notice = re.search(r"giving (\d+) days' written notice", text)
             if notice is None or int(notice.group(1)) > term_max:
                 severity = "medium"

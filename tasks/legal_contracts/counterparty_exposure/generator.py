@@ -1,5 +1,4 @@
 """State for legal_contracts/counterparty_exposure: customers, contracts, invoices, treasury and legal notes."""
-import json
 from datetime import date, timedelta
 
 STEMS = ["Albion", "Bexley", "Carrow", "Denholm", "Eastgate", "Farrant", "Glenmore", "Hatton", "Islay", "Jessop",
@@ -10,8 +9,7 @@ REPORT_NAMES = ["exposure_report.json", "credit_exposure.json", "group_exposure.
 
 
 def params(ctx) -> dict:
-    """The request: the share of remaining commitments to count, the age beyond which unpaid invoices are
-    with collections, and the report's name."""
+    """The request: the share of commitments counted, the age at which invoices go to collections, the file."""
     return {
         "commitment_pct": ctx.rng.choice([25, 50, 75, 100]),
         "aging_days": ctx.rng.choice(AGING_DAYS),
@@ -28,7 +26,6 @@ def generate(ctx):
             total_value REAL, start_date TEXT, end_date TEXT, status TEXT);
         CREATE TABLE invoices (id INTEGER PRIMARY KEY, invoice_no TEXT UNIQUE, contract_id INTEGER, amount REAL, issued_on TEXT,
             status TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     review = date(2026, 12, 1) + timedelta(days=rng.randint(0, 10))
@@ -109,6 +106,3 @@ def generate(ctx):
         subject = admin[i % len(admin)]
         path = (credit if i % 2 else mail) / f"{subject.replace(' ', '_').lower()}_{i:03d}.txt"
         path.write_text(f"{subject}\n\nFollow-up with {firm} on the {subject.lower()}. No change to any balance or group.\n")
-    facts = {"review": review.isoformat(), "rates": rates, "amber": amber, "red": red,
-             "owner": {str(k): v for k, v in owner.items()}}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

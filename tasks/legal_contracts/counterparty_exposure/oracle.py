@@ -6,7 +6,7 @@ from datetime import date, datetime
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, commitment_pct, aging_days, report_name) -> str:
+def solve(tools, commitment_pct, aging_days, report_name, halve_disputed=True) -> str:
     rates, parent_of = {"GBP": 1.0}, {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -27,7 +27,8 @@ def solve(tools, commitment_pct, aging_days, report_name) -> str:
     for inv in read_all(tools.list_invoices):
         k = contracts[inv["contract_id"]]
         billed[k["id"]] = billed.get(k["id"], 0) + inv["amount"]
-        share = 1.0 if inv["status"] == "open" else 0.5 if inv["status"] == "disputed" else 0.0
+        disputed = 0.5 if halve_disputed else 1.0
+        share = 1.0 if inv["status"] == "open" else disputed if inv["status"] == "disputed" else 0.0
         if (review - date.fromisoformat(inv["issued_on"])).days > aging_days:
             share = 0.0  # with collections, already provisioned
         exposure[k["counterparty_id"]] = exposure.get(k["counterparty_id"], 0) + share * inv["amount"] * rates[k["currency"]]

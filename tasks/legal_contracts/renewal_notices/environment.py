@@ -1,23 +1,10 @@
 """Tools and verifier for legal_contracts/renewal_notices."""
-import csv
-import io
 import json
 import re
-from datetime import date, timedelta
+from datetime import date
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-
-def _add_months(d: date, months: int) -> date:
-    y, m = divmod(d.month - 1 + months, 12)
-    day = d.day
-    while day > 28:  # clamp to the last day of a shorter month
-        try:
-            return date(d.year + y, m + 1, day)
-        except ValueError:
-            day -= 1
-    return date(d.year + y, m + 1, day)
 
 
 class RenewalNoticesEnv(WorkspaceEnvironment):
@@ -96,66 +83,24 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE notices SET status = 'sent', recipient = ? WHERE id = ?", (recipient_email, notice_id))
         return {"notice_id": notice_id, "status": "sent", "recipient": recipient_email}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _due(self) -> tuple[dict, dict]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        today = date.fromisoformat(facts["today"])
-        notice_override = {}
-        for a in self.query("SELECT a.contract_id, n.notice_days FROM amendments a JOIN _notice_changes n "
-                            "ON n.amendment_id = a.id ORDER BY a.signed_on, a.id"):
-            notice_override[a["contract_id"]] = a["notice_days"]
-        parties = {p["id"]: p for p in self.query("SELECT * FROM counterparties")}
-        due = {}
-        for c in self.query("SELECT * FROM contracts WHERE status = 'active' AND auto_renew = 1"):
-            end = _add_months(date.fromisoformat(c["start_date"]), c["initial_term_months"])
-            months = c["initial_term_months"]
-            while end <= today:
-                months += c["renewal_term_months"]
-                end = _add_months(date.fromisoformat(c["start_date"]), months)
-            deadline = end - timedelta(days=notice_override.get(c["id"], c["notice_days"]))
-            party = parties[c["counterparty_id"]]
-            if party["country"] == facts["buffer_country"]:
-                deadline -= timedelta(days=facts["buffer_days"])
-            in_scope = c["annual_value"] >= self.params["min_value"] and c["title"] != f"{self.params['renegotiated']} agreement"
-            if today <= deadline <= today + timedelta(days=facts["window"]) and c["contract_no"] not in facts["kept"] and in_scope:
-                due[c["id"]] = {"contract_no": c["contract_no"], "counterparty": party["name"], "email": party["legal_email"],
-                                "term_end": end.isoformat(), "deadline": deadline.isoformat()}
-        return due, facts
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        due, facts = self._due()
-        notices = self.query("SELECT n.*, c.contract_no FROM notices n JOIN contracts c ON c.id = n.contract_id")
-        by_contract = {n["contract_id"]: n for n in notices}
-        right_set = set(by_contract) == set(due)
-        kept_spared = not any(n["contract_no"] in facts["kept"] for n in notices)
-        deadlines_ok = all(k in by_contract and by_contract[k]["notice_deadline"] == d["deadline"] for k, d in due.items())
-        sent_ok = all(k in by_contract and by_contract[k]["status"] == "sent" and
-                      (by_contract[k]["recipient"] or "").strip().lower() == d["email"] for k, d in due.items())
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["contract_no"].strip(): (r["counterparty"].strip(), r["term_end"].strip(), r["notice_deadline"].strip())
-                       for r in rows}
-                want = {d["contract_no"]: (d["counterparty"], d["term_end"], d["deadline"]) for d in due.values()}
-                report_ok = got == want and len(rows) == len(want)
-                detail = "matches the due notices" if report_ok else f"{len(rows)} rows; differs from the {len(want)} due notices"
-            except (KeyError, AttributeError, csv.Error) as exc:
-                detail = f"cannot parse the report: {exc}"
-
-        earliest = min((d["deadline"] for d in due.values()), default=None)
-        urgent = {d["contract_no"] for d in due.values() if d["deadline"] == earliest}
+        notices = "notices n JOIN contracts c ON c.id = n.contract_id"
+        kept = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'kept'")[0]["value"])
+        spared = not [r for r in self.query(f"SELECT c.contract_no FROM {notices}") if r["contract_no"] in kept]
+        first = "n.notice_deadline = (SELECT MIN(notice_deadline) FROM notices)"
+        urgent = {r["contract_no"] for r in self.reference.query(f"SELECT c.contract_no FROM {notices} WHERE {first}")}
+        # by hand: the first contract the answer names is the most urgent one
         named = re.findall(r"C-\d{5}", final_response)
-        urgent_ok = bool(named) and named[0] in urgent  # the first contract the answer names
         return [
-            Criterion("notices_for_exactly_the_due_contracts", right_set, 2.0, f"{len(by_contract)} notices, {len(due)} due (worth at least "
-                      f"{self.params['min_value']} a year, {self.params['renegotiated']} agreements left alone)"),
-            Criterion("kept_contracts_spared", kept_spared, 1.0, "no notice for contracts the business keeps"),
-            Criterion("notice_deadlines_correct", deadlines_ok, 1.0, "amended notice periods and local-counsel buffer applied"),
-            Criterion("sent_to_legal_contacts", sent_ok, 1.0, "every due notice sent to the counterparty's legal address"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("most_urgent_named", urgent_ok, 1.0, f"expected one of {sorted(urgent)}"),
+            self.tables_match(notices, key="c.contract_no", weight=2.0,
+                              criterion="notices_for_exactly_the_due_contracts"),
+            Criterion("kept_contracts_spared", spared, 1.0, "no notice for contracts the business keeps"),
+            self.tables_match(notices, key="c.contract_no", columns="n.notice_deadline",
+                              criterion="notice_deadlines_correct"),
+            self.tables_match(notices, key="c.contract_no", columns=["n.status", "n.recipient"],
+                              criterion="sent_to_legal_contacts"),
+            self.file_matches(self.params["report_name"], as_="csv", key="contract_no", criterion="report_written"),
+            Criterion("most_urgent_named", bool(named) and named[0] in urgent, 1.0,
+                      f"expected one of {sorted(urgent)}"),
         ]

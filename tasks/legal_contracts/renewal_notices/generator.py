@@ -21,8 +21,7 @@ REPORT_NAMES = ["renewal_notices.csv", "non_renewal_notices.csv", "notices_sent.
 
 
 def params(ctx) -> dict:
-    """The request: the smallest annual value worth a notice, a kind of agreement procurement is
-    renegotiating (left alone), and the report's name."""
+    """The request: the smallest annual value worth a notice, a kind of agreement left alone, the report's name."""
     return {
         "min_value": ctx.rng.choice(MIN_VALUES),
         "renegotiated": ctx.rng.choice(RENEGOTIATED),
@@ -55,7 +54,6 @@ def generate(ctx):
         CREATE TABLE notices (id INTEGER PRIMARY KEY, contract_id INTEGER, notice_deadline TEXT, status TEXT,
             recipient TEXT);
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE _notice_changes (amendment_id INTEGER PRIMARY KEY, notice_days INTEGER);
         """
     )
     today = date(2026, 11, 2) + timedelta(days=rng.randint(0, 20))
@@ -131,7 +129,7 @@ def generate(ctx):
         (c["id"], c["contract_no"], c["counterparty_id"], c["title"], c["start"].isoformat(), c["term"], c["auto"],
          c["renewal"], c["notice"], c["value"], c["status"]) for c in contracts])
 
-    amendments, changes = [], []
+    amendments = []
     crafted = {c["id"] for c in (kept_in_window, rolled, amended, buffered, passed, lapse_ok, *planted)}
     free = [c["id"] for c in contracts if c["id"] not in crafted]
     targets = [amended["id"]] + [rng.choice(free) for _ in range(ctx.size("amendments") - 1)]
@@ -144,7 +142,6 @@ def generate(ctx):
             clause = "notice period"
             if kid == amended["id"]:
                 signed = today - timedelta(days=40)
-            changes.append((aid, days))
         else:
             clause, template = rng.choice(OTHER_CLAUSES)
             summary = template.format(n=rng.choice([5, 14, 30, 45, 60, 90]))
@@ -152,11 +149,9 @@ def generate(ctx):
     # An older, superseded notice amendment on the amended contract (the later one wins).
     amendments.append((len(amendments) + 1, amended["id"], (today - timedelta(days=400)).isoformat(), "notice period",
                        "Clause 12.1 replaced: either party may terminate at the end of a term by giving not less than 45 days' written notice."))
-    changes.append((len(amendments), 45))
     order = sorted(amendments, key=lambda a: (a[2], a[0]))
     remap = {a[0]: i for i, a in enumerate(order, start=1)}
     db.executemany("INSERT INTO amendments VALUES (?,?,?,?,?)", [(remap[a[0]],) + a[1:] for a in order])
-    db.executemany("INSERT INTO _notice_changes VALUES (?,?)", [(remap[a], d) for a, d in changes])
 
     cp_name = {c[0]: c[1] for c in counterparties}
     docs, mail = ctx.workspace / "legal", ctx.workspace / "mail"
@@ -210,6 +205,5 @@ def generate(ctx):
             f"{c['contract_no']} again; they want a copy of the signed version. No action on renewals is needed for\n"
             f"this; the notice period question was settled in {rng.randint(2019, 2024)}. Ref {rng.randint(1000, 9999)}.\n"
         )
-    facts = {"today": today.isoformat(), "window": window, "buffer_country": buffer_country, "buffer_days": buffer_days,
-             "kept": sorted([kept_in_window["contract_no"]] + [c["contract_no"] for c in others])}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    kept = sorted([kept_in_window["contract_no"]] + [c["contract_no"] for c in others])
+    db.execute("INSERT INTO _verifier_facts VALUES ('kept', ?)", (json.dumps(kept),))
