@@ -1,17 +1,8 @@
 """Tools and verifier for accounts_payable/discount_payment_run."""
-import csv
 import datetime as dt
-import io
-import json
-import re
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-
-def roll_weekend(day: dt.date) -> dt.date:
-    """Saturday and Sunday deadlines move to the following Monday."""
-    return day + dt.timedelta(days=(7 - day.weekday()) % 7) if day.weekday() >= 5 else day
 
 
 class PaymentRunEnv(WorkspaceEnvironment):
@@ -105,59 +96,21 @@ class PaymentRunEnv(WorkspaceEnvironment):
         return {"batch_id": batch_id, "status": "released", "payments": totals["n"],
                 "total_paid": round(totals["paid"], 2), "total_discount": round(totals["saved"], 2)}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self, facts: dict) -> dict[int, float]:
-        """invoice id -> discount to take, for the invoices that belong in this run."""
-        run, nxt = dt.date.fromisoformat(facts["run"]), dt.date.fromisoformat(facts["next"])
-        changed, change_from = facts["changed"]
-        terms = {v["id"]: v["terms"] for v in self.query("SELECT id, terms FROM vendors")}
-        out = {}
-        for inv in self.query("SELECT * FROM invoices WHERE status != 'paid'"):
-            if inv["vendor_id"] == facts["blocked"] or inv["amount"] > self.params["approval_limit"]:
-                continue
-            text = "3/20 net 45" if inv["vendor_id"] == changed and inv["invoice_date"] >= change_from else terms[inv["vendor_id"]]
-            m = re.fullmatch(r"(?:(\d+)/(\d+) )?net (\d+)", text)
-            dated = dt.date.fromisoformat(inv["invoice_date"])
-            due = roll_weekend(dated + dt.timedelta(days=int(m.group(3))))
-            live = m.group(1) is not None and run <= roll_weekend(dated + dt.timedelta(days=int(m.group(2))))
-            last_chance = live and roll_weekend(dated + dt.timedelta(days=int(m.group(2)))) < nxt
-            if last_chance or due < nxt:
-                out[inv["id"]] = round(inv["amount"] * int(m.group(1)) / 100, 2) if live else 0.0
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        want = self.expected(facts)
-        batches = self.query("SELECT * FROM payment_batches WHERE status = 'released'")
-        batch_ok = len(batches) == 1 and batches[0]["payment_date"] == facts["run"]
-        paid = {p["invoice_id"]: p for p in self.query(
-            "SELECT p.* FROM payments p JOIN payment_batches b ON b.id = p.batch_id WHERE b.status = 'released'")}
-        set_ok = set(paid) == set(want)
-        discounts_ok = all(i in paid and abs(paid[i]["discount"] - d) < 0.011 for i, d in want.items())
-        blocked = {r["id"] for r in self.query("SELECT id FROM invoices WHERE vendor_id = ?", (facts["blocked"],))}
-        numbers_by_id = {r["id"]: (r["invoice_no"], r["amount"]) for r in self.query("SELECT id, invoice_no, amount FROM invoices")}
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["invoice_no"].strip(): (float(r["amount_paid"]), float(r["discount"])) for r in rows}
-                expect = {numbers_by_id[i][0]: (round(numbers_by_id[i][1] - d, 2), d) for i, d in want.items()}
-                report_ok = len(rows) == len(expect) and got.keys() == expect.keys() and all(
-                    abs(got[k][0] - v[0]) < 0.011 and abs(got[k][1] - v[1]) < 0.011 for k, v in expect.items())
-                detail = "matches the expected run" if report_ok else f"{len(rows)} rows, {len(expect)} payments expected"
-            except (KeyError, ValueError, AttributeError, TypeError) as exc:
-                detail = f"cannot parse the file: {exc}"
-        saved = round(sum(want.values()), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
+        paid, released = "payments p JOIN payment_batches b ON b.id = p.batch_id", "b.status = 'released'"
+        blocked = self.query("SELECT value FROM _verifier_facts WHERE key = 'blocked'")[0]["value"]
+        stopped = self.query(f"SELECT count(*) AS n FROM {paid} JOIN invoices i ON i.id = p.invoice_id "
+                             f"WHERE {released} AND i.vendor_id = ?", (int(blocked),))[0]["n"]
+        saved = self.reference.query(f"SELECT sum(p.discount) AS s FROM {paid} WHERE {released}")[0]["s"]
         return [
-            Criterion("one_released_batch_on_the_run_date", batch_ok, 1.0, f"released batch dated {facts['run']}"),
-            Criterion("exactly_the_invoices_due_in_this_run", set_ok, 2.0,
-                      f"{len(paid)} paid, {len(want)} expected (none above {self.params['approval_limit']})"),
-            Criterion("discounts_taken_correctly", discounts_ok, 1.0, "live discounts taken, weekend roll, new terms"),
-            Criterion("payment_stop_respected", not (blocked & set(paid)), 1.0, "no payment to the disputed supplier"),
-            Criterion("run_file_written", report_ok, 1.0, detail),
-            Criterion("savings_reported", any(abs(n - saved) < 0.011 for n in numbers), 1.0, f"expected {saved:.2f}"),
+            self.tables_match("payment_batches", key="payment_date", where="status = 'released'",
+                              criterion="one_released_batch_on_the_run_date"),
+            self.tables_match(paid, key="p.invoice_id", where=released, weight=2.0,
+                              criterion="exactly_the_invoices_due_in_this_run"),
+            self.tables_match(paid, key="p.invoice_id", columns="p.discount", where=released, tolerance=0.011,
+                              criterion="discounts_taken_correctly"),
+            Criterion("payment_stop_respected", stopped == 0, 1.0, f"{stopped} payments to the disputed supplier"),
+            self.file_matches(self.params["report_name"], as_="csv", key="invoice_no", criterion="run_file_written"),
+            self.answer_states(round(saved or 0.0, 2), criterion="savings_reported"),
         ]

@@ -1,6 +1,5 @@
 """State for accounts_payable/discount_payment_run: vendors with payment terms, open invoices, treasury notes."""
 import datetime as dt
-import json
 
 NAMES = ["Alder", "Birch", "Cobalt", "Dune", "Ember", "Fjord", "Glade", "Heron", "Indigo", "Jasper", "Kelp",
          "Linden", "Mistral", "Nectar", "Onyx", "Quartz", "Rowan", "Sable", "Topaz", "Umber"]
@@ -99,5 +98,4 @@ def generate(ctx):
         target = ctx.workspace / rel
         target.parent.mkdir(exist_ok=True)
         target.write_text(body)
-    facts = {"run": run.isoformat(), "next": nxt.isoformat(), "blocked": blocked, "changed": [changed, change_from.isoformat()]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    db.execute("INSERT INTO _verifier_facts VALUES ('blocked', ?)", (blocked,))

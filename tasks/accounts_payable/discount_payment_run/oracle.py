@@ -5,13 +5,14 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def next_weekday(day):
-    while day.weekday() >= 5:
-        day += dt.timedelta(days=1)
-    return day
+def solve(tools, approval_limit, report_name, roll_weekends=True) -> str:
+    def deadline(dated, days):
+        """`days` after `dated`; a Saturday or Sunday moves to the Monday after."""
+        day = dated + dt.timedelta(days=int(days))
+        while roll_weekends and day.weekday() >= 5:
+            day += dt.timedelta(days=1)
+        return day
 
-
-def solve(tools, approval_limit, report_name) -> str:
     run = nxt = None
     stopped, new_terms = set(), {}
     for text in read_files(tools).values():
@@ -38,8 +39,8 @@ def solve(tools, approval_limit, report_name) -> str:
         if vendor["name"] in new_terms and dated >= new_terms[vendor["name"]][0]:
             terms = new_terms[vendor["name"]][1]
         pct, window, net = re.fullmatch(r"(?:(\d+)/(\d+) )?net (\d+)", terms).groups()
-        due = next_weekday(dated + dt.timedelta(days=int(net)))
-        window_end = next_weekday(dated + dt.timedelta(days=int(window))) if pct else None
+        due = deadline(dated, net)
+        window_end = deadline(dated, window) if pct else None
         live = window_end is not None and window_end >= run
         if (live and window_end < nxt) or due < nxt:
             discount = round(inv["amount"] * int(pct) / 100, 2) if live else 0.0

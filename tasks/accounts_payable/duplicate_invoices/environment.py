@@ -1,14 +1,7 @@
 """Tools and verifier for accounts_payable/duplicate_invoices."""
-import datetime as dt
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-
-def normalise(number: str) -> str:
-    """Invoice number without case, spaces, hyphens, slashes or leading zeros of its digit runs."""
-    return re.sub(r"(?<!\d)0+(?=\d)", "", re.sub(r"[\s\-/]", "", number.upper()))
 
 
 class DuplicateEnv(WorkspaceEnvironment):
@@ -83,67 +76,32 @@ class DuplicateEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO recovery_items VALUES (?, ?)", (case_id, invoice_id))
         return {"case_id": case_id, "invoice_id": invoice_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> dict[int, tuple[int, str]]:
-        """duplicate id -> (original id, rule)."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        seen: dict[int, list[dict]] = {}
-        out = {}
-        for inv in self.query("SELECT id, vendor_id, invoice_no, invoice_date, amount FROM invoices ORDER BY id"):
-            earlier = seen.setdefault(inv["vendor_id"], [])
-            day = dt.date.fromisoformat(inv["invoice_date"])
-            for other in earlier:
-                if normalise(other["invoice_no"]) == normalise(inv["invoice_no"]):
-                    out[inv["id"]] = (other["id"], "number")
-                    break
-                close = abs((dt.date.fromisoformat(other["invoice_date"]) - day).days) <= self.params["window_days"]
-                if inv["vendor_id"] != facts["weekly"] and close and abs(other["amount"] - inv["amount"]) < 0.005:
-                    out[inv["id"]] = (other["id"], "amount_date")
-                    break
-            earlier.append(inv)
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        want = self.expected()
-        ledger = {r["id"]: r for r in self.query("SELECT * FROM invoices")}
-        # Voiding changes the status; a voided invoice was unpaid before, anything on a case was paid.
-        recovered = {r["invoice_id"]: r["vendor_id"] for r in self.query(
-            "SELECT i.invoice_id, c.vendor_id FROM recovery_items i JOIN recovery_cases c ON c.id = i.case_id")}
-        voided = {i: r["duplicate_of"] for i, r in ledger.items() if r["status"] == "void"}
-        all_paid_dupes = {i for i in want if ledger[i]["status"] == "paid"}
-        unpaid_dupes = set(want) - all_paid_dupes
-        paid_dupes = {i for i in all_paid_dupes if ledger[i]["amount"] >= self.params["min_recovery"]}  # worth chasing
-        cases = self.query("SELECT c.vendor_id, COUNT(DISTINCT c.id) AS n FROM recovery_cases c JOIN recovery_items i "
-                           "ON i.case_id = c.id GROUP BY c.vendor_id")
-        weekly_ids = {i for i, r in ledger.items() if r["vendor_id"] == facts["weekly"]}
-        # Re-keyed numbers that need an action (paid ones below the minimum are left alone, but listed in the file).
-        number_dupes = {i for i, (_, rule) in want.items() if rule == "number"} - (all_paid_dupes - paid_dupes)
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                got = {int(d["duplicate"]): (int(d["original"]), str(d["rule"]).strip()) for d in data}
-                report_ok = got == want and len(data) == len(want)
-                detail = "lists exactly the duplicate pairs" if report_ok else f"{len(data)} entries, {len(want)} pairs expected"
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the file: {exc}"
-        total = round(sum(ledger[i]["amount"] for i in paid_dupes), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
+        report = self.params["report_name"]
+        on_case = "recovery_items r JOIN recovery_cases c ON c.id = r.case_id"
+        flagged = "invoices i LEFT JOIN recovery_items r ON r.invoice_id = i.id"
+        flags = ["i.status", "r.case_id IS NOT NULL"]
+        weekly = self.query("SELECT value FROM _verifier_facts WHERE key = 'weekly'")[0]["value"]
+        # The weekly biller's invoices flagged (voided or on a case) beyond the reference's re-keyed duplicate.
+        weekly_flagged = f"SELECT i.id FROM {flagged} WHERE i.vendor_id = ? AND (i.status = 'void' OR r.case_id)"
+        false_flags = {r["id"] for r in self.query(weekly_flagged, (int(weekly),))} - {
+            r["id"] for r in self.reference.query(weekly_flagged, (int(weekly),))}
+        rekeyed = [d["duplicate"] for d in json.loads(self.reference.read(report)) if d["rule"] == "number"]
+        recovered = self.reference.query(f"SELECT sum(i.amount) AS t FROM {on_case} "
+                                         "JOIN invoices i ON i.id = r.invoice_id")
         return [
-            Criterion("unpaid_duplicates_voided", voided == {i: want[i][0] for i in unpaid_dupes}, 2.0,
-                      f"{len(voided)} voided, {len(unpaid_dupes)} expected, each against its original"),
-            Criterion("paid_duplicates_on_recovery_cases", set(recovered) == paid_dupes, 2.0,
-                      f"{len(recovered)} on cases, {len(paid_dupes)} expected (paid duplicates of at least {self.params['min_recovery']})"),
-            Criterion("one_case_per_supplier", all(c["n"] == 1 for c in cases) and bool(cases) == bool(paid_dupes), 1.0,
-                      "a single recovery case per supplier"),
-            Criterion("weekly_supplier_not_flagged_by_amount", not ((set(voided) | set(recovered)) & (weekly_ids - set(want))), 1.0,
-                      "the weekly biller's regular invoices are not duplicates"),
-            Criterion("rekeyed_numbers_caught", number_dupes <= set(voided) | set(recovered), 1.0,
-                      "numbers compared without case, separators or leading zeros"),
-            Criterion("duplicates_file_written", report_ok, 1.0, detail),
-            Criterion("recovery_total_reported", any(abs(n - total) < 0.011 for n in numbers), 1.0, f"expected {total:.2f}"),
+            self.tables_match("invoices", key="id", columns="duplicate_of", where="status = 'void'", weight=2.0,
+                              criterion="unpaid_duplicates_voided"),
+            self.tables_match(on_case, key="r.invoice_id", columns="c.vendor_id", weight=2.0,
+                              criterion="paid_duplicates_on_recovery_cases"),
+            self.tables_match(f"(SELECT c.vendor_id, count(DISTINCT c.id) AS cases FROM {on_case} "
+                              "GROUP BY c.vendor_id)", key="vendor_id", columns="cases",
+                              criterion="one_case_per_supplier"),
+            Criterion("weekly_supplier_not_flagged_by_amount", not false_flags, 1.0,
+                      f"{len(false_flags)} of the weekly biller's regular invoices flagged as duplicates"),
+            self.tables_match(flagged, key="i.id", columns=flags, where=f"i.id IN ({', '.join(map(str, rekeyed))})",
+                              criterion="rekeyed_numbers_caught"),
+            self.file_matches(report, as_="json", key="duplicate", criterion="duplicates_file_written"),
+            self.answer_states(round(recovered[0]["t"] or 0.0, 2), criterion="recovery_total_reported"),
         ]

@@ -1,6 +1,5 @@
 """State for accounts_payable/duplicate_invoices: a ledger seeded with re-keyed duplicates and a weekly biller."""
 import datetime as dt
-import json
 
 TRADES = ["Signage", "Catering", "Couriers", "Cleaning", "Security", "Printing", "Staffing", "Waste", "Telecom",
           "Plumbing", "Electrical", "Landscaping", "IT Support", "Uniforms", "Water Coolers", "Pest Control"]
@@ -130,4 +129,4 @@ def generate(ctx):
         (inbox / f"team_{i:03d}.eml").write_text(
             f"Subject: {subject}\n\nHi team - {subject}: details to follow. {rng.choice(names)} called about a statement.\n"
             "Nothing here changes the duplicate check.\n")
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [("window", json.dumps(window)), ("weekly", json.dumps(weekly))])
+    db.execute("INSERT INTO _verifier_facts VALUES ('weekly', ?)", (weekly,))

@@ -6,11 +6,11 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def canonical(number):
-    return re.sub(r"(?<!\d)0+(?=\d)", "", re.sub(r"[\s\-/]", "", number.upper()))
+def solve(tools, window_days, min_recovery, report_name, normalise_numbers=True) -> str:
+    def canonical(number):
+        """The number without case, spaces, hyphens, slashes or leading zeros (as the procedure compares them)."""
+        return re.sub(r"(?<!\d)0+(?=\d)", "", re.sub(r"[\s\-/]", "", number.upper())) if normalise_numbers else number
 
-
-def solve(tools, window_days, min_recovery, report_name) -> str:
     window, fixed_billers = window_days, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())

@@ -1,10 +1,4 @@
 """Tools and verifier for accounts_payable/three_way_match."""
-import csv
-import datetime as dt
-import io
-import json
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("vendor_hold", "no_matching_po", "quantity_variance", "price_variance")
@@ -104,64 +98,20 @@ class MatchingEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE invoices SET status = 'on_hold', hold_reason = ? WHERE id = ?", (reason, invoice_id))
         return {"invoice_id": invoice_id, "status": "on_hold", "reason": reason}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def cutoff(self) -> str:
-        """The batch's last invoice date, ISO."""
-        return dt.datetime.strptime(self.params["cutoff_date"], "%d %B %Y").date().isoformat()
-
-    def expected(self) -> dict[int, tuple[str, str | None, float]]:
-        """invoice id -> (invoice_no, expected hold reason or None for approval, amount), for the batch's invoices."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        out = {}
-        for inv in self.query("SELECT * FROM invoices WHERE invoice_date <= ?", (self.cutoff(),)):
-            lines = self.query("SELECT line_no, qty, unit_price FROM invoice_lines WHERE invoice_id = ?", (inv["id"],))
-            amount = round(sum(l["qty"] * l["unit_price"] for l in lines), 2)
-            po = self.query("SELECT id, vendor_id FROM purchase_orders WHERE po_number = ?", (inv["po_number"],))
-            reason = None
-            if inv["vendor_id"] == facts["held_vendor"]:
-                reason = "vendor_hold"
-            elif not po or po[0]["vendor_id"] != inv["vendor_id"]:
-                reason = "no_matching_po"
-            else:
-                pct = facts["special_pct"] if inv["vendor_id"] == facts["special_vendor"] else facts["general_pct"]
-                order = {l["line_no"]: l for l in self.query(
-                    "SELECT l.line_no, l.unit_price, COALESCE(SUM(r.qty_received), 0) AS received FROM po_lines l "
-                    "LEFT JOIN receipts r ON r.po_line_id = l.id WHERE l.po_id = ? GROUP BY l.id", (po[0]["id"],))}
-                if any(l["qty"] > order[l["line_no"]]["received"] for l in lines):
-                    reason = "quantity_variance"
-                elif any(l["unit_price"] > order[l["line_no"]]["unit_price"] * (1 + pct / 100) + 1e-9 for l in lines):
-                    reason = "price_variance"
-            out[inv["id"]] = (inv["invoice_no"], reason, amount)
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = self.expected()
-        actual = {r["id"]: (r["status"], r["hold_reason"]) for r in self.query("SELECT id, status, hold_reason FROM invoices")}
-        decided = all((s != "pending") == (i in expected) for i, (s, _) in actual.items())
-        approvals_ok = all((actual[i][0] == "approved") == (e[1] is None) for i, e in expected.items())
-        reasons_ok = all(actual[i] == ("on_hold", e[1]) for i, e in expected.items() if e[1] is not None)
-        price_ok = all((actual[i][1] == "price_variance") == (e[1] == "price_variance") for i, e in expected.items())
-
-        holds = {e[0]: e[1] for e in expected.values() if e[1] is not None}
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["invoice_no"].strip(): r["reason"].strip() for r in rows}
-                report_ok = got == holds and len(rows) == len(holds)
-                detail = "lists exactly the held invoices" if report_ok else f"{len(rows)} rows, {len(holds)} holds expected"
-            except (KeyError, AttributeError) as exc:
-                detail = f"cannot parse the file: {exc}"
-        total = round(sum(e[2] for e in expected.values() if e[1] is None), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
+        approved = self.reference.query("SELECT round(sum(l.qty * l.unit_price), 2) AS t FROM invoices i "
+                                        "JOIN invoice_lines l ON l.invoice_id = i.id WHERE i.status = 'approved'")
         return [
-            Criterion("every_invoice_in_the_batch_decided", decided, 1.0,
-                      f"every invoice dated up to {self.cutoff()} decided, later ones left pending"),
-            Criterion("approvals_correct", approvals_ok, 2.0, "approved exactly the invoices that match"),
-            Criterion("hold_reasons_correct", reasons_ok, 1.0, "reason by the memo's precedence"),
-            Criterion("price_tolerances_applied", price_ok, 1.0, "general tolerance, and the framework vendor's wider one"),
-            Criterion("exceptions_file_written", report_ok, 1.0, detail),
-            Criterion("approved_total_reported", any(abs(n - total) < 0.015 for n in numbers), 1.0, f"expected {total:.2f}"),
+            self.tables_match("invoices", key="id", where="status != 'pending'",
+                              criterion="every_invoice_in_the_batch_decided"),
+            self.tables_match("invoices", key="id", where="status = 'approved'", weight=2.0,
+                              criterion="approvals_correct"),
+            self.tables_match("invoices", key="id", columns="hold_reason", where="status = 'on_hold'",
+                              criterion="hold_reasons_correct"),
+            self.tables_match("invoices", key="id", where="hold_reason = 'price_variance'",
+                              criterion="price_tolerances_applied"),
+            self.file_matches(self.params["report_name"], as_="csv", key="invoice_no",
+                              criterion="exceptions_file_written"),
+            self.answer_states(approved[0]["t"] or 0.0, tolerance=0.015, criterion="approved_total_reported"),
         ]

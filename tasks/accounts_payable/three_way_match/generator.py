@@ -1,6 +1,5 @@
 """State for accounts_payable/three_way_match: orders, partial receipts, invoices and AP correspondence."""
 import datetime as dt
-import json
 
 VENDORS = ["Acme Fasteners", "Borealis Paper", "Crestline Tools", "Delta Coatings", "Everest Packaging",
            "Falcon Electric", "Granite Supply", "Harbor Chemicals", "Ivory Textiles", "Juniper Plastics",
@@ -39,7 +38,6 @@ def generate(ctx):
             invoice_date TEXT, status TEXT, hold_reason TEXT);
         CREATE TABLE invoice_lines (id INTEGER PRIMARY KEY, invoice_id INTEGER, line_no INTEGER, qty INTEGER,
             unit_price REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     general = ctx.params["price_tolerance_pct"]
@@ -154,12 +152,9 @@ def generate(ctx):
     )
     subjects = ["month-end close timetable", "expense card renewals", "audit walkthrough", "new cost centres",
                 "VAT return reminder", "office move", "budget templates", "travel policy update"]
-    chatter = [(subjects[i % len(subjects)], names[rng.randint(1, n_vendors)], rng.randint(100, 999))
-               for i in range(ctx.size("finance_mail"))]
-    for i, (subject, vendor_name, ref) in enumerate(chatter):
-        slug = subject.replace(" ", "_")
-        (ws / "inbox" / f"fin_{i:03d}_{slug}.eml").write_text(
-            f"Subject: {subject}\n\nHello all, a short note on the {subject}. {vendor_name} is not\n"
-            f"affected. No change to invoice matching. Ref {ref}.\n")
-    facts = {"general_pct": general, "special_pct": special, "special_vendor": special_vendor, "held_vendor": held_vendor}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    for i in range(ctx.size("finance_mail")):
+        subject = subjects[i % len(subjects)]
+        (ws / "inbox" / f"fin_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
+            f"Subject: {subject}\n\nHello all, a short note on the {subject}. "
+            f"{names[rng.randint(1, n_vendors)]} is not\naffected. No change to invoice matching. "
+            f"Ref {rng.randint(100, 999)}.\n")

@@ -8,12 +8,12 @@ NUMBERS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "ei
            "eleven": 11}
 
 
-def solve(tools, price_tolerance_pct, cutoff_date, report_name) -> str:
+def solve(tools, price_tolerance_pct, cutoff_date, report_name, framework_terms=True) -> str:
     general, special, held = price_tolerance_pct, {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
         m = re.search(r"agreement with (.+?) lets them .*? by as much as (\w+) percent", flat)
-        if m:
+        if m and framework_terms:
             special[m.group(1)] = NUMBERS[m.group(2)]
         m = re.search(r"change the bank account of (.+?) that we could not verify", flat)
         if m:

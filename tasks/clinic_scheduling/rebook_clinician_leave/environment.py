@@ -1,11 +1,10 @@
 """Tools and verifier for clinic_scheduling/rebook_clinician_leave."""
-import csv
 import datetime as dt
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+
+MOVES = "appointments a JOIN appointments n ON n.id = a.moved_to"  # a moved appointment and the one it became
 
 
 def _check_date(value: str, name: str) -> str:
@@ -104,65 +103,36 @@ class RebookEnv(WorkspaceEnvironment):
                               (appointment_id, appt["patient_id"]))
         return {"notification_id": cur.lastrowid, "appointment_id": appointment_id, "status": appt["status"]}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = {int(k): v for k, v in facts["expected"][str(self.params["extension_days"])].items()}
-        slots = {r["id"]: r for r in self.query("SELECT s.id, s.clinician_id, s.start, c.name FROM slots s JOIN clinicians c ON c.id = s.clinician_id")}
-        appts = {r["id"]: r for r in self.query("SELECT * FROM appointments")}
-        mrn = {r["id"]: r["mrn"] for r in self.query("SELECT id, mrn FROM patients")}
-        moved = {aid: a for aid, a in appts.items() if a["status"] == "moved"}
-        right_set = set(moved) == set(expected)
-
-        placed, new_ids = 0, {}
-        for old, slot_id in expected.items():
-            new = appts.get(moved[old]["moved_to"]) if old in moved else None
-            if new and new["start"] == slots[slot_id]["start"] and new["clinician_id"] == slots[slot_id]["clinician_id"]:
-                placed += 1
-                new_ids[old] = new["id"]
-        slots_ok = placed == len(expected) and right_set
-
-        prefs = {int(k): v for k, v in facts["prefs"].items()}
-        clin = {r["id"]: r for r in self.query("SELECT * FROM clinicians")}
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    def broken_wishes(self) -> int:
+        """Moves whose new slot breaks a wish the patient gave the front desk (hour, site or clinician)."""
+        wishes = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'prefs'")[0]["value"])
         broken = 0
-        for a in moved.values():
-            new = appts.get(a["moved_to"])
-            pref = prefs.get(a["patient_id"])
-            if new is None or pref is None:
-                continue
-            kind, value = pref
-            hour, doc = int(new["start"][11:13]), clin[new["clinician_id"]]
-            ok = {"morning": hour < 12, "afternoon": hour >= 12, "site": doc["site"] == value, "avoid": doc["id"] != value}[kind]
-            broken += not ok
-        notes = self.query("SELECT appointment_id FROM notifications")
-        notified = sorted(n["appointment_id"] for n in notes)
-        want_notified = sorted(a["moved_to"] for a in moved.values())
-        notify_ok = bool(moved) and notified == want_notified
+        for move in self.query(f"SELECT a.patient_id, n.start, c.id, c.site FROM {MOVES} "
+                               "JOIN clinicians c ON c.id = n.clinician_id WHERE a.status = 'moved'"):
+            kind, value = wishes.get(str(move["patient_id"]), (None, None))
+            hour = int(move["start"][11:13])
+            broken += not {None: True, "morning": hour < 12, "afternoon": hour >= 12, "site": move["site"] == value,
+                           "avoid": move["id"] != value}[kind]
+        return broken
 
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {int(r["old_appointment_id"]): (r["patient_mrn"].strip(), int(r["new_appointment_id"]),
-                       r["new_clinician"].strip(), " ".join(r["new_start"].split())[:16]) for r in rows}
-                want = {old: (mrn[appts[old]["patient_id"]], new_ids.get(old), slots[s]["name"], slots[s]["start"])
-                        for old, s in expected.items()}
-                report_ok = got == want and len(rows) == len(want)
-                detail = "matches the expected moves" if report_ok else f"{len(rows)} rows; differs from the expected moves"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-
-        delay = sum((dt.date.fromisoformat(slots[s]["start"][:10]) - dt.date.fromisoformat(appts[old]["start"][:10])).days
-                    for old, s in expected.items())
-        numbers = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
-        answer_ok = len(expected) in numbers and delay in numbers
+    def criteria(self, final_response: str) -> list[Criterion]:
+        moved = self.tables_match("appointments", key="id", where="status = 'moved'", weight=2.0,
+                                  criterion="exactly_the_leave_appointments_moved")
+        broken = self.broken_wishes()
+        waits = self.reference.query("SELECT count(*) AS n, sum(julianday(substr(n.start, 1, 10)) - julianday(substr("
+                                     f"a.start, 1, 10))) AS days FROM {MOVES} WHERE a.status = 'moved'")
         return [
-            Criterion("exactly_the_leave_appointments_moved", right_set, 2.0, f"{len(moved)} moved, {len(expected)} expected"),
-            Criterion("earliest_fitting_slots_chosen", slots_ok, 2.0, f"{placed}/{len(expected)} in the expected slot"),
-            Criterion("patient_preferences_respected", right_set and broken == 0, 1.0, f"{broken} moves break a patient's stated wish"),
-            Criterion("new_appointments_notified", notify_ok, 1.0, f"{len(notified)} notifications, {len(want_notified)} new appointments"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("count_and_delay_reported", answer_ok, 1.0, f"expected {len(expected)} moves and {delay} total days of delay"),
+            moved,
+            self.tables_match(MOVES, key="a.id", columns=["n.start", "n.clinician_id"], where="a.status = 'moved'",
+                              weight=2.0, criterion="earliest_fitting_slots_chosen"),
+            Criterion("patient_preferences_respected", moved.passed and broken == 0, 1.0,
+                      f"{broken} moves break a patient's stated wish"),
+            # Keyed by the moved appointment: a notification about anything else has no key and shows as unexpected.
+            self.tables_match("notifications x LEFT JOIN appointments a ON a.moved_to = x.appointment_id", key="a.id",
+                              criterion="new_appointments_notified"),
+            # New appointment ids follow the order of rebooking, which the result does not depend on.
+            self.file_matches(self.params["report_name"], as_="csv", key="old_appointment_id",
+                              columns=["patient_mrn", "new_clinician", "new_start"], criterion="report_written"),
+            self.answer_states([waits[0]["n"], round(waits[0]["days"] or 0)], criterion="count_and_delay_reported"),
         ]

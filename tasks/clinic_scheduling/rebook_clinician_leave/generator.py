@@ -128,12 +128,9 @@ def generate(ctx):
         appts.append([cid, free_time(cid, december), "booked" if rng.random() > 0.1 else "cancelled"])
     for _ in range(ctx.size("leave_extra")):
         appts.append([leave_doc["id"], free_time(leave_doc["id"], leave_days), "booked"])
-    # Every day an extension can add holds a booking, so the extension's length changes what moves.
-    for day in extra_days:
-        appts.append([leave_doc["id"], free_time(leave_doc["id"], [day]), "booked"])
-    # Boundary traps: booked just outside the leave, and cancelled inside it.
-    outside = [december[first - 1], december[first + len(away_days)]]
-    for day in outside:
+    # Every day an extension can add holds a booking, so the extension's length changes what moves; boundary traps:
+    # booked just outside the leave, and cancelled inside it.
+    for day in extra_days + [december[first - 1], december[first + len(away_days)]]:
         appts.append([leave_doc["id"], free_time(leave_doc["id"], [day]), "booked"])
     appts.append([leave_doc["id"], free_time(leave_doc["id"], leave_days), "cancelled"])
     rng.shuffle(appts)
@@ -149,8 +146,7 @@ def generate(ctx):
         slots.append({"id": sid, "clinician_id": cid, "start": free_time(cid, december + january)})
     db.executemany("INSERT INTO slots VALUES (:id, :clinician_id, :start, 'open')", slots)
 
-    # Preferences and patients are drawn over the longest possible absence; the expected moves for each
-    # possible extension are stored, and the verifier picks the request's.
+    # Preferences and patients are drawn over the longest possible absence, whatever the request's extension.
     window = (leave_days[0].isoformat(), extra_days[-1].isoformat())
     affected = [a for a in rows if a["clinician_id"] == leave_doc["id"] and a["status"] == "booked"
                 and window[0] <= a["start"][:10] <= window[1]]
@@ -174,11 +170,9 @@ def generate(ctx):
     head = min(affected, key=lambda a: (a["start"], a["id"]))
     naive_slot = next(s for s in slots if s["id"] == naive[head["id"]])
     prefs[head["patient_id"]] = ("afternoon", None) if int(naive_slot["start"][11:13]) < 12 else ("morning", None)
-    expected = {}
-    for extension in EXTENSIONS:
+    for extension in EXTENSIONS:  # whatever the request's extension, every affected appointment can be moved
         last = (leave_days + extra_days[:extension])[-1].isoformat()
-        expected[str(extension)] = assign([a for a in affected if a["start"][:10] <= last], slots, clinicians, prefs)
-        if expected[str(extension)] is None:
+        if assign([a for a in affected if a["start"][:10] <= last], slots, clinicians, prefs) is None:
             raise RuntimeError("generator produced an affected appointment with no fitting slot; widen the slots")
 
     # --- workspace ---------------------------------------------------------------------------------
@@ -229,7 +223,4 @@ def generate(ctx):
             f"From: office@clinic.example\nSubject: {topic}\n\nA reminder about the {topic}. {doc['name']} is "
             f"coordinating; no change to anyone's bookings. Ref {rng.randint(1000, 9999)}.\n")
 
-    facts = {"expected": {e: {str(k): v for k, v in moves.items()} for e, moves in expected.items()},
-             "leave_clinician": leave_doc["id"],
-             "prefs": {str(k): v for k, v in prefs.items()}}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    db.execute("INSERT INTO _verifier_facts VALUES ('prefs', ?)", (json.dumps(prefs),))

@@ -29,7 +29,7 @@ def parse_wish(sentence, clinicians_by_name):
     return None
 
 
-def solve(tools, extension_days, report_name) -> str:
+def solve(tools, extension_days, report_name, use_preferences=True) -> str:
     texts = read_files(tools)
     clinicians = read_all(tools.list_clinicians)
     by_name = {c["name"]: c["id"] for c in clinicians}
@@ -43,7 +43,7 @@ def solve(tools, extension_days, report_name) -> str:
             leave = (by_name[m.group(1).strip()], parse_day(first), parse_day(last))
         for mrn, sentence in re.findall(r"^- .*?\((MRN\d+)\) (.+?)\.$", text, flags=re.M):
             wish = parse_wish(sentence, by_name)
-            if wish:
+            if wish and use_preferences:
                 wishes[mrn] = wish
     doc_id, first, last = leave
     for _ in range(extension_days):  # the extension, in working days (Monday to Friday)

@@ -1,6 +1,5 @@
 """Tools and verifier for clinic_scheduling/room_allocation."""
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 
@@ -88,44 +87,28 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE sessions SET status = 'flagged' WHERE id = ?", (session_id,))
         return {"session_id": session_id, "status": "flagged"}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        last = facts["week"][["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"].index(self.params["last_day"])]
-        plan = {k: v for k, v in facts["plan"].items() if facts["session_days"][k] <= last}  # the days dealt with
-        counts = {}
-        for name in filter(None, plan.values()):
-            counts[name] = counts.get(name, 0) + 1
-        top = sorted(n for n, c in counts.items() if c == max(counts.values()))
-        got = {str(r["session_id"]): r for r in self.query(
-            "SELECT b.session_id, b.confirmed, b.day, r.id AS room_id, r.name FROM bookings b JOIN rooms r ON r.id = b.room_id WHERE b.session_id IS NOT NULL")}
-        flagged = {str(r["session_id"]) for r in self.query("SELECT session_id FROM flags")}
-        want_alloc = {k: v for k, v in plan.items() if v}
-        want_flag = {k for k, v in plan.items() if v is None}
-        rooms_ok = {k: r["name"] for k, r in got.items()} == want_alloc
-        flags_ok = flagged == want_flag
-        confirmed_ok = bool(got) and all(r["confirmed"] for r in got.values())
-        notices_ok = bool(got) and not any(
-            (r["room_id"] == facts["outage_room"] and r["day"] in facts["outage_days"]) for r in got.values())
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                rep = {str(d["session_id"]): (d["room"], d["status"]) for d in data}
-                want = {k: (v, "allocated" if v else "flagged") for k, v in plan.items()}
-                report_ok = rep == want and len(data) == len(want)
-                detail = "matches the expected plan" if report_ok else f"{len(data)} entries; differ from the {len(want)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the plan: {exc}"
-        said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
+        clinic = "bookings b JOIN rooms r ON r.id = b.room_id"
+        outage = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'outage'")[0]["value"])
+        booked = self.query(f"SELECT count(*) AS n, coalesce(sum(NOT b.confirmed), 0) AS unconfirmed, coalesce(sum("
+                            f"b.room_id = ? AND b.day IN (SELECT value FROM json_each(?))), 0) AS closed FROM {clinic} "
+                            "WHERE b.session_id IS NOT NULL", (outage["room"], json.dumps(outage["days"])))[0]
+        uses = self.reference.query(f"SELECT r.name, count(*) AS n FROM {clinic} WHERE b.session_id IS NOT NULL "
+                                    "GROUP BY r.name")
+        busiest = sorted(u["name"] for u in uses if u["n"] == max(v["n"] for v in uses))
+        flags = self.answer_states(len(self.reference.query("SELECT id FROM flags")))
         return [
-            Criterion("rooms_allocated_by_guide", rooms_ok, 2.0, f"{len(got)} allocated, {len(want_alloc)} expected up to {last}"),
-            Criterion("unplaceable_sessions_flagged", flags_ok, 1.0, f"{len(flagged)} flagged, {len(want_flag)} expected"),
-            Criterion("closed_room_not_used", notices_ok, 1.0, "the estates outage"),
-            Criterion("bookings_confirmed", confirmed_ok, 1.0, "every clinic booking confirmed"),
-            Criterion("plan_written", report_ok, 1.0, detail),
-            Criterion("flag_count_and_busiest_room_reported", len(want_flag) in said and any(t in final_response for t in top), 1.0,
-                      f"expected {len(want_flag)} flagged and one of {top}"),
+            self.tables_match(clinic, key="b.session_id", columns="r.name", where="b.session_id IS NOT NULL",
+                              weight=2.0, criterion="rooms_allocated_by_guide"),
+            self.tables_match("flags", key="session_id", criterion="unplaceable_sessions_flagged"),
+            Criterion("closed_room_not_used", booked["n"] > 0 and booked["closed"] == 0, 1.0,
+                      f"{booked['closed']} sessions in the room closed by the estates outage"),
+            Criterion("bookings_confirmed", booked["n"] > 0 and booked["unconfirmed"] == 0, 1.0,
+                      f"{booked['unconfirmed']} of {booked['n']} clinic bookings unconfirmed"),
+            self.file_matches(self.params["report_name"], as_="json", key="session_id", criterion="plan_written"),
+            # Rooms tied for the most sessions are each a right answer.
+            Criterion("flag_count_and_busiest_room_reported",
+                      flags.passed and any(name in final_response for name in busiest), 1.0,
+                      f"{flags.detail}; and one of {busiest}"),
         ]

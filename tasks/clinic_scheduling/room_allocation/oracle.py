@@ -6,7 +6,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, last_day, report_name) -> str:
+def solve(tools, last_day, report_name, follow_equipment_moves=True) -> str:
     texts = read_files(tools)
     needs, closures, moves, step_free = {}, [], [], set()
     for text in texts.values():
@@ -18,7 +18,7 @@ def solve(tools, last_day, report_name) -> str:
         if m:
             closures.append((m.group(1), {dt.datetime.strptime(f"{d} 2026", "%d %B %Y").date().isoformat() for d in m.groups()[1:]}))
         m = re.search(r"ultrasound normally kept in (\S+) will be in (\S+) \(", text)
-        if m:
+        if m and follow_equipment_moves:
             moves.append(m.groups())
         step_free |= {int(x) for x in re.findall(r"Session (\d+) \([^)]*\): several attendees use wheelchairs", text)}
     # The guide names the clinic types loosely ("antenatal clinics", "cardiac reviews"): map by first word.

@@ -1,15 +1,9 @@
 """Tools and verifier for clinic_scheduling/vaccination_recall."""
-import csv
 import datetime as dt
-import io
-import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CODES = ("Td", "FLU", "RZV", "PPV")
-NAMES = {"tetanus-diphtheria booster": "Td", "seasonal influenza vaccine": "FLU", "recombinant shingles vaccine": "RZV",
-         "pneumococcal polysaccharide vaccine": "PPV"}  # as the schedule names them
 
 
 def _iso(value: str, name: str) -> str:
@@ -82,37 +76,16 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO reminders (recall_id, send_on) VALUES (?,?)", (recall_id, _iso(send_on, "send_on")))
         return {"reminder_id": cur.lastrowid, "recall_id": recall_id, "send_on": send_on.strip()}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        skipped = NAMES[self.params["skipped_vaccine"]]
-        expected = {(m, v): (d, r) for m, v, d, r in json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'expected'")[0]["value"])
-                    if v != skipped}
-        made = self.query("SELECT r.id, p.mrn, r.vaccine, r.due_date, m.send_on FROM recalls r JOIN patients p ON p.id = r.patient_id "
-                          "LEFT JOIN reminders m ON m.recall_id = r.id")
-        got = {(r["mrn"], r["vaccine"]): (r["due_date"], r["send_on"]) for r in made}
-        right_set = set(got) == set(expected) and len(made) == len(got)
-        dues_ok = right_set and all(got[k][0] == v[0] for k, v in expected.items())
-        reminders_ok = right_set and all(got[k][1] == v[1] for k, v in expected.items())
-        # Partial-credit check on the exceptions: no recall for a patient/vaccine the schedule makes due but notes forbid.
-        wrong_extra = set(got) - set(expected)
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                rep = {(r["patient_mrn"].strip(), r["vaccine"].strip()): (r["due_date"].strip(), r["reminder_date"].strip()) for r in rows}
-                report_ok = rep == expected and len(rows) == len(expected)
-                detail = "matches the expected recalls" if report_ok else f"{len(rows)} rows; differ from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the list: {exc}"
-        n_patients = len({m for m, _ in expected})
-        said = [int(x) for x in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)]
+        recalls = "recalls r JOIN patients p ON p.id = r.patient_id LEFT JOIN reminders m ON m.recall_id = r.id"
+        key = ["p.mrn", "r.vaccine"]
+        counts = self.reference.query("SELECT count(*) AS n, count(DISTINCT patient_id) AS patients FROM recalls")[0]
         return [
-            Criterion("exactly_the_due_recalls_created", right_set, 2.0, f"{len(made)} recalls, {len(expected)} expected (no {skipped}); {len(wrong_extra)} not wanted"),
-            Criterion("due_dates_computed", dues_ok, 2.0, "schedule intervals, ages and season start"),
-            Criterion("reminders_on_the_right_day", reminders_ok, 1.0, "lead time before due, or the run date"),
-            Criterion("recall_list_written", report_ok, 1.0, detail),
-            Criterion("counts_reported", len(expected) in said and n_patients in said, 1.0, f"expected {len(expected)} recalls for {n_patients} patients"),
+            self.tables_match(recalls, key=key, weight=2.0, criterion="exactly_the_due_recalls_created"),
+            self.tables_match(recalls, key=key, columns="r.due_date", weight=2.0, criterion="due_dates_computed"),
+            self.tables_match(recalls, key=key, columns="m.send_on", criterion="reminders_on_the_right_day"),
+            self.file_matches(self.params["report_name"], as_="csv", key=["patient_mrn", "vaccine"],
+                              criterion="recall_list_written"),
+            self.answer_states([counts["n"], counts["patients"]], criterion="counts_reported"),
         ]

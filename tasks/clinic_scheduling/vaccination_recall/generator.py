@@ -1,6 +1,5 @@
 """State for clinic_scheduling/vaccination_recall: a patient list, immunisation history, the schedule and clinical letters."""
 import datetime as dt
-import json
 
 FIRST = ["Agnes", "Bernard", "Clara", "Dennis", "Edna", "Frank", "Gloria", "Harold", "Irene", "Jack", "Kathleen", "Leonard",
          "Mabel", "Norman", "Olga", "Peter", "Queenie", "Ronald", "Sylvia", "Trevor", "Ursula", "Victor", "Winifred", "Yvonne"]
@@ -69,7 +68,6 @@ def generate(ctx):
         CREATE TABLE immunizations (id INTEGER PRIMARY KEY, patient_id INTEGER, vaccine TEXT, given_on TEXT, batch TEXT);
         CREATE TABLE recalls (id INTEGER PRIMARY KEY, patient_id INTEGER, vaccine TEXT, due_date TEXT);
         CREATE TABLE reminders (id INTEGER PRIMARY KEY, recall_id INTEGER, send_on TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     run_day = dt.date(2026, 12, rng.randint(1, 4))
@@ -103,7 +101,8 @@ def generate(ctx):
                          "birth_date": birth.isoformat(), "status": status, "phone": f"01632 {rng.randint(100000, 999999)}"})
         doses[pid] = shots
 
-    # Pinned cases, present at every scale and seed.
+    # Pinned cases, present at every scale and seed. Every vaccine has due recalls (pins 1, 3, 9, 10), so whichever
+    # one the request leaves out matters.
     def pin(pid, birth, shots, status="active"):
         patients[pid - 1].update(birth_date=birth.isoformat(), status=status)
         doses[pid] = shots
@@ -131,15 +130,6 @@ def generate(ctx):
         due = due_dates(dt.date.fromisoformat(patients[pid - 1]["birth_date"]), doses[pid], run_day)
         if due:
             (declines if rng.random() < 0.5 else contraindicated)[pid] = rng.choice(sorted(due))
-    expected = []
-    for p in patients:
-        if p["status"] != "active":
-            continue
-        for vaccine, due in due_dates(dt.date.fromisoformat(p["birth_date"]), doses[p["id"]], run_day).items():
-            if due > horizon or declines.get(p["id"]) == vaccine or contraindicated.get(p["id"]) == vaccine:
-                continue
-            reminder = max(run_day, due - dt.timedelta(days=lead))
-            expected.append([p["mrn"], vaccine, due.isoformat(), reminder.isoformat()])
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -183,7 +173,3 @@ def generate(ctx):
     for i in range(ctx.size("practice_news")):
         topic = topics[i % len(topics)]
         (ws / "news" / f"news_{i:03d}.md").write_text(f"# Practice news: {topic}\n\nAn update about {topic}. Nothing here affects recalls.\n")
-
-    # Every vaccine has due recalls (pins 1, 3, 9, 10), so whichever one the request leaves out matters; the
-    # verifier drops the skipped vaccine's recalls from this list.
-    db.execute("INSERT INTO _verifier_facts VALUES ('expected', ?)", (json.dumps(sorted(expected)),))

@@ -22,7 +22,7 @@ def age(birth, on):
     return on.year - birth.year - ((on.month, on.day) < (birth.month, birth.day))
 
 
-def solve(tools, lookahead_days, skipped_vaccine, report_name) -> str:
+def solve(tools, lookahead_days, skipped_vaccine, report_name, no_reminders_in_the_past=True) -> str:
     texts = read_files(tools)
     names, skip = {}, set()
     for text in texts.values():
@@ -64,7 +64,8 @@ def solve(tools, lookahead_days, skipped_vaccine, report_name) -> str:
             if day > horizon or (p["mrn"], vaccine) in skip or vaccine == skipped:
                 continue
             recall = tools.create_recall(patient_id=p["id"], vaccine=vaccine, due_date=day.isoformat())
-            send = max(run, day - dt.timedelta(days=lead))
+            send = day - dt.timedelta(days=lead)
+            send = max(run, send) if no_reminders_in_the_past else send
             tools.schedule_reminder(recall_id=recall["recall_id"], send_on=send.isoformat())
             rows.append(f"{p['mrn']},{vaccine},{day.isoformat()},{send.isoformat()}")
             patients_hit.add(p["id"])

@@ -1,10 +1,9 @@
 """Tools and verifier for course_admin/enrolment_waitlist."""
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_json, parse_json
 
-GRADES = ["A", "A-", "B+", "B", "B-", "C+", "C", "C-", "D", "F"]
 DECISIONS = ("enrol", "waitlist", "decline")
 
 
@@ -91,82 +90,36 @@ class RegistrationEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE requests SET status = ?, waitlist_position = ? WHERE id = ?", (status, position, request_id))
         return {"request_id": request_id, "status": status, "waitlist_position": position}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> tuple[dict, dict]:
-        """(per course {enrolled: set, waitlist: list} by student number, request id -> expected status)."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        limit = GRADES.index(facts["min_grade"])
-        best: dict[tuple, int] = {}
-        for t in self.query("SELECT student_id, course_code, grade FROM transcript"):
-            key = (t["student_id"], t["course_code"])
-            best[key] = min(best.get(key, 99), GRADES.index(t["grade"]))
-        needs: dict[int, list] = {}
-        for p in self.query("SELECT course_id, prereq_code FROM prerequisites"):
-            needs.setdefault(p["course_id"], []).append(p["prereq_code"])
-        requests = self.query(
-            "SELECT r.id, r.student_id, r.course_id, r.submitted_at, s.student_no, c.code, c.capacity "
-            "FROM requests r JOIN students s ON s.id = r.student_id JOIN courses c ON c.id = r.course_id")
-        plan = {}
-        status = {}
-        for r in sorted(requests, key=lambda r: (r["submitted_at"], r["student_no"])):
-            course = plan.setdefault(r["code"], {"enrolled": set(), "waitlist": []})
-            seats = (facts["room_limit"][1] if r["code"] == facts["room_limit"][0] else r["capacity"]) - self.params["reserved_seats"]
-            waived = [r["student_no"], r["code"]] == facts["waiver"]
-            ok = waived or all(best.get((r["student_id"], p), 99) <= limit for p in needs.get(r["course_id"], []))
-            if r["student_no"] in facts["holds"] or not ok:
-                status[r["id"]] = "declined"
-            elif len(course["enrolled"]) < seats:
-                course["enrolled"].add(r["student_no"])
-                status[r["id"]] = "enrolled"
-            elif len(course["waitlist"]) < self.params["waitlist_cap"]:
-                course["waitlist"].append(r["student_no"])
-                status[r["id"]] = "waitlisted"
-            else:
-                status[r["id"]] = "declined"
-        return plan, status
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    def summary_written(self) -> Criterion:
+        """The summary holds the reference's lists: each course's enrolled students in any order, its waitlist in
+        order (file_matches compares JSON lists in order)."""
+        name = self.params["summary_name"]
+        try:
+            summary = parse_json(self.fs.read_text(name, MAX_FILE_CHARS))
+            got = {code: dict(lists, enrolled=sorted(map(str, lists["enrolled"]))) for code, lists in summary.items()}
+        except Exception as exc:  # noqa: BLE001 - missing, unreadable or not shaped as asked: said in the detail
+            return Criterion("summary_file_written", False, 1.0, f"{name}: {str(exc)[:200] or type(exc).__name__}")
+        want = {code: dict(lists, enrolled=sorted(lists["enrolled"]))
+                for code, lists in json.loads(self.reference.read(name)).items()}
+        problem = compare_json(got, want, [], tolerance=0)
+        return Criterion("summary_file_written", problem is None, 1.0, problem or f"{name} matches the expected result")
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        plan, status = self.expected()
-        rows = self.query("SELECT r.id, r.status, r.waitlist_position, s.student_no, c.code FROM requests r "
-                          "JOIN students s ON s.id = r.student_id JOIN courses c ON c.id = r.course_id")
-        actual = {r["id"]: r["status"] for r in rows}
-        got = {}
-        for r in sorted(rows, key=lambda r: (r["waitlist_position"] or 0)):
-            course = got.setdefault(r["code"], {"enrolled": set(), "waitlist": []})
-            if r["status"] == "enrolled":
-                course["enrolled"].add(r["student_no"])
-            elif r["status"] == "waitlisted":
-                course["waitlist"].append(r["student_no"])
-        decided = all(s != "pending" for s in actual.values())
-        declines_ok = {i for i, s in actual.items() if s == "declined"} == {i for i, s in status.items() if s == "declined"}
-        enrol_ok = all(got.get(c, {}).get("enrolled") == p["enrolled"] for c, p in plan.items())
-        waitlist_ok = all(got.get(c, {}).get("waitlist") == p["waitlist"] for c, p in plan.items())
-        tie, room = facts["tie_course"], facts["room_limit"][0]
-        special_ok = all(got.get(c) == plan[c] for c in (tie, room))
-
-        summary_name = self.params["summary_name"]
-        report_ok, report_detail = False, f"{summary_name} not found"
-        path = self.workspace / summary_name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                norm = {str(k).strip(): ({str(s).strip() for s in v.get("enrolled", [])}, [str(s).strip() for s in v.get("waitlist", [])])
-                        for k, v in data.items()}
-                want = {c: (p["enrolled"], p["waitlist"]) for c, p in plan.items()}
-                extra = {c for c, v in norm.items() if c not in want and v != (set(), [])}
-                report_ok = not extra and all(norm.get(c, (set(), [])) == w for c, w in want.items())
-                report_detail = "matches the expected decisions" if report_ok else "differs from the expected enrolments or waitlists"
-            except (ValueError, AttributeError, TypeError) as exc:
-                report_detail = f"cannot parse the summary: {exc}"
-        declined = sum(1 for s in status.values() if s == "declined")
-        numbers = [int(x) for x in re.findall(r"\b\d+\b", final_response)]
+        seats = "requests r JOIN students s ON s.id = r.student_id JOIN courses c ON c.id = r.course_id"
+        special = self.query("SELECT value FROM _verifier_facts WHERE key = 'special_courses'")[0]["value"]
+        declined = self.reference.query("SELECT count(*) AS n FROM requests WHERE status = 'declined'")[0]["n"]
         return [
-            Criterion("every_request_decided", decided, 1.0, "no request left pending"),
-            Criterion("declines_correct", declines_ok, 1.0, "prerequisite failures (after waivers), held students and full waitlists declined"),
-            Criterion("enrolments_correct", enrol_ok, 2.0, "enrolled students per course, seats held back respected"),
-            Criterion("waitlists_in_order", waitlist_ok, 1.0, "waitlists in submission order, ties by student number"),
-            Criterion("tie_and_room_change_handled", special_ok, 1.0, f"{tie} (same-minute tie) and {room} (smaller room)"),
-            Criterion("summary_file_written", report_ok, 1.0, report_detail),
-            Criterion("declined_count_reported", declined in numbers, 1.0, f"expected {declined} declined"),
+            self.tables_match("requests", key="id", where="status = 'pending'", criterion="every_request_decided"),
+            self.tables_match("requests", key="id", where="status = 'declined'", criterion="declines_correct"),
+            self.tables_match(seats, key=["c.code", "s.student_no"], where="r.status = 'enrolled'", weight=2.0,
+                              criterion="enrolments_correct"),
+            self.tables_match(seats, key=["c.code", "r.waitlist_position"], columns="s.student_no",
+                              where="r.status = 'waitlisted'", criterion="waitlists_in_order"),
+            # The course with a same-minute tie on its last seat, and the one moved to a smaller room.
+            self.tables_match(seats, key=["c.code", "s.student_no"], columns=["r.status", "r.waitlist_position"],
+                              where=f"r.status != 'declined' AND c.code IN (SELECT value FROM json_each('{special}'))",
+                              criterion="tie_and_room_change_handled"),
+            self.summary_written(),
+            self.answer_states(declined, criterion="declined_count_reported"),
         ]

@@ -165,6 +165,5 @@ def generate(ctx):
         body = f"A note about {subject}. {c[1]} ({c[2]}) will hold its first class as planned."
         (mail / filename).write_text(f"Subject: {subject}\n\n{body}\nNothing here changes registration. "
                                      f"Ticket {rng.randint(10000, 99999)}.\n")
-    facts = {"min_grade": min_grade, "holds": [s[1] for s in hold_students], "waiver": [who[1], course_code],
-             "room_limit": [small_course[1], room_seats], "tie_course": tie_course[1]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    special = [tie_course[1], small_course[1]]  # the same-minute tie on the last seat, the smaller room
+    db.execute("INSERT INTO _verifier_facts VALUES ('special_courses', ?)", (json.dumps(special),))

@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 SCALE = ["A", "A-", "B+", "B", "B-", "C+", "C", "C-", "D", "F"]
 
 
-def solve(tools, reserved_seats, waitlist_cap, summary_name) -> str:
+def solve(tools, reserved_seats, waitlist_cap, summary_name, ties_by_student_number=True) -> str:
     min_grade, holds, waivers, limits = None, set(), set(), {}
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -39,7 +39,11 @@ def solve(tools, reserved_seats, waitlist_cap, summary_name) -> str:
 
     summary = {code: {"enrolled": [], "waitlist": []} for code in courses}
     declined = 0
-    for r in sorted(requests, key=lambda r: (r["submitted_at"], students[r["student_id"]]["student_no"])):
+    def turn(r):
+        """Submission order; a same-minute tie goes to the lower student number."""
+        return r["submitted_at"], students[r["student_id"]]["student_no"] if ties_by_student_number else r["request_id"]
+
+    for r in sorted(requests, key=turn):
         student, course = students[r["student_id"]], courses[r["course_code"]]
         number = student["student_no"]
         seats = limits.get(r["course_code"], course["capacity"]) - reserved_seats

@@ -1,6 +1,5 @@
 """State for course_admin/grade_finalisation: rosters, assessments, timestamped submissions, office decisions."""
 import datetime as dt
-import json
 
 SUBJECTS = ["Organic Chemistry", "Microeconomics", "Linear Algebra", "Cell Biology", "Data Structures",
             "Medieval History", "Cognitive Psychology", "Thermodynamics", "Statistics", "Ethics"]
@@ -35,7 +34,6 @@ def generate(ctx):
             raw_score REAL);
         CREATE TABLE final_grades (id INTEGER PRIMARY KEY, course_id INTEGER, student_id INTEGER, final_mark REAL,
             letter TEXT, UNIQUE (course_id, student_id));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     penalty = rng.choice([5, 10])
@@ -124,14 +122,8 @@ def generate(ctx):
     )
     subjects = ["room bookings", "marking moderation", "open day", "printer credits", "library fines",
                 "staff photos", "timetable clash", "exam invigilation"]
-    faculty = {}
     for i in range(ctx.size("faculty_mail")):
-        faculty[f"faculty_{i:03d}_{subjects[i % len(subjects)].replace(' ', '_')}.eml"] = (
-            f"Subject: {subjects[i % len(subjects)]}\n\nColleagues, about the {subjects[i % len(subjects)]}: see the faculty "
-            f"page for details.\nNothing here alters marks or deadlines. Ref {rng.randint(1000, 9999)}.\n")
-    for filename in sorted(faculty):
-        (ws / "office_mail" / filename).write_text(faculty[filename])
-    facts = {"penalty": penalty, "cutoff_days": cutoff_days, "bounds": list(bounds),
-             "extension": [extended_student, late_aid, new_deadline.isoformat(timespec="minutes")],
-             "excused": [excused_student, excused_aid], "late_student": late_student}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+        subject = subjects[i % len(subjects)]
+        (ws / "office_mail" / f"faculty_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
+            f"Subject: {subject}\n\nColleagues, about the {subject}: see the faculty page for details.\n"
+            f"Nothing here alters marks or deadlines. Ref {rng.randint(1000, 9999)}.\n")

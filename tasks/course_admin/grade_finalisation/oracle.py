@@ -7,7 +7,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, exam_uplift, max_late_penalty, report_name) -> str:
+def solve(tools, exam_uplift, max_late_penalty, report_name, started_periods=True) -> str:
     regs, extensions, excused = {}, {}, set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -40,14 +40,17 @@ def solve(tools, exam_uplift, max_late_penalty, report_name) -> str:
                 if sub is None:
                     continue
                 deadline = extensions.get(key, dt.datetime.fromisoformat(part["due_at"]))
-                late_hours = (dt.datetime.fromisoformat(sub["submitted_at"]) - deadline).total_seconds() / 3600
+                handed_in = dt.datetime.fromisoformat(sub["submitted_at"])
+                late_hours = (handed_in - deadline).total_seconds() / 3600
+                # Started 24-hour periods after the deadline (not calendar days: 25 hours late from 14:00 is two).
+                periods = math.ceil(late_hours / 24) if started_periods else (handed_in.date() - deadline.date()).days
                 mark = sub["raw_score"]
                 if part["name"] == "Final exam":
                     mark = min(100.0, mark + exam_uplift)
                 if late_hours > regs["cutoff"] * 24:
                     mark = 0.0
                 elif late_hours > 0:
-                    mark = max(0.0, mark - min(max_late_penalty, regs["penalty"] * math.ceil(late_hours / 24)))
+                    mark = max(0.0, mark - min(max_late_penalty, regs["penalty"] * periods))
                 total += part["weight"] * mark
             final = math.floor(total / weights * 10 + 0.5 + 1e-9) / 10
             letter = next((l for l, bound in regs["bounds"] if final >= bound), "F")

@@ -1,8 +1,5 @@
 """Tools and verifier for course_admin/room_allocation."""
-import csv
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -81,59 +78,26 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         counts = {r["state"]: r["n"] for r in self.query("SELECT state, COUNT(*) AS n FROM sections GROUP BY state")}
         return {"published": True, "placed": counts.get("placed", 0), "unplaced": counts.get("unplaced", 0)}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def allocation(self, facts: dict) -> dict[str, str | None]:
-        """section code -> room code by the procedure, or None when it cannot be placed."""
-        rooms = [r for r in self.query("SELECT * FROM rooms")
-                 if r["code"] != facts["closed"] and r["building"] != self.params["closed_building"]]
-        for r in rooms:
-            if r["code"] == facts["capacity_cut"][0]:
-                r["capacity"] = facts["capacity_cut"][1]
-        taken: set[tuple] = set()
-        out = {}
-        for s in sorted(self.query("SELECT * FROM sections"), key=lambda s: (-s["enrolment"], s["code"])):
-            fits = [r for r in rooms if r["capacity"] >= s["enrolment"] + self.params["spare_seats"] and (s["slot"], r["code"]) not in taken
-                    and all(f in r["features"].split(",") for f in s["needs"].split(",") if f)
-                    and (s["lecturer"] != facts["ground_floor_lecturer"] or r["floor"] == 0)]
-            best = min(fits, key=lambda r: (r["capacity"], r["code"]), default=None)
-            out[s["code"]] = best["code"] if best else None
-            if best:
-                taken.add((s["slot"], best["code"]))
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        want = self.allocation(facts)
-        sections = {s["code"]: s for s in self.query("SELECT * FROM sections")}
-        got = {c: (s["room"] if s["state"] == "placed" else None) for c, s in sections.items()}
-        decided = all(s["state"] != "pending" for s in sections.values())
-        floors = {r["code"]: r["floor"] for r in self.query("SELECT code, floor FROM rooms")}
-        access_ok = all(got[c] is None or floors.get(got[c]) == 0
-                        for c, s in sections.items() if s["lecturer"] == facts["ground_floor_lecturer"])
-        shut = {r["code"] for r in self.query("SELECT code FROM rooms WHERE building = ?", (self.params["closed_building"],))}
-        closed_ok = facts["closed"] not in got.values() and not shut & set(got.values())
-        cut_room, cut_cap = facts["capacity_cut"]
-        cut_ok = all(sections[c]["enrolment"] <= cut_cap for c, r in got.items() if r == cut_room)
-
-        report_ok, detail = False, f"{self.params['timetable_name']} not found"
-        path = self.workspace / self.params["timetable_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                seen = {r["section"].strip(): (r["slot"].strip(), r["room"].strip().upper()) for r in rows}
-                expect = {c: (sections[c]["slot"], (want[c] or "UNPLACED").upper()) for c in want}
-                report_ok = len(rows) == len(expect) and seen == expect
-                detail = "matches the expected allocation" if report_ok else f"{len(rows)} rows; differs from the expected allocation"
-            except (KeyError, AttributeError) as exc:
-                detail = f"cannot parse the file: {exc}"
-        unplaced = sum(1 for r in want.values() if r is None)
-        numbers = [int(x) for x in re.findall(r"\b\d+\b", final_response)]
-        wrong = sum(1 for c in want if got[c] != want[c])
+        placed = "sections s JOIN rooms r ON r.code = s.room WHERE s.state = 'placed'"
+        (cut_room, cut_capacity), lecturer = facts["capacity_cut"], facts["ground_floor_lecturer"]
+        breaches = self.query(f"SELECT count(*) AS n FROM {placed} AND (r.code = ? OR r.building = ? OR (r.code = ? "
+                              "AND s.enrolment > ?))", (facts["closed"], self.params["closed_building"], cut_room,
+                                                        cut_capacity))[0]["n"]
+        upstairs = self.query(f"SELECT count(*) AS n FROM {placed} AND s.lecturer = ? AND r.floor != 0", (lecturer,))
+        unplaced = self.reference.query("SELECT count(*) AS n FROM sections WHERE state = 'unplaced'")[0]["n"]
         return [
-            Criterion("every_section_decided_and_published", decided and self._published(), 1.0, "placed or unplaced, then published"),
-            Criterion("estates_notices_respected", closed_ok and cut_ok, 1.0, f"closed room and the {self.params['closed_building']} building unused, reduced capacity respected"),
-            Criterion("ground_floor_request_respected", access_ok, 1.0, f"{facts['ground_floor_lecturer']} teaches on floor 0 only"),
-            Criterion("allocation_follows_procedure", wrong == 0, 2.0, f"{wrong} sections differ from the best-fit procedure with {self.params['spare_seats']} spare seats"),
-            Criterion("timetable_file_written", report_ok, 1.0, detail),
-            Criterion("unplaced_count_reported", unplaced in numbers, 1.0, f"expected {unplaced} unplaced"),
+            # Publishing needs every section placed or unplaced, and freezes them.
+            self.tables_match("timetable_status", key="published", criterion="every_section_decided_and_published"),
+            Criterion("estates_notices_respected", breaches == 0, 1.0, f"{breaches} sections in the closed room, the "
+                      f"{self.params['closed_building']} building, or over {cut_room}'s reduced capacity"),
+            Criterion("ground_floor_request_respected", upstairs[0]["n"] == 0, 1.0,
+                      f"{upstairs[0]['n']} of {lecturer}'s sections above floor 0"),
+            self.tables_match("sections", key="code", columns=["state", "room"], weight=2.0,
+                              criterion="allocation_follows_procedure"),
+            self.file_matches(self.params["timetable_name"], as_="csv", key="section",
+                              criterion="timetable_file_written"),
+            self.answer_states(unplaced, criterion="unplaced_count_reported"),
         ]

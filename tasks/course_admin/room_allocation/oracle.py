@@ -4,13 +4,13 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, spare_seats, closed_building, timetable_name) -> str:
+def solve(tools, spare_seats, closed_building, timetable_name, honour_access_request=True) -> str:
     closed, capacity_fix, ground_only = set(), {}, set()
     for path, text in read_files(tools).items():
         flat = " ".join(text.split())
         closed |= set(re.findall(r"Room (\w+) is closed all next term", flat))
         capacity_fix.update({room: int(n) for room, n in re.findall(r"room (\w+) may hold at most (\d+) people", flat)})
-        if "cannot manage stairs" in flat:
+        if "cannot manage stairs" in flat and honour_access_request:
             sender = re.search(r"From: ([\w.]+)@", flat).group(1)
             ground_only.add(sender)
 

@@ -1,10 +1,4 @@
 """Tools and verifier for customer_support/refund_approvals."""
-import csv
-import io
-import json
-import re
-from datetime import date
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 DECISIONS = ("approve", "decline", "supervisor", "finance", "hold")
@@ -67,57 +61,16 @@ class RefundApprovalEnv(WorkspaceEnvironment):
                         (decision, approved, note, request_id))
         return {"request_id": request_id, "decision": decision, "amount": approved}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> dict[int, tuple[str, float]]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        issued = {}
-        for r in self.query("SELECT order_id, amount FROM refunds"):
-            issued[r["order_id"]] = issued.get(r["order_id"], 0) + r["amount"]
-        out = {}
-        for r in self.query("SELECT q.id, q.requested_on, q.amount, q.reason, o.id AS oid, o.delivered_on, o.total, "
-                            "c.id AS cid, c.loyalty_tier FROM refund_requests q JOIN orders o ON o.id = q.order_id "
-                            "JOIN customers c ON c.id = o.customer_id"):
-            days = (date.fromisoformat(r["requested_on"]) - date.fromisoformat(r["delivered_on"])).days
-            left = round(r["total"] - issued.get(r["oid"], 0), 2)
-            amount = round(min(r["amount"], left), 2)
-            if r["reason"] == "changed_mind":
-                amount = round(amount - self.params["restocking_fee"], 2)  # flat restocking fee
-            auto = f["auto_limit"] * (2 if r["loyalty_tier"] == "gold" else 1)
-            if r["cid"] in f["held"]:
-                out[r["id"]] = ("hold", 0.0)
-            elif days > (f["warranty"] if r["reason"] == "defective" else f["window"] + self.params["grace_days"]) or amount <= 0:
-                out[r["id"]] = ("decline", 0.0)
-            elif amount <= auto:
-                out[r["id"]] = ("approve", amount)
-            else:
-                out[r["id"]] = ("supervisor" if amount <= f["supervisor_limit"] else "finance", 0.0)
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = self.expected()
-        got = {r["id"]: (r["status"], r["decided_amount"] or 0.0) for r in self.query("SELECT id, status, decided_amount FROM refund_requests")}
-        codes_ok = all(got[k][0] == v[0] for k, v in expected.items())
-        approvals_ok = all(abs(got[k][1] - v[1]) < 0.005 for k, v in expected.items() if v[0] == "approve") and codes_ok
-        holds_ok = all(got[k][0] == "hold" for k, v in expected.items() if v[0] == "hold") and not any(
-            got[k][0] == "hold" for k, v in expected.items() if v[0] != "hold")
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                table = {int(r["request_id"]): (r["decision"].strip().lower(), float(r["amount"].strip().lstrip("$") or 0)) for r in rows}
-                report_ok = len(rows) == len(expected) and set(table) == set(expected) and all(
-                    table[k][0] == v[0] and abs(table[k][1] - v[1]) < 0.005 for k, v in expected.items())
-                detail = "matches the expected decisions" if report_ok else f"{len(rows)} rows; differs from the expected decisions"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        total = round(sum(v[1] for v in expected.values()), 2)
-        money = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        total = self.reference.query("SELECT sum(decided_amount) AS t FROM refund_requests WHERE status = 'approve'")
         return [
-            Criterion("every_request_decided_correctly", codes_ok, 2.0,
-                      f"{sum(got[k][0] == v[0] for k, v in expected.items())}/{len(expected)} decision codes right"),
-            Criterion("approved_amounts_correct", approvals_ok, 1.0, "capped at what is left on the order, less the restocking fee on changed-mind returns"),
-            Criterion("fraud_holds_current", holds_ok, 1.0, "held accounts on hold, cleared accounts processed normally"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("approved_total_reported", any(abs(m - total) < 0.01 for m in money), 1.0, f"expected {total:.2f}"),
+            self.tables_match("refund_requests", key="id", columns="status", weight=2.0,
+                              criterion="every_request_decided_correctly"),
+            self.tables_match("refund_requests", key="id", columns=["status", "decided_amount"], tolerance=0.005,
+                              criterion="approved_amounts_correct"),
+            self.tables_match("refund_requests", key="id", where="status = 'hold'", criterion="fraud_holds_current"),
+            self.file_matches(self.params["report_name"], as_="csv", key="request_id", tolerance=0.005,
+                              criterion="report_written"),
+            self.answer_states(round(total[0]["t"] or 0.0, 2), criterion="approved_total_reported"),
         ]

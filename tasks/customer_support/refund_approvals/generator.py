@@ -1,8 +1,4 @@
-"""State for customer_support/refund_approvals: customers, orders, earlier refunds, a queue of requests and team mail.
-
-Parameters: extra days of grace on the return window, a flat restocking fee on changed-mind refunds, and the
-report's name."""
-import json
+"""State for customer_support/refund_approvals: customers, orders, earlier refunds, a refund queue and team mail."""
 from datetime import date, timedelta
 
 GIVEN = ["Amira", "Bastian", "Chloe", "Dmitri", "Eva", "Farid", "Gwen", "Henrik", "Isla", "Joao", "Kira", "Leon",
@@ -32,7 +28,6 @@ def generate(ctx):
         CREATE TABLE refunds (id INTEGER PRIMARY KEY, order_id INTEGER, amount REAL, issued_on TEXT);
         CREATE TABLE refund_requests (id INTEGER PRIMARY KEY, order_id INTEGER, requested_on TEXT, amount REAL,
             reason TEXT, status TEXT, decided_amount REAL, decision_note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     names = rng.sample([f"{g} {m}. {f}" for g in GIVEN for m in "BDFHKMRT" for f in FAMILY], ctx.size("customers"))
@@ -66,12 +61,10 @@ def generate(ctx):
         days = rng.randint(0, window + grace + 10) if reason != "defective" else rng.randint(0, warranty + 20)
         request(o, days, min(o[4], rng.uniform(10, o[4])), reason)
 
+    if not any(c[3] == "gold" for c in customers):  # the gold-member case needs one
+        customers[0] = customers[0][:3] + ("gold",)
     gold = [c for c in customers if c[3] == "gold"]
     plain = [c for c in customers if c[3] != "gold"]
-    if not gold:
-        customers[0] = customers[0][:3] + ("gold",)
-        gold = [customers[0]]
-        plain = [c for c in customers if c[3] != "gold"]
     held, released = rng.sample(plain, 2)
 
     def order_for(customer, total):
@@ -137,6 +130,3 @@ def generate(ctx):
             f"Team, about the {topics[i % len(topics)]}: {c[1]} left lovely feedback last week. No change to how "
             f"refunds are decided. See you at stand-up. Ticket {rng.randint(10000, 99999)}.\n"
         )
-    facts = {"window": window, "warranty": warranty, "auto_limit": auto_limit, "supervisor_limit": supervisor_limit,
-             "held": [held[0]]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

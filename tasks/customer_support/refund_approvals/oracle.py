@@ -5,7 +5,7 @@ from datetime import date
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, grace_days, restocking_fee, report_name) -> str:
+def solve(tools, grace_days, restocking_fee, report_name, cap_at_what_is_left=True) -> str:
     texts = read_files(tools)
     policy = next(t for t in texts.values() if "Refund policy" in t)
     window = int(re.search(r"up to (\d+) days after", policy).group(1))
@@ -28,7 +28,7 @@ def solve(tools, grace_days, restocking_fee, report_name) -> str:
         customer = customers[order["customer_id"]]
         days = (date.fromisoformat(req["requested_on"]) - date.fromisoformat(order["delivered_on"])).days
         left = round(order["total"] - sum(r["amount"] for r in order["refunds_issued"]), 2)
-        amount = round(min(req["amount"], left), 2)
+        amount = round(min(req["amount"], left if cap_at_what_is_left else order["total"]), 2)
         if req["reason"] == "changed_mind":
             amount = round(amount - restocking_fee, 2)
         limit = auto * (2 if customer["loyalty_tier"] == "gold" else 1)

@@ -1,8 +1,4 @@
-"""State for customer_support/sla_escalations: accounts, a ticket queue, past escalations and desk documents.
-
-Parameters: a region whose desk sweeps its own tickets, how far past target a breach must be to be escalated,
-and the sweep report's name."""
-import json
+"""State for customer_support/sla_escalations: accounts, a ticket queue, past escalations and desk documents."""
 from datetime import datetime, timedelta
 
 NOW = datetime(2026, 11, 20, 9, 0)
@@ -40,7 +36,6 @@ def generate(ctx):
         CREATE TABLE tickets (id INTEGER PRIMARY KEY, customer_id INTEGER, subject TEXT, priority TEXT, status TEXT,
             channel TEXT, created_at TEXT, first_reply_at TEXT, assignee TEXT);
         CREATE TABLE escalations (id INTEGER PRIMARY KEY, ticket_id INTEGER, team TEXT, reason TEXT, created_at TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     names = rng.sample([f"{a} {b}" for a in FIRST for b in SECOND], ctx.size("customers"))
@@ -166,5 +161,3 @@ def generate(ctx):
         "that engineering has not confirmed. VIP customers appreciate a phone call, but the routing rules in the "
         "service-level policy and the account managers' notes decide who handles a breach.\n"
     )
-    facts = {"targets": standard, "vip": sorted(name(i) for i in vip_kept + [vip_added]), "now": stamp(NOW)}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NOW = datetime(2026, 11, 20, 9, 0)
 
 
-def solve(tools, excluded_region, min_overdue_hours, report_name) -> str:
+def solve(tools, excluded_region, min_overdue_hours, report_name, follow_list_updates=True) -> str:
     texts = read_files(tools)
     customers = {c["id"]: c for c in read_all(tools.list_customers)}
     names = [c["name"] for c in customers.values()]
@@ -27,6 +27,8 @@ def solve(tools, excluded_region, min_overdue_hours, report_name) -> str:
                 vip -= mentioned
             elif "watch list" in sentence or "joins the list" in sentence:
                 vip |= mentioned
+        if vip and not follow_list_updates:
+            break
 
     escalated = {e["ticket_id"] for e in read_all(tools.list_escalations)}
     rows = []

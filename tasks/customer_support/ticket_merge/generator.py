@@ -1,8 +1,4 @@
-"""State for customer_support/ticket_merge: a ticket queue with duplicates, the playbook and desk mail.
-
-Parameters: the date before which tickets are archived (left alone), a customer e-mail domain with its own account
-team (left alone), and the merge log's name."""
-import json
+"""State for customer_support/ticket_merge: a ticket queue with duplicates, the playbook and desk mail."""
 from datetime import datetime, timedelta
 
 FIRST = ["amelie", "bruno", "chen", "dara", "emre", "fenna", "gus", "hiro", "ines", "jonas", "kofi", "lea", "mats",
@@ -20,10 +16,6 @@ DETAILS = ["It happens on every device we tried.", "We restarted everything alre
 CLOSERS = ["Thanks for your help.", "Please advise.", "Kind regards.", "Looking forward to a fix."]
 CUTOFF_DAYS = [11, 12, 13, 14]  # November 2026
 LOG_NAMES = ["merge_log.json", "merged_tickets.json", "duplicate_merges.json", "queue_cleanup.json"]
-
-
-def cutoff_of(text: str) -> datetime:
-    return datetime.strptime(text, "%d %B %Y")
 
 
 def params(ctx) -> dict:
@@ -49,14 +41,12 @@ def generate(ctx):
         CREATE TABLE tickets (id INTEGER PRIMARY KEY, requester_email TEXT, subject TEXT, created_at TEXT, status TEXT,
             tags TEXT, merged_into INTEGER, first_message TEXT);
         CREATE TABLE ticket_notes (id INTEGER PRIMARY KEY, ticket_id INTEGER, body TEXT, internal INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE _status_at_start (ticket_id INTEGER PRIMARY KEY, status TEXT);
         """
     )
     window = rng.choice([24, 48, 72])
     requesters = rng.sample([f"{f}.{i}@{d}" for f in FIRST for i in range(1, 12) for d in DOMAINS], ctx.size("requesters"))
     start = datetime(2026, 11, 10, 8, 0)
-    cutoff, excluded = cutoff_of(ctx.params["cutoff_date"]), ctx.params["excluded_domain"]
+    cutoff, excluded = datetime.strptime(ctx.params["cutoff_date"], "%d %B %Y"), ctx.params["excluded_domain"]
     in_scope = [r for r in requesters if r.split("@")[1] != excluded]
     tickets = []
 
@@ -110,7 +100,6 @@ def generate(ctx):
     for i, t in enumerate(tickets, start=1):
         t[0] = 1000 + i
     db.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?,?,?)", [tuple(t) for t in tickets])
-    db.executemany("INSERT INTO _status_at_start VALUES (?, ?)", [(t[0], t[4]) for t in tickets])
 
     docs, inbox = ctx.workspace / "playbook", ctx.workspace / "desk_inbox"
     for folder in (docs, inbox):
@@ -145,5 +134,3 @@ def generate(ctx):
             f"Hi team, about the {topics[i % len(topics)]}: {rng.choice(requesters)} left a nice review. Please keep "
             f"tags tidy. No change to merging. Ref {rng.randint(100, 999)}.\n"
         )
-    facts = {"window_hours": window, "aliases": [[who[3], alias]]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

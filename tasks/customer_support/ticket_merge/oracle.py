@@ -14,7 +14,7 @@ def normalise(subject):
     return " ".join(re.sub(r"[^a-z0-9 ]", " ", text).split())
 
 
-def solve(tools, cutoff_date, excluded_domain, log_name) -> str:
+def solve(tools, cutoff_date, excluded_domain, log_name, window_from_primary=True) -> str:
     texts = read_files(tools)
     playbook = next(t for t in texts.values() if "duplicate tickets" in t.lower() and "primary" in t)
     window = timedelta(hours=int(re.search(r"within (\d+) hours of the primary", playbook).group(1)))
@@ -43,6 +43,7 @@ def solve(tools, cutoff_date, excluded_domain, log_name) -> str:
             if primary and when - primary[1] <= window:
                 tools.merge_ticket(source_id=t["id"], target_id=primary[0])
                 log[primary[0]].append(t["id"])
+                primary = primary if window_from_primary else (primary[0], when)  # else chained from the last one
             else:
                 primary = (t["id"], when)
                 log[t["id"]] = []

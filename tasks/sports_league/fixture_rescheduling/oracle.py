@@ -34,7 +34,8 @@ def solve(tools, rest_days, report_name, closure_inclusive=True) -> str:
             day = dt.date.fromisoformat(s["slot_date"])
             if not s["is_free"] or (tv and s["kickoff"] < evening):
                 continue
-            if home["home_venue"] == closed_venue and closed_from <= day < closed_to + dt.timedelta(closure_inclusive):
+            last_closed = closed_to if closure_inclusive else closed_to - dt.timedelta(days=1)
+            if home["home_venue"] == closed_venue and closed_from <= day <= last_closed:
                 continue
             if any(abs((day - d).days) < rest for t in (home["id"], away["id"]) for d in calendar.get(t, [])):
                 continue

@@ -40,7 +40,7 @@ def solve(tools, rest_days, report_name, by_workload=True) -> str:
                    and not (r["grade"] == 1 and day == seminar)
                    and not any(since <= d < day for c in clubs for d in seen.get((r["id"], c), []))]
         if options:
-            pick = min(options, key=lambda r: (tally[r["id"]] * by_workload, r["grade"], r["name"]))
+            pick = min(options, key=lambda r: (tally[r["id"]] if by_workload else 0, r["grade"], r["name"]))
             tools.appoint_referee(fixture_id=fx["id"], referee_id=pick["id"])
             tally[pick["id"]] += 1
             booked.setdefault(pick["id"], set()).add(day)
