@@ -1,5 +1,4 @@
 """State for library_circulation/hold_queue: titles, copies across branches, patrons, waiting holds, bulletins."""
-import json
 from datetime import datetime, timedelta
 
 BRANCHES = ["Central", "Eastside", "Hillcrest", "Millbrook", "Riverside"]
@@ -33,7 +32,6 @@ def generate(ctx):
         CREATE TABLE holds (id INTEGER PRIMARY KEY, title_id INTEGER, patron_id INTEGER, placed_at TEXT, pickup_branch TEXT,
             status TEXT, copy_id INTEGER, transfer_id INTEGER);
         CREATE TABLE transfers (id INTEGER PRIMARY KEY, copy_id INTEGER, from_branch TEXT, to_branch TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     quarantined = rng.choice(BRANCHES)
@@ -143,5 +141,3 @@ def generate(ctx):
             f"Staff bulletin\n\nA note on the {topics[i % len(topics)]} at {rng.choice(BRANCHES)}. Nothing changes for "
             f"holds or transfers. Questions to the duty manager, extension {rng.randint(200, 299)}.\n"
         )
-    facts = {"quarantined": quarantined, "frozen": frozen[0], "today": "2026-12-01"}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -7,7 +7,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 TODAY = "2026-12-01"
 
 
-def solve(tools, no_van_branch, renewal_days, report_name) -> str:
+def solve(tools, no_van_branch, renewal_days, report_name, renewal_drive=True) -> str:
     renewal_end = (date.fromisoformat(TODAY) + timedelta(days=renewal_days)).isoformat()
     texts = read_files(tools)
     quarantined = {m.group(1) for t in texts.values() for m in [re.search(r"The (\w+) branch had .*?quarantine", t, re.S)] if m}
@@ -21,7 +21,8 @@ def solve(tools, no_van_branch, renewal_days, report_name) -> str:
     used, rows, moved = set(), [], 0
     for h in holds:
         p = patrons[h["patron_id"]]
-        if p["blocked"] or p["expires_on"] < TODAY or p["card_number"] in frozen_cards or p["expires_on"] <= renewal_end:
+        renewing = renewal_drive and p["expires_on"] <= renewal_end
+        if p["blocked"] or p["expires_on"] < TODAY or p["card_number"] in frozen_cards or renewing:
             continue
         pool = [c for c in shelf if c["title_id"] == h["title_id"] and c["id"] not in used]
         local = [c for c in pool if c["branch"] == h["pickup_branch"]]

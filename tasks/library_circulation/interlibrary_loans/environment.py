@@ -1,7 +1,5 @@
 """Tools and verifier for library_circulation/interlibrary_loans."""
 import datetime as dt
-import json
-import re
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -111,64 +109,20 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO declines (request_id, reason) VALUES (?, ?)", (request_id, reason))
         return {"request_id": request_id, "status": "declined", "reason": reason}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _outcomes(self) -> dict[int, str]:
-        """Replay the queue from the original rows: request id -> "ship:<due date>" or a decline reason."""
-        terms = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'terms'")[0]["value"])
-        partners = {p["id"]: p for p in self.query("SELECT id, code, items_on_loan FROM partners")}
-        fmt = {t["isbn"]: t["format"] for t in self.query("SELECT isbn, format FROM titles")}
-        # Copies that were lendable before the episode: the ones still untouched plus those the agent moved.
-        lendable: dict[str, int] = {}
-        for c in self.query("SELECT c.isbn, c.status, h.id AS held FROM copies c LEFT JOIN holds h ON h.copy_id = c.id "
-                            "WHERE c.collection = 'general'"):
-            if c["status"] == "available" or c["held"]:
-                lendable[c["isbn"]] = lendable.get(c["isbn"], 0) + 1
-        held_before = {p: partners[p]["items_on_loan"] for p in partners}
-        ship = dt.datetime.strptime(self.params["courier_date"], "%d %B %Y").date()
-        cutoff = dt.datetime.strptime(self.params["request_cutoff"], "%d %B %Y").date().isoformat()
-        out = {}
-        pending = self.query("SELECT r.id, r.partner_id, r.isbn, r.requested_on FROM requests r LEFT JOIN shipments s ON s.request_id = r.id "
-                             "LEFT JOIN declines d ON d.request_id = r.id WHERE r.status = 'pending' OR s.id IS NOT NULL "
-                             "OR d.id IS NOT NULL ORDER BY r.requested_on, r.id")
-        for r in pending:
-            if r["requested_on"] > cutoff:
-                continue  # too late for this courier run: stays pending
-            code = partners[r["partner_id"]]["code"]
-            deal = terms["agreements"][code]
-            if code == terms["suspended"]:
-                out[r["id"]] = "suspended"
-            elif fmt[r["isbn"]] not in deal["formats"]:
-                out[r["id"]] = "format"
-            elif lendable.get(r["isbn"], 0) < 2:
-                out[r["id"]] = "no_copy"
-            elif held_before[r["partner_id"]] + 1 > deal["limit"]:
-                out[r["id"]] = "limit"
-            else:
-                lendable[r["isbn"]] -= 1
-                held_before[r["partner_id"]] += 1
-                out[r["id"]] = "ship:" + (ship + dt.timedelta(days=deal["days"])).isoformat()
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = self._outcomes()
-        shipped = {s["request_id"]: s for s in self.query(
-            "SELECT s.request_id, s.due_date, c.isbn AS copy_isbn, c.collection, r.isbn FROM shipments s JOIN holds h ON h.id = s.hold_id "
-            "JOIN copies c ON c.id = h.copy_id JOIN requests r ON r.id = s.request_id")}
-        declined = {d["request_id"]: d["reason"] for d in self.query("SELECT request_id, reason FROM declines")}
-        want_ship = {k for k, v in expected.items() if v.startswith("ship:")}
-        ship_ok = set(shipped) == want_ship
-        copies_ok = bool(shipped) and all(s["copy_isbn"] == s["isbn"] and s["collection"] == "general" for s in shipped.values())
-        due_ok = bool(shipped) and all(expected.get(k) == "ship:" + s["due_date"] for k, s in shipped.items())
-        want_decline = {k: v for k, v in expected.items() if not v.startswith("ship:")}
-        decline_ok = declined == want_decline
-        stray_holds = self.query("SELECT COUNT(*) AS n FROM holds h LEFT JOIN shipments s ON s.hold_id = h.id WHERE s.id IS NULL")[0]["n"]
-        count_ok = str(len(want_ship)) in re.findall(r"\d+", final_response)
+        # Any general-collection copy of the title will do, so the held copy is a rule, not the reference's copy.
+        held, wrong_copies = self.query(
+            "SELECT count(*) AS n, coalesce(sum(c.isbn != r.isbn OR c.collection != 'general'), 0) AS wrong "
+            "FROM shipments s JOIN holds h ON h.id = s.hold_id JOIN copies c ON c.id = h.copy_id "
+            "JOIN requests r ON r.id = s.request_id")[0].values()
+        shipped = self.reference.query("SELECT count(*) AS n FROM shipments")[0]["n"]
         return [
-            Criterion("shipped_exactly_the_lendable_requests", ship_ok and stray_holds == 0, 2.0,
-                      f"{len(shipped)} shipped, {len(want_ship)} expected, {stray_holds} holds never shipped "
-                      f"(requests up to {self.params['request_cutoff']})"),
-            Criterion("right_copies_held", copies_ok, 1.0, "each shipment holds a general-collection copy of the title"),
-            Criterion("due_dates_per_agreement", due_ok, 1.0, f"courier date {self.params['courier_date']} + the partner's loan period"),
-            Criterion("declines_with_reasons", decline_ok, 1.0, f"{len(want_decline)} declines expected"),
-            Criterion("shipped_count_reported", count_ok, 1.0, f"expected {len(want_ship)}"),
+            self.tables_match("holds h LEFT JOIN shipments s ON s.hold_id = h.id", key="h.request_id",
+                              columns="s.request_id", weight=2.0, criterion="shipped_exactly_the_lendable_requests"),
+            Criterion("right_copies_held", bool(held) and wrong_copies == 0, 1.0,
+                      f"{wrong_copies} of {held} shipments hold no general-collection copy of the title"),
+            self.tables_match("shipments", key="request_id", columns="due_date", criterion="due_dates_per_agreement"),
+            self.tables_match("declines", key="request_id", columns="reason", criterion="declines_with_reasons"),
+            self.answer_states(shipped, criterion="shipped_count_reported"),
         ]

@@ -1,6 +1,5 @@
 """State for library_circulation/interlibrary_loans: our catalogue copies, partner libraries, their
 pending requests, and the lending policy plus one agreement e-mail per partner."""
-import json
 
 PARTNERS = [("NHL", "Northam Public Library", "Joan"), ("SCU", "St Cuthbert University Library", "Marek"),
             ("RVL", "Riverton Village Library", "Aisha"), ("KCL", "Kingsmead College Library", "Tom"),
@@ -36,7 +35,6 @@ def generate(ctx):
         CREATE TABLE holds (id INTEGER PRIMARY KEY, copy_id INTEGER, request_id INTEGER);
         CREATE TABLE shipments (id INTEGER PRIMARY KEY, request_id INTEGER, hold_id INTEGER, due_date TEXT);
         CREATE TABLE declines (id INTEGER PRIMARY KEY, request_id INTEGER, reason TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     agreements = {}
@@ -133,6 +131,3 @@ def generate(ctx):
         (mail / f"2026-11-{(i % 28) + 1:02d}_staff_{i}.eml").write_text(
             f"From: staff@ourlibrary.example\nSubject: {chatter[i % len(chatter)]}\n\n"
             f"Note about {chatter[i % len(chatter)]}; reference {rng.randint(100, 999)}. No change to lending rules.\n")
-    facts = {"agreements": {k: {**v, "formats": list(v["formats"])} for k, v in agreements.items()},
-             "suspended": suspended}
-    db.execute("INSERT INTO _verifier_facts VALUES ('terms', ?)", (json.dumps(facts),))

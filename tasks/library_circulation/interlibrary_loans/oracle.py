@@ -13,7 +13,7 @@ def _formats(phrase: str) -> set[str]:
     return {"book", "audiobook", "dvd"}
 
 
-def solve(tools, courier_date, request_cutoff) -> str:
+def solve(tools, courier_date, request_cutoff, keep_one_on_shelf=True) -> str:
     ship_date = dt.datetime.strptime(courier_date, "%d %B %Y").date()
     last_day = dt.datetime.strptime(request_cutoff, "%d %B %Y").date().isoformat()
     texts = read_files(tools)
@@ -47,7 +47,7 @@ def solve(tools, courier_date, request_cutoff) -> str:
             reason = "suspended"
         elif title["format"] not in deal["formats"]:
             reason = "format"
-        elif len(free) < 2:
+        elif len(free) < (2 if keep_one_on_shelf else 1):
             reason = "no_copy"
         elif holding[partner["id"]] + 1 > deal["limit"]:
             reason = "limit"

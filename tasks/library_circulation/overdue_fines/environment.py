@@ -1,14 +1,9 @@
 """Tools and verifier for library_circulation/overdue_fines."""
-import csv
-import io
-import json
-import re
-from datetime import date, timedelta
+from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 ENTRY_DAY = "2026-11-30"  # the day this run's fines are entered
-FORMAT_PLURALS = {"books": "book", "DVDs": "dvd", "audiobooks": "audiobook", "magazines": "magazine"}
 
 
 def _day(text: str, what: str) -> date:
@@ -61,9 +56,8 @@ class OverdueFinesEnv(WorkspaceEnvironment):
             page: 1-based page number.
         """
         sql = "SELECT id, patron_id, loan_id, amount, status, entered_on FROM fines"
-        if patron_id:
-            return self.query_page(sql + " WHERE patron_id = ? ORDER BY id", (patron_id,), page)
-        return self.query_page(sql + " ORDER BY id", page=page)
+        where, args = (" WHERE patron_id = ?", (patron_id,)) if patron_id else ("", ())
+        return self.query_page(sql + where + " ORDER BY id", args, page)
 
     @tool
     def assess_fine(self, loan_id: int, amount: float) -> dict:
@@ -97,60 +91,18 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE patrons SET blocked = 1, block_reason = ? WHERE card_number = ?", (reason, card_number))
         return {"card_number": card_number, "blocked": True}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> tuple[dict[int, dict], set[str]]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        closed = {date.fromisoformat(d) for d in f["closures"]}
-        amnesty = [date.fromisoformat(d) for d in f["amnesty"]]
-        rows = self.query("SELECT l.id, l.due_date, l.returned_on, p.id AS pid, p.card_number, p.card_type, i.format "
-                          "FROM loans l JOIN patrons p ON p.id = l.patron_id JOIN items i ON i.id = l.item_id "
-                          "WHERE l.returned_on BETWEEN '2026-11-01' AND '2026-11-30'")
-        fines = {}
-        for r in rows:
-            due, back = date.fromisoformat(r["due_date"]), date.fromisoformat(r["returned_on"])
-            if r["card_type"] == "child" or amnesty[0] <= back <= amnesty[1] or r["format"] == FORMAT_PLURALS[self.params["fine_free_format"]]:
-                continue
-            late = sum(1 for k in range(1, (back - due).days + 1) if due + timedelta(days=k) not in closed)
-            days = late - f["grace"]
-            amount = round(min(f["cap"], days * f["rates"][r["format"]]), 2)
-            if days > 0 and amount >= self.params["min_fine"] - 1e-9:  # smaller fines are written off
-                fines[r["id"]] = {"card": r["card_number"], "pid": r["pid"], "days": days, "amount": amount}
-        owed = {}
-        for old in self.query("SELECT patron_id, amount FROM fines WHERE status = 'unpaid' AND entered_on != ?", (ENTRY_DAY,)):
-            owed[old["patron_id"]] = owed.get(old["patron_id"], 0) + old["amount"]
-        for fine in fines.values():
-            owed[fine["pid"]] = owed.get(fine["pid"], 0) + fine["amount"]
-        cards = {p["id"]: p["card_number"] for p in self.query("SELECT id, card_number FROM patrons")}
-        return fines, {cards[pid] for pid, total in owed.items() if total >= f["block_at"] - 1e-9}
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        fines, blocks = self.expected()
-        entered = {r["loan_id"]: r["amount"] for r in self.query("SELECT loan_id, amount FROM fines WHERE entered_on = ?", (ENTRY_DAY,))}
-        right_loans = set(entered) == set(fines)
-        amounts_ok = right_loans and all(abs(entered[k] - v["amount"]) < 0.005 for k, v in fines.items())
-        blocked = {r["card_number"] for r in self.query("SELECT card_number FROM patrons WHERE blocked = 1")}
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {int(r["loan_id"]): (r["card_number"].strip(), int(float(r["days_charged"])), round(float(r["amount"].strip().lstrip("$")), 2))
-                       for r in rows}
-                want = {k: (v["card"], v["days"], v["amount"]) for k, v in fines.items()}
-                report_ok = got == want and len(rows) == len(want)
-                detail = "matches the expected fines" if report_ok else f"{len(rows)} rows, {len(want)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        total = round(sum(v["amount"] for v in fines.values()), 2)
-        money = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
-        counts = {int(n) for n in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)}
+        entered = f"entered_on = '{ENTRY_DAY}'"
+        total = self.reference.query(f"SELECT coalesce(sum(amount), 0) AS t FROM fines WHERE {entered}")[0]["t"]
+        blocked = self.reference.query("SELECT count(*) AS n FROM patrons WHERE blocked = 1")[0]["n"]
         return [
-            Criterion("fines_on_exactly_the_chargeable_loans", right_loans, 2.0, f"{len(entered)} fines entered, {len(fines)} expected "
-                      f"(no fines on {self.params['fine_free_format']}, none under {self.params['min_fine']:.2f})"),
-            Criterion("fine_amounts_correct", amounts_ok, 1.0, "per-day rate after closures and grace, capped per loan"),
-            Criterion("cards_blocked_at_the_limit", blocked == blocks, 1.0, f"{len(blocked)} blocked, {len(blocks)} expected"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("total_and_block_count_reported", any(abs(m - total) < 0.01 for m in money) and len(blocks) in counts, 1.0,
-                      f"expected total {total:.2f} and {len(blocks)} blocked cards"),
+            self.tables_match("fines", key="loan_id", where=entered, weight=2.0,
+                              criterion="fines_on_exactly_the_chargeable_loans"),
+            self.tables_match("fines", key="loan_id", columns="amount", where=entered, tolerance=0.005,
+                              criterion="fine_amounts_correct"),
+            self.tables_match("patrons", key="card_number", where="blocked = 1",
+                              criterion="cards_blocked_at_the_limit"),
+            self.file_matches(self.params["report_name"], key="loan_id", criterion="report_written"),
+            self.answer_states([round(total, 2), blocked], criterion="total_and_block_count_reported"),
         ]

@@ -1,5 +1,4 @@
 """State for library_circulation/overdue_fines: patrons, items, a loan history, earlier fines and staff notices."""
-import json
 import math
 from datetime import date, timedelta
 
@@ -35,7 +34,6 @@ def generate(ctx):
             returned_on TEXT);
         CREATE TABLE fines (id INTEGER PRIMARY KEY, patron_id INTEGER, loan_id INTEGER, amount REAL, status TEXT,
             entered_on TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     patrons = []
@@ -152,6 +150,3 @@ def generate(ctx):
             f"Staff notice - {topic}\n\nA reminder about the {topic}: see the desk binder. This does not change how "
             f"fines are charged. The {rng.choice(['Saturday', 'Sunday', 'Monday'])} shift covers it. Ref {rng.randint(100, 999)}.\n"
         )
-    facts = {"rates": rates, "cap": cap, "grace": grace, "block_at": block_at, "closures": [d.isoformat() for d in closures],
-             "amnesty": [amnesty_start.isoformat(), amnesty_end.isoformat()]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

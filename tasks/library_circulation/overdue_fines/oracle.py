@@ -12,7 +12,7 @@ def dates_in(text):
             for d, m in re.findall(r"(\d{1,2}) (October|November|December)", text)]
 
 
-def solve(tools, fine_free_format, min_fine, report_name) -> str:
+def solve(tools, fine_free_format, min_fine, report_name, skip_closed_days=True) -> str:
     texts = read_files(tools)
     policy = next(t for t in texts.values() if "Overdue fines policy" in t)
     rates = {FORMAT_WORDS[w]: float(v) for w, v in re.findall(r"(books|DVDs|audiobooks|magazines) (\d+\.\d+) a day", policy)}
@@ -20,6 +20,7 @@ def solve(tools, fine_free_format, min_fine, report_name) -> str:
     cap = float(re.search(r"more than (\d+\.\d+) dollars", policy).group(1))
     block_at = float(re.search(r"add up to (\d+\.\d+) dollars", policy).group(1))
     closed = set(dates_in(next(t for t in texts.values() if "closed to the public" in t)))
+    closed = closed if skip_closed_days else set()
     amnesty = dates_in(next(t for t in texts.values() if "Food for Fines week runs" in t))
 
     patrons = {p["id"]: p for p in read_all(tools.list_patrons)}

@@ -1,11 +1,8 @@
 """Tools and verifier for logistics/carrier_assignment."""
-import csv
-import datetime as dt
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
+from progagent_lib.task.criteria import parse_rows
 
 
 class CarrierEnv(WorkspaceEnvironment):
@@ -18,9 +15,8 @@ class CarrierEnv(WorkspaceEnvironment):
             status: Only shipments with this status ("waiting", "booked" or "held") when non-empty.
         """
         sql = "SELECT id, ref, origin, destination_country, weight_kg, hazmat, ready_date, status FROM shipments"
-        if status:
-            return self.query_page(sql + " WHERE status = ? ORDER BY id", (status,), page)
-        return self.query_page(sql + " ORDER BY id", page=page)
+        where, args = (" WHERE status = ?", (status,)) if status else ("", ())
+        return self.query_page(sql + where + " ORDER BY id", args, page)
 
     @tool
     def list_carriers(self, page: int = 1) -> dict:
@@ -102,78 +98,34 @@ class CarrierEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE shipments SET status = 'held', hold_reason = ? WHERE id = ?", (reason.strip(), shipment_id))
         return {"shipment_id": shipment_id, "status": "held"}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def plan(self, facts: dict) -> dict[int, tuple[int, float] | None]:
-        """shipment id -> (carrier id, full cost) it should go with, or None when it must be held."""
-        carriers = {c["id"]: c for c in self.query("SELECT * FROM carriers")}
-        rates = {}
-        for r in self.query("SELECT * FROM rates"):
-            rates.setdefault(r["destination_country"], []).append(r)
-        lapsed_id, lapse_day = facts["lapsed"]
-        out = {}
-        for s in self.query("SELECT * FROM shipments"):
-            if (s["destination_country"] == facts["closed"] or s["origin"] == self.params["held_site"]
-                    or s["weight_kg"] > self.params["max_weight"]):
-                out[s["id"]] = None
-                continue
-            options = []
-            for lane in rates[s["destination_country"]]:
-                c = carriers[lane["carrier_id"]]
-                if s["weight_kg"] > c["max_weight_kg"] or [c["id"], s["destination_country"]] == facts["ban"]:
-                    continue
-                if s["hazmat"] and (not c["hazmat_certified"] or (c["id"] == lapsed_id and s["ready_date"] >= lapse_day)):
-                    continue
-                freight = round(max(lane["minimum_charge"], lane["rate_per_kg"] * s["weight_kg"]), 2)
-                options.append((freight, -c["on_time_pct"], c["id"]))
-            freight, _, cid = min(options)
-            out[s["id"]] = (cid, round(freight + (facts["hazmat_fee"] if s["hazmat"] else 0.0), 2))
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        plan = self.plan(facts)
-        shipments = {s["id"]: s for s in self.query("SELECT * FROM shipments")}
-        booked = {b["shipment_id"]: b["carrier_id"] for b in self.query(
-            "SELECT b.shipment_id, m.carrier_id FROM bookings b JOIN manifests m ON m.id = b.manifest_id")}
-        handled = all(s["status"] in ("booked", "held") for s in shipments.values())
-        held_ok = {i for i, s in shipments.items() if s["status"] == "held"} == {i for i, p in plan.items() if p is None}
-        carriers_ok = all(booked.get(i) == p[0] for i, p in plan.items() if p is not None)
-        lapsed_id, lapse_day = facts["lapsed"]
-        compliant = not any(
-            (c == facts["ban"][0] and shipments[i]["destination_country"] == facts["ban"][1])
-            or (c == lapsed_id and shipments[i]["hazmat"] and shipments[i]["ready_date"] >= lapse_day)
-            or shipments[i]["destination_country"] == facts["closed"] for i, c in booked.items())
-        tie_land, tie_winner = facts["tie"]
-        tie_ok = all(booked.get(i) == tie_winner for i, s in shipments.items()
-                     if s["destination_country"] == tie_land and plan[i] and plan[i][0] == tie_winner and s["weight_kg"] == 400)
-        used = self.query("SELECT m.carrier_id, COUNT(DISTINCT m.id) AS n FROM manifests m JOIN bookings b ON b.manifest_id = m.id "
-                          "GROUP BY m.carrier_id")
-        manifests_ok = bool(used) and all(u["n"] == 1 for u in used)
-
-        names = {c["id"]: c["name"] for c in self.query("SELECT id, name FROM carriers")}
-        want = {shipments[i]["ref"]: (names[p[0]], p[1]) for i, p in plan.items() if p is not None}
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["shipment"].strip(): (r["carrier"].strip(), round(float(r["cost"]), 2)) for r in rows}
-                report_ok = len(rows) == len(want) and got.keys() == want.keys() and all(
-                    got[k][0] == want[k][0] and abs(got[k][1] - want[k][1]) < 0.015 for k in want)
-                detail = "matches the expected bookings" if report_ok else f"{len(rows)} rows, {len(want)} bookings expected"
-            except (KeyError, ValueError, AttributeError, TypeError) as exc:
-                detail = f"cannot parse the plan: {exc}"
-        total = round(sum(p[1] for p in plan.values() if p is not None), 2)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d+", final_response)]
+        booked = "bookings b JOIN manifests m ON m.id = b.manifest_id JOIN shipments s ON s.id = b.shipment_id"
+        (banned, ban_land), (lapsed, lapse_day) = facts["ban"], facts["lapsed"]
+        # Partial credit: a wrong choice of carrier elsewhere still respects (or breaks) the notices.
+        breaches = self.query(
+            f"SELECT count(*) AS n FROM {booked} WHERE (m.carrier_id = ? AND s.destination_country = ?) "
+            "OR (m.carrier_id = ? AND s.hazmat = 1 AND s.ready_date >= ?) OR s.destination_country = ?",
+            (banned, ban_land, lapsed, lapse_day, facts["closed"]))[0]["n"]
+        used = self.query("SELECT count(DISTINCT m.id) AS manifests, count(DISTINCT m.carrier_id) AS carriers "
+                          "FROM manifests m JOIN bookings b ON b.manifest_id = m.id")[0]
+        plan = self.reference.read(self.params["report_name"]) or ""
+        total = round(sum(float(row["cost"]) for row in parse_rows(plan, "csv")), 2)
         return [
-            Criterion("every_shipment_booked_or_held", handled, 1.0, "nothing left waiting"),
-            Criterion("embargoed_destination_held", held_ok, 1.0, f"exactly the shipments to {facts['closed']}, from "
-                      f"{self.params['held_site']} or over {self.params['max_weight']} kg held"),
-            Criterion("cheapest_allowed_carrier_booked", carriers_ok, 2.0, "lowest freight among carriers allowed to take it"),
-            Criterion("compliance_notices_respected", compliant, 1.0, "lane ban and lapsed dangerous-goods certificate"),
-            Criterion("equal_quotes_go_to_the_more_punctual", tie_ok, 1.0, f"same-price lane to {tie_land}"),
-            Criterion("one_manifest_per_carrier", manifests_ok, 1.0, "each carrier's bookings on a single manifest"),
-            Criterion("plan_file_written", report_ok, 1.0, detail),
-            Criterion("total_cost_reported", any(abs(n - total) < 0.015 for n in numbers), 1.0, f"expected {total:.2f}"),
+            self.tables_match("shipments", key="id", where="status = 'waiting'",
+                              criterion="every_shipment_booked_or_held"),
+            self.tables_match("shipments", key="id", where="status = 'held'", criterion="embargoed_destination_held"),
+            self.tables_match(booked, key="s.id", columns="m.carrier_id", weight=2.0,
+                              criterion="cheapest_allowed_carrier_booked"),
+            Criterion("compliance_notices_respected", breaches == 0, 1.0,
+                      f"{breaches} bookings break the lane ban, the lapsed dangerous-goods certificate or the embargo"),
+            self.tables_match(booked, key="s.id", columns="m.carrier_id",
+                              where=f"s.destination_country = '{facts['tie_land']}' AND s.weight_kg = 400",
+                              criterion="equal_quotes_go_to_the_more_punctual"),
+            Criterion("one_manifest_per_carrier", 0 < used["manifests"] == used["carriers"], 1.0,
+                      f"{used['manifests']} manifests for {used['carriers']} carriers"),
+            self.file_matches(self.params["report_name"], key="shipment", tolerance=0.015,
+                              criterion="plan_file_written"),
+            self.answer_states(total, tolerance=0.015, criterion="total_cost_reported"),
         ]

@@ -64,9 +64,8 @@ def generate(ctx):
         for cid in favourites:
             rates[(cid, country)] = cheap
 
-    undercut(tie_land, (tied_a, tied_b))
-    undercut(ban_land, (banned,))
-    undercut(hazmat_land, (lapsed,))
+    for country, favourites in ((tie_land, (tied_a, tied_b)), (ban_land, (banned,)), (hazmat_land, (lapsed,))):
+        undercut(country, favourites)
     db.executemany("INSERT INTO carriers VALUES (?,?,?,?,?)", [(cid, *v) for cid, v in sorted(carriers.items())])
     db.executemany("INSERT INTO rates VALUES (?,?,?,?)", [(cid, c, r, m) for (cid, c), (r, m) in sorted(rates.items())])
 
@@ -134,5 +133,5 @@ def generate(ctx):
             f"Ops note: {topic}. {carrier_name} drivers should use gate {gate} next week.\n"
             f"This has no effect on which carrier we book. Ticket {ticket}.\n")
     facts = {"closed": closed_land, "ban": [banned, ban_land], "lapsed": [lapsed, cutoff.isoformat()],
-             "hazmat_fee": hazmat_fee, "tie": [tie_land, tied_b]}
+             "tie_land": tie_land}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

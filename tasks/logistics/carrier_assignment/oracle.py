@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, held_site, max_weight, report_name) -> str:
+def solve(tools, held_site, max_weight, report_name, punctual_on_ties=True) -> str:
     closed, banned_lanes, lapses, fee = set(), set(), {}, 0.0
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -39,7 +39,8 @@ def solve(tools, held_site, max_weight, report_name) -> str:
                 continue
             if s["hazmat"] and (not c["hazmat_certified"] or s["ready_date"] >= lapses.get(c["name"], "9999")):
                 continue
-            key = (round(max(lane["minimum_charge"], lane["rate_per_kg"] * s["weight_kg"]), 2), -c["on_time_pct"], c["id"])
+            freight = round(max(lane["minimum_charge"], lane["rate_per_kg"] * s["weight_kg"]), 2)
+            key = (freight, -c["on_time_pct"] if punctual_on_ties else 0, c["id"])
             best = key if best is None or key < best else best
         cid = best[2]
         if cid not in manifests:

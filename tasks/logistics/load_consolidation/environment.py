@@ -1,22 +1,8 @@
 """Tools and verifier for logistics/load_consolidation."""
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-
-def first_fit_decreasing(orders: list[dict], max_kg: int, max_pallets: int) -> int:
-    """Trucks that the depot's heaviest-first, first-fit procedure opens for one group."""
-    trucks: list[list[int]] = []
-    for o in sorted(orders, key=lambda o: (-o["weight_kg"], o["ref"])):
-        for t in trucks:
-            if t[0] + o["weight_kg"] <= max_kg and t[1] + o["pallets"] <= max_pallets:
-                t[0] += o["weight_kg"]
-                t[1] += o["pallets"]
-                break
-        else:
-            trucks.append([o["weight_kg"], o["pallets"]])
-    return len(trucks)
+from progagent_lib.task.criteria import MAX_FILE_CHARS, ParseError, compare_rows, parse_rows
 
 
 class LoadPlanEnv(WorkspaceEnvironment):
@@ -98,54 +84,46 @@ class LoadPlanEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM load_orders WHERE order_id = ?", (order_id,))
         return {"order_id": order_id, "removed": True}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    # Any plan that keeps the rules with no more trucks than the depot's procedure passes, so beyond the set of
+    # planned orders the rules are checked on the episode's own loads, not compared with the oracle's.
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        orders = {o["id"]: o for o in self.query("SELECT * FROM orders")}
-        trucks = {t["name"]: t for t in self.query("SELECT * FROM truck_types")}
-        by_temp = {t["temperature"]: t for t in trucks.values()}
-        eligible = {i for i, o in orders.items() if o["customer"] != facts["on_hold"]
-                    and o["region"] != self.params["skipped_region"] and o["weight_kg"] >= self.params["parcel_kg"]}
-        placed = {r["order_id"]: r["load_id"] for r in self.query("SELECT * FROM load_orders")}
-        loads = {l["id"]: l for l in self.query("SELECT * FROM loads")}
-        members: dict[int, list[dict]] = {}
-        for oid, lid in placed.items():
-            members.setdefault(lid, []).append(orders[oid])
-        used = {lid: loads[lid] for lid in members}
-
-        groups: dict[tuple, list[dict]] = {}
-        for i in eligible:
-            o = orders[i]
-            groups.setdefault((o["region"], o["temperature"], o["customer"] == facts["dedicated"]), []).append(o)
-        minimum = sum(first_fit_decreasing(g, by_temp[k[1]]["max_kg"], by_temp[k[1]]["max_pallets"]) for k, g in groups.items())
-
-        temps_ok = all(trucks[used[l]["truck_type"]]["temperature"] == o["temperature"] for l, os in members.items() for o in os)
-        dedicated_ok = all(len({o["customer"] == facts["dedicated"] for o in os}) == 1 for os in members.values())
-        regions_ok = all(all(o["region"] == used[l]["region"] for o in os) for l, os in members.items())
-
-        report_name = self.params["report_name"]
-        plan_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            want = {lid: ({o["ref"] for o in os}, sum(o["weight_kg"] for o in os)) for lid, os in members.items()}
-            got = {}
-            for line in path.read_text().splitlines():
-                cells = [c.strip() for c in line.strip().strip("|").split("|")]
-                if len(cells) >= 5 and cells[0].isdigit():
-                    refs = {r.strip() for r in cells[3].split(",") if r.strip()}
-                    kg = re.sub(r"[^\d.]", "", cells[4])
-                    got[int(cells[0])] = (refs, float(kg) if kg else -1.0)
-            plan_ok = bool(want) and got.keys() == want.keys() and all(
-                got[k][0] == want[k][0] and abs(got[k][1] - want[k][1]) < 0.5 for k in want)
-            detail = "table matches the loads" if plan_ok else f"{len(got)} table rows, {len(want)} loads in use"
-        numbers = [int(x) for x in re.findall(r"\b\d+\b", final_response)]
+        dedicated = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'dedicated'")[0]["value"])
+        planned = "load_orders lo JOIN loads l ON l.id = lo.load_id JOIN orders o ON o.id = lo.order_id " \
+                  "JOIN truck_types t ON t.name = l.truck_type"
+        mixed = self.query(f"SELECT count(*) AS n FROM {planned} WHERE o.region != l.region "
+                           "OR o.temperature != t.temperature")[0]["n"]
+        shared = self.query(f"SELECT count(*) AS n FROM (SELECT lo.load_id FROM {planned} GROUP BY lo.load_id "
+                            "HAVING count(DISTINCT o.customer = ?) > 1)", (dedicated,))[0]["n"]
+        trucks = "SELECT count(DISTINCT load_id) AS n FROM load_orders"
+        used, most = self.query(trucks)[0]["n"], self.reference.query(trucks)[0]["n"]
+        stated = self.answer_states(used, criterion="truck_count_reported")
         return [
-            Criterion("every_shippable_order_planned_once", set(placed) == eligible, 2.0,
-                      f"{len(placed)} orders planned, {len(eligible)} expected (credit-hold customer, "
-                      f"{self.params['skipped_region']} and orders under {self.params['parcel_kg']} kg left out)"),
-            Criterion("loads_are_single_region_and_temperature", regions_ok and temps_ok, 1.0, "chilled on reefers only"),
-            Criterion("dedicated_customer_travels_alone", dedicated_ok, 1.0, f"{facts['dedicated']} never shares a truck"),
-            Criterion("no_more_trucks_than_the_procedure", 0 < len(used) <= minimum, 1.0, f"{len(used)} trucks, at most {minimum}"),
-            Criterion("plan_table_written", plan_ok, 1.0, detail),
-            Criterion("truck_count_reported", len(used) in numbers and len(used) <= minimum, 1.0, f"{len(used)} trucks in use"),
+            self.tables_match("load_orders", key="order_id", weight=2.0,
+                              criterion="every_shippable_order_planned_once"),
+            Criterion("loads_are_single_region_and_temperature", mixed == 0, 1.0,
+                      f"{mixed} orders on a truck of another region or temperature (chilled on reefers only)"),
+            Criterion("dedicated_customer_travels_alone", shared == 0, 1.0,
+                      f"{shared} trucks mix {dedicated} with other customers"),
+            Criterion("no_more_trucks_than_the_procedure", 0 < used <= most, 1.0, f"{used} trucks, at most {most}"),
+            self.plan_table_matches_loads(),
+            Criterion(stated.name, stated.passed and used <= most, 1.0, f"{used} trucks in use, at most {most}"),
         ]
+
+    def plan_table_matches_loads(self) -> Criterion:
+        """The plan's table lists the loads in use: for each, its orders (in any order) and their total weight."""
+        name = self.params["report_name"]
+        loads = self.query("SELECT lo.load_id, group_concat(o.ref) AS orders, sum(o.weight_kg) AS total_kg "
+                           "FROM load_orders lo JOIN orders o ON o.id = lo.order_id GROUP BY lo.load_id")
+        try:
+            rows = parse_rows(self.fs.read_text(name, MAX_FILE_CHARS), "md")
+        except (ToolError, ParseError) as exc:
+            return Criterion("plan_table_written", False, 1.0, f"{name}: {exc}")
+        want, got = ([{**row, "orders": _refs(row.get("orders"))} for row in table] for table in (loads, rows))
+        problem = compare_rows(got, want, ["load_id"], ["orders", "total_kg"], 0.5) if want else "no loads in use"
+        return Criterion("plan_table_written", problem is None, 1.0, problem or "the table matches the loads in use")
+
+
+def _refs(cell: object) -> str:
+    """Order references as compared: sorted, so a load's orders may be listed in any order."""
+    return ",".join(sorted(ref.strip() for ref in str(cell or "").split(",") if ref.strip()))

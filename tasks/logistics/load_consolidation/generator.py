@@ -86,5 +86,4 @@ def generate(ctx):
         text = (f"Depot notice about the {memo}. Drivers for {rng.choice(regions)} please note the change from "
                 f"{rng.choice(['Monday', 'Wednesday', 'Friday'])}.\nPlanning rules are not affected. No. {rng.randint(100, 999)}.\n")
         (ctx.workspace / "depot" / f"notice_{i:03d}_{memo.replace(' ', '_')}.txt").write_text(text)
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)",
-                   [("dedicated", json.dumps(dedicated)), ("on_hold", json.dumps(on_hold))])
+    db.execute("INSERT INTO _verifier_facts VALUES ('dedicated', ?)", (json.dumps(dedicated),))

@@ -4,7 +4,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, skipped_region, parcel_kg, report_name) -> str:
+def solve(tools, skipped_region, parcel_kg, report_name, dedicated_alone=True) -> str:
     dedicated, held = set(), set()
     for text in read_files(tools, "mail/*").values():
         flat = " ".join(text.split())
@@ -16,7 +16,8 @@ def solve(tools, skipped_region, parcel_kg, report_name) -> str:
     for o in read_all(tools.list_orders):
         if o["customer"] in held or o["region"] == skipped_region or o["weight_kg"] < parcel_kg:
             continue
-        key = (o["region"], o["temperature"], o["customer"] if o["customer"] in dedicated else "")
+        alone = dedicated_alone and o["customer"] in dedicated
+        key = (o["region"], o["temperature"], o["customer"] if alone else "")
         groups.setdefault(key, []).append(o)
 
     rows = []

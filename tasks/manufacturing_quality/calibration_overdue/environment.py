@@ -1,12 +1,9 @@
 """Tools and verifier for manufacturing_quality/calibration_overdue."""
-import datetime as dt
 import json
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
-
-AUDIT = dt.date(2026, 11, 30)
-DIMENSIONAL = ("caliper", "micrometer", "gauge block", "height gauge")
+from progagent_lib.task.criteria import compare_rows
 
 
 class CalibrationEnv(WorkspaceEnvironment):
@@ -65,53 +62,25 @@ class CalibrationEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO bookings (lock_id, lab, priority) VALUES (?,?,?)", (lock_id, lab.strip(), priority))
         return {"booking_id": cur.lastrowid, "lock_id": lock_id, "lab": lab.strip(), "priority": priority}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _overdue(self) -> tuple[dict[int, dict], dict]:
-        facts = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'memo'")[0]["value"])
-        good = {}
-        for row in self.query("SELECT instrument_id, MAX(performed_on) AS last FROM calibrations "
-                              "WHERE result != 'fail' GROUP BY instrument_id"):
-            good[row["instrument_id"]] = row["last"]
-        out = {}
-        for inst in self.query("SELECT * FROM instruments WHERE status = 'in service' AND location != 'Stores' "
-                                  "AND location != ?", (self.params["excluded_location"],)):
-            interval = facts["torque_days"] if inst["type"] == "torque wrench" else inst["interval_days"]
-            base = good.get(inst["id"])
-            due = dt.date.fromisoformat(base) + dt.timedelta(days=interval) if base else dt.date.fromisoformat(inst["commissioned_on"])
-            if inst["tag"] in facts["deviated"]:
-                due += dt.timedelta(days=facts["deviation_days"])
-            late = (AUDIT - due).days
-            if late > 0:
-                out[inst["id"]] = {"tag": inst["tag"], "due": due.isoformat(), "late": late,
-                                   "lab": "In-house lab" if inst["type"] in DIMENSIONAL else facts["external_lab"],
-                                   "priority": "urgent" if late > self.params["urgent_over"] else "routine"}
-        return out, facts
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected, facts = self._overdue()
-        locks = self.query("SELECT l.id, l.instrument_id, b.lab, b.priority FROM locks l LEFT JOIN bookings b ON b.lock_id = l.id")
-        locked = {l["instrument_id"]: l for l in locks}
-        set_ok = set(locked) == set(expected) and len(locks) == len(locked)
-        booked = [i for i in expected if i in locked]
-        labs_ok = bool(booked) and all(locked[i]["lab"] and locked[i]["lab"].lower() == expected[i]["lab"].lower() for i in booked)
-        prio_ok = bool(booked) and all(locked[i]["priority"] == expected[i]["priority"] for i in booked)
-        report_name = self.params["report_name"]
-        file_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                got = sorted((str(r["tag"]).strip(), str(r["due_date"]).strip(), int(r["days_overdue"])) for r in data)
-                want = sorted((e["tag"], e["due"], e["late"]) for e in expected.values())
-                file_ok = got == want
-                detail = "matches" if file_ok else f"{len(got)} entries; expected {len(want)} with exact dates and days"
-            except (ValueError, KeyError, TypeError) as exc:
-                detail = f"cannot read the file: {exc}"
+        name = self.params["report_name"]
+        most_overdue = max(json.loads(self.reference.read(name) or "[]"), key=lambda r: r["days_overdue"])["tag"]
         return [
-            Criterion("exactly_the_overdue_instruments_locked", set_ok, 2.0, f"{len(locked)} locked, {len(expected)} overdue outside {self.params['excluded_location']}"),
-            Criterion("booked_with_the_right_lab", labs_ok, 1.0, "in-house for dimensional, external otherwise"),
-            Criterion("booking_priority", prio_ok, 1.0, f"urgent when more than {self.params['urgent_over']} days overdue"),
-            Criterion("overdue_report_written", file_ok, 1.0, detail),
-            Criterion("most_overdue_named", facts["most_overdue"].lower() in final_response.lower(), 1.0,
-                      f"expected {facts['most_overdue']}"),
+            self.tables_match("locks", key="instrument_id", weight=2.0,
+                              criterion="exactly_the_overdue_instruments_locked"),
+            self.bookings_match("lab", criterion="booked_with_the_right_lab"),
+            self.bookings_match("priority", criterion="booking_priority"),
+            self.file_matches(name, as_="json", key="tag", criterion="overdue_report_written"),
+            self.answer_states(most_overdue, criterion="most_overdue_named"),
         ]
+
+    def bookings_match(self, column: str, criterion: str) -> Criterion:
+        """The bookings' `column` is the reference's on every overdue instrument the episode locked; which instruments
+        it locked is the first criterion's to judge, so a missed one does not fail this one too."""
+        sql = f"SELECT l.instrument_id, b.{column} FROM locks l LEFT JOIN bookings b ON b.lock_id = l.id"
+        want = {row[0]: row[1] for row in self.reference.db.execute(sql)}
+        got = [{"id": row[0], column: row[1]} for row in self.db.execute(sql) if row[0] in want]
+        problem = compare_rows(got, [{"id": row["id"], column: want[row["id"]]} for row in got], ["id"], [column], 0)
+        problem = problem if got else "no overdue instrument is locked"
+        return Criterion(criterion, problem is None, 1.0, problem or f"{len(got)} bookings as expected")

@@ -1,13 +1,9 @@
 """State for manufacturing_quality/calibration_overdue: an instrument register with calibration history,
-a metrology memo (failed calibrations, torque interval change, exempt locations, labs) and QA deviations.
-params(): the area the request leaves out (each one holds an overdue instrument), the urgency cut-off in days overdue
-(the memo leaves it to the request; Line 1 holds calipers 20, 38, 52 and 75 days overdue) and the report's name."""
+a metrology memo (failed calibrations, torque interval change, exempt locations, labs) and QA deviations."""
 import datetime as dt
-import json
 
 TYPES = {"caliper": 365, "micrometer": 365, "gauge block": 730, "torque wrench": 365, "pressure gauge": 180,
          "height gauge": 365, "thermocouple": 180}
-DIMENSIONAL = ("caliper", "micrometer", "gauge block", "height gauge")
 LOCATIONS = ["Line 1", "Line 2", "Line 3", "Assembly", "Goods-in inspection", "Tool crib", "Stores"]
 AUDIT = dt.date(2026, 11, 30)
 LABS = ["Aldridge Calibration", "Brightwater Metrology", "Castleford Test House"]
@@ -16,8 +12,8 @@ REPORT_NAMES = ["overdue_instruments.json", "calibration_overdue.json", "audit_o
 
 
 def params(ctx) -> dict:
-    """The request: an area left out of this sweep, the days overdue beyond which a booking is urgent, and the report's
-    name."""
+    """The request: an area left out (each holds an overdue instrument), the days overdue beyond which a booking is
+    urgent (Line 1 holds calipers 20, 38, 52 and 75 days overdue), and the report's name."""
     return {"excluded_location": ctx.rng.choice(EXCLUDABLE), "urgent_over": ctx.rng.choice([14, 30, 45, 60]),
             "report_name": ctx.rng.choice(REPORT_NAMES)}
 
@@ -32,11 +28,9 @@ def generate(ctx):
             certificate TEXT);
         CREATE TABLE locks (id INTEGER PRIMARY KEY, instrument_id INTEGER, reason TEXT);
         CREATE TABLE bookings (id INTEGER PRIMARY KEY, lock_id INTEGER, lab TEXT, priority TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     torque_days = rng.choice([182, 200, 240])
-    urgent_over = ctx.params["urgent_over"]
     external_lab = rng.choice(LABS)
     n = ctx.size("instruments")
     instruments = []
@@ -60,34 +54,26 @@ def generate(ctx):
     # Traps guaranteed at every scale.
     def only(iid, rows):
         history[:] = [h for h in history if h[0] != iid] + [[iid, d, r, f"CERT-{rng.randint(10000, 99999)}"] for d, r in rows]
-    a, b, c, d, e, f, g = (instruments[i] for i in range(7))
-    a[2:6] = ["pressure gauge", "Line 1", "in service", 180]  # last pass long ago, a recent fail does not reset it
-    only(a[0], [((AUDIT - dt.timedelta(days=400)).isoformat(), "pass"), ((AUDIT - dt.timedelta(days=20)).isoformat(), "fail")])
-    b[2:6] = ["torque wrench", "Assembly", "in service", 365]  # overdue only under the shorter torque interval
-    only(b[0], [((AUDIT - dt.timedelta(days=torque_days + 9)).isoformat(), "pass")])
-    c[2:6] = ["caliper", "Stores", "in service", 365]          # overdue, but sitting in stores
-    only(c[0], [((AUDIT - dt.timedelta(days=500)).isoformat(), "pass")])
-    d[2:6] = ["micrometer", "Line 2", "retired", 365]          # overdue, but retired
-    only(d[0], [((AUDIT - dt.timedelta(days=700)).isoformat(), "pass")])
-    e[2:6] = ["height gauge", "Line 3", "in service", 365]     # covered by a QA deviation
-    only(e[0], [((AUDIT - dt.timedelta(days=365 + 10)).isoformat(), "adjusted")])
-    f[2:6] = ["caliper", "Goods-in inspection", "in service", 365]  # due exactly on the audit day: not overdue
-    only(f[0], [((AUDIT - dt.timedelta(days=365)).isoformat(), "pass")])
-    g[2:6] = ["thermocouple", "Line 1", "in service", 180]     # the most overdue of all
-    g[6] = (AUDIT - dt.timedelta(days=1500)).isoformat()
-    only(g[0], [((AUDIT - dt.timedelta(days=1200)).isoformat(), "pass"), ((AUDIT - dt.timedelta(days=300)).isoformat(), "fail")])
-    # Every area the request may leave out holds an instrument that is clearly overdue (even with a deviation).
-    for offset, location in enumerate(EXCLUDABLE):
-        inst = instruments[7 + offset]
-        inst[2:6] = ["caliper", location, "in service", 365]
-        only(inst[0], [((AUDIT - dt.timedelta(days=500)).isoformat(), "pass")])
+    # (type, location, status, interval, calibrations as (days before the audit, result)), one instrument each:
+    # a recent fail does not reset the clock; overdue only on the torque interval; overdue but in Stores; overdue but
+    # retired; covered by a QA deviation; due on the audit day (not overdue); the most overdue of all.
+    traps = [("pressure gauge", "Line 1", "in service", 180, [(400, "pass"), (20, "fail")]),
+             ("torque wrench", "Assembly", "in service", 365, [(torque_days + 9, "pass")]),
+             ("caliper", "Stores", "in service", 365, [(500, "pass")]),
+             ("micrometer", "Line 2", "retired", 365, [(700, "pass")]),
+             ("height gauge", "Line 3", "in service", 365, [(375, "adjusted")]),
+             ("caliper", "Goods-in inspection", "in service", 365, [(365, "pass")]),
+             ("thermocouple", "Line 1", "in service", 180, [(1200, "pass"), (300, "fail")])]
+    # Every area the request may leave out holds an instrument that is clearly overdue (even with a deviation), and
     # Line 1 (never left out) holds calipers between each pair of urgency cut-offs the request may set.
-    for offset, late in enumerate([20, 38, 52, 75]):
-        inst = instruments[12 + offset]
-        inst[2:6] = ["caliper", "Line 1", "in service", 365]
-        only(inst[0], [((AUDIT - dt.timedelta(days=365 + late)).isoformat(), "pass")])
+    traps += [("caliper", location, "in service", 365, [(500, "pass")]) for location in EXCLUDABLE]
+    traps += [("caliper", "Line 1", "in service", 365, [(365 + late, "pass")]) for late in (20, 38, 52, 75)]
+    for inst, (kind, location, status, interval, calibrations) in zip(instruments, traps):
+        inst[2:6] = [kind, location, status, interval]
+        only(inst[0], [((AUDIT - dt.timedelta(days=ago)).isoformat(), result) for ago, result in calibrations])
+    instruments[6][6] = (AUDIT - dt.timedelta(days=1500)).isoformat()  # commissioned before its first calibration
     deviation_days = rng.choice([21, 30, 45])
-    deviated = [e[1]] + [i[1] for i in rng.sample(instruments[16:], 2)]
+    deviated = [instruments[4][1]] + [i[1] for i in rng.sample(instruments[16:], 2)]
     # No other instrument may beat the designated most-overdue one.
     history.sort(key=lambda h: (h[0], h[1]))
     last_good = {}
@@ -137,6 +123,3 @@ def generate(ctx):
         (logs / f"shift_log_{i:03d}.txt").write_text(
             f"Shift {i + 1}: {inst[1]} used on {inst[3]} for first-off checks, readings normal. Operator signed the\n"
             "check sheet. Next shift to continue the sampling plan.\n")
-    facts = {"torque_days": torque_days, "urgent_over": urgent_over, "external_lab": external_lab,
-             "deviation_days": deviation_days, "deviated": deviated, "most_overdue": g[1]}
-    db.execute("INSERT INTO _verifier_facts VALUES ('memo', ?)", (json.dumps(facts),))

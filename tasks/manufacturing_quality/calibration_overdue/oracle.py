@@ -8,7 +8,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 AUDIT = dt.date(2026, 11, 30)
 
 
-def solve(tools, excluded_location, urgent_over, report_name) -> str:
+def solve(tools, excluded_location, urgent_over, report_name, skip_failed=True) -> str:
     text = " ".join("\n".join(read_files(tools).values()).split())
     torque = int(re.search(r"torque wrench is on a (\d+)-day interval", text).group(1))
     external = re.search(r"everything else goes to (.+?)\. Bookings", text).group(1)
@@ -21,7 +21,7 @@ def solve(tools, excluded_location, urgent_over, report_name) -> str:
         if inst["status"] == "retired" or inst["location"] in ("Stores", excluded_location):
             continue
         history = read_all(tools.list_calibrations, instrument_id=inst["id"])
-        good = [h["performed_on"] for h in history if h["result"] in ("pass", "adjusted")]
+        good = [h["performed_on"] for h in history if h["result"] in ("pass", "adjusted") or not skip_failed]
         interval = torque if inst["type"] == "torque wrench" else inst["interval_days"]
         due = dt.date.fromisoformat(max(good)) + dt.timedelta(days=interval) if good else dt.date.fromisoformat(inst["commissioned_on"])
         if inst["tag"] in ext_tags:

@@ -1,9 +1,4 @@
 """Tools and verifier for manufacturing_quality/lot_quarantine."""
-import csv
-import io
-import json
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CAUSE_TYPES = ("supplier_notice", "defect_rate")
@@ -108,41 +103,22 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         """
         return self._hold_action(hold_id, batch_id, "customer notified", shipped=True)
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = {k: tuple(v) for k, v in facts["expected"].items()}
-        supplier = facts["supplier"]
-        holds = self.query("SELECT id, cause_type, reference FROM holds")
-        acted = {r["batch_no"]: r for r in self.query(
-            "SELECT b.batch_no, a.action, h.cause_type, h.reference FROM hold_actions a JOIN batches b ON b.id = a.batch_id "
-            "JOIN holds h ON h.id = a.hold_id")}
-        holds_ok = sorted((h["cause_type"], h["reference"] if h["cause_type"] == "supplier_notice" else "") for h in holds) == \
-            [("defect_rate", ""), ("supplier_notice", supplier)]
-        right_set = set(acted) == set(expected)
-        actions_ok = right_set and all(acted[b]["action"] == a for b, (_, a) in expected.items())
-        causes_ok = right_set and all(
-            (acted[b]["cause_type"], acted[b]["reference"] if acted[b]["cause_type"] == "supplier_notice" else "defect rate")
-            == (("supplier_notice", c) if c != "defect rate" else ("defect_rate", "defect rate")) for b, (c, _) in expected.items())
-
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {r["batch_no"].strip(): (r["cause"].strip(), " ".join(r["action"].split()).lower()) for r in rows}
-                report_ok = got == expected and len(rows) == len(expected)
-                detail = "matches the expected containment" if report_ok else f"{len(rows)} rows; differ from the {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        quarantined = sum(1 for _, a in expected.values() if a == "quarantined")
-        said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
+        # A defect-rate hold's reference is free text; a supplier hold's is the supplier's name.
+        supplier = "CASE WHEN h.cause_type = 'supplier_notice' THEN h.reference ELSE '' END AS supplier"
+        holds = f"(SELECT h.cause_type, {supplier} FROM holds h)"
+        contained = f"(SELECT b.batch_no, a.action, h.cause_type, {supplier} FROM hold_actions a " \
+                    "JOIN batches b ON b.id = a.batch_id JOIN holds h ON h.id = a.hold_id)"
+        quarantined = self.reference.query("SELECT count(*) AS n FROM hold_actions WHERE action = 'quarantined'")
         return [
-            Criterion("one_hold_per_cause", holds_ok, 1.0, f"holds opened: {[(h['cause_type'], h['reference']) for h in holds]}"),
-            Criterion("exactly_the_affected_batches_contained", right_set, 2.0, f"{len(acted)} contained, {len(expected)} expected (no {self.params['excluded_product']} batches)"),
-            Criterion("shipped_batches_notified_not_quarantined", actions_ok, 1.0, "quarantine on site, notify when shipped"),
-            Criterion("batches_under_the_right_hold", causes_ok, 1.0, "supplier notice wins over defect rate"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("quarantine_count_reported", quarantined in said, 1.0, f"expected {quarantined} quarantined"),
+            self.tables_match(holds, key=["cause_type", "supplier"], criterion="one_hold_per_cause"),
+            self.tables_match(contained, key="batch_no", weight=2.0,
+                              criterion="exactly_the_affected_batches_contained"),
+            self.tables_match(contained, key="batch_no", columns="action",
+                              criterion="shipped_batches_notified_not_quarantined"),
+            self.tables_match(contained, key="batch_no", columns=["cause_type", "supplier"],
+                              criterion="batches_under_the_right_hold"),
+            self.file_matches(self.params["report_name"], key="batch_no", criterion="report_written"),
+            self.answer_states(quarantined[0]["n"], criterion="quarantine_count_reported"),
         ]

@@ -2,7 +2,6 @@
 params(): a product whose batches the request leaves out (the pinned trap batches 1-10 are all the one product that is
 never left out; batches 11-14, one per excludable product, are built from a suspect lot) and the report's name."""
 import datetime as dt
-import json
 
 SUPPLIER_NAMES = ["Arden Polymers", "Baltic Fasteners", "Corvin Metals", "Delta Seals", "Elbe Electronics", "Fjord Coatings",
                   "Granite Castings", "Helix Springs"]
@@ -32,7 +31,6 @@ def generate(ctx):
         CREATE TABLE inspections (id INTEGER PRIMARY KEY, batch_id INTEGER, inspected_on TEXT, units INTEGER, defect_code TEXT, defects INTEGER);
         CREATE TABLE holds (id INTEGER PRIMARY KEY, cause_type TEXT, reference TEXT, opened TEXT);
         CREATE TABLE hold_actions (id INTEGER PRIMARY KEY, hold_id INTEGER, batch_id INTEGER, action TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     n_sup = ctx.size("suppliers")
@@ -108,21 +106,7 @@ def generate(ctx):
     rng.shuffle(inspections)
     db.executemany("INSERT INTO inspections (batch_id, inspected_on, units, defect_code, defects) VALUES (?,?,?,?,?)", inspections)
 
-    totals = {}
-    for bid, _, units, code, defects in inspections:
-        t = totals.setdefault(bid, [0, 0])
-        t[0] += units
-        t[1] += defects if code in CRITICAL else 0
-    over = {bid for bid, (u, d) in totals.items() if d * 100 > threshold * u}
-    via_lot = {bid for bid, lid in uses if lid in suspect}
     bad_name = suppliers[bad_sup - 1][1]
-    expected = {}
-    for b in batches:
-        if b["product"] == ctx.params["excluded_product"]:
-            continue
-        cause = bad_name if b["id"] in via_lot else "defect rate" if b["id"] in over else None
-        if cause:
-            expected[b["batch_no"]] = [cause, "customer notified" if b["status"] == "shipped" else "quarantined"]
 
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
@@ -164,6 +148,3 @@ def generate(ctx):
         (ws / "mail" / f"supplier_info_{i:03d}.eml").write_text(
             f"From: sales@{s[1].split()[0].lower()}.example\nSubject: {rng.choice(['Price list 2027', 'Holiday shipping dates', 'New account manager'])}\n\n"
             f"Dear customer, please find our update attached. No quality issues to report. Regards, {s[1]}\n")
-
-    db.execute("INSERT INTO _verifier_facts VALUES ('expected', ?)", (json.dumps(expected),))
-    db.execute("INSERT INTO _verifier_facts VALUES ('supplier', ?)", (json.dumps(bad_name),))

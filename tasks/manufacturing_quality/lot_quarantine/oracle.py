@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, excluded_product, report_name) -> str:
+def solve(tools, excluded_product, report_name, supplier_first=True) -> str:
     texts = read_files(tools)
     alerts, withdrawn = [], set()
     for text in texts.values():
@@ -38,8 +38,8 @@ def solve(tools, excluded_product, report_name) -> str:
         t[0] += rec["units"]
         t[1] += rec["defects"] if rec["defect_code"].startswith(critical_prefix) else 0
     for bid, (units, defects) in totals.items():
-        if defects * 100 > threshold * units:
-            cause.setdefault(bid, "defect rate")
+        if defects * 100 > threshold * units and (bid not in cause or not supplier_first):
+            cause[bid] = "defect rate"
     cause = {bid: c for bid, c in cause.items() if batches[bid]["product"] != excluded_product}
 
     holds = {}

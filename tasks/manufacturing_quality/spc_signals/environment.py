@@ -1,8 +1,5 @@
 """Tools and verifier for manufacturing_quality/spc_signals."""
-import csv
-import io
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -68,33 +65,28 @@ class SpcEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO batch_holds VALUES (?,?)", (batch_no.strip(), ncr_id))
         return {"batch_no": batch_no.strip(), "ncr_id": ncr_id, "status": "on hold"}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = facts["expected"]
-        ncrs = {f"{r['code']}#{r['seq']}": r["rule"] for r in self.query(
-            "SELECT c.code, n.seq, n.rule FROM ncrs n JOIN characteristics c ON c.id = n.characteristic_id")}
-        held = sorted(r["batch_no"] for r in self.query("SELECT batch_no FROM batch_holds"))
-        window_ok = bool(ncrs) and facts["skipped_wild"] not in ncrs
-        trial_ok = bool(ncrs) and not any(k.startswith(facts["trial"] + "#") for k in ncrs)
-        report_name = self.params["report_name"]
-        report_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                got = {f"{r['characteristic'].strip()}#{int(r['subgroup'])}": r["rule"].strip() for r in csv.DictReader(io.StringIO(path.read_text().strip()))}
-                report_ok = got == expected
-                detail = "matches the expected signals" if report_ok else f"{len(got)} rows; {len(expected)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        said = [int(x) for x in re.findall(r"(?<![\d.-])\d+(?![\d.])", final_response)]
+        raised = [(r["characteristic_id"], r["seq"]) for r in self.query("SELECT characteristic_id, seq FROM ncrs")]
+        invalid, trial = tuple(facts["invalid_subgroup"]), facts["trial_characteristic"]
+        per_code = self.reference.query("SELECT c.code, count(*) AS n FROM ncrs n JOIN characteristics c "
+                                        "ON c.id = n.characteristic_id GROUP BY c.code")
+        total, most = sum(r["n"] for r in per_code), max((r["n"] for r in per_code), default=0)
+        tops = [r["code"] for r in per_code if r["n"] == most]
+        top_named = any(self.answer_states(code).passed for code in tops)
         return [
-            Criterion("out_of_control_subgroups_found", set(ncrs) == set(expected), 2.0, f"{len(ncrs)} NCRs, {len(expected)} expected (baseline of {self.params['baseline']})"),
-            Criterion("rules_named_in_priority_order", ncrs == expected, 1.0, "first rule broken in the procedure's order"),
-            Criterion("invalid_gauge_readings_excluded", window_ok, 1.0, "the calibration notice's window"),
-            Criterion("trial_characteristic_not_charted", trial_ok, 1.0, "the engineering trial note"),
-            Criterion("batches_held_once", held == facts["batches"], 1.0, f"{len(held)} held, {len(facts['batches'])} expected"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("count_and_top_characteristic_reported", len(expected) in said and any(t in final_response for t in facts["top"]), 1.0,
-                      f"expected {len(expected)} and one of {facts['top']}"),
+            self.tables_match("ncrs", key=["characteristic_id", "seq"], weight=2.0,
+                              criterion="out_of_control_subgroups_found"),
+            self.tables_match("ncrs", key=["characteristic_id", "seq"], columns="rule",
+                              criterion="rules_named_in_priority_order"),
+            Criterion("invalid_gauge_readings_excluded", bool(raised) and invalid not in raised, 1.0,
+                      "no NCR for the subgroup in the calibration notice's window"),
+            Criterion("trial_characteristic_not_charted", bool(raised) and all(cid != trial for cid, _ in raised), 1.0,
+                      "no NCR for the characteristic under the engineering trial"),
+            self.tables_match("batch_holds", key="batch_no", criterion="batches_held_once"),
+            self.file_matches(self.params["report_name"], key=["characteristic", "subgroup"],
+                              criterion="report_written"),
+            Criterion("count_and_top_characteristic_reported", self.answer_states(total).passed and top_named, 1.0,
+                      f"expected {total} and one of {tops}"),
         ]

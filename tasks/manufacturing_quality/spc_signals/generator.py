@@ -19,31 +19,6 @@ def params(ctx) -> dict:
     return {"baseline": ctx.rng.choice([12, 15, 18, 20]), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
-def signals(values_by_seq, baseline, run_len, skip):
-    """Out-of-control subgroups of one characteristic: {seq: rule} (first matching of beyond_limits, range, run)."""
-    base = [values_by_seq[s] for s in sorted(values_by_seq)[:baseline]]
-    xbars = [sum(v) / len(v) for v in base]
-    ranges = [max(v) - min(v) for v in base]
-    center, rbar = sum(xbars) / len(xbars), sum(ranges) / len(ranges)
-    ucl, lcl, ucl_r = center + A2 * rbar, center - A2 * rbar, D4 * rbar
-    found, side, run = {}, 0, 0
-    for seq in sorted(values_by_seq)[baseline:]:
-        if seq in skip:
-            continue
-        v = values_by_seq[seq]
-        xbar, rng_ = sum(v) / len(v), max(v) - min(v)
-        s = 1 if xbar > center else -1 if xbar < center else 0
-        run = run + 1 if s == side and s != 0 else (1 if s != 0 else 0)
-        side = s
-        if xbar > ucl or xbar < lcl:
-            found[seq] = "beyond_limits"
-        elif rng_ > ucl_r:
-            found[seq] = "range"
-        elif run >= run_len:
-            found[seq] = "run"
-    return found
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -102,17 +77,6 @@ def generate(ctx):
     db.executemany("INSERT INTO characteristics VALUES (?,?,?,?,?,?)", chars)
     db.executemany("INSERT INTO subgroups VALUES (?,?,?,?,?,?,?)", rows)
 
-    expected = {}
-    for c in chars:
-        if c[0] == trial[0]:
-            continue
-        mine = [s for s in subgroups if s[0] == c[0]]
-        values = {s[1]: s[5] for s in mine}
-        skip = {s[1] for s in mine if s[3] == bad_gauge and s[2][:10] == bad_day.isoformat() and bad_from <= int(s[2][11:13]) < bad_to}
-        for seq, rule in signals(values, baseline, run_len, skip).items():
-            expected[f"{c[1]}#{seq}"] = rule
-    batches = sorted({s[4] for s in subgroups if f"{chars[s[0] - 1][1]}#{s[1]}" in expected})
-
     # --- workspace ---------------------------------------------------------------------------------
     ws = ctx.workspace
     for folder in ("quality", "logs", "news"):
@@ -145,10 +109,5 @@ def generate(ctx):
     for i in range(ctx.size("quality_news")):
         (ws / "news" / f"quality_news_{i:03d}.md").write_text(f"# Quality news {i + 1}\n\nAudit season is coming; nothing changes in SPC.\n")
 
-    counts = {}
-    for key in expected:
-        counts[key.split("#")[0]] = counts.get(key.split("#")[0], 0) + 1
-    top = max(counts.values()) if counts else 0
-    facts = {"expected": expected, "batches": batches, "top": sorted(k for k, v in counts.items() if v == top),
-             "trial": trial[1], "skipped_wild": f"{chars[wild[0] - 1][1]}#{wild[1]}"}
+    facts = {"trial_characteristic": trial[0], "invalid_subgroup": [wild[0], wild[1]]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

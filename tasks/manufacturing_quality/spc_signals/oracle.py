@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, baseline, report_name) -> str:
+def solve(tools, baseline, report_name, skip_invalid_readings=True) -> str:
     texts = read_files(tools)
     trial, bad = None, None
     for text in texts.values():
@@ -32,7 +32,9 @@ def solve(tools, baseline, report_name) -> str:
         ucl, lcl, ucl_r = center + a2 * rbar, center - a2 * rbar, d4 * rbar
         side, run = 0, 0
         for g in groups[baseline:]:
-            if bad and g["gauge"] == bad[0] and g["measured_at"][:10] == bad[1] and bad[2] <= int(g["measured_at"][11:13]) < bad[3]:
+            invalid = bad and g["gauge"] == bad[0] and g["measured_at"][:10] == bad[1] \
+                and bad[2] <= int(g["measured_at"][11:13]) < bad[3]
+            if skip_invalid_readings and invalid:
                 continue
             xbar = sum(g["readings"]) / len(g["readings"])
             s = (xbar > center) - (xbar < center)

@@ -1,6 +1,5 @@
 """State for marketing_campaigns/ab_test_writeup: experiments, variants, daily results, the analysis plan and incidents.
 params(): one November test held out of the write-up (EXP-301..EXP-304 always finish in November) and the report's name."""
-import json
 from datetime import date, timedelta
 
 PAGES = ["checkout", "pricing page", "signup form", "product page", "cart drawer", "onboarding email", "search results",
@@ -24,7 +23,6 @@ def generate(ctx):
         CREATE TABLE variants (id INTEGER PRIMARY KEY, experiment_id INTEGER, name TEXT, is_control INTEGER);
         CREATE TABLE daily_results (id INTEGER PRIMARY KEY, experiment_id INTEGER, variant_id INTEGER, day TEXT,
             device TEXT, visitors INTEGER, conversions INTEGER, revenue REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     alpha = rng.choice([0.05, 0.01])
@@ -35,10 +33,7 @@ def generate(ctx):
     n = ctx.size("experiments")
     for eid in range(1, n + 1):
         role = roles[eid - 1] if eid <= len(roles) else rng.choice(["winner", "flat", "three_way", "running", "october"])
-        if eid == 5:
-            role = "three_way"
-        if eid == 6:
-            role = "running"
+        role = {5: "three_way", 6: "running"}.get(eid, role)
         start = date(2026, 10, rng.randint(20, 31))
         end = start + timedelta(days=rng.randint(14, 24))
         status = "completed"
@@ -109,5 +104,3 @@ def generate(ctx):
             f"owners are happy with the setup. Nothing here changes how tests are analysed. Action owner: team "
             f"{rng.choice(['red', 'blue', 'green'])}.\n"
         )
-    facts = {"alpha": alpha, "guardrail_pct": guardrail, "incidents": [[k, d.isoformat()] for k, d in incidents]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -13,7 +13,7 @@ def p_value(conv_a, n_a, conv_b, n_b):
     return math.erfc(abs(z) / math.sqrt(2))
 
 
-def solve(tools, held_out, report_name) -> str:
+def solve(tools, held_out, report_name, relative_lift=True) -> str:
     texts = read_files(tools)
     plan = next(t for t in texts.values() if "analysis plan" in t.lower() and "z-test" in t)
     alpha = float(re.search(r"p-value is below (0\.\d+)", plan).group(1))
@@ -38,7 +38,7 @@ def solve(tools, held_out, report_name) -> str:
         results = []
         for v in treatments:
             n, c, rev = totals[v]
-            lift = (c / n - cc / cn) / (cc / cn) * 100
+            lift = (c / n - cc / cn) / (cc / cn if relative_lift else 1) * 100
             p = p_value(cc, cn, c, n)
             eligible = p < alpha / len(treatments) and lift > 0 and rev / n >= crev / cn * (1 - guardrail)
             results.append((eligible, lift, p, v))

@@ -1,8 +1,4 @@
 """Tools and verifier for marketing_campaigns/audience_segment."""
-import json
-import re
-from collections import Counter
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 MAX_BATCH = 50
@@ -19,9 +15,8 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         """
         sql = ("SELECT id, email, first_name, country, lifecycle_stage, signup_date, last_purchase_date, total_spend "
                "FROM contacts")
-        if country:
-            return self.query_page(sql + " WHERE country = ? ORDER BY id", (country.upper(),), page)
-        return self.query_page(sql + " ORDER BY id", page=page)
+        where, args = (" WHERE country = ?", (country.upper(),)) if country else ("", ())
+        return self.query_page(sql + where + " ORDER BY id", args, page)
 
     @tool
     def list_suppressions(self, page: int = 1) -> dict:
@@ -85,44 +80,22 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         size = self.query("SELECT count(*) AS n FROM segment_members WHERE segment_id = ?", (segment_id,))[0]["n"]
         return {"segment_id": segment_id, "size": size}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected_members(self, facts: dict) -> dict[int, str]:
-        blocked = {r["email"].lower() for r in self.query("SELECT email FROM suppressions")} | set(facts["opted_out"])
-        rows = self.query("SELECT id, email, country, lifecycle_stage, last_purchase_date, total_spend FROM contacts")
-        return {r["id"]: r["country"] for r in rows
-                if r["country"] in facts["countries"] and r["lifecycle_stage"] == "customer"
-                and r["last_purchase_date"] >= facts["cutoff"] and r["total_spend"] >= facts["min_spend"]
-                and r["email"].lower() not in blocked
-                and not r["email"].lower().endswith("@" + self.params["excluded_domain"])}
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        expected = self.expected_members(facts)
-        named = self.query("SELECT id FROM segments WHERE lower(trim(name)) = lower(?)", (facts["segment_name"],))
-        segment_id = named[0]["id"] if len(named) == 1 else None
-        members = {r["contact_id"] for r in self.query("SELECT contact_id FROM segment_members WHERE segment_id = ?",
-                                                       (segment_id,))} if segment_id else set()
-        blocked_hit = members - set(expected)
-        report_name = self.params["report_name"]
-        summary_ok, detail = False, f"{report_name} not found"
-        path = self.workspace / report_name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                by_country = {str(k).upper(): int(v) for k, v in data["by_country"].items() if int(v) != 0}
-                summary_ok = (int(data["segment_id"]) == segment_id and int(data["size"]) == len(expected)
-                              and by_country == dict(Counter(expected.values())))
-                detail = "matches the segment" if summary_ok else f"reported {data.get('size')} members, {len(expected)} expected"
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the summary: {exc}"
-        numbers = {int(n.replace(",", "")) for n in re.findall(r"(?<![\d.])\d[\d,]*(?![\d.])", final_response)}
+        brief_name = self.reference.query("SELECT name FROM segments WHERE created_by = 'assistant'")[0]["name"]
+        named = "lower(trim(s.name)) = lower('{}')".format(brief_name.replace("'", "''"))
+        members = "segment_members m JOIN segments s ON s.id = m.segment_id"
+        sql = f"SELECT m.contact_id FROM {members} WHERE {named}"
+        mine, audience = ({r[0] for r in db.execute(sql)} for db in (self.db, self.reference.db))
+        segment_made = bool(self.query(f"SELECT 1 FROM segments s WHERE {named}"))
         return [
-            Criterion("segment_created_with_the_brief_name", segment_id is not None, 1.0,
-                      f"one segment named {facts['segment_name']!r}"),
-            Criterion("members_exactly_the_audience", segment_id is not None and members == set(expected), 2.0,
-                      f"{len(members)} members, {len(expected)} expected (none at {self.params['excluded_domain']})"),
-            Criterion("no_opted_out_or_ineligible_contact_mailed", segment_id is not None and not blocked_hit, 1.0,
-                      f"{len(blocked_hit)} members who should not be there"),
-            Criterion("summary_file_written", summary_ok, 1.0, detail),
-            Criterion("size_reported", len(expected) in numbers, 1.0, f"expected {len(expected)}"),
+            self.tables_match("segments s", key="lower(trim(s.name))", where=named,
+                              criterion="segment_created_with_the_brief_name"),
+            self.tables_match(members, key="m.contact_id", where=named, weight=2.0,
+                              criterion="members_exactly_the_audience"),
+            # Partial credit: a segment that misses people still mails nobody it must not.
+            Criterion("no_opted_out_or_ineligible_contact_mailed", segment_made and not mine - audience, 1.0,
+                      f"{len(mine - audience)} members who should not be there" if segment_made else "no segment"),
+            self.file_matches(self.params["report_name"], as_="json", criterion="summary_file_written"),
+            self.answer_states(len(audience), criterion="size_reported"),
         ]

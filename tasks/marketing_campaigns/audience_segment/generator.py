@@ -1,8 +1,4 @@
-"""State for marketing_campaigns/audience_segment: a contact base, a suppression list, the brief and an inbox of opt-outs.
-params(): a mail domain the request leaves out (two targeted contacts at every domain, never suppressed or opted out,
-so each choice changes the audience), the lifetime spend floor (the brief leaves it to the request; contacts sit
-exactly at it and one cent below it) and the summary's file name."""
-import json
+"""State for marketing_campaigns/audience_segment: a contact base, a suppression list, the brief and an inbox of opt-outs."""
 from datetime import date, timedelta
 
 SEND_DAY = date(2026, 12, 1)
@@ -18,7 +14,8 @@ REPORT_NAMES = ["segment_summary.json", "audience_summary.json", "winter_segment
 
 
 def params(ctx) -> dict:
-    """The request: a mail domain that is bouncing (left out), the lifetime spend floor, and the summary's file name."""
+    """The request: a bouncing mail domain left out (two targeted contacts at every domain, never suppressed or opted
+    out), the lifetime spend floor (contacts sit exactly at it and one cent below it), and the summary's file name."""
     return {"excluded_domain": ctx.rng.choice(DOMAINS), "min_spend": ctx.rng.choice([50, 75, 100, 150]),
             "report_name": ctx.rng.choice(REPORT_NAMES)}
 
@@ -32,7 +29,6 @@ def generate(ctx):
         CREATE TABLE suppressions (id INTEGER PRIMARY KEY, email TEXT, reason TEXT, added_on TEXT);
         CREATE TABLE segments (id INTEGER PRIMARY KEY, name TEXT, created_by TEXT);
         CREATE TABLE segment_members (segment_id INTEGER, contact_id INTEGER, PRIMARY KEY (segment_id, contact_id));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     countries = sorted(rng.sample(COUNTRIES, 3))
@@ -128,6 +124,3 @@ def generate(ctx):
             f"that {person[2]} from the panel reviewed. Consider {rng.choice(COUNTRIES)} for a later test wave; it "
             f"is not part of the current send. Budget reference {rng.randint(100, 999)}.\n"
         )
-    facts = {"countries": countries, "cutoff": cutoff.isoformat(), "min_spend": min_spend, "segment_name": segment_name,
-             "opted_out": sorted(c[1] for c in optouts if c is not returning)}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -10,7 +10,10 @@ CODES = {"Germany": "DE", "France": "FR", "Netherlands": "NL", "Spain": "ES", "I
          "Sweden": "SE", "Ireland": "IE"}
 
 
-def solve(tools, excluded_domain, min_spend, report_name) -> str:
+def solve(tools, excluded_domain, min_spend, report_name, fold_case=True, window_inclusive=True) -> str:
+    def address(text: str) -> str:
+        return text.strip().lower() if fold_case else text.strip()
+
     texts = read_files(tools)
     brief = next(t for t in texts.values() if "campaign brief" in t)
     first_paragraph = brief.split("\n\n")[1]
@@ -25,18 +28,19 @@ def solve(tools, excluded_domain, min_spend, report_name) -> str:
         sender = re.search(r"^From: .*<([^>]+)>", texts[path], re.M)
         if not sender:
             continue
-        address = sender.group(1).strip().lower()
         if "put me back" in texts[path].lower():
-            opted_out.discard(address)
+            opted_out.discard(address(sender.group(1)))
         else:
-            opted_out.add(address)
-    blocked = opted_out | {s["email"].lower() for s in read_all(tools.list_suppressions)}
+            opted_out.add(address(sender.group(1)))
+    blocked = opted_out | {address(s["email"]) for s in read_all(tools.list_suppressions)}
 
     audience = []
     for code in sorted(countries):
         for c in read_all(tools.list_contacts, country=code):
-            if (c["lifecycle_stage"] == "customer" and c["last_purchase_date"] and c["last_purchase_date"] >= cutoff
-                    and c["total_spend"] >= min_spend and c["email"].lower() not in blocked
+            recent = c["last_purchase_date"] and (c["last_purchase_date"] >= cutoff if window_inclusive
+                                                  else c["last_purchase_date"] > cutoff)
+            if (c["lifecycle_stage"] == "customer" and recent
+                    and c["total_spend"] >= min_spend and address(c["email"]) not in blocked
                     and c["email"].lower().split("@")[1] != excluded_domain):
                 audience.append(c)
     segment_id = tools.create_segment(name=name)["segment_id"]

@@ -1,7 +1,4 @@
-"""State for marketing_campaigns/budget_reallocation: campaigns with weekly performance, the memo and team notes.
-params(): the percentage cut from each of the weakest campaigns, how many top campaigns share the pool (the memo leaves
-both to the request) and the report's file name."""
-import json
+"""State for marketing_campaigns/budget_reallocation: campaigns with weekly performance, the memo and team notes."""
 from datetime import date, timedelta
 
 CHANNELS = ["search", "social", "display", "video", "affiliate"]
@@ -14,7 +11,8 @@ REPORT_NAMES = ["reallocation.csv", "december_budgets.csv", "budget_changes.csv"
 
 
 def params(ctx) -> dict:
-    """The request: the cut percentage, the number of campaigns that share the pool, and the report's name."""
+    """The request (the memo leaves both numbers to it): the cut percentage, the number of campaigns that share the pool,
+    and the report's name."""
     return {"cut_pct": ctx.rng.choice([15, 20, 25, 30]), "top_count": ctx.rng.choice([2, 3, 4, 5]),
             "report_name": ctx.rng.choice(REPORT_NAMES)}
 
@@ -28,11 +26,10 @@ def generate(ctx):
         CREATE TABLE weekly_metrics (id INTEGER PRIMARY KEY, campaign_id INTEGER, week_start TEXT, spend REAL,
             revenue REAL, conversions INTEGER);
         CREATE TABLE budget_changes (id INTEGER PRIMARY KEY, campaign_id INTEGER, old_budget REAL, new_budget REAL, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     window = rng.choice([4, 6, 8])
-    cut_count, top_count, cut_pct = rng.choice([4, 5, 6]), ctx.params["top_count"], ctx.params["cut_pct"]
+    cut_count = rng.choice([4, 5, 6])
     names = rng.sample([f"{p} {m} {c}" for p in PRODUCTS for m in MARKETS for c in ("Prospecting", "Retargeting", "Always-on", "Lookalike", "Seasonal")],
                        ctx.size("campaigns"))
     campaigns = []
@@ -117,6 +114,3 @@ def generate(ctx):
     updates = [chatter[i % len(chatter)] for i in range(ctx.size("team_updates"))]
     for i, topic in enumerate(updates):
         (notes / f"update_{i:02d}_{topic.replace(' ', '_')}.eml").write_text(team_update(topic))
-    facts = {"window_start": first_in_window.isoformat(), "cut_count": cut_count, "top_count": top_count,
-             "cut_pct": cut_pct, "paused": paused[0]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -6,7 +6,7 @@ from datetime import date, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, cut_pct, top_count, report_name) -> str:
+def solve(tools, cut_pct, top_count, report_name, conversions_break_ties=True) -> str:
     texts = read_files(tools)
     memo = next(t for t in texts.values() if "budget shuffle" in t.lower() and "lowest-ranked" in t)
     weeks = int(re.search(r"last (\d+) complete weeks", memo).group(1))
@@ -25,7 +25,7 @@ def solve(tools, cut_pct, top_count, report_name) -> str:
 
     def rank_key(c):
         spend, revenue, conversions = totals[c["id"]]
-        return (-round((revenue - spend) / spend * 100), -conversions)
+        return (-round((revenue - spend) / spend * 100), -conversions if conversions_break_ties else c["id"])
 
     order = sorted(eligible, key=rank_key)
     new_budget, pool = {}, 0.0
