@@ -1,5 +1,4 @@
 """State for energy_metering/demand_response: customers, evening-peak interval data and programme notes."""
-import json
 from datetime import date, timedelta
 
 FIRST = ["Ada", "Bram", "Cleo", "Dylan", "Edie", "Finn", "Gwen", "Hari", "Iris", "Jude", "Kai", "Lola", "Milo", "Nell",
@@ -30,7 +29,6 @@ def generate(ctx):
         CREATE TABLE customers (id INTEGER PRIMARY KEY, account_no TEXT UNIQUE, name TEXT, meter_type TEXT, postcode TEXT);
         CREATE TABLE peak_readings (id INTEGER PRIMARY KEY, customer_id INTEGER, reading_date TEXT, hour INTEGER, kwh REAL);
         CREATE TABLE enrolments (id INTEGER PRIMARY KEY, customer_id INTEGER, tier TEXT, flexible_kwh REAL, welcome_sent INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     end = date(2026, 11, 27) + timedelta(days=rng.randint(0, 14))
@@ -112,6 +110,3 @@ def generate(ctx):
             f"{about.title()}\n\nUpdate on the {about}; {who[2]} ({who[1]}) took part in the survey. "
             "This does not affect programme eligibility.\n")
         written += 1
-    facts = {"start": start.isoformat(), "end": end.isoformat(), "holiday": holiday.isoformat(), "min_peak": min_peak,
-             "share": share, "gold_from": gold_from, "capacity": capacity, "excluded": [1, 2], "now_smart": [4]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

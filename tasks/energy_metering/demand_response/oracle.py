@@ -9,10 +9,7 @@ def _when(text):
     return datetime.strptime(text, "%d %B %Y").date()
 
 
-WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
-
-
-def solve(tools, excluded_area, excluded_weekday, sheet_name) -> str:
+def solve(tools, excluded_area, excluded_weekday, sheet_name, trust_meter_log=True) -> str:
     barred, upgraded, holidays = set(), set(), set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
@@ -24,7 +21,7 @@ def solve(tools, excluded_area, excluded_weekday, sheet_name) -> str:
             gold = float(re.search(r"gold for a flexible load of ([\d.]+) kWh", flat).group(1))
         if "medical equipment" in flat or "do not want to take part" in flat:
             barred |= set(re.findall(r"DR-\d+", flat))
-        if "replaced with a smart meter" in flat:
+        if trust_meter_log and "replaced with a smart meter" in flat:
             upgraded |= set(re.findall(r"at (DR-\d+) replaced with a smart meter", flat))
         holidays |= {_when(d) for d in re.findall(r"\w+day (\d+ \w+ \d{4}) was a public holiday", flat)}
 
@@ -32,7 +29,7 @@ def solve(tools, excluded_area, excluded_weekday, sheet_name) -> str:
     evenings = {}
     for r in read_all(tools.list_peak_readings, date_from=first.isoformat(), date_to=last.isoformat()):
         day = datetime.strptime(r["reading_date"], "%Y-%m-%d").date()
-        if day.weekday() < 5 and day.weekday() != WEEKDAYS.index(excluded_weekday) and day not in holidays:
+        if day.weekday() < 5 and day.strftime("%A") != excluded_weekday and day not in holidays:
             evenings.setdefault(r["customer_id"], {}).setdefault(day, 0.0)
             evenings[r["customer_id"]][day] += r["kwh"]
     candidates = []

@@ -1,5 +1,4 @@
 """State for energy_metering/meter_faults: meters, four weeks of daily registers, open tickets, field notes."""
-import json
 from datetime import date, timedelta
 
 STREETS = ["Mill Lane", "Church Road", "Station Street", "Park Avenue", "High Street", "Victoria Road", "Queens Drive",
@@ -131,6 +130,4 @@ def generate(ctx):
     for i, (m, topic) in enumerate(zip(visited, (field_topics * count)[:count])):
         (mail if i % 2 else eng).joinpath(f"{i:03d}-{topic.replace(' ', '-')}.md").write_text(
             f"# {topic}\n\nField note about the {topic}. Engineer visited {m[3]} last quarter; meter {m[1]} was read normally.\n")
-    facts = {"today": today.isoformat(), "holiday": holiday.isoformat(), "stuck_run": stuck_run, "spike_factor": spike_factor,
-             "vacant_meter": meters[0][1], "solar_meter": meters[1][1], "pre_tickets": len(tickets)}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    db.execute("INSERT INTO _verifier_facts VALUES ('pre_tickets', ?)", (len(tickets),))

@@ -1,5 +1,4 @@
 """State for energy_metering/tariff_billing: accounts, tariffs, daily meter registers and ops notices."""
-import json
 from datetime import date, timedelta
 
 FIRST = ["Amira", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo", "Isla", "Jonah", "Kira", "Liam",
@@ -30,7 +29,6 @@ def generate(ctx):
         CREATE TABLE readings (id INTEGER PRIMARY KEY, meter_id TEXT, read_date TEXT, register_kwh INTEGER);
         CREATE TABLE bills (id INTEGER PRIMARY KEY, customer_id INTEGER, kwh INTEGER, energy_charge REAL,
             standing_charge REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     month = rng.choice([9, 10])
@@ -122,7 +120,3 @@ def generate(ctx):
         text = f"{theme.capitalize()}\n\nUpdate for the team: customer {account} called about the {theme}. "
         text += f"Nothing changes for billing. Case {case}.\n"
         ((ops, inbox)[k % 2 == 0] / f"note_{k:03d}_{theme.replace(' ', '_')}.txt").write_text(text)
-    facts = {"start": start.isoformat(), "end": end.isoformat(), "change_day": change_day.isoformat(),
-             "changed": changed[0], "new_rate": new_rate, "hardship": hardship,
-             "swapped": swapped[0], "old_meter": old_meter}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -9,10 +9,8 @@ def _day(text):
     return datetime.strptime(text, "%d %B %Y").date()
 
 
-def solve(tools, discount_pct, skipped_tariff, bills_name) -> str:
-    period = changes = None
-    waived, exchanges = set(), []
-    changes = []
+def solve(tools, discount_pct, skipped_tariff, bills_name, bill_replaced_meter=True) -> str:
+    period, waived, exchanges, changes = None, set(), [], []
     for text in read_files(tools).values():
         m = re.search(r"from (\d+) (\w+) to (\d+) (\w+) (\d{4}) inclusive", text)
         if m:
@@ -39,7 +37,8 @@ def solve(tools, discount_pct, skipped_tariff, bills_name) -> str:
             registers.setdefault(r["meter_id"], {})[r["read_date"]] = r["register_kwh"]
     extra_meters = {}
     for account, old, new in exchanges:
-        extra_meters[account] = old
+        if bill_replaced_meter:
+            extra_meters[account] = old
         for meter in (old, new):
             registers[meter] = {r["read_date"]: r["register_kwh"] for r in read_all(tools.list_readings, meter_id=meter)}
 

@@ -1,8 +1,8 @@
 """Tools and verifier for event_planning/guest_seating."""
 import json
-import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_json, normalise, parse_json
 
 MEALS = ("standard", "vegetarian", "vegan", "gluten_free")
 
@@ -11,9 +11,6 @@ class GuestSeatingEnv(WorkspaceEnvironment):
     @tool
     def list_guests(self, page: int = 1) -> dict:
         """List invited guests with RSVP, meal choice and whose plus-one they are, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT g.id, g.name, g.email, g.organisation, g.rsvp, g.meal, g.plus_one_of, t.table_number "
                                "FROM guests g LEFT JOIN seating s ON s.guest_id = g.id LEFT JOIN dining_tables t ON t.id = s.table_id "
@@ -22,9 +19,6 @@ class GuestSeatingEnv(WorkspaceEnvironment):
     @tool
     def list_tables(self, page: int = 1) -> dict:
         """List dining tables with seat count, zone and how many seats are taken, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT t.table_number, t.seats, t.zone, count(s.guest_id) AS taken FROM dining_tables t "
                                "LEFT JOIN seating s ON s.table_id = t.id GROUP BY t.id ORDER BY t.table_number", page=page)
@@ -74,55 +68,53 @@ class GuestSeatingEnv(WorkspaceEnvironment):
         self.db.executemany("INSERT OR REPLACE INTO seating VALUES (?, ?)", [(g, table[0]["id"]) for g in guest_ids])
         return {"table_number": table_number, "guests": list(guest_ids), "seats_left": table[0]["seats"] - len(guest_ids)}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def criteria(self, final_response: str) -> list[Criterion]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        start = {g["id"]: g for g in self.query("SELECT id, rsvp, meal, plus_one_of FROM _guests_at_start")}
-        now = {g["id"]: g for g in self.query("SELECT id, rsvp, meal FROM guests")}
-        coming = {g for g, row in start.items() if row["rsvp"] == "attending"} - {f["cancelled"]}
-        expected_meal = {g: f["meal_changes"].get(str(g), start[g]["meal"]) for g in coming}
-        list_ok = now[f["cancelled"]]["rsvp"] == "declined" and all(
-            now[g]["meal"] == expected_meal[g] and now[g]["rsvp"] == "attending" for g in coming)
-
-        seat = {r["guest_id"]: r for r in self.query(
-            "SELECT s.guest_id, t.table_number, t.zone FROM seating s JOIN dining_tables t ON t.id = s.table_id")}
-        everyone_seated = set(seat) == coming
-        capacity_ok = all(r["n"] <= r["seats"] for r in self.query(
-            "SELECT t.seats, count(s.guest_id) AS n FROM dining_tables t LEFT JOIN seating s ON s.table_id = t.id GROUP BY t.id"))
-        table = {g: r["table_number"] for g, r in seat.items()}
-        rules = {
-            "board table": {g for g, t in table.items() if t == 1} == set(f["board"]),
-            "plus-ones": all(table.get(g) == table.get(row["plus_one_of"]) for g, row in start.items()
-                             if row["plus_one_of"] and g in coming),
-            "feud": table.get(f["feud"][0]) is None or table.get(f["feud"][0]) != table.get(f["feud"][1]),
-            "step-free": all(g in seat and seat[g]["zone"] == "floor" for g in f["step_free"]),
-            "sponsor table": all(t != self.params["sponsor_table"] for t in table.values()),
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    # Many seatings keep the organiser's notes, so the seating is checked against the notes, not the reference's.
+    def broken_notes(self) -> list[str]:
+        """The seating notes (other than the board table) this episode's seating breaks."""
+        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        (rival, other), (wheelchair, second) = facts["feud"], facts["step_free"]
+        table_of = "(SELECT table_id FROM seating WHERE guest_id = {})"
+        at = "FROM seating s JOIN dining_tables t ON t.id = s.table_id WHERE"
+        counts = {
+            "plus-ones": "SELECT count(*) FROM guests g WHERE g.plus_one_of IS NOT NULL AND g.rsvp = 'attending' AND "
+                         f"{table_of.format('g.id')} IS NOT {table_of.format('g.plus_one_of')}",
+            "feud": f"SELECT {table_of.format(int(rival))} = {table_of.format(int(other))}",
+            "step-free": f"SELECT count(*) < 2 {at} t.zone = 'floor' AND s.guest_id IN ({int(wheelchair)}, "
+                         f"{int(second)})",
+            "sponsor table": f"SELECT count(*) {at} t.table_number = {int(self.params['sponsor_table'])}",
         }
-        broken = [name for name, ok in rules.items() if not ok]
-        want = {}
-        for g in coming:
-            if g in table:
-                want.setdefault(str(table[g]), {}).setdefault(expected_meal[g], 0)
-                want[str(table[g])][expected_meal[g]] += 1
+        return [rule for rule, sql in counts.items() if self.db.execute(sql).fetchone()[0]]
+
+    def catering_written(self) -> Criterion:
+        """The caterer's file counts the reference's meals (after the late changes) at the tables as seated here."""
+        meals = {r["id"]: r["meal"] for r in self.reference.query("SELECT id, meal FROM guests")}
+        want: dict[str, dict[str, int]] = {}
+        for r in self.query("SELECT s.guest_id, t.table_number FROM seating s JOIN dining_tables t "
+                            "ON t.id = s.table_id"):
+            at_table = want.setdefault(str(r["table_number"]), {})
+            at_table[meals[r["guest_id"]]] = at_table.get(meals[r["guest_id"]], 0) + 1
         name = self.params["catering_name"]
-        report_ok, detail = False, f"{name} not found"
-        path = self.workspace / name
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                got = {str(k).strip(): {m: int(n) for m, n in v.items() if int(n)} for k, v in data.items()}
-                got = {k: v for k, v in got.items() if v}
-                report_ok = got == want
-                detail = "matches the seating and meals" if report_ok else "differs from the seating and meals"
-            except (ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the file: {exc}"
-        special = sum(1 for g in coming if expected_meal[g] != "standard")
-        counts = {int(n) for n in re.findall(r"(?<![\d.])\d+(?![\d.])", final_response)}
+        try:
+            got = {table: {meal: n for meal, n in counts.items() if normalise(n) != 0}
+                   for table, counts in parse_json(self.fs.read_text(name, MAX_FILE_CHARS)).items()}
+        except Exception as exc:  # noqa: BLE001 - missing, unreadable or not shaped as asked: said in the detail
+            return Criterion("catering_file_written", False, 1.0, f"{name}: {str(exc)[:200] or type(exc).__name__}")
+        problem = compare_json({table: counts for table, counts in got.items() if counts}, want, [], tolerance=0)
+        return Criterion("catering_file_written", problem is None, 1.0, problem or f"{name} matches the seating")
+
+    def criteria(self, final_response: str) -> list[Criterion]:
+        seated = "seating s JOIN dining_tables t ON t.id = s.table_id"
+        board = self.tables_match(seated, key="s.guest_id", where="t.table_number = 1")
+        broken = self.broken_notes() + ([] if board.passed else ["board table"])
+        anyone = self.query("SELECT count(*) AS n FROM seating")[0]["n"]
+        special = self.reference.query("SELECT count(*) AS n FROM guests WHERE rsvp = 'attending' AND "
+                                       "meal != 'standard'")[0]["n"]
         return [
-            Criterion("guest_list_updated", list_ok, 1.0, "cancellation recorded and late meal changes applied"),
-            Criterion("exactly_the_attending_guests_seated", everyone_seated and capacity_ok, 2.0,
-                      f"{len(seat)} seated, {len(coming)} attending; tables within capacity: {capacity_ok}"),
-            Criterion("seating_notes_respected", bool(seat) and not broken, 1.0, f"broken: {broken or 'none'}"),
-            Criterion("catering_file_written", report_ok, 1.0, detail),
-            Criterion("special_meal_count_reported", special in counts, 1.0, f"expected {special}"),
+            self.tables_match("guests", key="id", columns="meal", where="rsvp = 'attending'",
+                              criterion="guest_list_updated"),
+            self.tables_match("seating", key="guest_id", weight=2.0, criterion="exactly_the_attending_guests_seated"),
+            Criterion("seating_notes_respected", anyone > 0 and not broken, 1.0, f"broken: {broken or 'none'}"),
+            self.catering_written(),
+            self.answer_states(special, criterion="special_meal_count_reported"),
         ]

@@ -27,7 +27,6 @@ def generate(ctx):
         CREATE TABLE dining_tables (id INTEGER PRIMARY KEY, table_number INTEGER UNIQUE, seats INTEGER, zone TEXT);
         CREATE TABLE seating (guest_id INTEGER PRIMARY KEY, table_id INTEGER);
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
-        CREATE TABLE _guests_at_start (id INTEGER PRIMARY KEY, rsvp TEXT, meal TEXT, plus_one_of INTEGER);
         """
     )
     names = rng.sample([f"{g} {m}. {f}" for g in GIVEN for m in "CELS" for f in FAMILY], ctx.size("guests"))
@@ -47,7 +46,6 @@ def generate(ctx):
     singles = [g for g in guests if g[4] == "attending" and g[6] is None and all(x[6] != g[0] for x in guests)]
     picks = rng.sample(singles, 10)
     board, feud, step_free, changers, cancel = picks[:4], picks[4:6], picks[6:8], picks[8:9], picks[9]
-    mail_changes = {changers[0][0]: "vegan"}
     declined_writer = next(g for g in guests if g[4] == "declined")
 
     attending = sum(1 for g in guests if g[4] == "attending") - 1
@@ -56,7 +54,6 @@ def generate(ctx):
     tables = [(t, t, seats, "mezzanine" if t > n_tables // 2 + 1 else "floor") for t in range(1, n_tables + 1)]
     db.executemany("INSERT INTO guests VALUES (?,?,?,?,?,?,?)", [tuple(g) for g in guests])
     db.executemany("INSERT INTO dining_tables VALUES (?,?,?,?)", tables)
-    db.executemany("INSERT INTO _guests_at_start VALUES (?,?,?,?)", [(g[0], g[4], g[5], g[6]) for g in guests])
 
     docs, inbox = ctx.workspace / "organiser", ctx.workspace / "inbox"
     docs.mkdir()
@@ -90,14 +87,11 @@ def generate(ctx):
         if i % 3 == 2:
             meal = rng.choice(["vegetarian", "gluten_free", "standard"])
             body = f"Quick one: please change my meal to {meal}. Many thanks!"
-            if g[4] == "attending" and g not in board:
-                mail_changes[g[0]] = meal
-            else:
+            if g[4] != "attending" or g in board:  # only guests who are coming, and not the board, change meals
                 body = f"{rng.choice(questions)} Looking forward to it."
         else:
             body = f"{rng.choice(questions)} Looking forward to it."
         (inbox / f"msg_{i + 3:03d}.eml").write_text(f"From: {g[1]} <{g[2]}>\nSubject: Gala question\n\n{body}\n")
 
-    facts = {"board": [g[0] for g in board], "feud": [g[0] for g in feud], "step_free": [g[0] for g in step_free],
-             "meal_changes": {str(k): v for k, v in mail_changes.items()}, "cancelled": cancel[0]}
+    facts = {"feud": [g[0] for g in feud], "step_free": [g[0] for g in step_free]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -5,14 +5,14 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, sponsor_table, catering_name) -> str:
+def solve(tools, sponsor_table, catering_name, read_inbox=True) -> str:
     texts = read_files(tools)
     guests = {g["id"]: g for g in read_all(tools.list_guests)}
     by_email = {g["email"].lower(): g for g in guests.values()}
     by_name = {g["name"]: g for g in guests.values()}
 
     # 1. Late messages, oldest first: cancellations and meal changes from guests who are coming.
-    for path in sorted(p for p in texts if p.startswith("inbox/")):
+    for path in sorted(p for p in texts if read_inbox and p.startswith("inbox/")):
         sender = re.search(r"^From: .*<([^>]+)>", texts[path], re.M)
         guest = by_email.get(sender.group(1).lower()) if sender else None
         if guest is None or guest["rsvp"] != "attending":

@@ -1,19 +1,15 @@
 """Tools and verifier for event_planning/session_schedule."""
-import csv
-import io
 import json
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_rows, parse_rows
 
 
 class SessionScheduleEnv(WorkspaceEnvironment):
     @tool
     def list_sessions(self, page: int = 1) -> dict:
         """List programme sessions with track, format, expected attendance and speaker ids, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         result = self.query_page("SELECT id, code, title, track, format, expected_attendance, abstract "
                                  "FROM sessions ORDER BY id", page=page)
@@ -25,18 +21,12 @@ class SessionScheduleEnv(WorkspaceEnvironment):
     @tool
     def list_speakers(self, page: int = 1) -> dict:
         """List speakers, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, affiliation, bio FROM speakers ORDER BY id", page=page)
 
     @tool
     def list_rooms(self, page: int = 1) -> dict:
         """List rooms with seating capacity and whether they are lab-equipped, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, capacity, lab_equipped FROM rooms ORDER BY id", page=page)
 
@@ -76,74 +66,64 @@ class SessionScheduleEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM timetable WHERE session_id = ?", (session_id,))
         return {"session_id": session_id, "scheduled": False}
 
-    # --- verifier --------------------------------------------------------------------------------
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    # Many timetables keep the rules, so the timetable is checked against the rules, not against the reference's.
+    def broken(self, rule: str) -> int:
+        """How many scheduled sessions (or pairs of them) break one of the rules below."""
+        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        day, start = re.fullmatch(r"day (\d) at (\d\d:\d\d)", self.params["sponsor_slot"]).groups()
+        track = "(SELECT track FROM sessions WHERE id = {}.session_id)"
+        sql = {
+            "clash": f"FROM timetable a JOIN timetable b ON a.slot_id = b.slot_id AND a.session_id < b.session_id "
+                     f"WHERE {track.format('a')} = {track.format('b')} OR EXISTS (SELECT 1 FROM session_speakers x "
+                     "JOIN session_speakers y ON y.speaker_id = x.speaker_id WHERE x.session_id = a.session_id "
+                     "AND y.session_id = b.session_id)",
+            "room": "FROM timetable t JOIN rooms r ON r.id = t.room_id JOIN sessions s ON s.id = t.session_id WHERE "
+                    "r.capacity < s.expected_attendance OR (s.format = 'workshop' AND NOT r.lab_equipped) OR "
+                    "r.name = :closed",
+            "availability": "FROM timetable t JOIN slots s ON s.id = t.slot_id JOIN session_speakers p ON "
+                            "p.session_id = t.session_id WHERE (p.speaker_id = :only_day2 AND s.day != 2) OR "
+                            "(p.speaker_id = :morning_day1 AND (s.day != 1 OR s.end_time > '13:00')) OR "
+                            "(p.speaker_id = :late_riser AND s.start = '09:00') OR (s.day = :day AND s.start = :start)",
+        }[rule]
+        values = dict(facts, closed=self.params["closed_room"], day=int(day), start=start)
+        return self.db.execute(f"SELECT count(*) {sql}", values).fetchone()[0]
+
+    def timetable_written(self, complete: bool) -> Criterion:
+        """The file lists this episode's timetable, once every programme session is in it."""
+        name = self.params["timetable_name"]
+        want = self.query("SELECT s.code AS session_code, sl.day, sl.start, r.name AS room FROM timetable t JOIN "
+                          "sessions s ON s.id = t.session_id JOIN slots sl ON sl.id = t.slot_id JOIN rooms r ON "
+                          "r.id = t.room_id")
+        try:
+            got = parse_rows(self.fs.read_text(name, MAX_FILE_CHARS), "csv")
+        except Exception as exc:  # noqa: BLE001 - missing, unreadable or not a table: said in the detail
+            return Criterion("timetable_file_written", False, 1.0, f"{name}: {str(exc)[:200] or type(exc).__name__}")
+        for row in got:  # "Day 1" and "9:00" name the slot of day 1 at 09:00 too
+            row["day"] = str(row.get("day")).casefold().removeprefix("day").strip()
+            row["start"] = str(row.get("start")).zfill(5)
+        problem = compare_rows(got, want, [], ["session_code", "day", "start", "room"], tolerance=0)
+        detail = problem or ("matches the timetable" if complete else "the programme is not complete")
+        return Criterion("timetable_file_written", complete and problem is None, 1.0, detail)
+
     def criteria(self, final_response: str) -> list[Criterion]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        sessions = {s["id"]: s for s in self.query("SELECT * FROM sessions")}
-        rooms = {r["id"]: r for r in self.query("SELECT * FROM rooms")}
-        slots = {s["id"]: s for s in self.query("SELECT * FROM slots")}
-        speakers_of = {}
-        for link in self.query("SELECT session_id, speaker_id FROM session_speakers"):
-            speakers_of.setdefault(link["session_id"], set()).add(link["speaker_id"])
-        plan = {t["session_id"]: (t["room_id"], t["slot_id"]) for t in self.query("SELECT * FROM timetable")}
-        programme = set(sessions) - set(f["withdrawn"])
-        complete = set(plan) == programme
-
-        by_slot = {}
-        for sid, (room, slot) in plan.items():
-            by_slot.setdefault(slot, []).append(sid)
-        clash = []
-        for slot, sids in by_slot.items():
-            people = [sp for s in sids for sp in speakers_of.get(s, ())]
-            tracks = [sessions[s]["track"] for s in sids]
-            if len(people) != len(set(people)):
-                clash.append(f"speaker clash in slot {slot}")
-            if len(tracks) != len(set(tracks)):
-                clash.append(f"track clash in slot {slot}")
-        fits = all(rooms[r]["capacity"] >= sessions[s]["expected_attendance"] and (sessions[s]["format"] != "workshop" or rooms[r]["lab_equipped"])
-                   for s, (r, _) in plan.items())
-        closed_free = not any(rooms[r]["name"] == self.params["closed_room"] for r, _ in plan.values())
-
-        def allowed(speaker: int, slot: dict) -> bool:
-            if speaker == f["only_day2"]:
-                return slot["day"] == 2
-            if speaker == f["morning_day1"]:
-                return slot["day"] == 1 and slot["end_time"] <= "13:00"
-            if speaker == f["late_riser"]:
-                return slot["start"] != "09:00"
-            return True
-
-        available = all(allowed(sp, slots[slot]) for s, (_, slot) in plan.items() for sp in speakers_of.get(s, ()))
-        sponsor_day, sponsor_start = re.fullmatch(r"day (\d) at (\d\d:\d\d)", self.params["sponsor_slot"]).groups()
-        sponsor_free = not any(slots[slot]["day"] == int(sponsor_day) and slots[slot]["start"] == sponsor_start
-                               for _, slot in plan.values())
-        keynote = plan.get(1)
-        opening = min(slots, key=lambda k: (slots[k]["day"], slots[k]["start"]))
-        keynote_ok = keynote is not None and keynote == (1, opening) and by_slot.get(opening) == [1]
-
-        names = {r["id"]: r["name"] for r in rooms.values()}
-        report_ok, detail = False, f"{self.params['timetable_name']} not found"
-        path = self.workspace / self.params["timetable_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = sorted((r["session_code"].strip(), int(str(r["day"]).strip().lower().replace("day", "").strip()),
-                              r["start"].strip().zfill(5), r["room"].strip()) for r in rows)
-                want = sorted((sessions[s]["code"], slots[slot]["day"], slots[slot]["start"], names[room]) for s, (room, slot) in plan.items())
-                report_ok = complete and got == want
-                detail = "matches the timetable" if report_ok else f"{len(rows)} rows; differs from the timetable"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        counts = {int(n) for n in re.findall(r"(?<![\d.\-])\d+(?![\d.])", final_response)}
+        scheduled = self.query("SELECT count(*) AS n FROM timetable")[0]["n"]
+        programme = self.reference.query("SELECT count(*) AS n FROM timetable")[0]["n"]
+        complete = self.tables_match("timetable", key="session_id", weight=2.0,
+                                     criterion="every_programme_session_scheduled_once")
+        # The keynote (session 1) alone in the Main Hall (room 1) in the opening slot (slot 1), as in the reference.
+        keynote = self.tables_match("timetable", key="session_id", columns=["room_id", "slot_id"],
+                                    where="session_id = 1 OR slot_id = 1")
+        clashes, misfits, unavailable = (self.broken(rule) for rule in ("clash", "room", "availability"))
         return [
-            Criterion("every_programme_session_scheduled_once", complete, 2.0,
-                      f"{len(plan)} scheduled, {len(programme)} on the programme (withdrawals excluded)"),
-            Criterion("no_speaker_or_track_clash", bool(plan) and not clash, 1.0, "; ".join(clash[:3]) or "none"),
-            Criterion("rooms_fit_sessions", bool(plan) and fits and closed_free, 1.0,
-                      f"capacity, labs for workshops, nothing in {self.params['closed_room']} (closed)"),
-            Criterion("availability_and_keynote_respected", available and keynote_ok and sponsor_free, 1.0,
-                      f"speakers' e-mailed availability; keynote alone in the Main Hall first thing on day 1; "
-                      f"nothing on {self.params['sponsor_slot']}"),
-            Criterion("timetable_file_written", report_ok, 1.0, detail),
-            Criterion("programme_size_reported", len(programme) in counts, 1.0, f"expected {len(programme)}"),
+            complete,
+            Criterion("no_speaker_or_track_clash", scheduled > 0 and not clashes, 1.0, f"{clashes} clashing pairs"),
+            Criterion("rooms_fit_sessions", scheduled > 0 and not misfits, 1.0,
+                      f"{misfits} sessions in a room too small, without a lab for a workshop, or in "
+                      f"{self.params['closed_room']} (closed)"),
+            Criterion("availability_and_keynote_respected", keynote.passed and not unavailable, 1.0,
+                      f"{unavailable} sessions against a speaker's e-mailed availability or on "
+                      f"{self.params['sponsor_slot']}; keynote: {keynote.detail}"),
+            self.timetable_written(complete.passed),
+            self.answer_states(programme, criterion="programme_size_reported"),
         ]

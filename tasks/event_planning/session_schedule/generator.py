@@ -138,5 +138,5 @@ def generate(ctx):
             f"From: {who[1].lower().replace('. ', '.').replace(' ', '.')}@speakers.example\nSubject: {chatter[i % len(chatter)].capitalize()}\n\n"
             f"Hi, {who[1]} here with a question about the {chatter[i % len(chatter)]}. I'm happy with any slot. Thanks!\n"
         )
-    facts = {"only_day2": only_day2, "morning_day1": morning_day1, "late_riser": late_riser, "withdrawn": withdrawn}
+    facts = {"only_day2": only_day2, "morning_day1": morning_day1, "late_riser": late_riser}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -1,5 +1,4 @@
 """State for event_planning/vendor_booking: vendors, events, quotes and the planning documents."""
-import json
 from datetime import date, timedelta
 
 TODAY = date(2026, 11, 30)
@@ -35,7 +34,6 @@ def generate(ctx):
         CREATE TABLE bookings (id INTEGER PRIMARY KEY, event_id INTEGER, quote_id INTEGER, vendor_id INTEGER,
             amount REAL, status TEXT);
         CREATE TABLE payments (id INTEGER PRIMARY KEY, booking_id INTEGER, amount REAL, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     client = rng.choice(CLIENTS)
@@ -155,8 +153,3 @@ def generate(ctx):
             f"Quick update on the {chatter[i % len(chatter)]}. {v[1]} said they might be free in spring; nothing to "
             f"decide now. Budget code {rng.randint(100, 999)}.\n"
         )
-    caps[raised] = new_cap
-    del caps[skipped]  # the request leaves it out
-    facts = {"event_id": target_id, "caps": caps, "blacklisted_vendor": blacklisted[0], "today": TODAY.isoformat(),
-             "threshold": threshold, "deposit_pct": deposit_pct}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -11,7 +11,7 @@ def euros(text):
     return float(text.replace(",", ""))
 
 
-def solve(tools, skipped_service, insurance_margin_days, report_name) -> str:
+def solve(tools, skipped_service, insurance_margin_days, report_name, budget_raise=True, cheaper_wins_ties=True) -> str:
     texts = read_files(tools)
     memo = next(t for t in texts.values() if t.startswith("# Planning memo:"))
     policy = next(t for t in texts.values() if "deposit" in t and "paid in full" in t)
@@ -21,7 +21,7 @@ def solve(tools, skipped_service, insurance_margin_days, report_name) -> str:
     avoid = set()
     for text in texts.values():
         raise_ = re.search(r"more for the ([\w-]+) at the summit.*?go up to ([\d,]+) euros", text, re.S)
-        if raise_ and raise_.group(1) in caps:
+        if budget_raise and raise_ and raise_.group(1) in caps:
             caps[raise_.group(1)] = euros(raise_.group(2))
         banned = re.search(r"we do not work with (.+?) any more", text)
         if banned:
@@ -40,8 +40,8 @@ def solve(tools, skipped_service, insurance_margin_days, report_name) -> str:
             v = vendors.get(q["vendor_id"])
             if (v and q["amount"] <= cap and q["valid_until"] >= BOOKING_DAY and v["insurance_expiry"] >= insured_until
                     and v["name"] not in avoid):
-                options.append((-v["rating"], q["amount"], q["id"], v["name"]))
-        _, amount, quote_id, vendor_name = min(options)
+                options.append((-v["rating"], q["amount"] if cheaper_wins_ties else 0, q["id"], q["amount"], v["name"]))
+        *_, quote_id, amount, vendor_name = min(options)
         booking = tools.create_booking(quote_id=quote_id)
         due = round(amount * pct / 100, 2) if amount > threshold else amount
         tools.record_payment(booking_id=booking["booking_id"], amount=due, note="deposit" if due < amount else "paid in full")

@@ -1,5 +1,4 @@
 """State for fleet_maintenance/fuel_anomalies: vehicles, drivers with fuel cards, November transactions, ops mail."""
-import json
 from datetime import datetime, timedelta
 
 DRIVERS = ["Ana Petrova", "Ben Carter", "Chidi Obi", "Dana Levy", "Emil Novak", "Fatima Zahra", "Goran Ilic",
@@ -31,7 +30,6 @@ def generate(ctx):
         CREATE TABLE fuel_transactions (id INTEGER PRIMARY KEY, card_number TEXT, unit_number TEXT, txn_time TEXT,
             station TEXT, fuel_type TEXT, litres REAL, amount REAL, odometer_km INTEGER);
         CREATE TABLE anomaly_flags (id INTEGER PRIMARY KEY, transaction_id INTEGER UNIQUE, rule TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     n = ctx.size("vehicles")
@@ -137,6 +135,3 @@ def generate(ctx):
         body = f"A note on the {topic}. {v[1]} at {v[5]} depot is mentioned in the log but nothing about fuel changes."
         (inbox / f"ops_{i:02d}_{topic.replace(' ', '_')}.eml").write_text(
             f"From: ops@fleet.example\nSubject: {topic.capitalize()}\n\n{body} Reference {ref}.\n")
-    facts = {"stolen_card": stolen_card, "stolen_at": stolen_at.strftime("%Y-%m-%d %H:%M"), "window_hours": window_hours,
-             "aux": {aux_v[1]: aux_v[3] + aux_litres}, "night_cards": [drivers[night_v[4] - 1][2], drivers[spare[4] - 1][2]]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -5,7 +5,7 @@ from datetime import datetime, timedelta
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, night_start, skipped_rule, report_name) -> str:
+def solve(tools, night_start, skipped_rule, report_name, read_ops_news=True) -> str:
     texts = read_files(tools)
     rules = next(t for t in texts.values() if "Fuel card audit rules" in t)
     window = timedelta(hours=int(re.search(r"less than (\d+) hours after", rules).group(1)))
@@ -13,10 +13,10 @@ def solve(tools, night_start, skipped_rule, report_name) -> str:
     tank_override, night_names, stolen = {}, set(), None
     for text in texts.values():
         aux = re.search(r"(V-\d+) came out of the workshop.*?now holds (\d+) litres", text, re.S)
-        if aux:
+        if aux and read_ops_news:
             tank_override[aux.group(1)] = int(aux.group(2))
         roster = re.search(r"Night-shift drivers for November are (.+?) and (.+?)\. They", text)
-        if roster:
+        if roster and read_ops_news:
             night_names |= {roster.group(1), roster.group(2)}
         lost = re.search(r"card ending (\d{4})\).*?at (\d\d:\d\d) on (\d+) November", text, re.S)
         if lost:

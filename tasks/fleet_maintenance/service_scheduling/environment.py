@@ -1,17 +1,11 @@
 """Tools and verifier for fleet_maintenance/service_scheduling."""
-import json
 import re
-from datetime import date
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_json, normalise, parse_json
 
 CREATED_ON = "2026-12-01"
-
-
-def _plus_months(day: date, months: int) -> date:
-    years, month = divmod(day.month - 1 + months, 12)
-    return date(day.year + years, month + 1, min(day.day, 28))
 
 
 class ServiceSchedulingEnv(WorkspaceEnvironment):
@@ -21,7 +15,6 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
 
         Args:
             depot: Only vehicles based at this depot when non-empty.
-            page: 1-based page number.
         """
         sql = "SELECT id, unit_number, make, model, model_year, depot, odometer_km, status FROM vehicles"
         if depot:
@@ -34,7 +27,6 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
 
         Args:
             vehicle_id: Only this vehicle's history when non-zero.
-            page: 1-based page number.
         """
         where, params = ("WHERE vehicle_id = ?", (vehicle_id,)) if vehicle_id else ("", ())
         return self.query_page(f"SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history {where} ORDER BY id", params, page)
@@ -45,7 +37,6 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
 
         Args:
             status: "open" or "closed" to filter; empty for all.
-            page: 1-based page number.
         """
         result = self.query_page("SELECT id, vehicle_id, status, note, created_on FROM work_orders"
                                  + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
@@ -89,74 +80,32 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
         jobs = [r["job_code"] for r in self.query("SELECT job_code FROM work_order_jobs WHERE work_order_id = ?", (work_order_id,))]
         return {"work_order_id": work_order_id, "jobs": sorted(jobs)}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> dict[int, set[str]]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        today = date.fromisoformat(self.params["plan_date"])
-        latest, seen = {}, set()
-        for h in self.query("SELECT vehicle_id, job_code, service_date, odometer_km FROM service_history"):
-            seen.add((h["vehicle_id"], h["job_code"]))
-            key = (h["vehicle_id"], h["job_code"])
-            if key not in latest or h["service_date"] > latest[key]["service_date"]:
-                latest[key] = h
-        out = {}
-        for v in self.query("SELECT * FROM vehicles WHERE status = 'active'"):
-            jobs = set()
-            if v["depot"] != f["handback"]:
-                for job, interval in f["km"].items():
-                    last = latest.get((v["id"], job))
-                    if (last is None or v["odometer_km"] - last["odometer_km"] >= interval - self.params["lookahead_km"]
-                            or today >= _plus_months(date.fromisoformat(last["service_date"]), f["months"][job])):
-                        jobs.add(job)
-            for rc in f["recalls"]:
-                if (v["make"], v["model"]) == (rc["make"], rc["model"]) and rc["years"][0] <= v["model_year"] <= rc["years"][1] \
-                        and (v["id"], rc["code"]) not in seen:
-                    jobs.add(rc["code"])
-            if jobs:
-                out[v["id"]] = jobs
-        return out
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    def plan_written(self) -> Criterion:
+        """The plan lists the reference's jobs per unit, in any order (file_matches compares JSON lists in order)."""
+        name = self.params["report_name"]
+
+        def jobs_by_unit(text: str) -> dict:
+            return {normalise(e["unit"]): sorted(map(normalise, e["jobs"])) for e in parse_json(text) if e["jobs"]}
+
+        try:
+            got = jobs_by_unit(self.fs.read_text(name, MAX_FILE_CHARS))
+        except Exception as exc:  # noqa: BLE001 - missing, unreadable or not shaped as asked: said in the detail
+            return Criterion("plan_file_written", False, 1.0, f"{name}: {str(exc)[:200] or type(exc).__name__}")
+        problem = compare_json(got, jobs_by_unit(self.reference.read(name)), [], tolerance=0)
+        return Criterion("plan_file_written", problem is None, 1.0, problem or f"{name} matches the expected jobs")
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = self.expected()
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        units = {v["id"]: v["unit_number"] for v in self.query("SELECT id, unit_number FROM vehicles")}
-        open_orders = {}
-        for o in self.query("SELECT id, vehicle_id FROM work_orders WHERE status = 'open'"):
-            open_orders.setdefault(o["vehicle_id"], []).append(o["id"])
-        one_each = all(len(ids) == 1 for ids in open_orders.values()) and set(expected) <= set(open_orders)
-        no_extra_orders = set(open_orders) <= set(expected) | set(f["preexisting_open"])
-        added = {}
-        for vid, ids in open_orders.items():
-            jobs = {r["job_code"] for r in self.query(
-                f"SELECT job_code FROM work_order_jobs WHERE work_order_id IN ({','.join('?' * len(ids))})", tuple(ids))}
-            jobs.discard("DIAG")  # the one job code that was there before the run
-            if jobs:
-                added[vid] = jobs
-        def part(jobs_by_vehicle: dict, recall: bool) -> dict:
-            picked = {v: {j for j in js if j.startswith("RC-") == recall} for v, js in jobs_by_vehicle.items()}
-            return {v: js for v, js in picked.items() if js}
-
-        routine_ok = part(added, False) == part(expected, False)
-        recalls_ok = part(added, True) == part(expected, True)
-        plan_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                got = {str(e["unit"]).strip(): {str(j).strip().upper() for j in e["jobs"]} for e in data if e["jobs"]}
-                want = {units[v]: js for v, js in expected.items()}
-                plan_ok = got == want
-                detail = "matches the expected jobs" if plan_ok else f"{len(got)} vehicles listed, {len(want)} expected"
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the plan: {exc}"
-        counts = {int(n) for n in re.findall(r"(?<![\d.\-])\d+(?![\d.\-])", final_response)}
-        n_recalls = sum(1 for js in expected.values() for j in js if j.startswith("RC-"))
+        jobs = "work_order_jobs j JOIN work_orders o ON o.id = j.work_order_id AND o.status = 'open'"
+        added = self.reference.query(f"SELECT count(DISTINCT o.vehicle_id) AS vehicles, coalesce(sum(j.job_code LIKE "
+                                     f"'RC-%'), 0) AS recalls FROM {jobs} WHERE j.job_code != 'DIAG'")[0]
         return [
-            Criterion("one_open_work_order_per_vehicle", one_each and no_extra_orders, 1.0,
-                      f"{len(open_orders)} vehicles with open work orders; {len(expected)} need work"),
-            Criterion("routine_jobs_correct", routine_ok, 2.0, "distance (with the look-ahead) or time intervals, hand-back depot excluded"),
-            Criterion("recall_jobs_correct", recalls_ok, 1.0, "bulletin model years, done recalls and disposals excluded"),
-            Criterion("plan_file_written", plan_ok, 1.0, detail),
-            Criterion("counts_reported", len(expected) in counts and n_recalls in counts, 1.0,
-                      f"expected {len(expected)} vehicles and {n_recalls} recall jobs"),
+            self.tables_match("work_orders", key="vehicle_id", where="status = 'open'",
+                              criterion="one_open_work_order_per_vehicle"),
+            self.tables_match(jobs, key=["o.vehicle_id", "j.job_code"], where="j.job_code NOT LIKE 'RC-%'", weight=2.0,
+                              criterion="routine_jobs_correct"),
+            self.tables_match(jobs, key=["o.vehicle_id", "j.job_code"], where="j.job_code LIKE 'RC-%'",
+                              criterion="recall_jobs_correct"),
+            self.plan_written(),
+            self.answer_states([added["vehicles"], added["recalls"]], criterion="counts_reported"),
         ]

@@ -1,5 +1,4 @@
 """State for fleet_maintenance/service_scheduling: vehicles, service history, open work orders, schedule and bulletins."""
-import json
 from datetime import date
 
 TODAY = date(2026, 12, 1)
@@ -39,7 +38,6 @@ def generate(ctx):
             odometer_km INTEGER);
         CREATE TABLE work_orders (id INTEGER PRIMARY KEY, vehicle_id INTEGER, status TEXT, note TEXT, created_on TEXT);
         CREATE TABLE work_order_jobs (work_order_id INTEGER, job_code TEXT, PRIMARY KEY (work_order_id, job_code));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     km = {"OIL": rng.choice([15000, 20000, 25000]), "BRK": rng.choice([30000, 40000]), "TYR": rng.choice([10000, 12000])}
@@ -161,6 +159,3 @@ def generate(ctx):
             f"Hello, a note about the {topics[i % len(topics)]} at {depot}. Unit U-{rng.randint(401, 400 + len(vehicles))} "
             "was mentioned at the briefing, but this does not affect maintenance. Cheers.\n"
         )
-    facts = {"km": km, "months": months, "handback": handback, "recalls": recalls, "today": ctx.params["plan_date"],
-             "preexisting_open": open_ids}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

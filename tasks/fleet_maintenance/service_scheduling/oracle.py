@@ -11,7 +11,7 @@ def months_later(day, months):
     return date(day.year + years, month + 1, min(day.day, 28))
 
 
-def solve(tools, plan_date, lookahead_km, report_name) -> str:
+def solve(tools, plan_date, lookahead_km, report_name, recalls_at_handback=True) -> str:
     today = date.fromisoformat(plan_date)
     texts = read_files(tools)
     schedule = next(t for t in texts.values() if "maintenance schedule" in t)
@@ -38,7 +38,7 @@ def solve(tools, plan_date, lookahead_km, report_name) -> str:
 
     plan, recall_jobs = [], 0
     for v in read_all(tools.list_vehicles):
-        if v["status"] != "active":
+        if v["status"] != "active" or (v["depot"] == handback and not recalls_at_handback):
             continue
         jobs = []
         if v["depot"] != handback:

@@ -1,11 +1,8 @@
 """Tools and verifier for fleet_maintenance/tyre_replacement_plan."""
-import json
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, normalise, parse_json, same_value
 
-AXLE_ORDER = {"car": ["FL", "FR", "RL", "RR"], "van": ["FL", "FR", "RL", "RR"], "minibus": ["FL", "FR", "RL", "RR"],
-              "truck": ["FL", "FR", "RLO", "RLI", "RRI", "RRO"]}
+LEGAL_MM = 1.6  # the legal minimum tread in the tyre policy (generator.py)
 
 
 class TyrePlanEnv(WorkspaceEnvironment):
@@ -14,7 +11,6 @@ class TyrePlanEnv(WorkspaceEnvironment):
         """List fleet vehicles with registration, type and home depot, 20 per page.
 
         Args:
-            page: 1-based page number.
             depot: Only vehicles of this depot when non-empty.
         """
         sql = "SELECT id, reg, type, depot, odometer_km FROM vehicles"
@@ -25,7 +21,6 @@ class TyrePlanEnv(WorkspaceEnvironment):
         """List tread-depth readings (vehicle, tyre position, mm, date), oldest first, 50 per page.
 
         Args:
-            page: 1-based page number.
             vehicle_id: Only this vehicle's readings when non-zero.
         """
         if vehicle_id:
@@ -49,66 +44,39 @@ class TyrePlanEnv(WorkspaceEnvironment):
                             "seasons all-season, winter")
         return rows[0]
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _plan(self) -> tuple[dict, list, float, dict]:
-        facts = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'policy'")[0]["value"])
-        latest: dict[int, dict[str, float]] = {}
-        for r in self.query("SELECT vehicle_id, position, tread_mm FROM inspections ORDER BY inspected_on, id"):
-            latest.setdefault(r["vehicle_id"], {})[r["position"]] = r["tread_mm"]
-        price = {(p["vehicle_type"], p["season"]): p["unit_price"] for p in self.query("SELECT * FROM tyre_prices")}
-        must, rest = [], []
-        for v in self.query("SELECT id, reg, type, depot FROM vehicles WHERE depot != ?", (self.params["excluded_depot"],)):
-            winter = v["depot"] == facts["winter_depot"]
-            limit = facts["threshold"][v["type"]]
-            limit = max(limit, facts["winter_min"]) if winter else limit
-            tread = latest.get(v["id"], {})
-            axles = {p[0] for p, mm in tread.items() if mm < limit}
-            if not axles:
-                continue
-            positions = [p for p in AXLE_ORDER[v["type"]] if p[0] in axles]
-            cost = round(len(positions) * price[(v["type"], "winter" if winter else "all-season")], 2)
-            entry = (min(tread.values()), v["reg"], positions, cost)
-            (must if entry[0] < facts["legal"] else rest).append(entry)
-        plan = {e[1]: e for e in must}
-        left = facts["budget"] - sum(e[3] for e in must)
-        deferred = []
-        for e in sorted(rest, key=lambda e: (e[0], e[1])):
-            if e[3] <= left + 1e-9:
-                plan[e[1]] = e
-                left -= e[3]
-            else:
-                deferred.append(e[1])
-        return plan, deferred, round(sum(e[3] for e in plan.values()), 2), facts
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    @staticmethod
+    def read_plan(text: str) -> tuple[dict, list, float]:
+        """A plan as compared ({reg: (positions in any order, cost)}, the deferred registrations, the total):
+        file_matches would compare the JSON lists in order."""
+        plan = parse_json(text)
+        vehicles = {normalise(v["reg"]): (sorted(map(normalise, v["positions"])), normalise(v["cost"]))
+                    for v in plan["vehicles"]}
+        return vehicles, sorted(map(normalise, plan["deferred"])), normalise(plan["total_cost"])
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        plan, deferred, total, facts = self._plan()
-        data, problem = None, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                data = json.loads(path.read_text())
-                got = {str(v["reg"]).strip().upper(): (sorted(v["positions"]), round(float(v["cost"]), 2)) for v in data["vehicles"]}
-                got_total = round(float(data["total_cost"]), 2)
-                got_deferred = sorted(str(r).strip().upper() for r in data["deferred"])
-                problem = ""
-            except (ValueError, KeyError, TypeError, AttributeError) as exc:
-                data, problem = None, f"cannot read {self.params['report_name']}: {exc}"
-        must = {reg for reg, e in plan.items() if e[0] < facts["legal"]}
-        if data is None:
-            vehicles_ok = positions_ok = mandatory_ok = totals_ok = deferred_ok = False
-        else:
-            vehicles_ok = set(got) == set(plan)
-            common = [r for r in plan if r in got]
-            positions_ok = bool(common) and all(got[r] == (sorted(plan[r][2]), plan[r][3]) for r in common)
-            mandatory_ok = must <= set(got)
-            totals_ok = abs(got_total - total) < 0.01
-            deferred_ok = got_deferred == sorted(deferred)
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
-        said = any(abs(n - total) < 0.01 for n in numbers) and len(deferred) in [int(n) for n in numbers if n == int(n)]
+        name = self.params["report_name"]
+        want, deferred, total = self.read_plan(self.reference.read(name))
+        illegal = self.query(  # vehicles whose latest reading of some tyre is below the legal minimum
+            "SELECT DISTINCT v.reg FROM inspections i JOIN vehicles v ON v.id = i.vehicle_id WHERE v.depot != ? AND "
+            "i.tread_mm < ? AND i.id = (SELECT id FROM inspections WHERE vehicle_id = i.vehicle_id AND position = "
+            "i.position ORDER BY inspected_on DESC, id DESC LIMIT 1)", (self.params["excluded_depot"], LEGAL_MM))
+        try:
+            got, got_deferred, got_total = self.read_plan(self.fs.read_text(name, MAX_FILE_CHARS))
+            problem = ""
+        except Exception as exc:  # noqa: BLE001 - missing, unreadable or not shaped as asked: said in the detail
+            got, got_deferred, got_total, problem = {}, None, None, f"{name}: {str(exc)[:200] or type(exc).__name__}"
+        left_out = sorted({normalise(r["reg"]) for r in illegal} - set(got))
+        common = [reg for reg in want if reg in got]
+        axles_ok = bool(common) and all(got[r][0] == want[r][0] and same_value(got[r][1], want[r][1], 0.005)
+                                        for r in common)
         return [
-            Criterion("legal_minimum_vehicles_included", mandatory_ok, 1.0, problem or f"{len(must)} mandatory vehicles"),
-            Criterion("planned_vehicles_match_budget_ranking", vehicles_ok, 2.0, problem or f"{len(plan)} vehicles expected"),
-            Criterion("axle_sets_and_costs", positions_ok, 1.0, problem or "whole axles at the right tyre price"),
-            Criterion("deferred_list_and_total", deferred_ok and totals_ok, 1.0, problem or f"total {total:.2f}, {len(deferred)} deferred"),
-            Criterion("answer_states_total_and_deferred", said, 1.0, f"expected total {total:.2f} and {len(deferred)} deferred"),
+            Criterion("legal_minimum_vehicles_included", not problem and not left_out, 1.0,
+                      problem or f"{len(illegal)} mandatory vehicles; missing: {left_out or 'none'}"),
+            Criterion("planned_vehicles_match_budget_ranking", not problem and set(got) == set(want), 2.0,
+                      problem or f"{len(got)} vehicles planned, {len(want)} expected"),
+            Criterion("axle_sets_and_costs", axles_ok, 1.0, problem or "whole axles at the right tyre price"),
+            Criterion("deferred_list_and_total", got_deferred == deferred and same_value(got_total, total, 0.005), 1.0,
+                      problem or f"total {total:.2f}, {len(deferred)} deferred"),
+            self.answer_states([total, len(deferred)], criterion="answer_states_total_and_deferred"),
         ]

@@ -1,7 +1,6 @@
 """State for fleet_maintenance/tyre_replacement_plan: vehicles, repeated tread inspections, a tyre price
 list, and the tyre policy, winter notice and budget e-mail that decide the plan."""
 import datetime as dt
-import json
 
 LAYOUT = {"car": ["FL", "FR", "RL", "RR"], "van": ["FL", "FR", "RL", "RR"],
           "truck": ["FL", "FR", "RLO", "RLI", "RRI", "RRO"], "minibus": ["FL", "FR", "RL", "RR"]}
@@ -37,7 +36,6 @@ def generate(ctx):
         CREATE TABLE inspections (id INTEGER PRIMARY KEY, vehicle_id INTEGER, position TEXT, tread_mm REAL,
             inspected_on TEXT, inspector TEXT);
         CREATE TABLE tyre_prices (id INTEGER PRIMARY KEY, vehicle_type TEXT, season TEXT, unit_price REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     legal = 1.6
@@ -140,6 +138,3 @@ def generate(ctx):
         (notes / f"workshop_note_{i:03d}.txt").write_text(
             f"Workshop note {i + 1}: wheel balancing machine serviced, torque wrench checked. Stock of valve caps\n"
             f"reordered ({rng.randint(50, 200)} units). No change to the tyre policy.\n")
-    facts = {"legal": legal, "threshold": threshold, "winter_depot": winter_depot, "winter_min": winter_min,
-             "budget": budget}
-    db.execute("INSERT INTO _verifier_facts VALUES ('policy', ?)", (json.dumps(facts),))

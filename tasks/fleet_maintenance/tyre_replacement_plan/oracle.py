@@ -5,7 +5,7 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, excluded_depot, report_name) -> str:
+def solve(tools, excluded_depot, report_name, winter_minimum=True) -> str:
     words = " ".join("\n".join(read_files(tools).values()).split())
     legal = float(re.search(r"legal minimum tread depth is ([\d.]+) mm", words).group(1))
     thresholds = {kind: float(mm) for mm, kind in
@@ -23,7 +23,9 @@ def solve(tools, excluded_depot, report_name) -> str:
         if v["depot"] == excluded_depot:
             continue
         season = "winter" if v["depot"] == winter else "all-season"
-        limit = max(thresholds[v["type"]], winter_min) if season == "winter" else thresholds[v["type"]]
+        limit = thresholds[v["type"]]
+        if season == "winter" and winter_minimum:
+            limit = max(limit, winter_min)
         tread = latest.get(v["id"], {})
         axles = {pos[0] for pos, mm in tread.items() if mm < limit}
         if not axles:

@@ -1,9 +1,4 @@
 """Tools and verifier for grant_management/budget_compliance."""
-import csv
-import io
-import json
-import re
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -11,9 +6,6 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
     @tool
     def list_awards(self, page: int = 1) -> dict:
         """List sponsored awards with sponsor and period of performance, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, award_number, sponsor, pi, start_date, end_date, total_budget FROM awards ORDER BY id", page=page)
 
@@ -23,7 +15,6 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
 
         Args:
             award_id: Only charges recorded against this award when non-zero.
-            page: 1-based page number.
         """
         sql = "SELECT id, award_id, account, posted_on, category, description, po_number, amount FROM expenses"
         if award_id:
@@ -49,53 +40,20 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
                               (expense_id, expense["award_id"], reason.strip()))
         return {"transfer_id": cur.lastrowid, "expense_id": expense_id, "account": "department"}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def expected(self) -> dict[int, dict]:
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        rows = self.query("SELECT e.id, e.posted_on, e.category, e.amount, a.award_number, a.sponsor, a.pi, a.start_date, a.end_date "
-                          "FROM expenses e JOIN awards a ON a.id = e.award_id")
-        out = {}
-        for e in rows:
-            if e["id"] == f["moved_earlier"] or e["pi"] == self.params["excluded_pi"] or e["amount"] < self.params["min_amount"]:
-                continue
-            bad = (not e["start_date"] <= e["posted_on"] <= e["end_date"]) or e["category"] == "hospitality"
-            bad = bad or (e["sponsor"] == f["no_equipment"] and e["category"] == "equipment")
-            bad = bad or (e["sponsor"] == f["equip_limited"] and e["category"] == "equipment"
-                          and e["amount"] > f["equip_threshold"] and e["id"] not in f["approved"])
-            bad = bad or (e["sponsor"] == f["travel_limited"] and e["category"] == "travel_international"
-                          and e["id"] not in f["approved"])
-            if bad:
-                out[e["id"]] = {"award": e["award_number"], "amount": e["amount"]}
-        return out
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        expected = self.expected()
-        moved = {r["expense_id"] for r in self.query("SELECT expense_id FROM transfers")}
-        missed = set(expected) - moved
-        wrongly = moved - set(expected)
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = {int(r["expense_id"]): (r["award_number"].strip(), round(float(r["amount"].replace(",", "").lstrip("$")), 2),
-                                              bool(r["reason"].strip())) for r in rows}
-                want = {k: (v["award"], round(v["amount"], 2), True) for k, v in expected.items()}
-                report_ok = got == want and len(rows) == len(want)
-                detail = "matches the expected charges" if report_ok else f"{len(rows)} rows, {len(want)} expected"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        total = round(sum(v["amount"] for v in expected.values()), 2)
-        per_award = {}
-        for v in expected.values():
-            per_award[v["award"]] = per_award.get(v["award"], 0) + v["amount"]
-        top = max(per_award.values())
-        top_awards = {a for a, amount in per_award.items() if abs(amount - top) < 0.005}
-        money = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.\d{2}", final_response)]
+        moved = self.reference.query("SELECT e.id, a.award_number, e.amount FROM transfers t JOIN expenses e ON "
+                                     "e.id = t.expense_id JOIN awards a ON a.id = t.from_award_id")
+        unallowable = f"id IN ({', '.join(str(e['id']) for e in moved)})"
+        per_award: dict[str, float] = {}
+        for e in moved:
+            per_award[e["award_number"]] = per_award.get(e["award_number"], 0.0) + e["amount"]
         return [
-            Criterion("every_unallowable_charge_moved", not missed, 2.0, f"{len(missed)} unallowable charges left on awards"),
-            Criterion("no_allowable_charge_moved", not wrongly, 1.0, f"{len(wrongly)} allowable charges moved"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("total_reported", any(abs(m - total) < 0.01 for m in money), 1.0, f"expected {total:.2f}"),
-            Criterion("top_award_named", any(a in final_response for a in top_awards), 1.0, f"expected {sorted(top_awards)}"),
+            self.tables_match("expenses", key="id", columns="account", where=unallowable, weight=2.0,
+                              criterion="every_unallowable_charge_moved"),
+            self.tables_match("expenses", key="id", columns="account", where=f"NOT {unallowable}",
+                              criterion="no_allowable_charge_moved"),
+            self.file_matches(self.params["report_name"], key="expense_id", columns=["award_number", "amount"]),
+            self.answer_states(round(sum(per_award.values()), 2), criterion="total_reported"),
+            self.answer_states(max(per_award, key=per_award.get), criterion="top_award_named"),
         ]

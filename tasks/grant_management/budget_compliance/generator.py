@@ -1,5 +1,4 @@
 """State for grant_management/budget_compliance: awards, expenses, sponsor terms and approval letters."""
-import json
 from datetime import date, timedelta
 
 SPONSORS = ["Federal Research Council", "Halvorsen Foundation", "Coastal Health Trust"]
@@ -36,7 +35,6 @@ def generate(ctx):
         CREATE TABLE expenses (id INTEGER PRIMARY KEY, award_id INTEGER, account TEXT, posted_on TEXT, category TEXT,
             description TEXT, po_number TEXT, amount REAL);
         CREATE TABLE transfers (id INTEGER PRIMARY KEY, expense_id INTEGER, from_award_id INTEGER, reason TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     # Which sponsor carries which special rule varies by seed.
@@ -149,7 +147,3 @@ def generate(ctx):
             f"Hi all, a reminder about {topics[i % len(topics)]}. {a[3]} asked about award {a[1]}; no cost changes are "
             f"needed there. Deadline is the {rng.randint(2, 28)}th.\n"
         )
-    facts = {"equip_limited": equip_limited, "travel_limited": travel_limited, "no_equipment": no_equipment,
-             "equip_threshold": equip_threshold, "approved": [approved_equipment[0], approved_trip[0]],
-             "moved_earlier": old[0]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -4,10 +4,9 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 
-def solve(tools, excluded_pi, min_amount, report_name) -> str:
+def solve(tools, excluded_pi, min_amount, report_name, honour_approvals=True) -> str:
     texts = read_files(tools)
-    equipment_cap, needs_trip_approval, bans_equipment = {}, set(), set()
-    approvals = set()
+    equipment_cap, needs_trip_approval, bans_equipment, approvals = {}, set(), set(), set()
     for text in texts.values():
         header = re.match(r"# (.+?): award terms", text)
         if header:
@@ -28,7 +27,7 @@ def solve(tools, excluded_pi, min_amount, report_name) -> str:
         award = awards[e["award_id"]]
         if e["account"] != "grant" or award["pi"] == excluded_pi or e["amount"] < min_amount:
             continue
-        sponsor, approved = award["sponsor"], (award["award_number"], e["po_number"]) in approvals
+        sponsor, approved = award["sponsor"], honour_approvals and (award["award_number"], e["po_number"]) in approvals
         reason = None
         if not award["start_date"] <= e["posted_on"] <= award["end_date"]:
             reason = "outside the period of performance"

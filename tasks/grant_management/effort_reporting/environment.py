@@ -1,5 +1,4 @@
 """Tools and verifier for grant_management/effort_reporting."""
-import json
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -9,18 +8,12 @@ class EffortReportingEnv(WorkspaceEnvironment):
     @tool
     def list_people(self, page: int = 1) -> dict:
         """List research personnel with department, role and annual salary, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, department, role, annual_salary FROM people ORDER BY id", page=page)
 
     @tool
     def list_grants(self, page: int = 1) -> dict:
         """List grants with sponsor and start and end dates, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, code, sponsor, title, start_date, end_date FROM grants ORDER BY id", page=page)
 
@@ -29,7 +22,6 @@ class EffortReportingEnv(WorkspaceEnvironment):
         """List effort lines (person, grant, charged % and cost-shared %), 50 per page.
 
         Args:
-            page: 1-based page number.
             person_id: Only this person's lines when non-zero.
         """
         where, args = (" WHERE person_id = ?", (person_id,)) if person_id else ("", ())
@@ -68,44 +60,15 @@ class EffortReportingEnv(WorkspaceEnvironment):
                               (certification_id, float(excess_pct)))
         return {"flag_id": cur.lastrowid, "certification_id": certification_id}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def _expected(self) -> tuple[dict[int, float], float]:
-        rules = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'rules'")[0]["value"])
-        people = {p["id"]: p for p in self.query("SELECT * FROM people")}
-        grants = {g["id"]: g for g in self.query("SELECT * FROM grants")}
-        totals: dict[int, float] = {}
-        uncovered = 0.0
-        for line in self.query("SELECT * FROM effort_lines"):
-            grant = grants[line["grant_id"]]
-            if grant["end_date"] < rules["period_start"] or people[line["person_id"]]["department"] == self.params["excluded_department"]:
-                continue
-            totals[line["person_id"]] = totals.get(line["person_id"], 0.0) + line["charged_pct"] + line["cost_shared_pct"]
-            salary = people[line["person_id"]]["annual_salary"]
-            if grant["sponsor"] == rules["capped"] and salary > rules["cap"]:
-                uncovered += line["charged_pct"] / 100 * (salary - rules["cap"]) / 2
-        for pid in totals:
-            p = people[pid]
-            if p["role"] == "faculty":
-                totals[pid] += rules["teaching"] + (rules["clinical"] if p["department"] == rules["clinical_dept"] else 0)
-        return totals, round(uncovered, 2)
-
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        totals, uncovered = self._expected()
-        certs = {c["person_id"]: c for c in self.query("SELECT * FROM certifications")}
-        flags = {f["person_id"]: f["excess_pct"] for f in self.query(
-            "SELECT c.person_id, f.excess_pct FROM overcommitment_flags f JOIN certifications c ON c.id = f.certification_id")}
-        n_flags = self.query("SELECT COUNT(*) AS n FROM overcommitment_flags")[0]["n"]
-        common = [p for p in totals if p in certs]
-        limit = self.params["effort_limit"]
-        over = {p: t - limit for p, t in totals.items() if t > limit + 1e-9}
-        flags_ok = set(flags) == set(over) and n_flags == len(flags) and all(abs(flags[p] - e) < 0.01 for p, e in over.items())
-        numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", final_response)]
+        flags = "overcommitment_flags f JOIN certifications c ON c.id = f.certification_id"
+        uncovered = float(re.search(r"\$([\d,]+\.\d\d)", self.reference.answer).group(1).replace(",", ""))
         return [
-            Criterion("everyone_with_active_effort_certified", set(certs) == set(totals), 1.0,
-                      f"{len(certs)} certified, {len(totals)} expected"),
-            Criterion("certified_totals_correct", bool(common) and all(abs(certs[p]["total_effort_pct"] - totals[p]) < 0.01 for p in common),
-                      2.0, "active grants only, plus teaching and clinical reserves"),
-            Criterion("overcommitments_flagged", flags_ok, 1.0, f"{len(over)} people over {limit}%"),
-            Criterion("salary_cap_cost_reported", any(abs(n - uncovered) < 0.01 for n in numbers), 1.0,
-                      f"expected {uncovered:.2f}"),
+            self.tables_match("certifications", key="person_id", criterion="everyone_with_active_effort_certified"),
+            self.tables_match("certifications", key="person_id", columns="total_effort_pct", tolerance=0.01,
+                              weight=2.0, criterion="certified_totals_correct"),
+            self.tables_match(flags, key="c.person_id", columns="f.excess_pct", tolerance=0.01,
+                              criterion="overcommitments_flagged"),
+            self.answer_states(uncovered, criterion="salary_cap_cost_reported"),
         ]

@@ -1,7 +1,6 @@
 """State for grant_management/effort_reporting: people, grants, effort lines, the university effort
 policy, sponsor award letters (salary cap) and a dean's e-mail adding a clinical reserve."""
 import datetime as dt
-import json
 
 SPONSORS = ["National Health Institute", "Science Foundation", "Hartwell Foundation", "Energy Research Council",
             "Clarke Trust"]
@@ -33,7 +32,6 @@ def generate(ctx):
         CREATE INDEX certifications_person ON certifications (person_id);
         CREATE INDEX effort_lines_person ON effort_lines (person_id);
         CREATE TABLE overcommitment_flags (id INTEGER PRIMARY KEY, certification_id INTEGER, excess_pct REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     teaching = rng.choice([10, 15, 20])
@@ -148,6 +146,3 @@ def generate(ctx):
             "From: research.office@university.example\nSubject: "
             f"{rng.choice(['Timesheet reminder', 'Audit visit', 'New grants portal', 'Indirect cost rates'])}\n\n"
             "For information only; no change to how effort is certified.\n")
-    facts = {"teaching": teaching, "clinical": clinical, "clinical_dept": clinical_dept, "cap": cap, "capped": capped,
-             "period_start": PERIOD_START.isoformat()}
-    db.execute("INSERT INTO _verifier_facts VALUES ('rules', ?)", (json.dumps(facts),))

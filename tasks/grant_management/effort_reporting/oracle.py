@@ -6,11 +6,10 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 PERIOD_START = "2026-07-01"
 
 
-def solve(tools, effort_limit, excluded_department) -> str:
+def solve(tools, effort_limit, excluded_department, cap_every_award=True) -> str:
     files = read_files(tools)
-    teaching = clinical = cap = None
-    clinical_dept, capped_sponsor = None, None
-    for path, text in files.items():
+    teaching = clinical = cap = clinical_dept = capped_sponsor = named_award = None
+    for text in files.values():
         flat = " ".join(text.split())
         m = re.search(r"Faculty always keep (\d+)% of their effort", flat)
         if m:
@@ -22,6 +21,7 @@ def solve(tools, effort_limit, excluded_department) -> str:
         if m:
             cap = float(m.group(1).replace(",", ""))
             capped_sponsor = text.splitlines()[0].strip()
+            named_award = re.search(r"Notice of award - (\S+)", flat).group(1)
     people = {p["id"]: p for p in read_all(tools.list_people)}
     grants = {g["id"]: g for g in read_all(tools.list_grants)}
     totals, uncovered = {}, 0.0
@@ -32,7 +32,7 @@ def solve(tools, effort_limit, excluded_department) -> str:
         pid = line["person_id"]
         totals[pid] = totals.get(pid, 0.0) + line["charged_pct"] + line["cost_shared_pct"]
         salary = people[pid]["annual_salary"]
-        if grant["sponsor"] == capped_sponsor and salary > cap:
+        if grant["sponsor"] == capped_sponsor and salary > cap and (cap_every_award or grant["code"] == named_award):
             uncovered += line["charged_pct"] / 100 * (salary - cap) / 2
     flagged = 0
     for pid in sorted(totals):

@@ -1,19 +1,15 @@
 """Tools and verifier for grant_management/reviewer_assignment."""
-import csv
-import io
 import json
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
+from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_rows, parse_rows
 
 
 class ReviewerAssignmentEnv(WorkspaceEnvironment):
     @tool
     def list_proposals(self, page: int = 1) -> dict:
         """List proposals with topic, principal investigator, institution and co-investigators, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, ref, title, topic, pi_name, institution, co_investigators, requested_amount, summary "
                                "FROM proposals ORDER BY id", page=page)
@@ -21,9 +17,6 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
     @tool
     def list_reviewers(self, page: int = 1) -> dict:
         """List panel reviewers with institution, expertise (comma-separated topics) and profile load limit, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, institution, expertise, max_load FROM reviewers ORDER BY id", page=page)
 
@@ -33,7 +26,6 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
 
         Args:
             reviewer_id: Only this reviewer's papers when non-zero.
-            page: 1-based page number.
         """
         where, args = (" WHERE reviewer_id = ?", (reviewer_id,)) if reviewer_id else ("", ())
         return self.query_page("SELECT reviewer_id, coauthor, year, venue FROM collaborations" + where + " ORDER BY id", args, page)
@@ -67,60 +59,50 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM assignments WHERE id = ?", (assignment_id,))
         return {"assignment_id": assignment_id, "removed": True}
 
-    # --- verifier --------------------------------------------------------------------------------
-    def eligibility(self) -> tuple[dict, set, dict]:
-        """(facts, conflicted qualified pairs, eligible reviewers per proposal)."""
-        f = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        reviewers = self.query("SELECT * FROM reviewers")
-        coauthors = {(c["reviewer_id"], c["coauthor"]) for c in self.query("SELECT reviewer_id, coauthor FROM collaborations WHERE year >= ?",
-                                                                          (f["since_year"],))}
-        recusals = {tuple(x) for x in f["recusals"]}
-        conflicts, eligible = set(), {}
-        for p in self.query("SELECT * FROM proposals WHERE topic != ?", (self.params["deferred_topic"],)):
-            named = {n.strip() for n in p["co_investigators"].split(";")}
-            eligible[p["id"]] = set()
-            for r in reviewers:
-                if r["id"] == f["unavailable"] or p["topic"] not in r["expertise"].split(","):
-                    continue
-                if (r["institution"] == p["institution"] or r["name"] in named or (r["id"], p["pi_name"]) in coauthors
-                        or (r["id"], p["id"]) in recusals):
-                    conflicts.add((p["id"], r["id"]))
-                else:
-                    eligible[p["id"]].add(r["id"])
-        return f, conflicts, eligible
+    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
+    # Many assignments keep the panel rules, so they are checked against the rules, not against the reference's.
+    def broken(self, rule: str) -> int:
+        """Assignments to a deferred proposal or an unfit or conflicted reviewer, or reviewers over their limit."""
+        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        values = dict(facts, deferred=self.params["deferred_topic"], since=2026 - self.params["coi_years"] + 1)
+        sql = {
+            "conflict": "FROM assignments a JOIN proposals p ON p.id = a.proposal_id JOIN reviewers r ON r.id = "
+                        "a.reviewer_id WHERE p.topic = :deferred OR r.id = :unavailable OR instr(',' || r.expertise "
+                        "|| ',', ',' || p.topic || ',') = 0 OR r.institution = p.institution OR instr('; ' || "
+                        "p.co_investigators || ';', '; ' || r.name || ';') > 0 OR (r.id = :recuser AND p.id = "
+                        ":recused) OR EXISTS (SELECT 1 FROM collaborations c WHERE c.reviewer_id = r.id AND "
+                        "c.coauthor = p.pi_name AND c.year >= :since)",
+            "load": "FROM (SELECT r.max_load, count(*) AS n FROM assignments a JOIN reviewers r ON r.id = "
+                    "a.reviewer_id GROUP BY r.id) WHERE n > min(max_load, :cap)",
+        }[rule]
+        return self.db.execute(f"SELECT count(*) {sql}", values).fetchone()[0]
+
+    def report_written(self) -> Criterion:
+        """The report lists this episode's assignments."""
+        name = self.params["report_name"]
+        want = self.query("SELECT p.ref AS proposal_ref, r.name AS reviewer FROM assignments a JOIN proposals p ON "
+                          "p.id = a.proposal_id JOIN reviewers r ON r.id = a.reviewer_id")
+        try:
+            problem = compare_rows(parse_rows(self.fs.read_text(name, MAX_FILE_CHARS), "csv"), want, [],
+                                   ["proposal_ref", "reviewer"], tolerance=0)
+        except Exception as exc:  # noqa: BLE001 - missing, unreadable or not a table: said in the detail
+            problem = f"{name}: {str(exc)[:200] or type(exc).__name__}"
+        return Criterion("report_written", bool(want) and problem is None, 1.0, problem or f"{len(want)} assignments")
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        f, conflicts, eligible = self.eligibility()
-        limits = {r["id"]: min(r["max_load"], f["cap"]) for r in self.query("SELECT id, max_load FROM reviewers")}
-        given = {}
-        for a in self.query("SELECT proposal_id, reviewer_id FROM assignments"):
-            given.setdefault(a["proposal_id"], []).append(a["reviewer_id"])
-        complete = all(len(set(given.get(p, []))) == f["per_proposal"] == len(given.get(p, [])) for p in eligible)
-        clean = all(p in eligible and r in eligible[p] for p, rs in given.items() for r in rs)  # deferred topic: none
-        loads = {}
-        for rs in given.values():
-            for r in rs:
-                loads[r] = loads.get(r, 0) + 1
-        within = all(n <= limits[r] for r, n in loads.items())
-        names = {r["id"]: r["name"] for r in self.query("SELECT id, name FROM reviewers")}
-        refs = {p["id"]: p["ref"] for p in self.query("SELECT id, ref FROM proposals")}
-        report_ok, detail = False, f"{self.params['report_name']} not found"
-        path = self.workspace / self.params["report_name"]
-        if path.is_file():
-            try:
-                rows = list(csv.DictReader(io.StringIO(path.read_text().strip())))
-                got = sorted((r["proposal_ref"].strip(), r["reviewer"].strip()) for r in rows)
-                want = sorted((refs[p], names[r]) for p, rs in given.items() for r in rs)
-                report_ok = bool(want) and got == want
-                detail = "matches the assignments made" if report_ok else f"{len(got)} rows, {len(want)} assignments made"
-            except (KeyError, ValueError, TypeError, AttributeError) as exc:
-                detail = f"cannot parse the report: {exc}"
-        counts = {int(n) for n in re.findall(r"(?<![\d.\-])\d+(?![\d.])", final_response)}
+        per_proposal = ("(SELECT proposal_id, count(DISTINCT reviewer_id) AS reviewers, count(*) AS assignments "
+                        "FROM assignments GROUP BY proposal_id)")
+        assigned = self.query("SELECT count(*) AS n FROM assignments")[0]["n"]
+        conflicts, overloaded = self.broken("conflict"), self.broken("load")
+        found = int(re.search(r"I found (\d+) conflicts", self.reference.answer).group(1))
         return [
-            Criterion("every_proposal_fully_staffed", complete, 1.0, f"each proposal needs {f['per_proposal']} distinct reviewers"),
-            Criterion("no_conflicted_or_unqualified_reviewer", bool(given) and clean, 2.0,
-                      "deferred topic left alone; expertise, availability, institution, co-investigators, recent co-authorship and declared conflicts"),
-            Criterion("loads_within_limits", bool(given) and within, 1.0, f"at most {f['cap']} per reviewer and their profile limit"),
-            Criterion("report_written", report_ok, 1.0, detail),
-            Criterion("conflict_count_reported", len(conflicts) in counts, 1.0, f"expected {len(conflicts)}"),
+            self.tables_match(per_proposal, key="proposal_id", columns=["reviewers", "assignments"],
+                              criterion="every_proposal_fully_staffed"),
+            Criterion("no_conflicted_or_unqualified_reviewer", assigned > 0 and not conflicts, 2.0,
+                      f"{conflicts} assignments to the deferred topic, or to a reviewer without the expertise, "
+                      "away, or with a conflict of interest"),
+            Criterion("loads_within_limits", assigned > 0 and not overloaded, 1.0,
+                      f"{overloaded} reviewers over the round's cap or their profile limit"),
+            self.report_written(),
+            self.answer_states(found, criterion="conflict_count_reported"),
         ]

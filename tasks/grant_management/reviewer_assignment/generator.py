@@ -118,6 +118,5 @@ def generate(ctx):
             f"Dear programme officer, a quick question about the {topics_chat[i % len(topics_chat)]}. I am happy to "
             f"review as planned and have nothing to declare. Regards, {r[1]}\n"
         )
-    facts = {"per_proposal": per_proposal, "cap": cap, "since_year": 2026 - years + 1, "unavailable": unavailable[0],
-             "recusals": [[recuser[0], first[0]]]}
+    facts = {"cap": cap, "unavailable": unavailable[0], "recuser": recuser[0], "recused": first[0]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -6,12 +6,12 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 NUMBER_WORDS = {"two": 2, "three": 3, "four": 4}
 
 
-def solve(tools, deferred_topic, coi_years, report_name) -> str:
+def solve(tools, deferred_topic, coi_years, report_name, coauthor_window=True, round_cap=True) -> str:
     texts = read_files(tools)
     rules = next(t for t in texts.values() if "Review panel guidelines" in t)
     per_proposal = NUMBER_WORDS[re.search(r"read by (\w+) reviewers", rules).group(1)]
     cap = int(re.search(r"nobody reviews more than (\d+) proposals", rules).group(1))
-    since = 2026 - coi_years + 1
+    since = 2026 - coi_years + 1 if coauthor_window else 0
 
     reviewers = read_all(tools.list_reviewers)
     proposals = [p for p in read_all(tools.list_proposals) if p["topic"] != deferred_topic]
@@ -43,7 +43,7 @@ def solve(tools, deferred_topic, coi_years, report_name) -> str:
                 eligible[p["id"]].append(r)
 
     load = {r["id"]: 0 for r in reviewers}
-    limit = {r["id"]: min(cap, r["max_load"]) for r in reviewers}
+    limit = {r["id"]: min(cap, r["max_load"]) if round_cap else r["max_load"] for r in reviewers}
     rows = []
     # The hardest-to-staff proposals first, then the least-loaded qualified reviewers.
     for p in sorted(proposals, key=lambda p: (len(eligible[p["id"]]), p["id"])):
