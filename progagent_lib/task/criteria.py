@@ -37,7 +37,7 @@ MAX_FILE_CHARS = 4 << 20     # characters of an episode's file a comparison read
 MAX_ROWS = 100_000           # rows of a table or a file a comparison reads
 MAX_DETAIL_ITEMS = 4         # differences named in a criterion's detail
 NUMBER_CELL = re.compile(r"\s*([-+]?)\s*[$£€]?\s*([-+]?)(\d[\d,]*(?:\.\d+)?|\.\d+)\s*%?\s*")
-NUMBER_IN_TEXT = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?")
+NUMBER_IN_TEXT = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?")  # not the parts of an id such as RC-26-123
 ROW_FORMATS = ("csv", "md")
 FILE_FORMATS = ROW_FORMATS + ("json", "lines")
 
@@ -95,8 +95,15 @@ def _listed(items: list[str]) -> str:
     return shown + (f" and {len(items) - MAX_DETAIL_ITEMS} more" if len(items) > MAX_DETAIL_ITEMS else "")
 
 
+Tolerance = float | dict[str, float]  # one for every number, or one per column (columns not named: exact)
+
+
+def tolerance_of(tolerance: Tolerance, column: str) -> float:
+    return tolerance.get(column, 0.0) if isinstance(tolerance, dict) else tolerance
+
+
 def compare_rows(got: list[Row], want: list[Row], key: Sequence[str], columns: Sequence[str],
-                 tolerance: float) -> str | None:
+                 tolerance: Tolerance) -> str | None:
     """None when `got` holds the rows of `want` (matched by `key`, compared on `columns`), else what differs."""
     if len(got) > MAX_ROWS:
         return f"more than {MAX_ROWS:,} rows"
@@ -112,14 +119,14 @@ def compare_rows(got: list[Row], want: list[Row], key: Sequence[str], columns: S
     missing = [_display(k) for k in expected if k not in mine]
     extra = [_display(k) for k in mine if k not in expected]
     wrong = [f"{_display(k)} {c}={mine[k].get(c)!r} (expected {row.get(c)!r})" for k, row in expected.items() if k in mine
-             for c in columns if not same_value(mine[k].get(c), row.get(c), tolerance)]
+             for c in columns if not same_value(mine[k].get(c), row.get(c), tolerance_of(tolerance, c))]
     problems = [f"missing {_listed(missing)}" if missing else "", f"unexpected {_listed(extra)}" if extra else "",
                 f"differs: {_listed(wrong)}" if wrong else ""]
     problems = [p for p in problems if p]
     return f"{len(got)} rows, {len(want)} expected; " + "; ".join(problems) if problems else None
 
 
-def _compare_unkeyed(got: list[Row], want: list[Row], columns: Sequence[str], tolerance: float) -> str | None:
+def _compare_unkeyed(got: list[Row], want: list[Row], columns: Sequence[str], tolerance: Tolerance) -> str | None:
     def order(row: Row) -> tuple:
         return tuple(repr(round(v, 6)) if isinstance(v, float) else repr(v)
                      for v in (normalise(row.get(c)) for c in columns))
@@ -127,7 +134,7 @@ def _compare_unkeyed(got: list[Row], want: list[Row], columns: Sequence[str], to
     if len(got) != len(want):
         return f"{len(got)} rows, {len(want)} expected"
     for mine, theirs in zip(sorted(got, key=order), sorted(want, key=order)):
-        wrong = [c for c in columns if not same_value(mine.get(c), theirs.get(c), tolerance)]
+        wrong = [c for c in columns if not same_value(mine.get(c), theirs.get(c), tolerance_of(tolerance, c))]
         if wrong:
             return f"a row differs in {', '.join(wrong)}: {[mine.get(c) for c in wrong]!r:.200} " \
                    f"(expected {[theirs.get(c) for c in wrong]!r:.200})"
@@ -264,9 +271,10 @@ class ReferenceCriteria:
             self._reference = None
 
     def tables_match(self, table: str, *, key: str | Sequence[str], columns: str | Sequence[str] = (), where: str = "",
-                     criterion: str | None = None, weight: float = 1.0, tolerance: float = 1e-6) -> Criterion:
+                     criterion: str | None = None, weight: float = 1.0, tolerance: Tolerance = 1e-6) -> Criterion:
         """The rows of `table` (any FROM clause) that satisfy `where` are the reference's: the same `key`s, and on
-        each the same `columns`. Text ignores case and spaces; numbers agree within `tolerance`."""
+        each the same `columns`. Text ignores case and spaces; numbers agree within `tolerance` (one for all, or
+        `{column: tolerance}`)."""
         keys, compared = _names(key), _names(columns)
         selected = keys + compared  # expressions (`p.sku`), each read back under its own text
         sql = f"SELECT {', '.join(f'{e} AS _c{i}' for i, e in enumerate(selected))} FROM {table}" + \
@@ -282,7 +290,7 @@ class ReferenceCriteria:
         return Criterion(name, problem is None, weight, problem or f"{len(want)} rows as expected")
 
     def file_matches(self, name: str, *, as_: str = "csv", key: str | Sequence[str] = (),
-                     columns: str | Sequence[str] | None = None, tolerance: float = 0.01,
+                     columns: str | Sequence[str] | None = None, tolerance: Tolerance = 0.01,
                      criterion: str | None = None, weight: float = 1.0) -> Criterion:
         """The workspace file `name` holds what the reference's does: for "csv" and "md" (its first table) the same
         rows, matched by `key` (else in any order) on `columns` (default: the reference's headings); for "json" the
@@ -304,8 +312,11 @@ class ReferenceCriteria:
         return Criterion(label, problem is None, weight, problem or f"{name} matches the expected result")
 
     @staticmethod
-    def _compare_file(text: str, expected: str, as_: str, key: list[str], columns: Any, tolerance: float) -> str | None:
+    def _compare_file(text: str, expected: str, as_: str, key: list[str], columns: Any,
+                      tolerance: Tolerance) -> str | None:
         if as_ == "json":
+            if isinstance(tolerance, dict):
+                raise ValueError("file_matches(as_='json') takes one tolerance, not one per column")
             return compare_json(parse_json(text), json.loads(expected), [header_name(k) for k in key], tolerance)
         if as_ == "lines":
             got, want = ({normalise(line) for line in t.splitlines() if line.strip()} for t in (text, expected))
@@ -316,19 +327,23 @@ class ReferenceCriteria:
         absent = [c for c in keys + compared if got_rows and c not in got_rows[0]]
         if absent:
             return f"no column {absent[0]!r} (columns: {', '.join(list(got_rows[0])[:12])})"
+        if isinstance(tolerance, dict):
+            tolerance = {header_name(c): t for c, t in tolerance.items()}
         return compare_rows(got_rows, want_rows, keys, [c for c in compared if c not in keys], tolerance)
 
-    def answer_states(self, value: Any, *, tolerance: float = 0.01, criterion: str | None = None,
+    def answer_states(self, value: Any, *, tolerance: float = 0.01, any_of: bool = False, criterion: str | None = None,
                       weight: float = 1.0) -> Criterion:
         """The final answer states `value`: a number (any number in the answer within `tolerance`), a text (contained,
-        ignoring case and spacing), or a list of them (every one)."""
+        ignoring case and spacing), or a list of them (every one; with `any_of`, at least one, as for tied results)."""
         answer = self.final_answer
         values = value if isinstance(value, (list, tuple)) else [value]
         numbers = [float(m.group().replace(",", "")) for m in NUMBER_IN_TEXT.finditer(answer)]
         text = " ".join(answer.split()).casefold()
         missing = [v for v in values if not _stated(v, numbers, text, tolerance)]
+        if any_of and len(missing) < len(values):
+            missing = []
         shown = ", ".join(_shown(v) for v in values)
-        detail = f"expected {shown}" + (f"; missing {', '.join(_shown(v) for v in missing)}" if missing else "")
+        detail = f"expected {'one of ' if any_of else ''}{shown}" + (f"; missing {', '.join(_shown(v) for v in missing)}" if missing else "")
         return Criterion(criterion or "answer_states_result", not missing, weight, detail)
 
     def nothing_else_changed(self, tables: Sequence[str] | None = None, *, criterion: str = "nothing_else_changed",

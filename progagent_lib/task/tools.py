@@ -120,6 +120,10 @@ def type_to_schema(annotation: Any) -> dict:
     raise ToolDefinitionError(f"unsupported parameter type {annotation!r}")
 
 
+# Parameters every listing shares, described once: a tool's docstring may leave them out of 'Args:'.
+STANDARD_PARAMETERS = {"page": "1-based page number."}
+
+
 def build_spec(fn: Callable, owner: str = "") -> ToolSpec:
     """Derive a ToolSpec from a tool method; refuse definitions a model could not use."""
     where = f"{owner}.{fn.__name__}" if owner else fn.__name__
@@ -143,6 +147,8 @@ def build_spec(fn: Callable, owner: str = "") -> ToolSpec:
             raise ToolDefinitionError(f"tool {where!r}: *args/**kwargs cannot be described to a model")
         if name not in hints:
             raise ToolDefinitionError(f"tool {where!r}: parameter {name!r} has no type annotation")
+        if name not in param_docs and name in STANDARD_PARAMETERS:
+            param_docs[name] = STANDARD_PARAMETERS[name]
         if name not in param_docs:
             raise ToolDefinitionError(f"tool {where!r}: parameter {name!r} is not described under 'Args:'")
         try:

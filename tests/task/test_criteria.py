@@ -209,3 +209,25 @@ def test_a_task_built_on_comparisons_certifies_with_its_near_miss(tmp_path, monk
         assert near.reward == 0.0 and near.score == 0.5 and json.dumps(near.to_dict())
     finally:
         env.close()
+
+
+def test_answer_states_any_of_ties_and_ignores_the_numbers_inside_ids(solved):
+    env, answer = solved
+    env.final_answer = "Recall RC-26-123 is done; 7 notices sent, Northwind leads."
+    assert not env.answer_states(26).passed and not env.answer_states(123).passed and env.answer_states(7).passed
+    assert env.answer_states(["Northwind", "Keystone"], any_of=True).passed
+    assert not env.answer_states(["Northwind", "Keystone"]).passed
+    assert env.answer_states(-4.5, criterion="n").passed is False
+    env.final_answer = "net -4.50 after refunds"
+    assert env.answer_states(-4.5).passed
+
+
+def test_a_tolerance_per_column(solved):
+    env, answer = solved
+    name = env.params["report_name"]
+    rows = list(csv_rows(env.read_workspace(name)))
+    bumped = [rows[0]] + [[r[0], r[1], str(int(r[2])), f"{float(r[3]) + 0.004:.3f}"] for r in rows[1:]]
+    env.tools.write_file(path=name, content="\n".join(",".join(r) for r in bumped) + "\n")
+    assert env.file_matches(name, key="sku", tolerance={"cost": 0.005}).passed
+    assert not env.file_matches(name, key="sku", tolerance={"cost": 0.001}).passed
+    assert not env.file_matches(name, key="sku", tolerance={"quantity": 0.005}).passed  # cost: exact

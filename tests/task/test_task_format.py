@@ -320,3 +320,20 @@ def test_query_page_matches_paginate_and_require_row_names_the_missing_record(re
             env.require_row("suppliers", 999, "use get_supplier")
     finally:
         env.close()
+
+
+def test_a_listings_page_parameter_needs_no_description_but_others_do():
+    from progagent_lib.task.tools import ToolDefinitionError, build_spec
+
+    def list_rows(self, page: int = 1, kind: str = "") -> dict:
+        """List rows, 20 per page.
+
+        Args:
+            kind: Only rows of this kind when non-empty.
+        """
+
+    properties = build_spec(list_rows).parameters["properties"]
+    assert properties["page"]["description"] == "1-based page number." and properties["page"]["default"] == 1
+    list_rows.__doc__ = "List rows, 20 per page."
+    with pytest.raises(ToolDefinitionError, match="parameter 'kind' is not described"):
+        build_spec(list_rows)

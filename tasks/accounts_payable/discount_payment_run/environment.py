@@ -9,9 +9,6 @@ class PaymentRunEnv(WorkspaceEnvironment):
     @tool
     def list_vendors(self, page: int = 1) -> dict:
         """List suppliers with the payment terms on file, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, terms FROM vendors ORDER BY id", page=page)
 
@@ -20,7 +17,6 @@ class PaymentRunEnv(WorkspaceEnvironment):
         """List supplier invoices by status (approved = waiting for payment; also scheduled or paid), 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "approved", "scheduled" or "paid".
         """
         return self.query_page("SELECT id, invoice_no, vendor_id, invoice_date, amount FROM invoices WHERE status = ? "

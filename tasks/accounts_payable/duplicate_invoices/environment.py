@@ -8,9 +8,6 @@ class DuplicateEnv(WorkspaceEnvironment):
     @tool
     def list_vendors(self, page: int = 1) -> dict:
         """List suppliers (id and name), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name FROM vendors ORDER BY id", page=page)
 
@@ -19,7 +16,6 @@ class DuplicateEnv(WorkspaceEnvironment):
         """List ledger invoices (id, supplier, number, date, amount, status, description), 50 per page, by id.
 
         Args:
-            page: 1-based page number.
             vendor_id: Only this supplier's invoices when non-zero.
         """
         sql = "SELECT id, vendor_id, invoice_no, invoice_date, amount, status, description FROM invoices"

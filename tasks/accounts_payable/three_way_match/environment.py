@@ -19,7 +19,6 @@ class MatchingEnv(WorkspaceEnvironment):
         """List supplier invoices with vendor, PO reference and amount, 20 per page.
 
         Args:
-            page: 1-based page number.
             status: Only invoices with this status ("pending", "approved" or "on_hold") when non-empty.
         """
         result = self.query_page("SELECT id FROM invoices" + (" WHERE status = ?" if status else "") + " ORDER BY id",
@@ -61,7 +60,6 @@ class MatchingEnv(WorkspaceEnvironment):
 
         Args:
             po_number: The order number, e.g. "PO-26003".
-            page: 1-based page number.
         """
         if not self.query("SELECT id FROM purchase_orders WHERE po_number = ?", (po_number.strip(),)):
             raise ToolError(f"no purchase order {po_number!r}")

@@ -20,7 +20,6 @@ class RebookEnv(WorkspaceEnvironment):
         """List the practice's clinicians (staff number, name, specialty, site), 20 per page.
 
         Args:
-            page: 1-based page number.
             specialty: Only clinicians of this specialty when non-empty, e.g. "Physiotherapy".
         """
         where, args = (" WHERE specialty = ?", (specialty,)) if specialty else ("", ())
@@ -34,7 +33,6 @@ class RebookEnv(WorkspaceEnvironment):
             clinician_id: The clinician's staff number.
             date_from: First day, YYYY-MM-DD.
             date_to: Last day, YYYY-MM-DD (inclusive).
-            page: 1-based page number.
         """
         lo, hi = _check_date(date_from, "date_from"), _check_date(date_to, "date_to")
         self.require_row("clinicians", clinician_id, "use list_clinicians")
@@ -49,7 +47,6 @@ class RebookEnv(WorkspaceEnvironment):
         Args:
             specialty: The specialty, e.g. "General practice".
             date_from: Only slots on or after this day, YYYY-MM-DD.
-            page: 1-based page number.
         """
         lo = _check_date(date_from, "date_from")
         if not self.query("SELECT id FROM clinicians WHERE specialty = ?", (specialty,)):

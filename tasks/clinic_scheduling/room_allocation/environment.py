@@ -11,7 +11,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
 
         Args:
             site: "Northgate" or "Riverside".
-            page: 1-based page number.
         """
         rows = self.query("SELECT id, name, site, capacity, equipment, step_free FROM rooms WHERE site = ? ORDER BY id", (site.strip(),))
         if not rows:
@@ -23,7 +22,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         """List clinic sessions (type, clinician, site, day, times, expected attendees), 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "unallocated", "allocated" or "flagged".
         """
         return self.query_page("SELECT id, clinic_type, clinician, site, day, start, end, expected_attendees, status FROM sessions "
@@ -35,7 +33,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
 
         Args:
             day: The day, YYYY-MM-DD.
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, room_id, session_id, day, start, end, purpose FROM bookings WHERE day = ? ORDER BY room_id, start",
                                (day.strip(),), page)

@@ -17,9 +17,6 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
     @tool
     def list_patients(self, page: int = 1) -> dict:
         """List registered patients with MRN, name, date of birth and registration status, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, mrn, name, birth_date, status FROM patients ORDER BY id", page=page)
 
@@ -28,7 +25,6 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         """List recorded vaccine doses (patient, vaccine code, date given), 50 per page, optionally filtered.
 
         Args:
-            page: 1-based page number.
             vaccine: Only doses of this vaccine code (Td, FLU, RZV, PPV) when non-empty.
             patient_id: Only this patient's doses when non-zero.
         """

@@ -11,9 +11,6 @@ class RegistrationEnv(WorkspaceEnvironment):
     @tool
     def list_courses(self, page: int = 1) -> dict:
         """List this term's courses with their recorded seat capacity, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT code, title, department, capacity FROM courses ORDER BY code", page=page)
 
@@ -40,7 +37,6 @@ class RegistrationEnv(WorkspaceEnvironment):
         """List registration requests in the order they were filed (by request id), 20 per page.
 
         Args:
-            page: 1-based page number.
             course_code: Only requests for this course when non-empty.
         """
         sql = ("SELECT r.id AS request_id, r.student_id, c.code AS course_code, r.submitted_at, r.status, "

@@ -14,9 +14,6 @@ class GradesEnv(WorkspaceEnvironment):
     @tool
     def list_courses(self, page: int = 1) -> dict:
         """List this term's courses (code, title, lecturer), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT code, title, lecturer FROM courses ORDER BY code", page=page)
 
@@ -36,7 +33,6 @@ class GradesEnv(WorkspaceEnvironment):
 
         Args:
             course_code: The course code.
-            page: 1-based page number.
         """
         return self.query_page("SELECT s.id AS student_id, s.student_no, s.name FROM roster r JOIN students s ON s.id = r.student_id "
                                "WHERE r.course_id = ? ORDER BY s.id", (self._course_id(course_code),), page)
@@ -47,7 +43,6 @@ class GradesEnv(WorkspaceEnvironment):
 
         Args:
             course_code: The course code.
-            page: 1-based page number.
         """
         return self.query_page("SELECT x.student_id, a.name AS component, x.submitted_at, x.raw_score FROM submissions x "
                                "JOIN assessments a ON a.id = x.assessment_id WHERE a.course_id = ? ORDER BY x.id",

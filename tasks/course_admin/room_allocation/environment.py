@@ -21,7 +21,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         """List timetabled sections (code, title, slot, enrolment, needed room features, lecturer, room, state), 20 per page.
 
         Args:
-            page: 1-based page number.
             slot: Only sections in this time slot (e.g. "Mon 09:00") when non-empty.
         """
         sql = "SELECT code, title, slot, enrolment, needs, lecturer, room, state FROM sections"
@@ -32,9 +31,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
     @tool
     def list_rooms(self, page: int = 1) -> dict:
         """List teaching rooms (code, building, floor, capacity, features), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT * FROM rooms ORDER BY code", page=page)
 

@@ -11,7 +11,6 @@ class RefundApprovalEnv(WorkspaceEnvironment):
 
         Args:
             status: "pending" (default) or "decided"; empty for every request.
-            page: 1-based page number.
         """
         base = "SELECT id, order_id, requested_on, amount, reason, status, decided_amount FROM refund_requests"
         wheres = {"pending": " WHERE status = 'pending'", "decided": " WHERE status != 'pending'", "": ""}
@@ -33,9 +32,6 @@ class RefundApprovalEnv(WorkspaceEnvironment):
     @tool
     def list_customers(self, page: int = 1) -> dict:
         """List customers with their loyalty tier, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, email, loyalty_tier FROM customers ORDER BY id", page=page)
 

@@ -10,9 +10,6 @@ class SlaEscalationEnv(WorkspaceEnvironment):
     @tool
     def list_customers(self, page: int = 1) -> dict:
         """List customer accounts with their support plan, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, plan, region, seats FROM customers ORDER BY id", page=page)
 
@@ -22,7 +19,6 @@ class SlaEscalationEnv(WorkspaceEnvironment):
 
         Args:
             status: Only tickets with this status ("open", "pending" or "solved") when non-empty.
-            page: 1-based page number.
         """
         if status and status not in STATUSES:
             raise ToolError(f"unknown status {status!r}; use one of {', '.join(STATUSES)} or leave it empty")
@@ -32,9 +28,6 @@ class SlaEscalationEnv(WorkspaceEnvironment):
     @tool
     def list_escalations(self, page: int = 1) -> dict:
         """List escalations already on file, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, ticket_id, team, reason, created_at FROM escalations ORDER BY id", page=page)
 

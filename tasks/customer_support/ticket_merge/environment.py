@@ -9,7 +9,6 @@ class TicketMergeEnv(WorkspaceEnvironment):
 
         Args:
             status: Only tickets with this status ("open", "pending", "solved", "merged") when non-empty.
-            page: 1-based page number.
         """
         sql = "SELECT id, requester_email, subject, created_at, status, tags, merged_into, first_message FROM tickets"
         where, args = (" WHERE status = ?", (status,)) if status else ("", ())

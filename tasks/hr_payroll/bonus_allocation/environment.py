@@ -8,7 +8,6 @@ class BonusEnv(WorkspaceEnvironment):
         """List staff with department, hire date and salary, 20 per page.
 
         Args:
-            page: 1-based page number.
             department: Only this department when non-empty.
         """
         return self.query_page("SELECT * FROM employees WHERE ? = '' OR department = ? ORDER BY id", (department, department), page)
@@ -19,7 +18,6 @@ class BonusEnv(WorkspaceEnvironment):
 
         Args:
             cycle: The review cycle's year, e.g. 2026.
-            page: 1-based page number.
         """
         rows = self.query("SELECT employee_id, score, reviewer_comment FROM reviews WHERE cycle = ? ORDER BY id", (cycle,))
         if not rows:

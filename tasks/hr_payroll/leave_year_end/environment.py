@@ -10,7 +10,6 @@ class LeaveEnv(WorkspaceEnvironment):
         """List staff with hire date, FTE, employment status and the leave balance they opened the year with, 20 per page.
 
         Args:
-            page: 1-based page number.
             status: Only staff with this status ("active" or "left") when non-empty.
         """
         if status and status not in ("active", "left"):
@@ -24,7 +23,6 @@ class LeaveEnv(WorkspaceEnvironment):
 
         Args:
             employee_id: The employee's numeric id.
-            page: 1-based page number.
         """
         self.require_row("employees", employee_id, "use list_employees")
         return self.query_page("SELECT start_date, days, kind FROM leave_records WHERE employee_id = ? ORDER BY start_date",

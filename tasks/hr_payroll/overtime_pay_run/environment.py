@@ -18,7 +18,6 @@ class PayrollEnv(WorkspaceEnvironment):
         """List staff records (employment type, union local, ordinary hourly rate), 20 per page.
 
         Args:
-            page: 1-based page number.
             department: Only staff of this department when non-empty.
         """
         where, params = (" WHERE department = ?", (department,)) if department else ("", ())
@@ -30,7 +29,6 @@ class PayrollEnv(WorkspaceEnvironment):
 
         Args:
             employee_id: The employee's numeric id (not the E-number).
-            page: 1-based page number.
         """
         self.require_row("employees", employee_id, "list_employees gives the ids")
         return self.query_page("SELECT work_date, hours FROM timesheets WHERE employee_id = ? ORDER BY work_date", (employee_id,), page)

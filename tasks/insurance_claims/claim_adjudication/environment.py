@@ -12,7 +12,6 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         """List claims with their policy, loss and report dates and cause, 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "open", "decided" or "closed".
         """
         return self.query_page("SELECT id, claim_no, policy_id, loss_date, reported_date, peril, description, status "
@@ -33,7 +32,6 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
 
         Args:
             claim_id: The claim's id.
-            page: 1-based page number.
         """
         self.require_row("claims", claim_id, "use list_claims")
         return self.query_page("SELECT id, category, description, amount FROM claim_items WHERE claim_id = ? ORDER BY id",

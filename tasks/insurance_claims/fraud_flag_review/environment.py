@@ -11,7 +11,6 @@ class FraudReviewEnv(WorkspaceEnvironment):
 
         Args:
             status: "open", "closed", "with SIU" or "all".
-            page: 1-based page number.
         """
         if status not in STATUSES:
             raise ToolError(f"status must be one of {', '.join(STATUSES)}, got {status!r}")
@@ -31,18 +30,12 @@ class FraudReviewEnv(WorkspaceEnvironment):
     @tool
     def list_claimants(self, page: int = 1) -> dict:
         """List claimants with their phone number and payout bank account, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, phone, bank_account FROM claimants ORDER BY id", page=page)
 
     @tool
     def list_repair_shops(self, page: int = 1) -> dict:
         """List the repair shops used on claims, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, town FROM repair_shops ORDER BY id", page=page)
 

@@ -10,7 +10,6 @@ class SubrogationEnv(WorkspaceEnvironment):
         """List claims with loss date, amount paid, third party and their assessed share of fault, 20 per page.
 
         Args:
-            page: 1-based page number.
             status: Only claims in this status ("paid", "open" or "denied"); empty for all.
         """
         if status and status not in ("paid", "open", "denied"):

@@ -10,18 +10,12 @@ class AccessReviewEnv(WorkspaceEnvironment):
     @tool
     def list_users(self, page: int = 1) -> dict:
         """List people in the staff directory with employment status (active, on leave, left) and leaving date, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, username, full_name, department, status, left_on FROM users ORDER BY id", page=page)
 
     @tool
     def list_systems(self, page: int = 1) -> dict:
         """List the systems in scope of access reviews and their owners, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, owner FROM systems ORDER BY id", page=page)
 
@@ -31,7 +25,6 @@ class AccessReviewEnv(WorkspaceEnvironment):
 
         Args:
             system_id: The system's id.
-            page: 1-based page number.
         """
         self.require_row("systems", system_id, "use list_systems")
         return self.query_page("SELECT id, account_name, user_id, role, created, last_login, status FROM accounts "

@@ -10,18 +10,12 @@ class IncidentReviewEnv(WorkspaceEnvironment):
     @tool
     def list_services(self, page: int = 1) -> dict:
         """List services with their tier and owning team, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, tier, team FROM services ORDER BY id", page=page)
 
     @tool
     def list_incidents(self, page: int = 1) -> dict:
         """List incidents (reference, service, severity, opening time in UTC, title, causing change id), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, ref, service_id, severity, opened_at, title, caused_by_change FROM incidents ORDER BY id", page=page)
 
@@ -31,7 +25,6 @@ class IncidentReviewEnv(WorkspaceEnvironment):
 
         Args:
             incident_id: The incident's id.
-            page: 1-based page number.
         """
         self.require_row("incidents", incident_id, "use list_incidents")
         return self.query_page("SELECT at, kind, note FROM incident_events WHERE incident_id = ? ORDER BY at, id", (incident_id,), page)

@@ -15,7 +15,6 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         """List servers from the CMDB (hostname, environment, OS, service), 20 per page.
 
         Args:
-            page: 1-based page number.
             environment: Only "dev", "staging" or "prod" servers when non-empty.
         """
         if environment and environment not in ("dev", "staging", "prod"):
@@ -27,9 +26,6 @@ class PatchRolloutEnv(WorkspaceEnvironment):
     @tool
     def list_services(self, page: int = 1) -> dict:
         """List business services with their tier (1 = most critical) and owning team, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, tier, owner_team FROM services ORDER BY id", page=page)
 
@@ -38,7 +34,6 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         """List the patch catalogue (KB number, title, operating system, severity), 20 per page.
 
         Args:
-            page: 1-based page number.
             os: Only patches for this operating system when non-empty, e.g. "RHEL 9".
         """
         sql = "SELECT id, kb, title, os, severity, released FROM patches"
@@ -50,7 +45,6 @@ class PatchRolloutEnv(WorkspaceEnvironment):
 
         Args:
             kb: The patch's KB number, e.g. "KB5041234".
-            page: 1-based page number.
         """
         patch = self.query("SELECT id FROM patches WHERE kb = ?", (kb.strip(),))
         if not patch:

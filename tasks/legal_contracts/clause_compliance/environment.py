@@ -12,7 +12,6 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
         """Page through supplier contracts (number, supplier, type, annual value in pounds), 20 at a time.
 
         Args:
-            page: 1-based page number.
             contract_type: Only "services", "supply" or "licence" contracts when non-empty.
         """
         return self.query_page("SELECT * FROM contracts WHERE ? = '' OR contract_type = ? ORDER BY id", (contract_type, contract_type), page)
@@ -22,7 +21,6 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
         """Page through the clause repository: each clause's contract, heading and wording, 20 at a time.
 
         Args:
-            page: 1-based page number.
             contract_id: Only this contract's clauses when non-zero.
             heading: Only clauses with this heading (e.g. "Payment") when non-empty.
         """

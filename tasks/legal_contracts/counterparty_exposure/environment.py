@@ -11,9 +11,6 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
     @tool
     def list_counterparties(self, page: int = 1) -> dict:
         """Customer companies, their country and current risk rating; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, country, risk_rating FROM counterparties ORDER BY id", page=page)
 
@@ -22,7 +19,6 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         """Customer contracts with currency, total value, term and status; 20 per page.
 
         Args:
-            page: 1-based page number.
             counterparty_id: Only this customer's contracts when non-zero.
         """
         return self.query_page("SELECT id, contract_no, counterparty_id, currency, total_value, start_date, end_date, status "
@@ -33,7 +29,6 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         """Invoices raised under the contracts (amounts in the contract's currency); 20 per page.
 
         Args:
-            page: 1-based page number.
             status: Only "paid", "open" or "disputed" invoices when non-empty.
         """
         return self.query_page("SELECT id, invoice_no, contract_id, amount, issued_on, status FROM invoices "

@@ -13,7 +13,6 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         """List contracts in the register with their original terms, 20 per page.
 
         Args:
-            page: 1-based page number.
             status: Only contracts with this status ("active" or "terminated") when non-empty.
         """
         result = self.query_page(
@@ -38,7 +37,6 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         """List signed contract amendments in signing order, 20 per page.
 
         Args:
-            page: 1-based page number.
             contract_id: Only amendments of this contract when non-zero.
         """
         where = " WHERE contract_id = ?" if contract_id else ""

@@ -11,7 +11,6 @@ class HoldQueueEnv(WorkspaceEnvironment):
 
         Args:
             status: "waiting" (default), "ready", "in_transit", or empty for all.
-            page: 1-based page number.
         """
         sql = "SELECT id, title_id, patron_id, placed_at, pickup_branch, status, copy_id FROM holds"
         return self.query_page(sql + (" WHERE status = ?" if status else "") + " ORDER BY id", (status,) if status else (), page)
@@ -22,7 +21,6 @@ class HoldQueueEnv(WorkspaceEnvironment):
 
         Args:
             title_id: Only copies of this title when non-zero.
-            page: 1-based page number.
         """
         where, args = ("WHERE title_id = ?", (title_id,)) if title_id else ("", ())
         return self.query_page(f"SELECT id, title_id, barcode, branch, status FROM copies {where} ORDER BY id", args, page)
@@ -33,7 +31,6 @@ class HoldQueueEnv(WorkspaceEnvironment):
 
         Args:
             card_type: Only patrons holding this kind of card ("adult" or "staff") when non-empty.
-            page: 1-based page number.
         """
         where, args = ("WHERE card_type = ?", (card_type,)) if card_type else ("", ())
         return self.query_page(f"SELECT id, card_number, name, card_type, expires_on, blocked FROM patrons {where} "

@@ -13,7 +13,6 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         """List interlibrary loan requests from partner libraries, oldest first, 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "pending", "filled", "declined", or "" for all.
         """
         sql = "SELECT id, partner_id, isbn, requested_on, status, patron_ref FROM requests"
@@ -22,9 +21,6 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
     @tool
     def list_partners(self, page: int = 1) -> dict:
         """List partner libraries with their code, name and how many of our items they hold now, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, code, name, items_on_loan FROM partners ORDER BY id", page=page)
 
@@ -46,7 +42,6 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
 
         Args:
             isbn: The 13-digit ISBN.
-            page: 1-based page number.
         """
         if not self.query("SELECT isbn FROM titles WHERE isbn = ?", (isbn,)):
             raise ToolError(f"no title with ISBN {isbn!r}")

@@ -17,18 +17,12 @@ class OverdueFinesEnv(WorkspaceEnvironment):
     @tool
     def list_patrons(self, page: int = 1) -> dict:
         """List library card holders with their card type and block status, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, card_number, name, card_type, blocked FROM patrons ORDER BY id", page=page)
 
     @tool
     def list_items(self, page: int = 1) -> dict:
         """List catalogue items with their format, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, barcode, title, format FROM items ORDER BY id", page=page)
 
@@ -39,7 +33,6 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         Args:
             returned_from: First return date, "YYYY-MM-DD".
             returned_to: Last return date, "YYYY-MM-DD".
-            page: 1-based page number.
         """
         start, end = _day(returned_from, "returned_from"), _day(returned_to, "returned_to")
         if end < start:
@@ -53,7 +46,6 @@ class OverdueFinesEnv(WorkspaceEnvironment):
 
         Args:
             patron_id: Only this patron's fines when non-zero.
-            page: 1-based page number.
         """
         sql = "SELECT id, patron_id, loan_id, amount, status, entered_on FROM fines"
         where, args = (" WHERE patron_id = ?", (patron_id,)) if patron_id else ("", ())

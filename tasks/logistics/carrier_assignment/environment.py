@@ -11,7 +11,6 @@ class CarrierEnv(WorkspaceEnvironment):
         """List outbound shipments (destination, weight, hazardous flag, ready date, status), 20 per page.
 
         Args:
-            page: 1-based page number.
             status: Only shipments with this status ("waiting", "booked" or "held") when non-empty.
         """
         sql = "SELECT id, ref, origin, destination_country, weight_kg, hazmat, ready_date, status FROM shipments"
@@ -21,9 +20,6 @@ class CarrierEnv(WorkspaceEnvironment):
     @tool
     def list_carriers(self, page: int = 1) -> dict:
         """List carriers with their weight limit, dangerous-goods certification and on-time record, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT * FROM carriers ORDER BY id", page=page)
 
@@ -33,7 +29,6 @@ class CarrierEnv(WorkspaceEnvironment):
 
         Args:
             destination_country: Country name, e.g. "Belgium".
-            page: 1-based page number.
         """
         rows = self.query("SELECT carrier_id, rate_per_kg, minimum_charge FROM rates WHERE destination_country = ? "
                           "ORDER BY carrier_id", (destination_country.strip(),))

@@ -11,7 +11,6 @@ class LoadPlanEnv(WorkspaceEnvironment):
         """List tomorrow's orders (reference, customer, region, weight, pallets, temperature), 20 per page.
 
         Args:
-            page: 1-based page number.
             region: Only orders for this delivery region when non-empty.
         """
         sql = "SELECT id, ref, customer, region, weight_kg, pallets, temperature FROM orders"
@@ -21,9 +20,6 @@ class LoadPlanEnv(WorkspaceEnvironment):
     @tool
     def list_truck_types(self, page: int = 1) -> dict:
         """List the truck types with their temperature, weight limit (kg) and pallet limit.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT * FROM truck_types ORDER BY name", page=page)
 

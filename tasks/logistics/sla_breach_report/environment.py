@@ -8,9 +8,6 @@ class SlaEnv(WorkspaceEnvironment):
     @tool
     def list_customers(self, page: int = 1) -> dict:
         """List customers with their account tier, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, tier FROM customers ORDER BY id", page=page)
 
@@ -19,7 +16,6 @@ class SlaEnv(WorkspaceEnvironment):
         """List deliveries (tracking number, customer, service, region, pickup and delivery times, fee), 50 per page.
 
         Args:
-            page: 1-based page number.
             service: Only this service level ("express", "standard" or "economy") when non-empty.
         """
         if service and service not in SERVICES:

@@ -10,9 +10,6 @@ class CalibrationEnv(WorkspaceEnvironment):
     @tool
     def list_instruments(self, page: int = 1) -> dict:
         """List registered measuring instruments with type, location, status and calibration interval, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, tag, type, location, status, interval_days, commissioned_on, serial "
                                "FROM instruments ORDER BY id", page=page)
@@ -23,7 +20,6 @@ class CalibrationEnv(WorkspaceEnvironment):
 
         Args:
             instrument_id: The instrument's numeric id.
-            page: 1-based page number.
         """
         self.require_row("instruments", instrument_id, "use list_instruments")
         return self.query_page("SELECT performed_on, result, certificate FROM calibrations WHERE instrument_id = ? "

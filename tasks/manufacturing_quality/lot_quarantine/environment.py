@@ -8,9 +8,6 @@ class LotQuarantineEnv(WorkspaceEnvironment):
     @tool
     def list_suppliers(self, page: int = 1) -> dict:
         """List approved suppliers, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, country FROM suppliers ORDER BY id", page=page)
 
@@ -20,7 +17,6 @@ class LotQuarantineEnv(WorkspaceEnvironment):
 
         Args:
             supplier_id: The supplier's id.
-            page: 1-based page number.
         """
         self.require_row("suppliers", supplier_id, "use list_suppliers")
         return self.query_page("SELECT id, lot_no, supplier_id, part, received, quantity FROM lots WHERE supplier_id = ? ORDER BY received, id",
@@ -32,7 +28,6 @@ class LotQuarantineEnv(WorkspaceEnvironment):
 
         Args:
             lot_id: The material lot's id.
-            page: 1-based page number.
         """
         self.require_row("lots", lot_id, what="material lot")
         return self.query_page("SELECT b.id AS batch_id, b.batch_no, b.product, b.status FROM batch_lots u JOIN batches b "
@@ -41,18 +36,12 @@ class LotQuarantineEnv(WorkspaceEnvironment):
     @tool
     def list_batches(self, page: int = 1) -> dict:
         """List finished batches (batch number, product, production date, line, status), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, batch_no, product, produced, line, status FROM batches ORDER BY id", page=page)
 
     @tool
     def list_inspections(self, page: int = 1) -> dict:
         """List final-inspection records (batch, date, units inspected, defect code, defects found), 50 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, batch_id, inspected_on, units, defect_code, defects FROM inspections ORDER BY id",
                                page=page, page_size=50)

@@ -10,9 +10,6 @@ class SpcEnv(WorkspaceEnvironment):
     @tool
     def list_characteristics(self, page: int = 1) -> dict:
         """List the charted characteristics (code, part, feature, unit, nominal), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, code, part, name, unit, nominal FROM characteristics ORDER BY id", page=page)
 
@@ -22,7 +19,6 @@ class SpcEnv(WorkspaceEnvironment):
 
         Args:
             characteristic_id: The characteristic's id.
-            page: 1-based page number.
         """
         self.require_row("characteristics", characteristic_id, "use list_characteristics")
         result = self.query_page("SELECT seq, measured_at, gauge, batch_no, readings FROM subgroups WHERE characteristic_id = ? ORDER BY seq",

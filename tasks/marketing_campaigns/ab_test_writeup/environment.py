@@ -11,7 +11,6 @@ class AbTestEnv(WorkspaceEnvironment):
 
         Args:
             status: "completed" or "running" to filter; empty for all.
-            page: 1-based page number.
         """
         sql = "SELECT id, key, name, status, start_date, end_date, decision, winning_variant_id FROM experiments"
         where, args = (" WHERE status = ?", (status,)) if status else ("", ())
@@ -35,7 +34,6 @@ class AbTestEnv(WorkspaceEnvironment):
 
         Args:
             experiment_id: The experiment's numeric id.
-            page: 1-based page number.
         """
         self.require_row("experiments", experiment_id, "use list_experiments")
         return self.query_page("SELECT variant_id, day, device, visitors, conversions, revenue FROM daily_results "

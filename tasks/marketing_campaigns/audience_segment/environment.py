@@ -11,7 +11,6 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
 
         Args:
             country: Only contacts with this two-letter country code (e.g. "DE") when non-empty.
-            page: 1-based page number.
         """
         sql = ("SELECT id, email, first_name, country, lifecycle_stage, signup_date, last_purchase_date, total_spend "
                "FROM contacts")
@@ -21,9 +20,6 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
     @tool
     def list_suppressions(self, page: int = 1) -> dict:
         """List addresses the sending platform refuses to mail, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT email, reason, added_on FROM suppressions ORDER BY id", page=page)
 

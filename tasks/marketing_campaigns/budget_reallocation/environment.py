@@ -8,9 +8,6 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
     @tool
     def list_campaigns(self, page: int = 1) -> dict:
         """List paid campaigns with channel, status and monthly budget, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, channel, market, status, monthly_budget FROM campaigns ORDER BY id", page=page)
 
@@ -21,7 +18,6 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
         Args:
             campaign_id: Only this campaign's weeks when non-zero.
             week_from: Only weeks starting on or after this date ("YYYY-MM-DD") when non-empty.
-            page: 1-based page number.
         """
         if week_from and not re.fullmatch(r"\d{4}-\d{2}-\d{2}", week_from):
             raise ToolError(f"week_from must look like 2026-10-05, got {week_from!r}")

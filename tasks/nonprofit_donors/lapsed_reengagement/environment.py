@@ -9,9 +9,6 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
     @tool
     def list_donors(self, page: int = 1) -> dict:
         """Supporters: number, name, e-mail and whether they opted out of e-mail; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         result = self.query_page("SELECT id, donor_no, name, email, email_opt_out FROM donors ORDER BY id", page=page)
         for d in result["items"]:
@@ -23,7 +20,6 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
         """Every recorded gift, oldest first; 20 per page.
 
         Args:
-            page: 1-based page number.
             donor_id: Only this supporter's gifts when non-zero.
         """
         return self.query_page("SELECT donor_id, gift_date, amount, fund FROM gifts WHERE ? = 0 OR donor_id = ? ORDER BY id",

@@ -10,18 +10,12 @@ class MatchingGiftEnv(WorkspaceEnvironment):
     @tool
     def list_employers(self, page: int = 1) -> dict:
         """List the companies our donors work for, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, contact_email FROM employers ORDER BY id", page=page)
 
     @tool
     def list_donors(self, page: int = 1) -> dict:
         """List donors with their employer id (null if none) and employment status, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, employer_id, employment_status, email FROM donors ORDER BY id", page=page)
 
@@ -41,7 +35,6 @@ class MatchingGiftEnv(WorkspaceEnvironment):
         """List gifts (donor, date, amount, fund), in date order, 50 per page.
 
         Args:
-            page: 1-based page number.
             donor_id: Only this donor's gifts when non-zero.
         """
         sql = "SELECT id, donor_id, gift_date, amount, fund, method FROM gifts"

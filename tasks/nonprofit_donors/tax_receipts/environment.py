@@ -8,9 +8,6 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
     @tool
     def list_donors(self, page: int = 1) -> dict:
         """List supporters with their supporter number, name, e-mail and country of residence, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, donor_no, first_name, last_name, email, country FROM donors ORDER BY id", page=page)
 
@@ -19,7 +16,6 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
         """List recorded gifts (date, amount, payment method, status), oldest first, 20 per page.
 
         Args:
-            page: 1-based page number.
             date_from: Earliest gift date, YYYY-MM-DD inclusive, when non-empty.
             date_to: Latest gift date, YYYY-MM-DD inclusive, when non-empty.
             donor_id: Only this donor's gifts when non-zero.
@@ -38,9 +34,6 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
     @tool
     def list_declarations(self, page: int = 1) -> dict:
         """List Gift Aid declarations on file: who signed, when, and which gifts they cover, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, donor_id, signed_on, covers FROM declarations ORDER BY id", page=page)
 

@@ -10,9 +10,6 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
     @tool
     def list_properties(self, page: int = 1) -> dict:
         """List the portfolio's buildings (name, address, district, year built), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, address, district, year_built FROM properties ORDER BY id", page=page)
 
@@ -22,7 +19,6 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
 
         Args:
             property_id: The building's id.
-            page: 1-based page number.
         """
         self.require_row("properties", property_id, "use list_properties", what="property")
         return self.query_page("SELECT id, property_id, unit_no, bedrooms, market_rent FROM units WHERE property_id = ? ORDER BY id",
@@ -33,7 +29,6 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         """List leases (unit, tenant, term dates, monthly rent), 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "active" or "ended".
         """
         return self.query_page("SELECT id, unit_id, tenant_id, start_date, end_date, monthly_rent, status FROM leases "
@@ -54,7 +49,6 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
 
         Args:
             lease_id: The lease's id.
-            page: 1-based page number.
         """
         self.require_row("leases", lease_id, "list_leases shows the lease ids")
         return self.query_page("SELECT due_date, amount, paid_on FROM payments WHERE lease_id = ? ORDER BY due_date, id", (lease_id,), page)

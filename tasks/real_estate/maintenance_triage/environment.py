@@ -12,9 +12,6 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
     @tool
     def list_units(self, page: int = 1) -> dict:
         """List rental units with their building name and district, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT u.id, u.unit_no, u.property_id, p.name AS building, p.district FROM units u "
                                "JOIN properties p ON p.id = u.property_id ORDER BY u.id", page=page)
@@ -24,7 +21,6 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         """List maintenance requests (unit, when reported, trade, tenant's description), 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "new", "triaged" or "closed".
         """
         return self.query_page("SELECT id, unit_id, reported_at, trade, description, status FROM requests WHERE status = ? ORDER BY id",
@@ -36,7 +32,6 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
 
         Args:
             trade: One of plumbing, electrical, heating, appliance, locksmith.
-            page: 1-based page number.
         """
         rows = self.query("SELECT id, name, trade, districts, hourly_rate, rating, open_jobs, max_open_jobs FROM vendors WHERE trade = ? ORDER BY id",
                           (trade.strip(),))

@@ -10,7 +10,6 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
         """List leases with tenant, dates, deposit and pet addendum flag, 20 per page.
 
         Args:
-            page: 1-based page number.
             move_out_month: Only leases whose move-out date falls in this month, as "YYYY-MM"; empty for all.
         """
         if move_out_month and not re.fullmatch(r"\d{4}-\d{2}", move_out_month):
@@ -37,7 +36,6 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
 
         Args:
             lease_id: The lease's numeric id.
-            page: 1-based page number.
         """
         self.require_row("leases", lease_id, "use list_leases")
         return self.query_page("SELECT id, area, finding, category, repair_cost FROM inspection_items WHERE lease_id = ? "

@@ -12,7 +12,6 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
         """Instruments in the core, with asset tag, kind and room; 20 per page.
 
         Args:
-            page: 1-based page number.
             kind: Only this kind of instrument, e.g. "flow cytometer", when non-empty.
         """
         return self.query_page("SELECT id, asset_tag, kind, room FROM instruments WHERE ? = '' OR kind = ? ORDER BY id",
@@ -21,9 +20,6 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
     @tool
     def list_groups(self, page: int = 1) -> dict:
         """Research groups and how each is funded; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, funding FROM groups ORDER BY id", page=page)
 
@@ -32,7 +28,6 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
         """Booking requests for next week (start hour on a 24-hour clock, length in whole hours); 20 per page.
 
         Args:
-            page: 1-based page number.
             day: Only requests for this date (YYYY-MM-DD) when non-empty.
         """
         return self.query_page("SELECT id, request_no, group_id, kind, day, start_hour, hours, submitted_at FROM requests "

@@ -7,9 +7,6 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
     @tool
     def list_freezers(self, page: int = 1) -> dict:
         """List freezers with room, temperature, biosafety rating and box capacity, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, room, temperature, biosafety_level, capacity_boxes, model "
                                "FROM freezers ORDER BY id", page=page)
@@ -19,7 +16,6 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
         """List sample boxes with the freezer they are in, storage temperature and biosafety level, 50 per page.
 
         Args:
-            page: 1-based page number.
             freezer_id: Only boxes currently in this freezer when non-zero.
         """
         sql = "SELECT id, label, freezer_id, storage_temperature, biosafety_level, sample_type, owner FROM boxes"

@@ -13,7 +13,6 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
         Opening dates, lots and suppliers are only in get_reagent.
 
         Args:
-            page: 1-based page number.
             room: Only containers stored in this room (e.g. "B-104") when non-empty.
         """
         fields = "id, barcode, name, room, hazard_class, container_ml, expiry_date, status"

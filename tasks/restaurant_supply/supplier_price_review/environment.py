@@ -9,18 +9,12 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
     @tool
     def list_items(self, page: int = 1) -> dict:
         """Items we buy: unit of measure, weekly usage in that unit and current supplier; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, code, name, unit, weekly_usage, supplier_id FROM items ORDER BY id", page=page)
 
     @tool
     def list_suppliers(self, page: int = 1) -> dict:
         """Suppliers and their delivery days; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, delivery_days FROM suppliers ORDER BY id", page=page)
 
@@ -29,7 +23,6 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         """Supplier quotes: pack description, price per pack and how long the quote is valid; 20 per page.
 
         Args:
-            page: 1-based page number.
             item_id: Only quotes for this item when non-zero.
         """
         return self.query_page("SELECT id, supplier_id, item_id, pack, pack_price, valid_until FROM quotes "

@@ -19,9 +19,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
     @tool
     def list_items(self, page: int = 1) -> dict:
         """Stock items with their unit of measure (kg, l or each) and cost per unit, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, code, name, unit, unit_cost FROM items ORDER BY id", page=page)
 
@@ -31,7 +28,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
 
         Args:
             count_date: The stocktake date, YYYY-MM-DD.
-            page: 1-based page number.
         """
         lo, _ = _window(count_date, "")
         return self.query_page("SELECT item_id, count_date, quantity FROM stock_counts WHERE count_date = ? ORDER BY item_id", (lo,), page)
@@ -41,7 +37,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         """Deliveries booked in, by invoice, 20 per page.
 
         Args:
-            page: 1-based page number.
             date_from: First delivery date to include (YYYY-MM-DD), or empty.
             date_to: Last delivery date to include (YYYY-MM-DD), or empty.
         """
@@ -54,7 +49,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         """Portions sold per dish and day, 20 per page.
 
         Args:
-            page: 1-based page number.
             date_from: First sale date to include (YYYY-MM-DD), or empty.
             date_to: Last sale date to include (YYYY-MM-DD), or empty.
         """
@@ -64,9 +58,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
     @tool
     def list_recipe_lines(self, page: int = 1) -> dict:
         """Recipe lines: how much of each item one portion of a dish uses (in the item's unit), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT dish_id, item_id, quantity FROM recipe_lines ORDER BY id", page=page)
 
@@ -75,7 +66,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         """Waste log entries, 20 per page.
 
         Args:
-            page: 1-based page number.
             date_from: First date to include (YYYY-MM-DD), or empty.
             date_to: Last date to include (YYYY-MM-DD), or empty.
         """

@@ -11,7 +11,6 @@ class ProduceOrderEnv(WorkspaceEnvironment):
         """List stocked ingredients with pack size, pack price, supplier and walk-in stock, 20 per page.
 
         Args:
-            page: 1-based page number.
             category: Only this category ("produce", "dairy", "dry goods", "protein") when non-empty.
         """
         sql = "SELECT id, code, name, category, supplier, pack_grams, pack_price, on_hand_grams FROM ingredients"
@@ -22,9 +21,6 @@ class ProduceOrderEnv(WorkspaceEnvironment):
     @tool
     def list_dishes(self, page: int = 1) -> dict:
         """List the dishes on the menu, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, section FROM dishes ORDER BY id", page=page)
 
@@ -44,7 +40,6 @@ class ProduceOrderEnv(WorkspaceEnvironment):
         """List forecast covers per dish and service date, 20 per page.
 
         Args:
-            page: 1-based page number.
             date_from: Earliest service date (YYYY-MM-DD, inclusive) when non-empty.
             date_to: Latest service date (YYYY-MM-DD, inclusive) when non-empty.
         """

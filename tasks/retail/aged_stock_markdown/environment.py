@@ -11,7 +11,6 @@ class MarkdownEnv(WorkspaceEnvironment):
         """List catalogue lines with shelf price, unit cost, units on hand and date received, 20 per page.
 
         Args:
-            page: 1-based page number.
             category: Only lines of this category when non-empty.
         """
         sql = "SELECT sku, name, category, brand, price, unit_cost, on_hand, received_date FROM products"
@@ -24,7 +23,6 @@ class MarkdownEnv(WorkspaceEnvironment):
         """List till sales (sku, date, units) in the order they were recorded, 50 per page.
 
         Args:
-            page: 1-based page number.
             sku: Only sales of this line when non-empty.
         """
         sql = "SELECT p.sku, s.sale_date, s.quantity FROM sales s JOIN products p ON p.id = s.product_id"

@@ -7,9 +7,6 @@ class RefundAuditEnv(WorkspaceEnvironment):
     @tool
     def list_returns(self, page: int = 1) -> dict:
         """List processed returns (order, sku, units, date received, reason, condition, refund issued), 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page(
             "SELECT r.id AS return_id, o.order_no, r.sku, r.qty, r.return_date, r.reason, r.item_condition, r.refund_issued "

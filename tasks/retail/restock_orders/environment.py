@@ -10,7 +10,6 @@ class RestockEnv(WorkspaceEnvironment):
         """List catalogue products with stock levels, 20 per page.
 
         Args:
-            page: 1-based page number.
             category: Only products of this category when non-empty.
         """
         sql = ("SELECT id, sku, name, category, on_hand, reorder_point, target_stock, unit_cost, "
@@ -32,7 +31,6 @@ class RestockEnv(WorkspaceEnvironment):
 
         Args:
             product_id: The product's numeric id.
-            page: 1-based page number.
         """
         return self.query_page("SELECT day, quantity FROM sales WHERE product_id = ? ORDER BY id", (product_id,), page)
 

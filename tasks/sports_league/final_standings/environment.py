@@ -13,7 +13,6 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         """List the league's clubs and the division each played in this season, 20 per page.
 
         Args:
-            page: 1-based page number.
             division: Only clubs of this division when non-zero.
         """
         return self.query_page("SELECT id, name, division FROM teams WHERE ? = 0 OR division = ? ORDER BY id", (division, division), page)
@@ -24,7 +23,6 @@ class FinalStandingsEnv(WorkspaceEnvironment):
 
         Args:
             division: The division number (1 is the top division).
-            page: 1-based page number.
         """
         if not self.query("SELECT 1 FROM teams WHERE division = ?", (division,)):
             raise ToolError(f"there is no division {division}; list_teams shows the divisions")

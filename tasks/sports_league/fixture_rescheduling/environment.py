@@ -8,9 +8,6 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
     @tool
     def list_teams(self, page: int = 1) -> dict:
         """List clubs with their home venue id and broadcast tier, 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT t.id, t.name, t.home_venue_id, v.name AS home_venue, t.broadcast_tier "
                                "FROM teams t JOIN venues v ON v.id = t.home_venue_id ORDER BY t.id", page=page)
@@ -20,7 +17,6 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
         """List fixtures (home, away, date, kick-off, venue, status), in date order, 50 per page.
 
         Args:
-            page: 1-based page number.
             team_id: Only fixtures involving this club when non-zero.
             status: Only fixtures with this status ("played", "scheduled", "postponed"); empty for all.
         """
@@ -41,7 +37,6 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
 
         Args:
             venue_id: The venue's numeric id.
-            page: 1-based page number.
         """
         self.require_row("venues", venue_id)
         return self.query_page("SELECT id, slot_date, kickoff, is_free FROM slots WHERE venue_id = ? "

@@ -8,18 +8,12 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
     @tool
     def list_teams(self, page: int = 1) -> dict:
         """Clubs and their division; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, division FROM teams ORDER BY id", page=page)
 
     @tool
     def list_referees(self, page: int = 1) -> dict:
         """Referees with grade (1 is the highest) and the club they are affiliated with, if any; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, grade, affiliated_team_id FROM referees ORDER BY id", page=page)
 
@@ -28,7 +22,6 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         """This season's past appointments: referee, match date and the two clubs; 20 per page.
 
         Args:
-            page: 1-based page number.
             referee_id: Only this referee's appointments when non-zero.
         """
         return self.query_page("SELECT referee_id, match_date, home_id, away_id, assessor_mark, assessor_comment FROM past_appointments "
@@ -37,9 +30,6 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
     @tool
     def list_fixtures(self, page: int = 1) -> dict:
         """Upcoming fixtures that need a referee, with division and kickoff time; 20 per page.
-
-        Args:
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, division, kickoff, home_id, away_id FROM fixtures ORDER BY id", page=page)
 

@@ -13,7 +13,6 @@ class DisruptionEnv(WorkspaceEnvironment):
         Args:
             airport: Three-letter airport code, e.g. "AMS".
             date: The day, YYYY-MM-DD.
-            page: 1-based page number.
         """
         try:
             day = dt.date.fromisoformat(date.strip()).isoformat()
@@ -28,7 +27,6 @@ class DisruptionEnv(WorkspaceEnvironment):
 
         Args:
             flight_id: The flight's id.
-            page: 1-based page number.
         """
         self.require_row("flights", flight_id)
         return self.query_page("SELECT id, booking_ref, passenger_id, flight_id, booked_on, status FROM bookings "

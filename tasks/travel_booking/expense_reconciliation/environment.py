@@ -13,7 +13,6 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
         """List expense claims (employee, trip, submission date, status), 20 per page.
 
         Args:
-            page: 1-based page number.
             status: "submitted" or "released".
         """
         return self.query_page("SELECT id, employee_id, trip_id, submitted, status FROM claims WHERE status = ? ORDER BY id", (status,), page)
@@ -33,7 +32,6 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
 
         Args:
             claim_id: The claim's id.
-            page: 1-based page number.
         """
         lines = self.query("SELECT id, claim_id, spent_on, category, merchant, amount, currency, has_receipt FROM expense_lines "
                            "WHERE claim_id = ? ORDER BY id", (claim_id,))
@@ -47,7 +45,6 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
 
         Args:
             currency: ISO code, e.g. "GBP".
-            page: 1-based page number.
         """
         rows = self.query("SELECT currency, day, eur_per_unit FROM fx_rates WHERE currency = ? ORDER BY day", (currency.strip().upper(),))
         if not rows:
@@ -60,7 +57,6 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
 
         Args:
             employee_id: The employee's id.
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, posted_on, merchant, amount, currency FROM card_transactions WHERE employee_id = ? ORDER BY id",
                                (employee_id,), page)

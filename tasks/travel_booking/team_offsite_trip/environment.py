@@ -19,7 +19,6 @@ class OffsiteTripEnv(WorkspaceEnvironment):
         """List staff from the company directory (id, name, department, home city, e-mail), 20 per page.
 
         Args:
-            page: 1-based page number.
             department: Only staff of this department when non-empty.
         """
         sql = "SELECT id, name, department, home_city, email FROM employees"
@@ -34,7 +33,6 @@ class OffsiteTripEnv(WorkspaceEnvironment):
             origin: Departure city, e.g. "Berlin".
             destination: Arrival city, e.g. "Lisbon".
             date: Departure day, YYYY-MM-DD.
-            page: 1-based page number.
         """
         day = _day(date, "date")
         return self.query_page("SELECT id, flight_no, airline, origin, destination, depart, arrive, cabin, fare FROM flights "
@@ -47,7 +45,6 @@ class OffsiteTripEnv(WorkspaceEnvironment):
 
         Args:
             city: The city, e.g. "Vienna".
-            page: 1-based page number.
         """
         return self.query_page("SELECT id, name, city, nightly_rate, rating, distance_km FROM hotels WHERE city = ? ORDER BY id",
                                (city.strip(),), page)
