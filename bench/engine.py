@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 import httpx  # noqa: E402
 
 from progagent_lib.generation.access import auth_headers  # noqa: E402
-from progagent_lib.generation.models import resolve_model_source  # noqa: E402
+from progagent_lib.generation.sources import resolve_model_source  # noqa: E402
 
 TOPICS = ["tides", "bread", "volcanoes", "chess", "bees", "glass", "rivers", "clocks"]
 

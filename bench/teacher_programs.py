@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         from transformers import AutoTokenizer
 
-        from progagent_lib.generation.models import resolve_model_source
+        from progagent_lib.generation.sources import resolve_model_source
 
         tokenizer = AutoTokenizer.from_pretrained(resolve_model_source(args.model))
         count, unit = (lambda text: len(tokenizer.encode(text, add_special_tokens=False))), f"{args.model} tokens"

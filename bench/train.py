@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 from progagent_lib.config import load_config  # noqa: E402
 from progagent_lib.train.common import select_tasks  # noqa: E402
 from progagent_lib.train.gspo import run_gspo  # noqa: E402
-from progagent_lib.generation.models import build_tiny_model  # noqa: E402
+from progagent_lib.generation.tiny_model import build_tiny_model  # noqa: E402
 from progagent_lib.train.pipeline import PipelineConfig  # noqa: E402
 from progagent_lib.harness.chat_format import ChatFormat  # noqa: E402
 from progagent_lib.generation import ReplayTurns  # noqa: E402

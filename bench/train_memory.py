@@ -194,7 +194,7 @@ def measure(spec: dict) -> dict:
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     import torch
 
-    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation.sources import load_model
 
     torch.manual_seed(spec["seed"])
     model, tokenizer = load_model(spec["model"])

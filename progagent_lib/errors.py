@@ -4,7 +4,9 @@
 `ContextFull`: the context no longer fits the model (a budget, not a failure: the episode ends as max_context_tokens).
 `ConfigError`: a config field with a value it cannot run with (`progagent_lib.config`).
 `EngineError` and its kinds: what can go wrong with the inference engine, each with the fix in its message.
+`ModelSourceError`: a model source the workbench cannot use (raised by `generation`, caught by `train`).
 """
+
 from __future__ import annotations
 
 
@@ -20,6 +22,10 @@ class ContextFull(PolicyError):
 
 class ConfigError(ValueError):
     """A config names a field the run does not have, or gives a field a value it cannot run with."""
+
+
+class ModelSourceError(ValueError):
+    """A model source the workbench cannot use: unknown name, unreadable GGUF file, no usable chat template."""
 
 
 class EngineError(RuntimeError):

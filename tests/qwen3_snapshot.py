@@ -31,7 +31,7 @@ def write_model_folder(folder: Path) -> Path:
     import torch
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from progagent_lib.generation.models import train_tokenizer
+    from progagent_lib.generation.tiny_model import train_tokenizer
 
     tokenizer = train_tokenizer(["list the products in stock and write the restock report"] * 3, vocab_size=320)
     config = qwen3_8b_config()

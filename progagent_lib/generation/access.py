@@ -19,6 +19,7 @@ A client finds the key of the engine at `base_url` (`engine_api_key`), in this o
 Loopback names (127.0.0.1, localhost, ::1) share one key file per port. The key is never written into a
 config or a record: configs name the URL only.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -28,8 +29,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 KEY_ENV = "PROGAGENT_ENGINE_API_KEY"
-KEY_HELP = ("the key of a running `progagent engine serve` is in ~/.cache/progagent/engine-keys/ for the user who "
-            f"started it; elsewhere set ${KEY_ENV} to it, or pass api_key=")
+KEY_HELP = (
+    "the key of a running `progagent engine serve` is in ~/.cache/progagent/engine-keys/ for the user who "
+    f"started it; elsewhere set ${KEY_ENV} to it, or pass api_key="
+)
 
 
 def new_api_key() -> str:

@@ -11,6 +11,7 @@ requests replays only approximately; with `concurrency=1` they go one at a time 
 Contexts are never re-tokenised, so what the trainer scores is exactly what the engine generated. Each turn
 stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
 """
+
 from __future__ import annotations
 
 import threading
@@ -33,27 +34,41 @@ class EngineTurnGenerator:
     the server and the fix.
     """
 
-    thread_safe = True   # calls from several threads at once: one HTTP client, the server batches their requests
+    thread_safe = True  # calls from several threads at once: one HTTP client, the server batches their requests
 
-    def __init__(self, base_url: str, model: str, end_of_turn_id: int | Sequence[int], *, temperature: float = 1.0,
-                 top_p: float = 1.0, timeout: float = 1800.0, seed: int | None = None, concurrency: int = 64,
-                 api_key: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        end_of_turn_id: int | Sequence[int],
+        *,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        timeout: float = 1800.0,
+        seed: int | None = None,
+        concurrency: int = 64,
+        api_key: str | None = None,
+    ):
         if concurrency < 1:
             raise ValueError(f"concurrency must be at least 1 (requests in flight at once), got {concurrency}")
         self.base_url, self.model = base_url.rstrip("/"), model
         self.stop_token_ids = [end_of_turn_id] if isinstance(end_of_turn_id, int) else list(end_of_turn_id)
         self.temperature, self.top_p, self.seed, self.concurrency = temperature, top_p, seed, concurrency
-        self.calls = 0   # turns generated so far: with `seed`, each call's requests get seeds of their own
+        self.calls = 0  # turns generated so far: with `seed`, each call's requests get seeds of their own
         self._calls_lock = threading.Lock()
-        self.client = httpx.Client(timeout=timeout, headers=auth_headers(self.base_url, api_key),
-                                   limits=httpx.Limits(max_connections=256, max_keepalive_connections=64))
+        self.client = httpx.Client(
+            timeout=timeout,
+            headers=auth_headers(self.base_url, api_key),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
 
     @classmethod
-    def from_tokenizer(cls, base_url: str, model: str, tokenizer: Any, end_of_turn: str | None = None,
-                       **kwargs: Any) -> "EngineTurnGenerator":
+    def from_tokenizer(
+        cls, base_url: str, model: str, tokenizer: Any, end_of_turn: str | None = None, **kwargs: Any
+    ) -> "EngineTurnGenerator":
         """The end-of-turn token is the one the tokenizer's chat template writes after an assistant message."""
         if end_of_turn is None:
-            from .models import end_of_turn_token
+            from .chat_templates import end_of_turn_token
 
             end_of_turn = end_of_turn_token(tokenizer)
         eot = tokenizer.convert_tokens_to_ids(end_of_turn)
@@ -62,10 +77,19 @@ class EngineTurnGenerator:
         return cls(base_url, model, eot, **kwargs)
 
     def request_body(self, contexts: list[list[int]], max_new_tokens: int, seed: int | None = None) -> dict:
-        body = {"model": self.model, "prompt": contexts, "max_tokens": max_new_tokens,
-                "temperature": self.temperature, "top_p": self.top_p, "top_k": -1, "logprobs": 0,
-                "return_token_ids": True, "stop_token_ids": self.stop_token_ids, "skip_special_tokens": False,
-                "spaces_between_special_tokens": False}
+        body = {
+            "model": self.model,
+            "prompt": contexts,
+            "max_tokens": max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "top_k": -1,
+            "logprobs": 0,
+            "return_token_ids": True,
+            "stop_token_ids": self.stop_token_ids,
+            "skip_special_tokens": False,
+            "spaces_between_special_tokens": False,
+        }
         if seed is not None:
             body["seed"] = seed
         return body
@@ -74,18 +98,20 @@ class EngineTurnGenerator:
         """One seed per context of this call: distinct within the call and across calls (None: unseeded)."""
         if self.seed is None:
             return [None] * n
-        return [(self.seed * 1_000_003 + self.calls * 65_537 + i) % (2 ** 31 - 1) for i in range(n)]
+        return [(self.seed * 1_000_003 + self.calls * 65_537 + i) % (2**31 - 1) for i in range(n)]
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         if not contexts:
             return []
-        with self._calls_lock:   # distinct seeds when threads call at once
+        with self._calls_lock:  # distinct seeds when threads call at once
             seeds = self.request_seeds(len(contexts))
             self.calls += 1
         if self.seed is None or self.temperature <= 0 or len(contexts) == 1:
             return self._complete(contexts, max_new_tokens, seeds[0])
         with ThreadPoolExecutor(max_workers=min(len(contexts), self.concurrency)) as pool:
-            parts = list(pool.map(lambda pair: self._complete([pair[0]], max_new_tokens, pair[1]), zip(contexts, seeds)))
+            parts = list(
+                pool.map(lambda pair: self._complete([pair[0]], max_new_tokens, pair[1]), zip(contexts, seeds))
+            )
         return [turn for part in parts for turn in part]
 
     def _complete(self, contexts: list[list[int]], max_new_tokens: int, seed: int | None) -> list[TurnOutput]:
@@ -93,11 +119,14 @@ class EngineTurnGenerator:
         try:
             response = self.client.post(url, json=self.request_body(contexts, max_new_tokens, seed))
         except httpx.HTTPError as exc:
-            raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running? start it with "
-                                     f"`progagent engine serve --model {self.model} --port PORT`") from exc
+            raise EngineRequestError(
+                f"{url}: {type(exc).__name__}: {exc}; is the engine running? start it with "
+                f"`progagent engine serve --model {self.model} --port PORT`"
+            ) from exc
         if response.status_code == 401:
-            raise EngineRequestError(f"{url} refused the request (HTTP 401): the engine's API key is missing or stale; "
-                                     f"{KEY_HELP}")
+            raise EngineRequestError(
+                f"{url} refused the request (HTTP 401): the engine's API key is missing or stale; {KEY_HELP}"
+            )
         if response.status_code != 200:
             raise EngineRequestError(f"{url} answered HTTP {response.status_code}: {response.text[:500]}")
         try:
@@ -114,7 +143,8 @@ class EngineTurnGenerator:
                 raise EngineRequestError(
                     f"{url} returned {len(ids)} tokens and {len(logprobs)} log-probs for a turn (finish_reason "
                     f"{choice.get('finish_reason')!r}); a vLLM server that knows `return_token_ids` is needed "
-                    "(vllm>=0.10.2; `make engine` installs one)")
+                    "(vllm>=0.10.2; `make engine` installs one)"
+                )
             turns.append(TurnOutput(list(ids), [float(x) for x in logprobs]))
         return turns
 

@@ -11,6 +11,7 @@ Training (GSPO's rollouts), evaluation and the chat policy describe their genera
 Each run config (GSPO, evaluation) turns its settings into one `GeneratorConfig` with `generator_config(...)`, so
 the settings are read once and a combination that names two generators is refused there.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -30,9 +31,9 @@ class GeneratorConfig:
     backend: str = "transformers"
     temperature: float = 1.0
     seed: int | None = None
-    url: str | None = None            # engine: its OpenAI root (http://127.0.0.1:P/v1); trl-vllm: the server's URL
-    served_model: str | None = None   # engine: the served name (or a LoRA adapter's)
-    top_p: float = 1.0                # nucleus sampling (1: none); training keeps 1, so log-probs are the policy's
+    url: str | None = None  # engine: its OpenAI root (http://127.0.0.1:P/v1); trl-vllm: the server's URL
+    served_model: str | None = None  # engine: the served name (or a LoRA adapter's)
+    top_p: float = 1.0  # nucleus sampling (1: none); training keeps 1, so log-probs are the policy's
 
     def __post_init__(self) -> None:
         if self.backend not in BACKENDS:
@@ -45,9 +46,16 @@ class GeneratorConfig:
             raise ConfigError("GeneratorConfig: backend 'engine' needs url (the server's /v1 root) and served_model")
 
 
-def generator_config(*, model: str, temperature: float, seed: int | None = None, engine_url: str | None = None,
-                     engine_model: str | None = None, use_vllm: bool = False,
-                     vllm_server_base_url: str | None = None) -> GeneratorConfig:
+def generator_config(
+    *,
+    model: str,
+    temperature: float,
+    seed: int | None = None,
+    engine_url: str | None = None,
+    engine_model: str | None = None,
+    use_vllm: bool = False,
+    vllm_server_base_url: str | None = None,
+) -> GeneratorConfig:
     """A run config's generator settings as one `GeneratorConfig`: `engine_url` (+ `engine_model`, default the
     model's short name) for the engine, `use_vllm` or `vllm_server_base_url` for a `trl vllm-serve` server,
     neither for the model in this process."""
@@ -62,16 +70,24 @@ def generator_config(*, model: str, temperature: float, seed: int | None = None,
     return GeneratorConfig("transformers", temperature, seed)
 
 
-def make_generator(config: GeneratorConfig, chat: ChatFormat, *, model: Any = None, vllm_client: Any = None,
-                   **engine_kwargs: Any) -> TurnGenerator:
+def make_generator(
+    config: GeneratorConfig, chat: ChatFormat, *, model: Any = None, vllm_client: Any = None, **engine_kwargs: Any
+) -> TurnGenerator:
     """The `TurnGenerator` `config` names. `model` is the transformers model (backend transformers); `vllm_client`
     a TRL `VLLMClient` to reuse (backend trl-vllm; default: one for `config.url`); `engine_kwargs` go to
     `EngineTurnGenerator` (e.g. concurrency=1 for an exact replay)."""
     if config.backend == "engine":
         from .engine_client import EngineTurnGenerator
 
-        return EngineTurnGenerator(config.url, config.served_model, chat.end_of_turn, temperature=config.temperature,
-                                   top_p=config.top_p, seed=config.seed, **engine_kwargs)
+        return EngineTurnGenerator(
+            config.url,
+            config.served_model,
+            chat.end_of_turn,
+            temperature=config.temperature,
+            top_p=config.top_p,
+            seed=config.seed,
+            **engine_kwargs,
+        )
     if config.backend == "trl-vllm":
         if vllm_client is None:
             from trl.generation.vllm_client import VLLMClient
@@ -80,5 +96,11 @@ def make_generator(config: GeneratorConfig, chat: ChatFormat, *, model: Any = No
         return VLLMServerTurnGenerator(vllm_client, temperature=config.temperature)
     if model is None:
         raise ValueError("make_generator: backend 'transformers' needs the model (model=...)")
-    return HFTurnGenerator(model, chat, temperature=config.temperature if config.temperature > 0 else 1.0,
-                           do_sample=config.temperature > 0, top_p=config.top_p, seed=config.seed)
+    return HFTurnGenerator(
+        model,
+        chat,
+        temperature=config.temperature if config.temperature > 0 else 1.0,
+        do_sample=config.temperature > 0,
+        top_p=config.top_p,
+        seed=config.seed,
+    )

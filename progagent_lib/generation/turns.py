@@ -11,6 +11,7 @@ A generator continues token contexts by one assistant turn each, token ids in, t
 the end-of-turn token closes it, special tokens in the text are kept (so `<tool_call>` markup parses), and the text is
 parsed for tool calls. Training (`train.rollout`) and the chat policy (`policy.chat`) both read turns through it.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 from ..errors import PolicyError
 from ..harness.chat_format import ChatFormat
 from ..harness.parsing import parse_tool_calls
-from ..harness.turn import PolicyTurn
+from ..harness.turn import Turn
 
 
 @dataclass
@@ -36,8 +37,14 @@ class TurnGenerator(Protocol):
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]: ...
 
 
-def decode_turn(chat: ChatFormat, token_ids: list[int], tools: list[dict] | None, *, prefix: str = "",
-                prompt_tokens: int | None = None) -> PolicyTurn:
+def decode_turn(
+    chat: ChatFormat,
+    token_ids: list[int],
+    tools: list[dict] | None,
+    *,
+    prefix: str = "",
+    prompt_tokens: int | None = None,
+) -> Turn:
     """One generated turn as the episode takes it. A turn that ends with the chat format's end-of-turn token is
     decoded without it and parsed for tool calls; one that ran out of tokens first comes back with `cut=True`
     and only its text (the episode records it and ends as `turn_cut`). `prefix` is text the turn was forced to
@@ -45,11 +52,16 @@ def decode_turn(chat: ChatFormat, token_ids: list[int], tools: list[dict] | None
     ended = bool(token_ids) and token_ids[-1] == chat.end_of_turn
     text = prefix + chat.tokenizer.decode(token_ids[:-1] if ended else token_ids, skip_special_tokens=False)
     if not ended:
-        return PolicyTurn(text=text, raw=text, cut=True, prompt_tokens=prompt_tokens, completion_tokens=len(token_ids))
+        return Turn(text=text, cut=True, prompt_tokens=prompt_tokens, completion_tokens=len(token_ids))
     parsed = parse_tool_calls(text, tools)
-    return PolicyTurn(text=parsed.content, tool_calls=parsed.tool_calls, parse_errors=parsed.errors,
-                      reasoning=parsed.reasoning, raw=text, prompt_tokens=prompt_tokens, completion_tokens=len(token_ids))
-
+    return Turn(
+        text=parsed.content,
+        tool_calls=parsed.tool_calls,
+        parse_errors=parsed.errors,
+        reasoning=parsed.reasoning,
+        prompt_tokens=prompt_tokens,
+        completion_tokens=len(token_ids),
+    )
 
 
 # --- implementations ---------------------------------------------------------------------------------
@@ -60,13 +72,21 @@ class HFTurnGenerator:
     x 4 bytes per episode, which is what ran a 2k-token GSPO rollout out of memory). Contexts are left-padded
     so each row's new tokens line up; a row stops at its end-of-turn token."""
 
-    def __init__(self, model: Any, chat: ChatFormat, *, temperature: float = 1.0, do_sample: bool = True,
-                 top_p: float = 1.0, seed: int | None = None):
+    def __init__(
+        self,
+        model: Any,
+        chat: ChatFormat,
+        *,
+        temperature: float = 1.0,
+        do_sample: bool = True,
+        top_p: float = 1.0,
+        seed: int | None = None,
+    ):
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
         self.model, self.chat = model, chat
         self.temperature, self.do_sample, self.top_p = temperature, do_sample and temperature > 0, top_p
-        self.seed, self._rng = seed, None   # seed: the sampler's own torch.Generator (None: torch's global one)
+        self.seed, self._rng = seed, None  # seed: the sampler's own torch.Generator (None: torch's global one)
         tokenizer = chat.tokenizer
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn
 
@@ -92,7 +112,9 @@ class HFTurnGenerator:
                     logits = logits.float()
                     if self.do_sample:
                         logprobs = torch.log_softmax(logits / self.temperature, dim=-1)
-                        token = torch.multinomial(self._nucleus(logprobs.exp()), 1, generator=self._generator()).squeeze(-1)
+                        token = torch.multinomial(
+                            self._nucleus(logprobs.exp()), 1, generator=self._generator()
+                        ).squeeze(-1)
                     else:
                         logprobs = torch.log_softmax(logits, dim=-1)
                         token = logprobs.argmax(-1)
@@ -106,8 +128,13 @@ class HFTurnGenerator:
                     token = torch.where(live, token, torch.full_like(token, self.pad))
                     attention = torch.cat([attention, live.long().unsqueeze(-1)], dim=-1)
                     positions = positions[:, -1:] + 1
-                    out = self.model(input_ids=token.unsqueeze(-1), attention_mask=attention, position_ids=positions,
-                                     past_key_values=cache, use_cache=True)
+                    out = self.model(
+                        input_ids=token.unsqueeze(-1),
+                        attention_mask=attention,
+                        position_ids=positions,
+                        past_key_values=cache,
+                        use_cache=True,
+                    )
                     cache, logits = out.past_key_values, out.logits[:, -1, :]
         finally:
             if was_training:
@@ -131,7 +158,7 @@ class HFTurnGenerator:
         import torch
 
         ordered, order = probs.sort(dim=-1, descending=True)
-        outside = ordered.cumsum(-1) - ordered > self.top_p   # tokens after the mass has reached top_p
+        outside = ordered.cumsum(-1) - ordered > self.top_p  # tokens after the mass has reached top_p
         ordered = ordered.masked_fill(outside, 0.0)
         return torch.zeros_like(probs).scatter(-1, order, ordered)
 
@@ -144,12 +171,15 @@ class VLLMServerTurnGenerator:
 
     def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
         try:
-            out = self.client.generate(prompts=contexts, n=1, temperature=self.temperature,
-                                       max_tokens=max_new_tokens, logprobs=0)
+            out = self.client.generate(
+                prompts=contexts, n=1, temperature=self.temperature, max_tokens=max_new_tokens, logprobs=0
+            )
         except Exception as exc:
             raise PolicyError(f"the vLLM server failed to generate: {exc}") from exc
-        return [TurnOutput(ids, [position[0] for position in logprobs])
-                for ids, logprobs in zip(out["completion_ids"], out["logprobs"])]
+        return [
+            TurnOutput(ids, [position[0] for position in logprobs])
+            for ids, logprobs in zip(out["completion_ids"], out["logprobs"])
+        ]
 
 
 class ReplayTurns:

@@ -5,7 +5,7 @@ import pytest
 from progagent_lib.errors import ConfigError
 from progagent_lib.generation import (GeneratorConfig, HFTurnGenerator, ReplayTurns, VLLMServerTurnGenerator,
                                       generator_config, make_generator)
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 from progagent_lib.harness import Limits, run_episode
 from progagent_lib.harness.chat_format import ChatFormat
 from progagent_lib.policy import ChatPolicy, OracleTeacher

@@ -9,8 +9,9 @@ import os
 
 import pytest
 
-from progagent_lib.generation.models import (ModelSourceError, load_model, model_positions, resolve_model_source,
-                                             split_context)
+from progagent_lib.errors import ModelSourceError
+from progagent_lib.generation.rope import model_positions, split_context
+from progagent_lib.generation.sources import load_model, resolve_model_source
 
 torch = pytest.importorskip("torch")
 
@@ -19,7 +20,8 @@ torch = pytest.importorskip("torch")
 def tiny_folder(tmp_path_factory):
     from transformers import AutoTokenizer, Qwen3Config, Qwen3ForCausalLM
 
-    from progagent_lib.generation.models import qwen3_chat_template, train_tokenizer
+    from progagent_lib.generation.chat_templates import qwen3_chat_template
+    from progagent_lib.generation.tiny_model import train_tokenizer
 
     folder = tmp_path_factory.mktemp("ctx") / "tiny"
     tokenizer = train_tokenizer(["a scaled context for a small model"] * 3, vocab_size=300)

