@@ -11,6 +11,7 @@ draw's parameters must fail (`one_program_cannot_pass_all`): no single program p
 At v0 each parameter must matter on its own too (`each_parameter_matters`): the oracle bound to the
 instance's parameters with that one changed to another of its values must fail.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,12 +25,33 @@ from typing import Iterable
 from .scales import SCALES
 from .task import Task, TaskLoadError, find_task_dirs, state_fingerprint
 
-MIN_PARAM_DRAWS = 4        # distinct parameter draws a parametrised task is certified on
-MIN_PARAM_VALUES = 4       # values each parameter must take across the draws checked by `param_ranges`
-PARAM_RANGE_SEEDS = 64     # seeds drawn to see a parameter's range
+MIN_PARAM_DRAWS = 4  # distinct parameter draws a parametrised task is certified on
+MIN_PARAM_VALUES = 4  # values each parameter must take across the draws checked by `param_ranges`
+PARAM_RANGE_SEEDS = 64  # seeds drawn to see a parameter's range
 
-WRITE_HINTS = ("create", "update", "write", "set", "add", "assign", "cancel", "delete", "record", "approve",
-               "reject", "book", "schedule", "issue", "send", "place", "post", "flag", "mark", "close", "submit")
+WRITE_HINTS = (
+    "create",
+    "update",
+    "write",
+    "set",
+    "add",
+    "assign",
+    "cancel",
+    "delete",
+    "record",
+    "approve",
+    "reject",
+    "book",
+    "schedule",
+    "issue",
+    "send",
+    "place",
+    "post",
+    "flag",
+    "mark",
+    "close",
+    "submit",
+)
 
 
 @dataclass
@@ -74,8 +96,17 @@ class CertifyReport:
                 row[c.scale] = c.name if cell == "ok" else (cell if c.name in cell.split(",") else f"{cell},{c.name}")
                 row["first_problem"] = row["first_problem"] or f"{c.scale}/{c.seed}: {c.detail}"[:160]
         scales = sorted(dict.fromkeys(c.scale for c in self.checks), key=lambda s: (s == "all", s))
-        records = [{"task": r["task"], **{s: r.get(s, "-") for s in scales}, "draws": len(seeds.get(r["task"], ())),
-                    "checks": r["checks"], "failed": r["failed"], "first_problem": r["first_problem"]} for r in rows.values()]
+        records = [
+            {
+                "task": r["task"],
+                **{s: r.get(s, "-") for s in scales},
+                "draws": len(seeds.get(r["task"], ())),
+                "checks": r["checks"],
+                "failed": r["failed"],
+                "first_problem": r["first_problem"],
+            }
+            for r in rows.values()
+        ]
         return pl.DataFrame(records) if records else pl.DataFrame({"task": []})
 
 
@@ -108,8 +139,14 @@ def _certify_params(task: Task, ranges: dict[str, list], report: CertifyReport) 
     """Each parameter takes at least MIN_PARAM_VALUES values (`ranges`: `param_ranges`), and there are at least two."""
     report.add(task.id, "all", None, "params_ge_2", len(ranges) >= 2, f"parameters: {list(ranges)}")
     narrow = {name: len(values) for name, values in ranges.items() if len(values) < MIN_PARAM_VALUES}
-    report.add(task.id, "all", None, "param_values_ge_4", not narrow,
-               f"values over {PARAM_RANGE_SEEDS} seeds: " + ", ".join(f"{n}: {len(v)}" for n, v in ranges.items()))
+    report.add(
+        task.id,
+        "all",
+        None,
+        "param_values_ge_4",
+        not narrow,
+        f"values over {PARAM_RANGE_SEEDS} seeds: " + ", ".join(f"{n}: {len(v)}" for n, v in ranges.items()),
+    )
 
 
 def _certify_other_draw(task: Task, scale: str, seed: int, others: list[int], report: CertifyReport) -> None:
@@ -117,7 +154,9 @@ def _certify_other_draw(task: Task, scale: str, seed: int, others: list[int], re
     mine = task.params_for(seed)
     other = next((s for s in others if task.params_for(s) != mine), None)
     if other is None:
-        report.add(task.id, scale, seed, "one_program_cannot_pass_all", False, "no other seed draws different parameters")
+        report.add(
+            task.id, scale, seed, "one_program_cannot_pass_all", False, "no other seed draws different parameters"
+        )
         return
     env = task.instantiate(scale, seed)
     try:
@@ -126,9 +165,15 @@ def _certify_other_draw(task: Task, scale: str, seed: int, others: list[int], re
         except Exception as exc:  # noqa: BLE001 - the other draw's program failing on this instance is a pass
             answer = f"(the program raised {type(exc).__name__})"
         result = env.verify(answer)
-        report.add(task.id, scale, seed, "one_program_cannot_pass_all", result.reward == 0.0,
-                   f"the oracle bound to seed {other}'s parameters {task.params_for(other)} scored R={result.reward} "
-                   f"(R~={result.score:.2f}) on seed {seed} {mine}")
+        report.add(
+            task.id,
+            scale,
+            seed,
+            "one_program_cannot_pass_all",
+            result.reward == 0.0,
+            f"the oracle bound to seed {other}'s parameters {task.params_for(other)} scored R={result.reward} "
+            f"(R~={result.score:.2f}) on seed {seed} {mine}",
+        )
     finally:
         env.close()
 
@@ -151,8 +196,14 @@ def _certify_each_parameter(task: Task, scale: str, seed: int, ranges: dict[str,
                 passed_with.append(f"{name}={other!r} (instance: {mine[name]!r})")
         finally:
             env.close()
-    report.add(task.id, scale, seed, "each_parameter_matters", not passed_with,
-               "the oracle still reaches R = 1 with " + "; ".join(passed_with) if passed_with else "")
+    report.add(
+        task.id,
+        scale,
+        seed,
+        "each_parameter_matters",
+        not passed_with,
+        "the oracle still reaches R = 1 with " + "; ".join(passed_with) if passed_with else "",
+    )
 
 
 def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) -> tuple[str, str]:
@@ -167,14 +218,28 @@ def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) 
         seconds = time.perf_counter() - started
         result = env.verify(answer)
         failed = ", ".join(c.name for c in result.failed())
-        report.add(task.id, scale, seed, "oracle_R1", result.reward == 1.0,
-                   f"R~={result.score:.2f}; failed: {failed}" if failed else f"{seconds:.2f}s, {len(env.call_log)} calls")
+        report.add(
+            task.id,
+            scale,
+            seed,
+            "oracle_R1",
+            result.reward == 1.0,
+            f"R~={result.score:.2f}; failed: {failed}" if failed else f"{seconds:.2f}s, {len(env.call_log)} calls",
+        )
         used = {c.name for c in env.call_log if c.ok}
         report.add(task.id, scale, seed, "uses_3_tools", len(used) >= 3, f"distinct tools used: {sorted(used)}")
         changed = state_fingerprint(env.db_path, env.workspace) != before
-        report.add(task.id, scale, seed, "changes_state", changed, "the oracle left the database and workspace unchanged")
-        report.add(task.id, scale, seed, "final_response", isinstance(answer, str) and bool(answer.strip()),
-                   "the oracle returned an empty final response")
+        report.add(
+            task.id, scale, seed, "changes_state", changed, "the oracle left the database and workspace unchanged"
+        )
+        report.add(
+            task.id,
+            scale,
+            seed,
+            "final_response",
+            isinstance(answer, str) and bool(answer.strip()),
+            "the oracle returned an empty final response",
+        )
         if scale == "v0":
             paged = any(c.ok and c.arguments.get("page", 1) >= 2 for c in env.call_log)
             report.add(task.id, scale, seed, "multi_page", paged, "no listing needed a second page at v0")
@@ -200,8 +265,14 @@ def _certify_near_miss(task: Task, scale: str, seed: int, report: CertifyReport)
     try:
         result = env.verify(task.near_miss(env.tools))
         near = result.score > 0.0 or scale != "v0"
-        report.add(task.id, scale, seed, "near_miss_R0", result.reward == 0.0 and near,
-                   f"the near miss scored R={result.reward}, R~={result.score:.2f} (it must fail, and at v0 pass something)")
+        report.add(
+            task.id,
+            scale,
+            seed,
+            "near_miss_R0",
+            result.reward == 0.0 and near,
+            f"the near miss scored R={result.reward}, R~={result.score:.2f} (it must fail, and at v0 pass something)",
+        )
     finally:
         env.close()
 
@@ -218,8 +289,13 @@ def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyRepor
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), report: CertifyReport | None = None,
-                 draws: int = MIN_PARAM_DRAWS) -> CertifyReport:
+def certify_task(
+    task: Task,
+    scales: Iterable[str] = SCALES,
+    seeds: Iterable[int] = (0, 1),
+    report: CertifyReport | None = None,
+    draws: int = MIN_PARAM_DRAWS,
+) -> CertifyReport:
     """Certify one task on `seeds` at `scales`; a parametrised task on at least `draws` distinct parameter draws."""
     report = report or CertifyReport()
     seeds = param_draw_seeds(task, seeds, draws)
@@ -235,19 +311,25 @@ def certify_task(task: Task, scales: Iterable[str] = SCALES, seeds: Iterable[int
                 if seed == seeds[0]:  # the same instance at every scale: its instruction and schemas must agree
                     seen[scale] = (instruction, schemas)
                 if task.parametrised:
-                    _certify_other_draw(task, scale, seed, seeds[seeds.index(seed) + 1:] + seeds[:seeds.index(seed)], report)
+                    _certify_other_draw(
+                        task, scale, seed, seeds[seeds.index(seed) + 1 :] + seeds[: seeds.index(seed)], report
+                    )
                     if scale == "v0":
                         _certify_each_parameter(task, scale, seed, ranges, report)
-            except Exception as exc:  # a broken task is reported, and certification goes on
+            except Exception as exc:  # noqa: BLE001 - a broken task is reported, and certification goes on
                 report.add(task.id, scale, seed, "runs", False, f"{type(exc).__name__}: {exc}")
     if len({prompt for prompt, _ in seen.values()}) > 1 or len({s for _, s in seen.values()}) > 1:
-        report.add(task.id, "all", None, "same_across_scales", False, "the instruction or tool schemas differ between scales")
+        report.add(
+            task.id, "all", None, "same_across_scales", False, "the instruction or tool schemas differ between scales"
+        )
     elif seen:
         report.add(task.id, "all", None, "same_across_scales", True)
     return report
 
 
-def certify_paths(paths: Iterable[str | Path], scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), progress: bool = True) -> CertifyReport:
+def certify_paths(
+    paths: Iterable[str | Path], scales: Iterable[str] = SCALES, seeds: Iterable[int] = (0, 1), progress: bool = True
+) -> CertifyReport:
     """Certify every task under `paths`; a task that fails to load is reported and skipped."""
     from tqdm.auto import tqdm
 
@@ -282,6 +364,14 @@ def pool_stats(tasks: list[Task], scales: Iterable[str] = SCALES, seed: int = 0)
         for scale in scales:
             state = task.state_dir(scale, seed)
             files = sum(1 for p in (state / "workspace").rglob("*") if p.is_file())
-            rows.append(ScaleStats(task.id, task.domain, scale, (state / "data.db").stat().st_size / 1024, files,
-                                   len(task.env_class.tool_specs)))
+            rows.append(
+                ScaleStats(
+                    task.id,
+                    task.domain,
+                    scale,
+                    (state / "data.db").stat().st_size / 1024,
+                    files,
+                    len(task.env_class.tool_specs),
+                )
+            )
     return rows

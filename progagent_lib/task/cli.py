@@ -1,4 +1,5 @@
 """`progagent tasks certify | stats | list`."""
+
 from __future__ import annotations
 
 import argparse
@@ -13,18 +14,24 @@ def register(subparsers) -> None:
     tasks = subparsers.add_parser("tasks", help="inspect and certify the task pool")
     sub = tasks.add_subparsers(dest="tasks_command", required=True)
     pool = [pool_root()]
-    paths_help = "task ids (retail/restock_orders), domains (retail), task folders or folders of tasks " \
-                 "(default: the pool, $PROGAGENT_TASKS or the repository's tasks/)"
+    paths_help = (
+        "task ids (retail/restock_orders), domains (retail), task folders or folders of tasks "
+        "(default: the pool, $PROGAGENT_TASKS or the repository's tasks/)"
+    )
 
     certify = sub.add_parser("certify", help="check every task: oracle R=1, determinism, scale consistency, empty R=0")
     certify.add_argument("paths", nargs="*", type=task_path, default=pool, metavar="TASK", help=paths_help)
-    certify.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default: all four)")
+    certify.add_argument(
+        "--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default: all four)"
+    )
     certify.add_argument("--seeds", type=positive_int, default=2, help="number of seeds, 0..N-1 (default: 2)")
     certify.set_defaults(func=_certify)
 
     stats = sub.add_parser("stats", help="domains, tasks per domain, tools per task, DB size and files per scale")
     stats.add_argument("paths", nargs="*", type=task_path, default=pool, metavar="TASK", help=paths_help)
-    stats.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default: all four)")
+    stats.add_argument(
+        "--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default: all four)"
+    )
     stats.set_defaults(func=_stats)
 
     listing = sub.add_parser("list", help="list the tasks in the pool")
@@ -57,7 +64,9 @@ def _certify(args: argparse.Namespace) -> int:
     failures = report.failures()
     tasks = {c.task for c in report.checks}
     bad = {c.task for c in failures}
-    print(f"\n{len(tasks) - len(bad)}/{len(tasks)} tasks certified; {len(report.checks) - len(failures)}/{len(report.checks)} checks passed")
+    print(
+        f"\n{len(tasks) - len(bad)}/{len(tasks)} tasks certified; {len(report.checks) - len(failures)}/{len(report.checks)} checks passed"
+    )
     for c in failures[:50]:
         print(f"FAIL {c.task} {c.scale} seed={c.seed} {c.name}: {c.detail}")
     return 0 if report.passed else 1
@@ -70,15 +79,22 @@ def stats_tables(tasks, scales):
     from .certify import pool_stats
 
     rows = pl.DataFrame([asdict(r) for r in pool_stats(tasks, scales)])
-    per_scale = rows.group_by("scale").agg(
-        pl.col("task").n_unique().alias("tasks"),
-        pl.col("db_kb").mean().round(1).alias("mean_db_kb"),
-        pl.col("files").mean().round(1).alias("mean_files"),
-        pl.col("tools").mean().round(1).alias("mean_tools"),
-    ).sort("scale")
-    per_domain = rows.filter(pl.col("scale") == scales[0]).group_by("domain").agg(
-        pl.col("task").n_unique().alias("tasks"), pl.col("tools").mean().round(1).alias("mean_tools")
-    ).sort("domain")
+    per_scale = (
+        rows.group_by("scale")
+        .agg(
+            pl.col("task").n_unique().alias("tasks"),
+            pl.col("db_kb").mean().round(1).alias("mean_db_kb"),
+            pl.col("files").mean().round(1).alias("mean_files"),
+            pl.col("tools").mean().round(1).alias("mean_tools"),
+        )
+        .sort("scale")
+    )
+    per_domain = (
+        rows.filter(pl.col("scale") == scales[0])
+        .group_by("domain")
+        .agg(pl.col("task").n_unique().alias("tasks"), pl.col("tools").mean().round(1).alias("mean_tools"))
+        .sort("domain")
+    )
     return per_scale, per_domain, rows
 
 

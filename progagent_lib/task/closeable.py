@@ -1,4 +1,5 @@
 """`with` support and close-on-garbage-collection for objects that own processes, files or connections."""
+
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
@@ -21,5 +22,5 @@ class Closeable(ABC):
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # interpreter shutdown, half-built objects: nothing left to clean
+        except Exception:  # noqa: BLE001 - interpreter shutdown, half-built objects: nothing left to clean
             pass

@@ -20,10 +20,10 @@ criterion with the reason as its detail. Values compare leniently where people w
 case and surrounding spaces, numbers ignore thousands separators, currency signs and a trailing `%`, within a
 tolerance.
 """
+
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
 import re
@@ -33,9 +33,9 @@ from typing import Any, Iterable, Sequence
 from .reference import Reference, ReferenceError, reference_dir
 from .verifier import Criterion
 
-MAX_FILE_CHARS = 4 << 20     # characters of an episode's file a comparison reads
-MAX_ROWS = 100_000           # rows of a table or a file a comparison reads
-MAX_DETAIL_ITEMS = 4         # differences named in a criterion's detail
+MAX_FILE_CHARS = 4 << 20  # characters of an episode's file a comparison reads
+MAX_ROWS = 100_000  # rows of a table or a file a comparison reads
+MAX_DETAIL_ITEMS = 4  # differences named in a criterion's detail
 NUMBER_CELL = re.compile(r"\s*([-+]?)\s*[$£€]?\s*([-+]?)(\d[\d,]*(?:\.\d+)?|\.\d+)\s*%?\s*")
 NUMBER_IN_TEXT = re.compile(r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?")  # not the parts of an id such as RC-26-123
 ROW_FORMATS = ("csv", "md")
@@ -102,8 +102,9 @@ def tolerance_of(tolerance: Tolerance, column: str) -> float:
     return tolerance.get(column, 0.0) if isinstance(tolerance, dict) else tolerance
 
 
-def compare_rows(got: list[Row], want: list[Row], key: Sequence[str], columns: Sequence[str],
-                 tolerance: Tolerance) -> str | None:
+def compare_rows(
+    got: list[Row], want: list[Row], key: Sequence[str], columns: Sequence[str], tolerance: Tolerance
+) -> str | None:
     """None when `got` holds the rows of `want` (matched by `key`, compared on `columns`), else what differs."""
     if len(got) > MAX_ROWS:
         return f"more than {MAX_ROWS:,} rows"
@@ -118,26 +119,37 @@ def compare_rows(got: list[Row], want: list[Row], key: Sequence[str], columns: S
     expected = {_key_of(row, key): row for row in want}
     missing = [_display(k) for k in expected if k not in mine]
     extra = [_display(k) for k in mine if k not in expected]
-    wrong = [f"{_display(k)} {c}={mine[k].get(c)!r} (expected {row.get(c)!r})" for k, row in expected.items() if k in mine
-             for c in columns if not same_value(mine[k].get(c), row.get(c), tolerance_of(tolerance, c))]
-    problems = [f"missing {_listed(missing)}" if missing else "", f"unexpected {_listed(extra)}" if extra else "",
-                f"differs: {_listed(wrong)}" if wrong else ""]
+    wrong = [
+        f"{_display(k)} {c}={mine[k].get(c)!r} (expected {row.get(c)!r})"
+        for k, row in expected.items()
+        if k in mine
+        for c in columns
+        if not same_value(mine[k].get(c), row.get(c), tolerance_of(tolerance, c))
+    ]
+    problems = [
+        f"missing {_listed(missing)}" if missing else "",
+        f"unexpected {_listed(extra)}" if extra else "",
+        f"differs: {_listed(wrong)}" if wrong else "",
+    ]
     problems = [p for p in problems if p]
     return f"{len(got)} rows, {len(want)} expected; " + "; ".join(problems) if problems else None
 
 
 def _compare_unkeyed(got: list[Row], want: list[Row], columns: Sequence[str], tolerance: Tolerance) -> str | None:
     def order(row: Row) -> tuple:
-        return tuple(repr(round(v, 6)) if isinstance(v, float) else repr(v)
-                     for v in (normalise(row.get(c)) for c in columns))
+        return tuple(
+            repr(round(v, 6)) if isinstance(v, float) else repr(v) for v in (normalise(row.get(c)) for c in columns)
+        )
 
     if len(got) != len(want):
         return f"{len(got)} rows, {len(want)} expected"
     for mine, theirs in zip(sorted(got, key=order), sorted(want, key=order)):
         wrong = [c for c in columns if not same_value(mine.get(c), theirs.get(c), tolerance_of(tolerance, c))]
         if wrong:
-            return f"a row differs in {', '.join(wrong)}: {[mine.get(c) for c in wrong]!r:.200} " \
-                   f"(expected {[theirs.get(c) for c in wrong]!r:.200})"
+            return (
+                f"a row differs in {', '.join(wrong)}: {[mine.get(c) for c in wrong]!r:.200} "
+                f"(expected {[theirs.get(c) for c in wrong]!r:.200})"
+            )
     return None
 
 
@@ -210,12 +222,20 @@ def compare_json(got: Any, want: Any, key: Sequence[str], tolerance: float, wher
             return f"{where} is not a list"
         if key and all(isinstance(v, dict) for v in want + got):
             lower = [{header_name(k): v for k, v in item.items()} for item in got]
-            return _prefixed(where, compare_rows(lower, [{header_name(k): v for k, v in item.items()} for item in want],
-                                                 key, [], tolerance)) or _members(lower, want, key, tolerance, where)
+            return _prefixed(
+                where,
+                compare_rows(
+                    lower, [{header_name(k): v for k, v in item.items()} for item in want], key, [], tolerance
+                ),
+            ) or _members(lower, want, key, tolerance, where)
         if len(got) != len(want):
             return f"{where} has {len(got)} items, {len(want)} expected"
-        return next(filter(None, (compare_json(g, w, key, tolerance, f"{where}[{i}]")
-                                  for i, (g, w) in enumerate(zip(got, want)))), None)
+        return next(
+            filter(
+                None, (compare_json(g, w, key, tolerance, f"{where}[{i}]") for i, (g, w) in enumerate(zip(got, want)))
+            ),
+            None,
+        )
     return None if same_value(got, want, tolerance) else f"{where} is {got!r:.80}, expected {want!r:.80}"
 
 
@@ -256,8 +276,10 @@ class ReferenceCriteria:
         outside its budget); its folder."""
         task, scale, seed = getattr(self, "task", None), getattr(self, "scale", None), getattr(self, "seed", None)
         if task is None or scale is None or seed is None or not hasattr(task, "source_bytes"):
-            raise ReferenceError("this environment was not instantiated from a task folder at a scale and seed, so it "
-                                 "has no reference state; use Task.instantiate(scale, seed)")
+            raise ReferenceError(
+                "this environment was not instantiated from a task folder at a scale and seed, so it "
+                "has no reference state; use Task.instantiate(scale, seed)"
+            )
         return reference_dir(task, scale, seed)
 
     def run_criteria(self, final_answer: str) -> list[Criterion]:
@@ -270,15 +292,27 @@ class ReferenceCriteria:
             self._reference.close()
             self._reference = None
 
-    def tables_match(self, table: str, *, key: str | Sequence[str], columns: str | Sequence[str] = (), where: str = "",
-                     criterion: str | None = None, weight: float = 1.0, tolerance: Tolerance = 1e-6) -> Criterion:
+    def tables_match(
+        self,
+        table: str,
+        *,
+        key: str | Sequence[str],
+        columns: str | Sequence[str] = (),
+        where: str = "",
+        criterion: str | None = None,
+        weight: float = 1.0,
+        tolerance: Tolerance = 1e-6,
+    ) -> Criterion:
         """The rows of `table` (any FROM clause) that satisfy `where` are the reference's: the same `key`s, and on
         each the same `columns`. Text ignores case and spaces; numbers agree within `tolerance` (one for all, or
         `{column: tolerance}`)."""
         keys, compared = _names(key), _names(columns)
         selected = keys + compared  # expressions (`p.sku`), each read back under its own text
-        sql = f"SELECT {', '.join(f'{e} AS _c{i}' for i, e in enumerate(selected))} FROM {table}" + \
-            (f" WHERE {where}" if where else "") + f" LIMIT {MAX_ROWS + 1}"
+        sql = (
+            f"SELECT {', '.join(f'{e} AS _c{i}' for i, e in enumerate(selected))} FROM {table}"
+            + (f" WHERE {where}" if where else "")
+            + f" LIMIT {MAX_ROWS + 1}"
+        )
 
         def rows(cursor_rows: list) -> list[Row]:
             return [dict(zip(selected, tuple(row))) for row in cursor_rows]
@@ -289,9 +323,17 @@ class ReferenceCriteria:
         name = criterion or f"{table.split()[0]}_match"
         return Criterion(name, problem is None, weight, problem or f"{len(want)} rows as expected")
 
-    def file_matches(self, name: str, *, as_: str = "csv", key: str | Sequence[str] = (),
-                     columns: str | Sequence[str] | None = None, tolerance: Tolerance = 0.01,
-                     criterion: str | None = None, weight: float = 1.0) -> Criterion:
+    def file_matches(
+        self,
+        name: str,
+        *,
+        as_: str = "csv",
+        key: str | Sequence[str] = (),
+        columns: str | Sequence[str] | None = None,
+        tolerance: Tolerance = 0.01,
+        criterion: str | None = None,
+        weight: float = 1.0,
+    ) -> Criterion:
         """The workspace file `name` holds what the reference's does: for "csv" and "md" (its first table) the same
         rows, matched by `key` (else in any order) on `columns` (default: the reference's headings); for "json" the
         same values (lists of objects matched by `key`); for "lines" the same non-empty lines in any order."""
@@ -312,8 +354,9 @@ class ReferenceCriteria:
         return Criterion(label, problem is None, weight, problem or f"{name} matches the expected result")
 
     @staticmethod
-    def _compare_file(text: str, expected: str, as_: str, key: list[str], columns: Any,
-                      tolerance: Tolerance) -> str | None:
+    def _compare_file(
+        text: str, expected: str, as_: str, key: list[str], columns: Any, tolerance: Tolerance
+    ) -> str | None:
         if as_ == "json":
             if isinstance(tolerance, dict):
                 raise ValueError("file_matches(as_='json') takes one tolerance, not one per column")
@@ -331,8 +374,15 @@ class ReferenceCriteria:
             tolerance = {header_name(c): t for c, t in tolerance.items()}
         return compare_rows(got_rows, want_rows, keys, [c for c in compared if c not in keys], tolerance)
 
-    def answer_states(self, value: Any, *, tolerance: float = 0.01, any_of: bool = False, criterion: str | None = None,
-                      weight: float = 1.0) -> Criterion:
+    def answer_states(
+        self,
+        value: Any,
+        *,
+        tolerance: float = 0.01,
+        any_of: bool = False,
+        criterion: str | None = None,
+        weight: float = 1.0,
+    ) -> Criterion:
         """The final answer states `value`: a number (any number in the answer within `tolerance`), a text (contained,
         ignoring case and spacing), or a list of them (every one; with `any_of`, at least one, as for tied results)."""
         answer = self.final_answer
@@ -343,15 +393,26 @@ class ReferenceCriteria:
         if any_of and len(missing) < len(values):
             missing = []
         shown = ", ".join(_shown(v) for v in values)
-        detail = f"expected {'one of ' if any_of else ''}{shown}" + (f"; missing {', '.join(_shown(v) for v in missing)}" if missing else "")
+        detail = f"expected {'one of ' if any_of else ''}{shown}" + (
+            f"; missing {', '.join(_shown(v) for v in missing)}" if missing else ""
+        )
         return Criterion(criterion or "answer_states_result", not missing, weight, detail)
 
-    def nothing_else_changed(self, tables: Sequence[str] | None = None, *, criterion: str = "nothing_else_changed",
-                             weight: float = 1.0) -> Criterion:
+    def nothing_else_changed(
+        self, tables: Sequence[str] | None = None, *, criterion: str = "nothing_else_changed", weight: float = 1.0
+    ) -> Criterion:
         """Every row of `tables` (default: every table) is the reference's, in every column."""
-        names = list(tables) if tables is not None else [
-            r["name"] for r in self.reference.query("SELECT name FROM sqlite_master WHERE type = 'table' AND "
-                                                    "name NOT LIKE 'sqlite_%' AND name != '_verifier_facts'")]
+        names = (
+            list(tables)
+            if tables is not None
+            else [
+                r["name"]
+                for r in self.reference.query(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND "
+                    "name NOT LIKE 'sqlite_%' AND name != '_verifier_facts'"
+                )
+            ]
+        )
         changed = []
         for table in names:
             sql = f'SELECT * FROM "{table}" ORDER BY rowid LIMIT {MAX_ROWS + 1}'
@@ -372,5 +433,14 @@ def _shown(value: Any) -> str:
     return f"{value:.2f}" if isinstance(value, float) else repr(value) if isinstance(value, str) else str(value)
 
 
-__all__ = ["ReferenceCriteria", "ParseError", "compare_rows", "compare_json", "parse_rows", "normalise", "same_value",
-           "MAX_FILE_CHARS", "MAX_ROWS"]
+__all__ = [
+    "ReferenceCriteria",
+    "ParseError",
+    "compare_rows",
+    "compare_json",
+    "parse_rows",
+    "normalise",
+    "same_value",
+    "MAX_FILE_CHARS",
+    "MAX_ROWS",
+]

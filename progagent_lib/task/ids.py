@@ -6,6 +6,7 @@ the form tables, TRL and OpenEnv use. A checkout's path to a task (`tasks/retail
 names the same task in an installed pool. A name that is none of these raises `UnknownTask`, whose one-line message
 lists the closest ids (a typo is the likely cause).
 """
+
 from __future__ import annotations
 
 import difflib
@@ -16,7 +17,7 @@ from .installed_pool import installed_pool
 
 POOL_ENV = "PROGAGENT_TASKS"
 REPO_TASKS = Path(__file__).resolve().parents[2] / "tasks"
-POOL_FOLDER = "tasks"   # the pool's folder in a checkout
+POOL_FOLDER = "tasks"  # the pool's folder in a checkout
 
 
 class UnknownTask(ValueError):
@@ -56,14 +57,15 @@ def resolve_tasks(name: str | Path, *, pool: str | Path | None = None, single: b
     if not text:
         raise UnknownTask("an empty task name; write a task id such as retail/restock_orders or a task folder")
     head, _, below_pool = text.partition("/")
-    in_pool = [root / below_pool] if head == POOL_FOLDER else []   # `tasks/<id>`: the checkout's path to the id
+    in_pool = [root / below_pool] if head == POOL_FOLDER else []  # `tasks/<id>`: the checkout's path to the id
     for folder in (Path(text).expanduser(), root / text, *in_pool):
         if folder.is_file() and folder.name == "task.toml":
             folder = folder.parent
         if folder.is_dir():
             return _checked(folder, text, root, single)
-    raise UnknownTask(f"{text!r}: no such task or folder of tasks (ids are DOMAIN/NAME under {_shown(root)})"
-                      + _near(text, root))
+    raise UnknownTask(
+        f"{text!r}: no such task or folder of tasks (ids are DOMAIN/NAME under {_shown(root)})" + _near(text, root)
+    )
 
 
 def _checked(folder: Path, text: str, root: Path, single: bool) -> Path:
@@ -86,12 +88,12 @@ def _near(text: str, root: Path) -> str:
     if not known:
         return f"; there are no tasks under {_shown(root)}"
     prefix = ""
-    for written in (_shown(root), str(root)):   # `tasks/retial` is the id `retial` in the pool folder `tasks`
+    for written in (_shown(root), str(root)):  # `tasks/retial` is the id `retial` in the pool folder `tasks`
         if text.startswith(written.rstrip("/") + "/"):
-            prefix, text = written.rstrip("/") + "/", text[len(written.rstrip("/")) + 1:]
+            prefix, text = written.rstrip("/") + "/", text[len(written.rstrip("/")) + 1 :]
             break
     domains = sorted({k.split("/")[0] for k in known})
-    names = {k.rsplit("/", 1)[-1]: k for k in known}   # a name without its domain, e.g. `restok_orders`
+    names = {k.rsplit("/", 1)[-1]: k for k in known}  # a name without its domain, e.g. `restok_orders`
     forms = {**{k: k for k in known}, **{d: d for d in domains}, **{n: k for n, k in names.items() if n not in domains}}
     matches = list(dict.fromkeys(forms[m] for m in closest(text.strip("/"), list(forms))))
     if matches:

@@ -8,6 +8,7 @@ environment.py there, where a checkout's tasks/ is out of its sight. So before a
 runs as an unprivileged uid of its own, without capabilities, and cannot enter it, while the host (root: only root
 can start a sandbox) still reads every file. Without root there is no sandbox, and nothing is changed.
 """
+
 from __future__ import annotations
 
 import functools
@@ -18,7 +19,7 @@ import warnings
 from pathlib import Path
 
 PACKAGE = "progagent_tasks"
-INSTALL_FOLDERS = ("site-packages", "dist-packages")   # where pip puts a package (dist-packages: Debian's Python)
+INSTALL_FOLDERS = ("site-packages", "dist-packages")  # where pip puts a package (dist-packages: Debian's Python)
 
 
 def installed_pool() -> Path | None:
@@ -42,8 +43,11 @@ def seal_installed_pool() -> Path | None:
         try:
             os.chmod(pool, mode & 0o700)
         except OSError as exc:
-            warnings.warn(f"cannot make the installed task pool {pool} private ({exc}): a sandboxed program can read "
-                          "its oracles and verifiers; install the package where root may change modes",
-                          RuntimeWarning, stacklevel=2)
+            warnings.warn(
+                f"cannot make the installed task pool {pool} private ({exc}): a sandboxed program can read "
+                "its oracles and verifiers; install the package where root may change modes",
+                RuntimeWarning,
+                stacklevel=2,
+            )
             return None
     return pool

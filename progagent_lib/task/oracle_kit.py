@@ -4,6 +4,7 @@ Oracles import from here instead of each repeating a page loop. The PTC teacher 
 source into the programs it writes, so the helpers also run inside the sandboxed kernel, which cannot
 import the project. Keep this module self-contained: standard library only.
 """
+
 import fnmatch
 
 

@@ -1,4 +1,5 @@
 """Bounded pagination shared by every list-returning tool."""
+
 from __future__ import annotations
 
 from typing import Sequence
@@ -9,7 +10,9 @@ DEFAULT_PAGE_SIZE = 20
 MAX_PAGE_SIZE = 50
 
 
-def paginate(items: Sequence, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE, max_page_size: int = MAX_PAGE_SIZE) -> dict:
+def paginate(
+    items: Sequence, page: int = 1, page_size: int = DEFAULT_PAGE_SIZE, max_page_size: int = MAX_PAGE_SIZE
+) -> dict:
     """Return one page of `items` as {"items", "page", "page_size", "total", "total_pages", "has_more"}.
 
     Page sizes are capped at `max_page_size` so that reading much data always takes many calls.

@@ -8,6 +8,7 @@ oracle's program, and the verifier compares an episode's final state with it (`c
 The oracle is the task author's code and runs in this process, as certification runs it; the episode's program never
 sees the reference (the cache is outside every sandbox's view).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -17,13 +18,22 @@ import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..cache import cache_root
 from .scales import check_scale
 
-if TYPE_CHECKING:
-    from .task import Task
+
+class Solvable(Protocol):
+    """What a reference needs of a task (`task.Task` is one; named here so that this module does not import it)."""
+
+    id: str
+
+    def code_fingerprint(self) -> str: ...
+    def source_bytes(self, name: str) -> bytes: ...
+    def instantiate(self, scale: str, seed: int, *, workspace_quota: int | None | str = ...) -> Any: ...
+    def oracle(self, tools: Any, params: dict | None = None) -> str: ...
+
 
 REFERENCE_FORMAT = 1  # bump when the way references are built changes, so cached ones are rebuilt
 ANSWER_FILE = "answer.txt"
@@ -33,7 +43,7 @@ class ReferenceError(Exception):
     """The oracle could not build an instance's reference state: a defect of the task, named with its instance."""
 
 
-def reference_fingerprint(task: "Task") -> str:
+def reference_fingerprint(task: Solvable) -> str:
     """Identifies a reference: the generated state's fingerprint and the oracle and tools that ran on it (as loaded)."""
     digest = hashlib.sha256(f"reference-format:{REFERENCE_FORMAT}:{task.code_fingerprint()}".encode())
     for name in ("oracle.py", "environment.py"):
@@ -41,7 +51,7 @@ def reference_fingerprint(task: "Task") -> str:
     return digest.hexdigest()[:16]
 
 
-def reference_dir(task: "Task", scale: str, seed: int) -> Path:
+def reference_dir(task: Solvable, scale: str, seed: int) -> Path:
     """The reference state of (scale, seed): `data.db`, `workspace/` and `answer.txt`, built on first use."""
     check_scale(scale)
     final = cache_root() / "references" / task.id / reference_fingerprint(task) / f"{scale}-seed{seed}"
@@ -62,14 +72,16 @@ def reference_dir(task: "Task", scale: str, seed: int) -> Path:
     return final
 
 
-def _replay_oracle(task: "Task", scale: str, seed: int, target: Path) -> None:
+def _replay_oracle(task: Solvable, scale: str, seed: int, target: Path) -> None:
     env = task.instantiate(scale, seed, workspace_quota=None)
     try:
         try:
             answer = task.oracle(env.tools)
         except Exception as exc:
-            raise ReferenceError(f"task {task.id!r} (oracle.py): solve() raised {type(exc).__name__}: {exc} while "
-                                 f"building the reference of {scale}, seed {seed}") from exc
+            raise ReferenceError(
+                f"task {task.id!r} (oracle.py): solve() raised {type(exc).__name__}: {exc} while "
+                f"building the reference of {scale}, seed {seed}"
+            ) from exc
         env.db.commit()
         backup = sqlite3.connect(target / "data.db")
         try:

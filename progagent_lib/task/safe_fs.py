@@ -22,6 +22,7 @@ an existing file without a word tells the model, or the verifier, that the file 
 Linux >= 5.6 (openat2). Where the syscall is missing this module refuses to work rather than fall
 back to a racy path walk.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -42,7 +43,7 @@ _RESOLVE = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOL
 _BASE_FLAGS = os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOCTTY
 
 MAX_WALK_ENTRIES = 50_000  # a listing or snapshot visits at most this many entries
-MAX_WALK_DEPTH = 256       # folders nested this deep at most; the walk holds one descriptor per level
+MAX_WALK_DEPTH = 256  # folders nested this deep at most; the walk holds one descriptor per level
 
 
 class _OpenHow(ctypes.Structure):
@@ -65,7 +66,7 @@ class WorkspaceReadError(ToolError):
     """
 
 
-_VANISHED = (errno.ENOENT, errno.ENOTDIR)   # removed, or replaced by a file, while the walk ran
+_VANISHED = (errno.ENOENT, errno.ENOTDIR)  # removed, or replaced by a file, while the walk ran
 _NOT_FOLLOWED = (errno.ELOOP, errno.EXDEV)  # replaced by a link, or a mount: skipped like a link
 
 
@@ -113,8 +114,9 @@ def _read_error(exc: OSError, doing: str) -> WorkspaceReadError:
     """The error a tool reports for an OSError the workspace layer does not expect (EMFILE, EIO, ...)."""
     name = errno.errorcode.get(exc.errno, str(exc.errno))
     if exc.errno in (errno.EMFILE, errno.ENFILE):
-        return WorkspaceReadError(f"the host ran out of file descriptors ({name}) {doing}; "
-                                  "the workspace could not be read completely")
+        return WorkspaceReadError(
+            f"the host ran out of file descriptors ({name}) {doing}; the workspace could not be read completely"
+        )
     return WorkspaceReadError(f"the host could not read the workspace {doing}: {exc.strerror} ({name})")
 
 
@@ -181,7 +183,9 @@ class WorkspaceFS:
         fd, info = self.open_file(path)
         try:
             if info.st_size > max_bytes:
-                raise ToolError(f"{path!r:.200} has {info.st_size} bytes, more than {max_bytes}; it cannot be read whole")
+                raise ToolError(
+                    f"{path!r:.200} has {info.st_size} bytes, more than {max_bytes}; it cannot be read whole"
+                )
             chunks, got = [], 0
             while got <= max_bytes:
                 try:
@@ -248,17 +252,21 @@ class WorkspaceFS:
                 raise WorkspaceUnsafe(f"{path!r:.200} is not a regular file; it cannot be written")
             self._give_to_owner(fd, info)
             if info.st_nlink != 1:
-                raise WorkspaceUnsafe(f"{path!r:.200} has {info.st_nlink} hard links; only a file with one link is written")
+                raise WorkspaceUnsafe(
+                    f"{path!r:.200} has {info.st_nlink} hard links; only a file with one link is written"
+                )
             if self.quota_bytes is not None and not self.enforced_by_mount:
                 used = self.usage(check)[0] - info.st_size
                 if used + len(data) > self.quota_bytes:
-                    raise ToolError(f"writing {len(data)} bytes would exceed the workspace quota of {self.quota_bytes} "
-                                    f"bytes ({used} in use); delete files you no longer need")
+                    raise ToolError(
+                        f"writing {len(data)} bytes would exceed the workspace quota of {self.quota_bytes} "
+                        f"bytes ({used} in use); delete files you no longer need"
+                    )
             try:
                 os.ftruncate(fd, 0)
                 view = memoryview(data)
                 while view:
-                    view = view[os.write(fd, view):]
+                    view = view[os.write(fd, view) :]
             except OSError as exc:
                 raise _explain(exc, path) from None
             return len(data)
@@ -266,8 +274,12 @@ class WorkspaceFS:
             os.close(fd)
 
     # --- walking ---------------------------------------------------------------------------------------
-    def walk(self, check: Callable[[], None] = lambda: None, max_entries: int = MAX_WALK_ENTRIES,
-             max_depth: int = MAX_WALK_DEPTH) -> Iterator[tuple[str, int, bool]]:
+    def walk(
+        self,
+        check: Callable[[], None] = lambda: None,
+        max_entries: int = MAX_WALK_ENTRIES,
+        max_depth: int = MAX_WALK_DEPTH,
+    ) -> Iterator[tuple[str, int, bool]]:
         """(relative path, size, is_dir) of every regular file and folder; links and the rest are skipped.
 
         Depth first: a folder's entries come in name order, then its subfolders are walked one by one.
@@ -294,8 +306,9 @@ class WorkspaceFS:
                 for name in self._names(current, prefix, check, max_entries - seen):
                     seen += 1
                     if seen > max_entries:
-                        raise ToolError(f"the workspace holds more than {max_entries} entries; "
-                                        "it is too large to list or copy")
+                        raise ToolError(
+                            f"the workspace holds more than {max_entries} entries; it is too large to list or copy"
+                        )
                     if seen % 256 == 0:
                         check()
                     try:
@@ -320,8 +333,10 @@ class WorkspaceFS:
                         os.close(parent_fd)
                         continue
                     if len(path) > max_depth:
-                        raise ToolError(f"the workspace nests folders more than {max_depth} levels deep "
-                                        f"(at {parent + name!r:.200}); it is too deep to list or copy")
+                        raise ToolError(
+                            f"the workspace nests folders more than {max_depth} levels deep "
+                            f"(at {parent + name!r:.200}); it is too deep to list or copy"
+                        )
                     try:
                         current = self._open_dir(parent_fd, name)
                     except OSError as exc:
@@ -362,8 +377,9 @@ class WorkspaceFS:
             count += 1
         return total, count
 
-    def copy_to(self, target: str | Path, check: Callable[[], None] = lambda: None,
-                max_bytes: int | None = None) -> None:
+    def copy_to(
+        self, target: str | Path, check: Callable[[], None] = lambda: None, max_bytes: int | None = None
+    ) -> None:
         """Copy the regular files and folders into `target` (a host-private folder): a frozen view.
 
         The kernel copies each file's data (`sendfile`), extent by extent, so the host's memory stays flat
@@ -396,8 +412,15 @@ class WorkspaceFS:
                 os.close(fd)
 
 
-def _copy_data(fd: int, size: int, destination: Path, check: Callable[[], None], rel: str, copied_before: int,
-               max_bytes: int | None) -> int:
+def _copy_data(
+    fd: int,
+    size: int,
+    destination: Path,
+    check: Callable[[], None],
+    rel: str,
+    copied_before: int,
+    max_bytes: int | None,
+) -> int:
     """Copy the first `size` bytes of the open file `fd` into a new file, holes kept; returns the data bytes copied.
 
     ToolError once the copy's data would pass `max_bytes` (with `copied_before` already copied),
@@ -412,8 +435,9 @@ def _copy_data(fd: int, size: int, destination: Path, check: Callable[[], None],
         for start, end in _extents(fd, size):
             check()
             if max_bytes is not None and copied_before + copied + end - start > max_bytes:
-                raise ToolError(f"the workspace's files hold more than {max_bytes} bytes of data; the copy stopped "
-                                f"at {rel!r:.200}")
+                raise ToolError(
+                    f"the workspace's files hold more than {max_bytes} bytes of data; the copy stopped at {rel!r:.200}"
+                )
             os.lseek(out, start, os.SEEK_SET)
             copied += _send(out, fd, start, end)
         os.ftruncate(out, size)  # a hole at the end, or a file that shrank meanwhile
@@ -470,7 +494,9 @@ def unmount(path: Path) -> None:
 
 def deadline_check(deadline: float | None, what: str) -> Callable[[], None]:
     """A `check` for `walk` that raises ToolError once `deadline` (time.monotonic) has passed."""
+
     def check() -> None:
         if deadline is not None and time.monotonic() > deadline:
             raise ToolError(f"{what} ran past its time limit and was stopped")
+
     return check

@@ -1,4 +1,5 @@
 """The four environment scales (the paper's Stage V)."""
+
 from __future__ import annotations
 
 SCALES = ("v0", "v1", "v2", "v3")

@@ -1,4 +1,5 @@
 """Loading a task folder, building its environment state per scale, and starting episodes."""
+
 from __future__ import annotations
 
 import hashlib
@@ -22,7 +23,7 @@ from ..cache import cache_root
 from .environment import WORKSPACE_MAX_FILES, WORKSPACE_QUOTA, Environment
 from .installed_pool import seal_installed_pool
 from .safe_fs import mount_quota, unmount
-from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, SCALES, check_scale
+from .scales import FILE_MULTIPLIER, ROW_MULTIPLIER, check_scale
 from .tools import ToolDefinitionError
 
 DB_PAGE_SIZE = 512
@@ -54,7 +55,9 @@ def default_workspace_quota() -> int | None:
     try:
         quota = int(value)
     except ValueError:
-        raise ValueError(f"PROGAGENT_WORKSPACE_QUOTA must be a number of bytes (0 to turn the quota off), got {value!r}") from None
+        raise ValueError(
+            f"PROGAGENT_WORKSPACE_QUOTA must be a number of bytes (0 to turn the quota off), got {value!r}"
+        ) from None
     return quota if quota > 0 else None
 
 
@@ -110,7 +113,7 @@ class GenContext:
     seed: int
     rng: random.Random
     config: dict = field(default_factory=dict)
-    params: dict = field(default_factory=dict)   # the instance's parameters (generator.params), the same at every scale
+    params: dict = field(default_factory=dict)  # the instance's parameters (generator.params), the same at every scale
 
     def rows(self, n: int) -> int:
         """n database rows at v0, scaled ×1/×2/×4/×8."""
@@ -149,8 +152,10 @@ class ParamContext:
 
     def __getattr__(self, name: str):
         if name in ("scale", "db", "workspace", "rows", "files", "size"):
-            raise AttributeError(f"params(ctx) must not depend on the scale or the state (it read ctx.{name}): an instance's "
-                                 "parameters are drawn for the seed alone, the same at v0..v3")
+            raise AttributeError(
+                f"params(ctx) must not depend on the scale or the state (it read ctx.{name}): an instance's "
+                "parameters are drawn for the seed alone, the same at v0..v3"
+            )
         raise AttributeError(name)
 
 
@@ -178,10 +183,12 @@ def format_param(value: Any) -> str:
 
 def render_instruction(prompt: str, params: dict) -> str:
     """The instruction with each `{name}` replaced by its parameter's value (`format_param`)."""
+
     def replace(match: re.Match) -> str:
         if match.group(1) is None:
             return match.group(0)[0]
         return format_param(params[match.group(1)])
+
     return PLACEHOLDER.sub(replace, prompt)
 
 
@@ -258,7 +265,7 @@ class Task:
         self._solve: Callable | None = None
         self._near_miss: Callable | None = None
         # Load eagerly so that a broken tool definition, parameter or placeholder is reported at load time.
-        self.env_class  # noqa: B018
+        self.env_class  # noqa: B018 - the property loads environment.py, so a broken tool is reported now
         self.param_names: tuple[str, ...] = self._check_params()
 
     @property
@@ -275,16 +282,24 @@ class Task:
         if self._env_class is None:
             module = _load_module(self.id, self.root / "environment.py")
             classes = [
-                v for v in vars(module).values()
-                if isinstance(v, type) and issubclass(v, Environment) and v is not Environment and v.__module__ == module.__name__
+                v
+                for v in vars(module).values()
+                if isinstance(v, type)
+                and issubclass(v, Environment)
+                and v is not Environment
+                and v.__module__ == module.__name__
             ]
             if len(classes) != 1:
-                raise TaskLoadError(f"task {self.id!r} (environment.py): expected exactly one Environment subclass, found {len(classes)}")
+                raise TaskLoadError(
+                    f"task {self.id!r} (environment.py): expected exactly one Environment subclass, found {len(classes)}"
+                )
             if not classes[0].tool_specs:
                 raise TaskLoadError(f"task {self.id!r} (environment.py): the environment defines no @tool methods")
             if "criteria" in getattr(classes[0], "__abstractmethods__", ()):
-                raise TaskLoadError(f"task {self.id!r} (environment.py): {classes[0].__name__} defines no criteria(final_response), "
-                                    "so nothing can verify an episode")
+                raise TaskLoadError(
+                    f"task {self.id!r} (environment.py): {classes[0].__name__} defines no criteria(final_response), "
+                    "so nothing can verify an episode"
+                )
             self._env_class = classes[0]
         return self._env_class
 
@@ -310,7 +325,9 @@ class Task:
         except Exception as exc:
             raise TaskLoadError(f"{where}: params(ctx) raised {type(exc).__name__}: {exc}") from exc
         if not isinstance(drawn, dict) or not drawn:
-            raise TaskLoadError(f"{where}: params(ctx) must return a non-empty dict of name -> value, got {type(drawn).__name__}")
+            raise TaskLoadError(
+                f"{where}: params(ctx) must return a non-empty dict of name -> value, got {type(drawn).__name__}"
+            )
         for name, value in drawn.items():
             if not isinstance(name, str) or not PARAM_NAME.match(name):
                 raise TaskLoadError(f"{where}: parameter name {name!r} is not a Python identifier")
@@ -319,26 +336,32 @@ class Task:
             except (TypeError, ValueError):
                 same = False
             if not same:
-                raise TaskLoadError(f"{where}: parameter {name!r} = {value!r} is not a JSON value (str, int, float, bool, "
-                                    "None, or lists and dicts of them, with string keys and no tuples)")
+                raise TaskLoadError(
+                    f"{where}: parameter {name!r} = {value!r} is not a JSON value (str, int, float, bool, "
+                    "None, or lists and dicts of them, with string keys and no tuples)"
+                )
         return drawn
 
     def params_for(self, seed: int) -> dict:
         """The instance parameters of `seed` (the same at every scale); {} for a task without parameters."""
-        self.generator  # noqa: B018 - loads params(ctx)
+        self.generator  # noqa: B018 - the property loads generator.py and its params(ctx)
         if self._params_fn is None:
             return {}
         seed = int(seed)
         if seed not in self._params_cache:
             drawn = self._draw_params(seed)
             if self.param_names and tuple(drawn) != self.param_names:
-                raise TaskLoadError(f"task {self.id!r} (generator.py params): seed {seed} drew the parameters "
-                                    f"{sorted(drawn)}, seed 0 drew {sorted(self.param_names)}: every seed must draw the same names")
+                raise TaskLoadError(
+                    f"task {self.id!r} (generator.py params): seed {seed} drew the parameters "
+                    f"{sorted(drawn)}, seed 0 drew {sorted(self.param_names)}: every seed must draw the same names"
+                )
             again = self._draw_params(seed)
             changed = sorted(k for k in drawn if again.get(k) != drawn[k])
             if changed:
-                raise TaskLoadError(f"task {self.id!r} (generator.py params): not deterministic: parameter(s) {changed} came out "
-                                    f"differently for the same seed {seed}; draw only from ctx.rng")
+                raise TaskLoadError(
+                    f"task {self.id!r} (generator.py params): not deterministic: parameter(s) {changed} came out "
+                    f"differently for the same seed {seed}; draw only from ctx.rng"
+                )
             self._params_cache[seed] = drawn
         return dict(self._params_cache[seed])
 
@@ -347,31 +370,41 @@ class Task:
         used = prompt_placeholders(self.prompt)
         bad = [u for u in used if not PARAM_NAME.match(u)]
         if bad:
-            raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder {{{bad[0]}}} is not a parameter name "
-                                "(write literal braces as {{ and }})")
-        self.generator  # noqa: B018
+            raise TaskLoadError(
+                f"task {self.id!r} (prompt.md): placeholder {{{bad[0]}}} is not a parameter name "
+                "(write literal braces as {{ and }})"
+            )
+        self.generator  # noqa: B018 - the property loads generator.py and its params(ctx)
         if self._params_fn is None:
             if used:
-                raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder(s) {', '.join('{%s}' % u for u in used)} but "
-                                    "generator.py defines no params(ctx)")
+                raise TaskLoadError(
+                    f"task {self.id!r} (prompt.md): placeholder(s) {', '.join('{%s}' % u for u in used)} but "
+                    "generator.py defines no params(ctx)"
+                )
             return ()
         self.param_names = ()  # no names to compare the first draw with yet
         names = tuple(self.params_for(0))  # drawn twice: seed 0 is checked for determinism here
         self.param_names = names
         missing = [u for u in used if u not in names]
         if missing:
-            raise TaskLoadError(f"task {self.id!r} (prompt.md): placeholder {{{missing[0]}}} names no parameter; "
-                                f"params(ctx) draws {list(names)}")
+            raise TaskLoadError(
+                f"task {self.id!r} (prompt.md): placeholder {{{missing[0]}}} names no parameter; "
+                f"params(ctx) draws {list(names)}"
+            )
         unused = [n for n in names if n not in used]
         if unused:
-            raise TaskLoadError(f"task {self.id!r} (prompt.md): parameter {unused[0]!r} is never mentioned in the instruction; "
-                                f"write it as {{{unused[0]}}} where the request states it")
+            raise TaskLoadError(
+                f"task {self.id!r} (prompt.md): parameter {unused[0]!r} is never mentioned in the instruction; "
+                f"write it as {{{unused[0]}}} where the request states it"
+            )
         signature = inspect.signature(self.solve)
         accepts_all = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in signature.parameters.values())
         absent = [n for n in names if n not in signature.parameters]
         if absent and not accepts_all:
-            raise TaskLoadError(f"task {self.id!r} (oracle.py): solve(tools, ...) does not take the parameter(s) {absent}; "
-                                "write solve(tools, " + ", ".join(names) + ")")
+            raise TaskLoadError(
+                f"task {self.id!r} (oracle.py): solve(tools, ...) does not take the parameter(s) {absent}; "
+                "write solve(tools, " + ", ".join(names) + ")"
+            )
         return names
 
     def instruction(self, seed_or_params: int | dict = 0) -> str:
@@ -401,8 +434,10 @@ class Task:
             params = dict(getattr(env, "params", None) or {})
         missing = [n for n in self.param_names if n not in params]
         if missing:
-            raise TypeError(f"task {self.id!r} draws parameters {list(self.param_names)}: call oracle(tools, params=env.params) "
-                            f"(missing {missing})")
+            raise TypeError(
+                f"task {self.id!r} draws parameters {list(self.param_names)}: call oracle(tools, params=env.params) "
+                f"(missing {missing})"
+            )
         return self.solve(tools, **params)
 
     @property
@@ -430,13 +465,17 @@ class Task:
             return module.solve
         flip = getattr(module, "flip", None)
         if not isinstance(flip, dict) or not flip:
-            raise TaskLoadError(f"{where}: define solve(tools, **params) or flip = {{...}} (the oracle's keyword "
-                                "arguments that make the mistake)")
+            raise TaskLoadError(
+                f"{where}: define solve(tools, **params) or flip = {{...}} (the oracle's keyword "
+                "arguments that make the mistake)"
+            )
         parameters = inspect.signature(self.solve).parameters
         unknown = [k for k in flip if k not in parameters or k in self.param_names]
         if unknown:
-            raise TaskLoadError(f"{where}: flip names {unknown}, which are not keyword arguments of the oracle's solve() "
-                                "beyond the instance parameters")
+            raise TaskLoadError(
+                f"{where}: flip names {unknown}, which are not keyword arguments of the oracle's solve() "
+                "beyond the instance parameters"
+            )
         return lambda tools, **params: self.solve(tools, **params, **flip)
 
     def tool_schemas(self) -> list[dict]:
@@ -471,8 +510,9 @@ class Task:
         # Small pages: a table's fixed cost is one page, so with 4 KB pages the empty tables of a v0
         # database would outweigh its rows and hide the x1/x2/x4/x8 growth of the data.
         con.execute(f"PRAGMA page_size = {DB_PAGE_SIZE}")
-        ctx = GenContext(con, workspace, scale, seed, random.Random(_seed_for(self.id, seed)), self.config,
-                         self.params_for(seed))
+        ctx = GenContext(
+            con, workspace, scale, seed, random.Random(_seed_for(self.id, seed)), self.config, self.params_for(seed)
+        )
         try:
             self.generator(ctx)
             con.commit()
@@ -480,7 +520,9 @@ class Task:
         except TaskLoadError:
             raise
         except Exception as exc:
-            raise GenerationError(f"task {self.id!r} (generator.py): generate() raised {type(exc).__name__}: {exc} at scale {scale}, seed {seed}") from exc
+            raise GenerationError(
+                f"task {self.id!r} (generator.py): generate() raised {type(exc).__name__}: {exc} at scale {scale}, seed {seed}"
+            ) from exc
         finally:
             con.close()
 
@@ -504,7 +546,9 @@ class Task:
             raise
         return final
 
-    def instantiate(self, scale: str = "v0", seed: int = 0, *, workspace_quota: int | None | str = "default") -> Environment:
+    def instantiate(
+        self, scale: str = "v0", seed: int = 0, *, workspace_quota: int | None | str = "default"
+    ) -> Environment:
         """A fresh Environment on a private copy of the (scale, seed) state.
 
         `workspace_quota`: bytes the episode's workspace may hold (default: `default_workspace_quota()`,
@@ -515,17 +559,25 @@ class Task:
         if quota is not None and (not isinstance(quota, int) or quota <= 0):
             raise ValueError(f"workspace_quota must be a positive number of bytes or None, got {quota!r}")
         source = self.state_dir(scale, seed)
-        seal_installed_pool()   # before any episode: an installed pool's oracles out of every sandbox's reach
+        seal_installed_pool()  # before any episode: an installed pool's oracles out of every sandbox's reach
         sweep_episode_copies()
-        episode = Path(tempfile.mkdtemp(prefix=f"{self.id.replace('/', '_')}-{scale}-p{os.getpid()}-", dir=episodes_root()))
+        episode = Path(
+            tempfile.mkdtemp(prefix=f"{self.id.replace('/', '_')}-{scale}-p{os.getpid()}-", dir=episodes_root())
+        )
         workspace = episode / "workspace"
         workspace.mkdir()
         mounted = quota is not None and mount_quota(workspace, quota, WORKSPACE_MAX_FILES)
         try:
             shutil.copy2(source / "data.db", episode / "data.db")
             shutil.copytree(source / "workspace", workspace, dirs_exist_ok=True)
-            env = self.env_class(episode / "data.db", workspace, task=self, episode_dir=episode,
-                                 workspace_quota=quota, quota_mounted=mounted)
+            env = self.env_class(
+                episode / "data.db",
+                workspace,
+                task=self,
+                episode_dir=episode,
+                workspace_quota=quota,
+                quota_mounted=mounted,
+            )
         except BaseException:
             if mounted:
                 unmount(workspace)

@@ -3,6 +3,7 @@
 A tool is written once, as a typed method with a Google-style docstring. Its JSON schema (for the
 model), its MCP form and its kernel proxy are all derived from that one definition.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -136,7 +137,7 @@ def build_spec(fn: Callable, owner: str = "") -> ToolSpec:
     signature = inspect.signature(fn)
     try:
         hints = typing.get_type_hints(fn)
-    except Exception as exc:  # noqa: BLE001 - surface the annotation problem with the tool named
+    except Exception as exc:
         raise ToolDefinitionError(f"tool {where!r}: cannot resolve type hints ({exc})") from exc
     properties: dict[str, dict] = {}
     required: list[str] = []

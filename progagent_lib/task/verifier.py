@@ -1,4 +1,5 @@
 """Verifier records: named, weighted criteria and the rewards derived from them."""
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field

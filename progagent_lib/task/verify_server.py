@@ -7,6 +7,7 @@ The child sets its limits (RLIMIT_CPU with SIGXCPU as an exception, then the har
 rebuilds the task's environment on the episode's database opened read-only and the frozen workspace copy, runs
 criteria() and writes a bounded JSON reply. The protocol's framing and bounds are `verify_worker`'s.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -20,18 +21,45 @@ import time
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from .environment import bounded_text, describe_exception
+from .tool_replies import bounded_text
+from .verification import describe_exception
 from .task import TASK_FILES, load_task
 from .verifier import Criterion
 from .verify_worker import (
-    CONTROL, EXIT_CPU, EXIT_MEMORY, EXIT_UNREPORTED, FRAME, MAX_CRITERIA, MAX_DETAIL_CHARS, MAX_NAME_CHARS,
-    MAX_REPLY_BYTES, MAX_REQUEST_BYTES, MAX_TASK_ROOT_BYTES, Budget, cpu_limit, read_frame,
+    CONTROL,
+    EXIT_CPU,
+    EXIT_MEMORY,
+    EXIT_UNREPORTED,
+    FRAME,
+    MAX_CRITERIA,
+    MAX_DETAIL_CHARS,
+    MAX_NAME_CHARS,
+    MAX_REPLY_BYTES,
+    MAX_REQUEST_BYTES,
+    MAX_TASK_ROOT_BYTES,
+    Budget,
+    cpu_limit,
+    read_frame,
 )
 
 PR_SET_PDEATHSIG = 1
 # What the server imports once, so that a fork finds it loaded: the library and what task verifiers import.
-PRELOAD = ("progagent_lib", "progagent_lib.task", "csv", "io", "json", "re", "math", "datetime", "statistics",
-           "collections", "decimal", "fnmatch", "sqlite3", "typing")
+PRELOAD = (
+    "progagent_lib",
+    "progagent_lib.task",
+    "csv",
+    "io",
+    "json",
+    "re",
+    "math",
+    "datetime",
+    "statistics",
+    "collections",
+    "decimal",
+    "fnmatch",
+    "sqlite3",
+    "typing",
+)
 
 
 @dataclass
@@ -84,7 +112,7 @@ def _accept(control: socket.socket, children: dict[int, _Child], poller: Any) ->
             os.close(fd)
         return True
     wall, cpu, memory = CONTROL.unpack_from(message)
-    _preload_task(os.fsdecode(message[CONTROL.size:]))
+    _preload_task(os.fsdecode(message[CONTROL.size :]))
     job_fd, status_fd = fds
     server = os.getpid()
     try:
@@ -124,7 +152,7 @@ def _preload_task(root: str) -> None:
             task = load_task(root)
             task.env_class  # noqa: B018 - environment.py compiled and run once, here
             _tasks[root] = (stamp, task)
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a task that does not load is loaded again, and reported, by the request
         _tasks.pop(root, None)
 
 
@@ -153,7 +181,7 @@ def _write_frame(fd: int, value: Any) -> None:
     data = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
     view = memoryview(FRAME.pack(len(data)) + data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 # --- the child ----------------------------------------------------------------------------------------------------
@@ -237,8 +265,17 @@ def judge(request: dict) -> dict:
         return {"defect": f"criteria() must return a non-empty list of Criterion, got {_short_repr(criteria)}"}
     if len(criteria) > MAX_CRITERIA:
         return {"defect": f"criteria() returned {len(criteria)} criteria, more than {MAX_CRITERIA}"}
-    return {"criteria": [[str(c.name)[:MAX_NAME_CHARS], bool(c.passed), float(c.weight),
-                          bounded_text(str(c.detail), MAX_DETAIL_CHARS)] for c in criteria]}
+    return {
+        "criteria": [
+            [
+                str(c.name)[:MAX_NAME_CHARS],
+                bool(c.passed),
+                float(c.weight),
+                bounded_text(str(c.detail), MAX_DETAIL_CHARS),
+            ]
+            for c in criteria
+        ]
+    }
 
 
 def _environment(request: dict) -> Any:
@@ -254,7 +291,7 @@ def _environment(request: dict) -> Any:
 def _short_repr(value: Any) -> str:
     try:
         return repr(value)[:200]
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a verifier's return value may have a __repr__ that raises anything
         return f"a {type(value).__name__}"
 
 

@@ -23,6 +23,7 @@ One verification (`run_in_child`):
    ended on `status`.
 4. The host reads both with bounds on size and time and checks the reply's shape (`Judgement`).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -43,22 +44,22 @@ from typing import Any
 
 from .verifier import Criterion
 
-MAX_REQUEST_BYTES = 4 << 20    # a request: paths, parameters and an answer of at most MAX_ANSWER_CHARS
-MAX_REPLY_BYTES = 1 << 20      # the child's reply: the criteria, details cut to MAX_DETAIL_CHARS
-MAX_STATUS_BYTES = 4_096       # the server's word on how the child ended
-MAX_CRITERIA = 1_000           # criteria in one reply
+MAX_REQUEST_BYTES = 4 << 20  # a request: paths, parameters and an answer of at most MAX_ANSWER_CHARS
+MAX_REPLY_BYTES = 1 << 20  # the child's reply: the criteria, details cut to MAX_DETAIL_CHARS
+MAX_STATUS_BYTES = 4_096  # the server's word on how the child ended
+MAX_CRITERIA = 1_000  # criteria in one reply
 MAX_NAME_CHARS = 200
-MAX_DETAIL_CHARS = 2_000       # a criterion's detail, cut by the child with a visible marker
+MAX_DETAIL_CHARS = 2_000  # a criterion's detail, cut by the child with a visible marker
 _DETAIL_BOUND = MAX_DETAIL_CHARS + 100  # what the host keeps of one: the child's cut, marker included
-SERVER_START_TIMEOUT = 60.0    # seconds the server may take to import the library
-STATUS_GRACE = 10.0            # seconds past the wall-clock budget the host waits for the server's word
+SERVER_START_TIMEOUT = 60.0  # seconds the server may take to import the library
+STATUS_GRACE = 10.0  # seconds past the wall-clock budget the host waits for the server's word
 
 # One verification, as the server is told of it: wall-clock seconds, CPU seconds, bytes of address space, then
 # the task's folder (the server loads each task once, so that a fork finds its modules compiled: ~3 ms each).
 CONTROL = struct.Struct("!ddQ")
 MAX_TASK_ROOT_BYTES = 4_096
-FRAME = struct.Struct("!I")   # the length of a JSON frame on `job` and `status`
-EXIT_UNREPORTED = 70          # the child could not even write why it failed
+FRAME = struct.Struct("!I")  # the length of a JSON frame on `job` and `status`
+EXIT_UNREPORTED = 70  # the child could not even write why it failed
 EXIT_CPU, EXIT_MEMORY = 71, 72  # ... because its CPU time or its memory ran out meanwhile
 
 
@@ -123,8 +124,12 @@ class _Server:
             # the host does (its control socket closes).
             self.process = subprocess.Popen(
                 [sys.executable, "-c", f"from progagent_lib.task.verify_server import serve; serve({theirs.fileno()})"],
-                pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONPATH": path}, start_new_session=True)
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONPATH": path},
+                start_new_session=True,
+            )
         except BaseException:
             ours.close()
             raise
@@ -140,8 +145,10 @@ class _Server:
         ours.settimeout(None)
         if ready != b"ready":
             self.close()
-            raise VerifierUnavailable(f"the verification server did not start (exit status {self.process.poll()}); "
-                                      "its error is on the host's standard error")
+            raise VerifierUnavailable(
+                f"the verification server did not start (exit status {self.process.poll()}); "
+                "its error is on the host's standard error"
+            )
 
     def usable(self) -> bool:
         return self.owner == os.getpid() and self.process.poll() is None
@@ -203,8 +210,12 @@ def run_in_child(request: dict, budget: Budget, deadline: float) -> Judgement:
     status, status_far = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         try:
-            _submit(Budget(wall, budget.cpu_seconds, budget.memory_bytes), request["task_root"], job_far.fileno(),
-                    status_far.fileno())
+            _submit(
+                Budget(wall, budget.cpu_seconds, budget.memory_bytes),
+                request["task_root"],
+                job_far.fileno(),
+                status_far.fileno(),
+            )
         finally:
             job_far.close()
             status_far.close()
@@ -274,7 +285,7 @@ def read_frame(data: bytes | None) -> Any:
     if size != len(data) - FRAME.size:
         return None
     try:
-        return json.loads(data[FRAME.size:].decode("utf-8", "surrogatepass"))
+        return json.loads(data[FRAME.size :].decode("utf-8", "surrogatepass"))
     except (ValueError, RecursionError):
         return None
 
@@ -284,11 +295,14 @@ def _judgement(reply_bytes: bytes | None, status_bytes: bytes | None, budget: Bu
         return Judgement(budget=budget.sentence("reply"))
     reply, status = read_frame(reply_bytes), read_frame(status_bytes)
     if isinstance(reply, dict) and len(reply) == 1:
-        (kind, value), = reply.items()
+        ((kind, value),) = reply.items()
         if kind == "criteria":
             criteria = _criteria(value)
-            return Judgement(criteria=criteria) if criteria is not None else \
-                Judgement(raised="the verifier's reply did not hold a list of criteria")
+            return (
+                Judgement(criteria=criteria)
+                if criteria is not None
+                else Judgement(raised="the verifier's reply did not hold a list of criteria")
+            )
         if kind == "budget" and value in ("time", "cpu", "memory", "reply"):
             return Judgement(budget=budget.sentence(value))
         if kind in ("raised", "defect") and isinstance(value, str):
@@ -309,8 +323,11 @@ def _ended_without_a_verdict(status: Any, budget: Budget) -> Judgement:
         return Judgement(budget=budget.sentence("cpu"))
     if code == EXIT_MEMORY:
         return Judgement(budget=budget.sentence("memory"))
-    how = f"signal {signal.Signals(-code).name}" if isinstance(code, int) and code < 0 and -code in \
-        signal.valid_signals() else f"exit status {code}"
+    how = (
+        f"signal {signal.Signals(-code).name}"
+        if isinstance(code, int) and code < 0 and -code in signal.valid_signals()
+        else f"exit status {code}"
+    )
     return Judgement(raised=f"the verifier's process ended without a verdict ({how})")
 
 
@@ -320,8 +337,15 @@ def _criteria(value: Any) -> list[Criterion] | None:
         return None
     criteria = []
     for item in value:
-        if not (isinstance(item, list) and len(item) == 4 and isinstance(item[0], str) and isinstance(item[1], bool)
-                and isinstance(item[2], (int, float)) and not isinstance(item[2], bool) and isinstance(item[3], str)):
+        if not (
+            isinstance(item, list)
+            and len(item) == 4
+            and isinstance(item[0], str)
+            and isinstance(item[1], bool)
+            and isinstance(item[2], (int, float))
+            and not isinstance(item[2], bool)
+            and isinstance(item[3], str)
+        ):
             return None
         name, passed, weight, detail = item
         if not (math.isfinite(weight) and weight > 0):

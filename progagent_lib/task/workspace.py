@@ -7,6 +7,7 @@ The tools run on the host while the program's kernel can change the workspace un
 access goes through `Environment.fs` (see `safe_fs`): opened beneath the workspace with no symlink
 followed, never blocking, regular files only.
 """
+
 from __future__ import annotations
 
 import fnmatch

@@ -107,7 +107,7 @@ def test_many_sibling_folders_hide_no_report_and_the_walk_holds_a_descriptor_per
         assert [item["path"] for item in late["items"]] == [f"d{siblings - 1:05d}/late.txt"]
         by_name = {c.name: c for c in verdict.criteria}
         assert by_name["run_file_written"].passed, by_name["run_file_written"].detail
-        assert by_name["run_file_written"].detail == "matches the expected run"
+        assert by_name["run_file_written"].detail == f"{REPORT} matches the expected result"
         assert verdict.reward == 1.0, verdict.summary()
     finally:
         env.close()
@@ -338,7 +338,7 @@ def rollout_tasks(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def chat():
-    from progagent_lib.generation.models import train_tokenizer
+    from progagent_lib.generation.tiny_model import train_tokenizer
 
     corpus = [ROLLOUT_ENV, tool_call("claim_done", action="1"), tool_call("count"), "Count the rows."] * 20
     return ChatFormat(train_tokenizer(corpus, vocab_size=512), model_name="tiny")
@@ -368,7 +368,7 @@ def test_an_episode_that_raises_ends_errored_and_the_batch_goes_on(rollout_tasks
                                                "raised RuntimeError: no state today"), unbuilt.trajectory.error
     assert defect.errored and defect.reward == 0.0 and defect.turns == 1
     assert defect.trajectory.error.startswith("the episode raised while playing a turn: "
-                                              "progagent_lib.task.environment.VerifierError: task 'tmp/counting' "
+                                              "progagent_lib.task.verification.VerifierError: task 'tmp/counting' "
                                               "(environment.py): criteria() raised KeyError: 'a verifier defect'")
     # A hostile report is the episode's own doing: scored 0 with the exception named, not errored.
     assert not hostile.errored and hostile.end_reason == "claim_done" and hostile.reward == 0.0
