@@ -1,12 +1,14 @@
 """GSPO reinforcement learning through TRL's GRPOTrainer, with our own multi-turn rollouts.
 
 TRL does the machinery (group-normalised advantages, micro-batches, the optimizer, checkpoints); the loss is
-GSPO's, written out in `gspo_trainer.GSPOTrainer` (sequence-level importance ratio, clipping, truncated importance
-sampling against the sampler, no optimizer step where there is nothing to learn). `rollout_func` below plays the
-episodes and hands back token ids, an `env_mask` that removes observation tokens from the loss, the sampler's
-log-probs and the verifier's reward. Each optimizer step appends one line to `<output_dir>/dynamics.jsonl`
-(see DynamicsLog).
+written out in `gspo_trainer.GSPOTrainer`: GSPO's by default (sequence-level importance ratio, clipping, no KL term),
+TRL's variants by the config's fields (importance_sampling_level, loss_type, beta, epsilon, epsilon_high), with
+truncated importance sampling against the sampler and no optimizer step where there is nothing to learn.
+`rollout_func` below plays the episodes and hands back token ids, an `env_mask` that removes observation tokens from
+the loss, the sampler's log-probs and the verifier's reward. Each optimizer step appends one line to
+`<output_dir>/dynamics.jsonl` (see DynamicsLog).
 """
+
 from __future__ import annotations
 
 import json
@@ -17,10 +19,25 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..harness.episode import Limits
+from ..harness.spec import DEFAULT_HARNESS
 from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
-from ..config import (check_bool, check_budgets, check_choice, check_choices, check_engine, check_int, check_ints,
-                     check_nested, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
+from ..config import (
+    check_bool,
+    check_budgets,
+    check_choice,
+    check_choices,
+    check_engine,
+    check_int,
+    check_ints,
+    check_nested,
+    check_number,
+    check_task_ids,
+    check_text,
+    check_texts,
+    check_url,
+    config_error,
+)
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
 from .env_hosts import HELP as ENV_HOST_HELP, check_env_hosts, episode_host
 from .logits import lm_head_tile
@@ -29,12 +46,16 @@ from .precision import check_bf16, master_weights_dtype, sharded_by_launcher
 from .ranks import barrier, gather_lists, is_main, on_main, rank, world_size
 from .saving import save_final
 from ..generation import generator_config, make_generator
-from .rollout import EpisodeTokens, RolloutSpec, episode_summary, run_token_episodes
+from .rollout import EpisodeTokens, RolloutSpec, rollout_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
 SAMPLES_FILE = "samples.jsonl"
 IMPORTANCE_SAMPLING = ("none", "truncated")
+IMPORTANCE_SAMPLING_LEVELS = ("sequence", "token")  # = gspo_trainer's (a test checks)
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")  # = gspo_trainer's: the losses it computes
 REWARDS = ("binary", "dense")
+
+
 @dataclass
 class LoraSettings:
     """LoRA adapters (peft) instead of full fine-tuning; merged into a plain checkpoint when the run ends."""
@@ -42,8 +63,10 @@ class LoraSettings:
     r: int = field(default=16, metadata={"help": "Rank of each adapter (>= 1)."})
     alpha: int = field(default=32, metadata={"help": "Scaling numerator: the update is scaled by alpha / r (> 0)."})
     dropout: float = field(default=0.05, metadata={"help": "Dropout on the adapters' input, in [0, 1)."})
-    target_modules: str | list[str] = field(default="all-linear", metadata={
-        "help": "The modules that get adapters: peft's 'all-linear' or a list of module names."})
+    target_modules: str | list[str] = field(
+        default="all-linear",
+        metadata={"help": "The modules that get adapters: peft's 'all-linear' or a list of module names."},
+    )
 
     def __post_init__(self) -> None:
         check_int(self, "r", at_least=1)
@@ -61,94 +84,181 @@ class LoraSettings:
 class GSPORunConfig:
     """Everything a GSPO run needs. Same task pool and hyper-parameters for every harness."""
 
-    model: str = field(default="runs/cpu-smoke-pipeline/sft-ptc/final", metadata={
-        "help": "The policy to train: a folder (e.g. the SFT output), a hub id or a registered name."})
-    chat_template: str | None = field(default=None, metadata={
-        "help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."})
-    output_dir: str = field(default="runs/gspo", metadata={
-        "help": "Checkpoints, the final model, dynamics.jsonl and samples.jsonl; a run here resumes."})
+    model: str = field(
+        default="runs/cpu-smoke-pipeline/sft-ptc/final",
+        metadata={"help": "The policy to train: a folder (e.g. the SFT output), a hub id or a registered name."},
+    )
+    chat_template: str | None = field(
+        default=None, metadata={"help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."}
+    )
+    output_dir: str = field(
+        default="runs/gspo",
+        metadata={"help": "Checkpoints, the final model, dynamics.jsonl and samples.jsonl; a run here resumes."},
+    )
     tasks_root: str = field(default="tasks", metadata={"help": "The task pool's folder."})
-    task_ids: list[str] = field(default_factory=list, metadata={
-        "help": "Training tasks by id (domain/name); empty: every task under tasks_root."})
-    harness: str = field(default="ptc", metadata={"help": "The harness episodes are played under: dtc | ptc | hybrid."})
-    scales: list[str] = field(default_factory=lambda: ["v0", "v1", "v2", "v3"], metadata={
-        "help": "Environment scales trained on (v0..v3); ['v0']: the scale ablation."})
-    train_seeds: list[int] = field(default_factory=lambda: list(range(8)), metadata={
-        "help": "Instance seeds trained on (evaluation holds out higher ones)."})
-    error_mode: str = field(default="is_error", metadata={
-        "help": "How a failing tool shows: is_error (the paper's) | off (the isError ablation) | detect."})
-    reward: str = field(default="binary", metadata={
-        "help": "The reward optimised: binary (R, the paper's) | dense (R~)."})
-    epsilon: float = field(default=3e-4, metadata={"help": "Lower clip of the sequence ratio (GSPO paper; the authors "
-                                                           "used 1e-2), >= 0."})
-    epsilon_high: float = field(default=4e-4, metadata={
-        "help": "Upper clip (GSPO paper; the authors used 2e-2), >= 0."})
+    task_ids: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Training tasks by id (domain/name); empty: every task under tasks_root."},
+    )
+    harness: str = field(
+        default=DEFAULT_HARNESS,
+        metadata={
+            "help": "The harness episodes are played under (harness.spec.HARNESSES: dtc | ptc | hybrid, or a registered "
+            "one); its row sets the tools, the prompt and the program output bound."
+        },
+    )
+    scales: list[str] = field(
+        default_factory=lambda: ["v0", "v1", "v2", "v3"],
+        metadata={"help": "Environment scales trained on (v0..v3); ['v0']: the scale ablation."},
+    )
+    train_seeds: list[int] = field(
+        default_factory=lambda: list(range(8)),
+        metadata={"help": "Instance seeds trained on (evaluation holds out higher ones)."},
+    )
+    error_mode: str = field(
+        default="is_error",
+        metadata={"help": "How a failing tool shows: is_error (the paper's) | off (the isError ablation) | detect."},
+    )
+    reward: str = field(
+        default="binary", metadata={"help": "The reward optimised: binary (R, the paper's) | dense (R~)."}
+    )
+    # The loss (train.gspo_trainer): GSPO's by default; TRL's variants are these fields, handed to GRPOConfig as named.
+    importance_sampling_level: str = field(
+        default="sequence",
+        metadata={
+            "help": "The importance ratio: sequence (GSPO: one per episode, its tokens' mean log-ratio) | token (GRPO)."
+        },
+    )
+    loss_type: str = field(
+        default="grpo",
+        metadata={
+            "help": "How token losses are normalised (TRL's names): grpo | bnpo | dr_grpo | dapo | luspo (sequence)."
+        },
+    )
+    beta: float = field(
+        default=0.0,
+        metadata={
+            "help": "Weight of a KL term to a frozen reference (the starting model), >= 0; 0: none, none loaded."
+        },
+    )
+    epsilon: float = field(
+        default=3e-4,
+        metadata={
+            "help": "Lower clip, at 1 - epsilon, in [0, 1] (sequence ratio: GSPO paper, its authors 1e-2; token ~0.2)."
+        },
+    )
+    epsilon_high: float = field(
+        default=4e-4,
+        metadata={
+            "help": "Upper clip, at 1 + epsilon_high, >= 0 (sequence ratio: GSPO paper, its authors 2e-2; token ~0.28)."
+        },
+    )
     learning_rate: float = field(default=1e-6, metadata={"help": "AdamW's learning rate (> 0)."})
     weight_decay: float = field(default=0.1, metadata={"help": "AdamW's weight decay (>= 0)."})
-    temperature: float = field(default=1.0, metadata={
-        "help": "Sampling temperature of the rollouts (> 0: a group of identical greedy episodes has no advantage)."})
+    temperature: float = field(
+        default=1.0,
+        metadata={
+            "help": "Sampling temperature of the rollouts (> 0: a group of identical greedy episodes has no advantage)."
+        },
+    )
     num_generations: int = field(default=4, metadata={"help": "Rollouts per task in a group (>= 2)."})
     prompts_per_step: int = field(default=1, metadata={"help": "Tasks (groups) per generation batch."})
     # Each generation batch (num_generations x prompts_per_step episodes) is split into `minibatches`, one optimizer
     # step each, and passed over `num_iterations` times: minibatches x num_iterations optimizer steps per batch.
     # Past the first, the policy has moved since the batch was sampled, so the sequence ratio and its clip act.
-    minibatches: int = field(default=1, metadata={
-        "help": "Optimizer steps each pass over a generation batch is split into."})
+    minibatches: int = field(
+        default=1, metadata={"help": "Optimizer steps each pass over a generation batch is split into."}
+    )
     num_iterations: int = field(default=2, metadata={"help": "Passes over each generation batch."})
-    micro_batch_size: int = field(default=1, metadata={
-        "help": "Episodes per forward pass; gradients accumulate over a minibatch."})
-    max_steps: int = field(default=2, metadata={
-        "help": "Optimizer steps in all: a multiple of minibatches x num_iterations (the steps of one batch)."})
+    micro_batch_size: int = field(
+        default=1, metadata={"help": "Episodes per forward pass; gradients accumulate over a minibatch."}
+    )
+    max_steps: int = field(
+        default=2,
+        metadata={
+            "help": "Optimizer steps in all: a multiple of minibatches x num_iterations (the steps of one batch)."
+        },
+    )
     save_steps: int = field(default=1, metadata={"help": "A checkpoint every this many optimizer steps."})
-    sample_episodes: int = field(default=2, metadata={
-        "help": "Decoded episodes kept per generation batch in samples.jsonl (0: none)."})
+    sample_episodes: int = field(
+        default=2, metadata={"help": "Decoded episodes kept per generation batch in samples.jsonl (0: none)."}
+    )
     max_turns: int | None = field(default=8, metadata={"help": "Assistant turns per episode (null: no limit)."})
-    max_new_tokens: int | None = field(default=256, metadata={
-        "help": "Tokens per assistant turn; a longer turn is cut (null: no limit)."})
-    max_context_tokens: int | None = field(default=8192, metadata={
-        "help": "Prompt + turns + observations; must fit the model's positions (null: no limit)."})
-    max_observation_chars: int | None = field(default=4000, metadata={
-        "help": "Characters of one observation, cut with a visible marker (null: no limit)."})
-    max_tool_calls: int | None = field(default=100, metadata={
-        "help": "Tool calls per episode, a program counting once (the paper's budget; null: no limit)."})
+    max_new_tokens: int | None = field(
+        default=256, metadata={"help": "Tokens per assistant turn; a longer turn is cut (null: no limit)."}
+    )
+    max_context_tokens: int | None = field(
+        default=8192,
+        metadata={"help": "Prompt + turns + observations; must fit the model's positions (null: no limit)."},
+    )
+    max_observation_chars: int | None = field(
+        default=4000, metadata={"help": "Characters of one observation, cut with a visible marker (null: no limit)."}
+    )
+    max_tool_calls: int | None = field(
+        default=100,
+        metadata={"help": "Tool calls per episode, a program counting once (the paper's budget; null: no limit)."},
+    )
     # Where the episodes live (train.env_hosts): on environment servers, or here with a bounded number of kernels.
     env_servers: list[str] = field(default_factory=list, metadata={"help": ENV_HOST_HELP["env_servers"]})
     env_server_token_file: str | None = field(default=None, metadata={"help": ENV_HOST_HELP["env_server_token_file"]})
     max_local_kernels: int | None = field(default=None, metadata={"help": ENV_HOST_HELP["max_local_kernels"]})
-    engine_url: str | None = field(default=None, metadata={
-        "help": "A `progagent engine serve` server (CPU or GPU) generates; the trainer's weights reach it by a reload "
-                "from a saved folder each batch. None: transformers' generate in this process."})
-    engine_model: str | None = field(default=None, metadata={
-        "help": "The engine's served name (default: the model's short name); only with engine_url."})
+    engine_url: str | None = field(
+        default=None,
+        metadata={
+            "help": "A `progagent engine serve` server (CPU or GPU) generates; the trainer's weights reach it by a reload "
+            "from a saved folder each batch. None: transformers' generate in this process."
+        },
+    )
+    engine_model: str | None = field(
+        default=None,
+        metadata={"help": "The engine's served name (default: the model's short name); only with engine_url."},
+    )
     use_vllm: bool = field(default=False, metadata={"help": "gpu-paper: generation by a `trl vllm-serve` server."})
-    vllm_server_base_url: str | None = field(default=None, metadata={
-        "help": "That server's URL (only with use_vllm; null: TRL's default host and port)."})
+    vllm_server_base_url: str | None = field(
+        default=None, metadata={"help": "That server's URL (only with use_vllm; null: TRL's default host and port)."}
+    )
     # The sampler (the engine's vLLM in bf16, transformers' generate) is not exactly the trainer. "truncated":
     # truncated importance sampling at token level, each model token's loss times min(p_trainer / p_sampler, cap),
     # p_trainer taken before any update on the batch (as TRL does on its own vLLM path, whose correction is then
     # off); "none": no correction (the dynamics lines and gspo_config.json say so). Either way the mismatch is logged.
-    importance_sampling: str = field(default="truncated", metadata={
-        "help": "Correction for the sampler-trainer mismatch: none | truncated."})
+    importance_sampling: str = field(
+        default="truncated", metadata={"help": "Correction for the sampler-trainer mismatch: none | truncated."}
+    )
     importance_sampling_cap: float = field(default=2.0, metadata={"help": "The truncation of the IS weight (>= 1)."})
     # True: an episode that ended on a budget (max_turns, max_tool_calls, max_context_tokens, a turn cut at
     # max_new_tokens) is dropped like an errored one: no token trained, its group's mean reward. Off by default:
     # evaluation plays under the same budgets, which every shipped config is checked to let the teacher meet, so
     # running out of one is the policy's own failure (looping, rambling) and its R = 0 is a signal to learn from.
     # Masking suits budgets that cut off episodes that might still have succeeded (DAPO's overlong filtering).
-    mask_truncated: bool = field(default=False, metadata={
-        "help": "Drop episodes that ended on a budget from the loss, as errored ones are."})
-    bf16: bool = field(default=False, metadata={"help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "Recompute activations in the backward pass: less memory, ~40% slower."})
-    logit_chunk_tokens: int | None = field(default=None, metadata={
-        "help": "Positions per tile of the fused LM head in the log-probs (the full logits never exist; on a CPU "
-                "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
-                "null: TRL's 4096."})
+    mask_truncated: bool = field(
+        default=False, metadata={"help": "Drop episodes that ended on a budget from the loss, as errored ones are."}
+    )
+    bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."
+        },
+    )
+    gradient_checkpointing: bool = field(
+        default=False, metadata={"help": "Recompute activations in the backward pass: less memory, ~40% slower."}
+    )
+    logit_chunk_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Positions per tile of the fused LM head in the log-probs (the full logits never exist; on a CPU "
+            "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
+            "null: TRL's 4096."
+        },
+    )
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer and the sampler."})
-    report_to: str = field(default="none", metadata={
-        "help": "A tracker the trainer's logs also go to: none | tensorboard (event files under <output_dir>/runs, "
-                "offline) | trackio | wandb (train.monitoring)."})
+    report_to: str = field(
+        default="none",
+        metadata={
+            "help": "A tracker the trainer's logs also go to: none | tensorboard (event files under <output_dir>/runs, "
+            "offline) | trackio | wandb (train.monitoring)."
+        },
+    )
 
     def __post_init__(self) -> None:
         check_text(self, "model")
@@ -161,41 +271,66 @@ class GSPORunConfig:
         check_ints(self, "train_seeds")
         check_choice(self, "error_mode", ERROR_MODES)
         check_choice(self, "reward", REWARDS)
-        check_number(self, "epsilon", at_least=0)
-        check_number(self, "epsilon_high", at_least=0)
+        check_loss(self)
         check_number(self, "learning_rate", above=0)
         check_number(self, "weight_decay", at_least=0)
-        check_number(self, "temperature", above=0, why=" (GSPO learns from differences within a group; greedy "
-                                                        "rollouts of one prompt are all the same)")
+        check_number(
+            self,
+            "temperature",
+            above=0,
+            why=" (GSPO learns from differences within a group; greedy rollouts of one prompt are all the same)",
+        )
         check_int(self, "num_generations", at_least=2, why=" (a group of one has no advantage to learn from)")
-        for name in ("prompts_per_step", "minibatches", "num_iterations", "micro_batch_size", "max_steps",
-                     "save_steps"):
+        for name in (
+            "prompts_per_step",
+            "minibatches",
+            "num_iterations",
+            "micro_batch_size",
+            "max_steps",
+            "save_steps",
+        ):
             check_int(self, name, at_least=1)
         check_int(self, "sample_episodes", at_least=0)
         check_budgets(self)
         check_env_hosts(self)
         group = self.num_generations * self.prompts_per_step
         if group % (self.micro_batch_size * self.minibatches):
-            raise config_error(self, "micro_batch_size", f"times minibatches={self.minibatches} must divide the "
-                               f"generation batch of {group} episodes "
-                               "(num_generations x prompts_per_step)")
+            raise config_error(
+                self,
+                "micro_batch_size",
+                f"times minibatches={self.minibatches} must divide the "
+                f"generation batch of {group} episodes "
+                "(num_generations x prompts_per_step)",
+            )
         per_batch = self.minibatches * self.num_iterations
         if self.max_steps % per_batch:
-            raise config_error(self, "max_steps", f"must be a multiple of minibatches x num_iterations = {per_batch} "
-                               "(the optimizer steps of one generation batch)")
+            raise config_error(
+                self,
+                "max_steps",
+                f"must be a multiple of minibatches x num_iterations = {per_batch} "
+                "(the optimizer steps of one generation batch)",
+            )
         check_engine(self)
         check_bool(self, "use_vllm")
         check_url(self, "vllm_server_base_url")
         if self.use_vllm and self.engine_url:
-            raise config_error(self, "engine_url", "and use_vllm=True name two generators; keep one: engine_url (a "
-                               "`progagent engine serve` server) or use_vllm (a `trl vllm-serve` server)")
+            raise config_error(
+                self,
+                "engine_url",
+                "and use_vllm=True name two generators; keep one: engine_url (a "
+                "`progagent engine serve` server) or use_vllm (a `trl vllm-serve` server)",
+            )
         if self.vllm_server_base_url and not self.use_vllm:
             raise config_error(self, "vllm_server_base_url", "is read only with use_vllm=True; set use_vllm or drop it")
         check_choice(self, "importance_sampling", IMPORTANCE_SAMPLING)
         cap = self.importance_sampling_cap
         if isinstance(cap, bool) or not isinstance(cap, (int, float)) or not cap >= 1.0 or cap == float("inf"):
-            raise config_error(self, "importance_sampling_cap", "must be a finite number >= 1 (a cap below 1 would "
-                               "shrink the loss of tokens the sampler and the trainer agree on)")
+            raise config_error(
+                self,
+                "importance_sampling_cap",
+                "must be a finite number >= 1 (a cap below 1 would "
+                "shrink the loss of tokens the sampler and the trainer agree on)",
+            )
         for name in ("mask_truncated", "bf16", "gradient_checkpointing"):
             check_bool(self, name)
         check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
@@ -223,7 +358,9 @@ def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
 
     rows = [
         {"prompt": [{"role": "user", "content": task.instruction(seed), "episode": prompt_key(task.id, scale, seed)}]}
-        for seed in seeds for task in tasks for scale in scales
+        for seed in seeds
+        for task in tasks
+        for scale in scales
     ]
     return Dataset.from_list(rows)
 
@@ -239,17 +376,24 @@ class DynamicsLog:
     Samples (`samples.jsonl`): the first `sample_episodes` decoded episodes of each batch.
     """
 
-    def __init__(self, path: Path, group_size: int = 1, sample_episodes: int = 2, steps_per_batch: int = 1,
-                 reward: str = "binary", importance_sampling: str | None = None):
+    def __init__(
+        self,
+        path: Path,
+        group_size: int = 1,
+        sample_episodes: int = 2,
+        steps_per_batch: int = 1,
+        reward: str = "binary",
+        importance_sampling: str | None = None,
+    ):
         self.path, self.steps_per_batch, self.reward = path, max(steps_per_batch, 1), reward
-        self.importance_sampling = importance_sampling   # the run's correction, named on every line ("none" too)
+        self.importance_sampling = importance_sampling  # the run's correction, named on every line ("none" too)
         self.samples_path = path.with_name(SAMPLES_FILE)
         self.group_size, self.sample_episodes = group_size, sample_episodes
-        self.pending: list[EpisodeTokens] = []   # this process's episodes of the batch not yet summarised
+        self.pending: list[EpisodeTokens] = []  # this process's episodes of the batch not yet summarised
         self.rollout_seconds = 0.0
-        self.weight_sync_seconds = 0.0     # saving the weights and the engine reloading them (engine generation)
-        self.batch: dict[str, Any] = {}    # the summary of the generation batch being trained on
-        self.batch_episodes: list[EpisodeTokens] = []   # and its episodes (samples.jsonl takes the first few)
+        self.weight_sync_seconds = 0.0  # saving the weights and the engine reloading them (engine generation)
+        self.batch: dict[str, Any] = {}  # the summary of the generation batch being trained on
+        self.batch_episodes: list[EpisodeTokens] = []  # and its episodes (samples.jsonl takes the first few)
 
     def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
         self.pending.extend(episodes)
@@ -257,14 +401,21 @@ class DynamicsLog:
 
     def position(self, step: int) -> dict[str, int]:
         """Which generation batch optimizer step `step` (1-based) trained on, and which pass over it."""
-        return {"generation": (step - 1) // self.steps_per_batch + 1, "pass": (step - 1) % self.steps_per_batch + 1,
-                "passes": self.steps_per_batch}
+        return {
+            "generation": (step - 1) // self.steps_per_batch + 1,
+            "pass": (step - 1) % self.steps_per_batch + 1,
+            "passes": self.steps_per_batch,
+        }
 
     def summarise(self, episodes: list[EpisodeTokens] | None = None) -> dict[str, Any]:
         """Start a new generation batch from `episodes` (every process's, when distributed; default this process's)."""
         episodes = self.pending if episodes is None else episodes
-        self.batch = {**episode_summary(episodes), **zero_variance(episodes, self.group_size, self.reward),
-                      "seconds_rollout": self.rollout_seconds, "seconds_weight_sync": self.weight_sync_seconds}
+        self.batch = {
+            **rollout_summary(episodes),
+            **zero_variance(episodes, self.group_size, self.reward),
+            "seconds_rollout": self.rollout_seconds,
+            "seconds_weight_sync": self.weight_sync_seconds,
+        }
         self.batch_episodes = list(episodes)
         self.pending, self.rollout_seconds, self.weight_sync_seconds = [], 0.0, 0.0
         return self.batch
@@ -278,15 +429,21 @@ class DynamicsLog:
             record["importance_sampling"] = self.importance_sampling
         if not first:
             record["seconds_rollout"] = record["seconds_weight_sync"] = 0.0
-        record["seconds_update"] = max(step_seconds - record.get("seconds_rollout", 0.0)
-                                       - record.get("seconds_weight_sync", 0.0), 0.0)
+        record["seconds_update"] = max(
+            step_seconds - record.get("seconds_rollout", 0.0) - record.get("seconds_weight_sync", 0.0), 0.0
+        )
         with self.path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         if first and self.sample_episodes:
             with self.samples_path.open("a", encoding="utf-8") as f:
                 for episode in self.batch_episodes[: self.sample_episodes]:
-                    f.write(json.dumps({"step": step, "generation": where["generation"], **episode.trajectory.to_dict()},
-                                       ensure_ascii=False) + "\n")
+                    f.write(
+                        json.dumps(
+                            {"step": step, "generation": where["generation"], **episode.trajectory.to_dict()},
+                            ensure_ascii=False,
+                        )
+                        + "\n"
+                    )
         return record
 
     def truncate_after(self, step: int) -> None:
@@ -295,7 +452,9 @@ class DynamicsLog:
             return
         for path in (self.path, self.samples_path):
             if path.exists():
-                kept = [line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step]
+                kept = [
+                    line for line in path.read_text().splitlines() if line.strip() and json.loads(line)["step"] <= step
+                ]
                 path.write_text("".join(line + "\n" for line in kept))
 
     @staticmethod
@@ -308,7 +467,7 @@ class DynamicsLog:
 def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = "binary") -> dict[str, float]:
     """The share of groups (consecutive `group_size` rollouts of one prompt) whose rewards (the ones optimised:
     R, or R~ when `reward` is dense) are all equal: such a group has zero advantage everywhere and teaches nothing."""
-    groups = [episodes[i:i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
+    groups = [episodes[i : i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
     groups = [g for g in groups if g]
     value = (lambda e: e.reward) if reward == "binary" else (lambda e: e.score)
     flat = sum(len({value(e) for e in g if not e.errored}) <= 1 for g in groups)
@@ -317,34 +476,53 @@ def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = 
 
 # TRL's log of an optimizer step -> the dynamics line's key. The gspo/ metrics come from GSPOTrainer (gspo_trainer.py).
 STEP_LOG_KEYS = {
-    "loss": "loss", "grad_norm": "grad_norm", "learning_rate": "learning_rate",
-    "clip_ratio/low_mean": "clip_low", "clip_ratio/high_mean": "clip_high", "clip_ratio/region_mean": "clip_region",
-    "entropy": "entropy",                                             # per model token
-    "gspo/ratio_mean": "ratio_mean", "gspo/ratio_min": "ratio_min", "gspo/ratio_max": "ratio_max",   # per episode
-    "gspo/is_weight_mean": "is_weight_mean", "gspo/is_weight_min": "is_weight_min", "gspo/is_weight_max": "is_weight_max",
+    "loss": "loss",
+    "grad_norm": "grad_norm",
+    "learning_rate": "learning_rate",
+    "clip_ratio/low_mean": "clip_low",
+    "clip_ratio/high_mean": "clip_high",
+    "clip_ratio/region_mean": "clip_region",
+    "entropy": "entropy",  # per model token
+    "kl": "kl",  # per model token, beta > 0
+    # per episode (per model token with importance_sampling_level "token")
+    "gspo/ratio_mean": "ratio_mean",
+    "gspo/ratio_min": "ratio_min",
+    "gspo/ratio_max": "ratio_max",
+    "gspo/is_weight_mean": "is_weight_mean",
+    "gspo/is_weight_min": "is_weight_min",
+    "gspo/is_weight_max": "is_weight_max",
     # |logp_sampler - logp_trainer| over the generation batch's model tokens: on its first step's line only
-    "gspo/logp_mismatch_mean": "logp_mismatch_mean", "gspo/logp_mismatch_max": "logp_mismatch_max",
+    "gspo/logp_mismatch_mean": "logp_mismatch_mean",
+    "gspo/logp_mismatch_max": "logp_mismatch_max",
 }
 
 
 def _step_log(log: dict) -> dict[str, Any]:
     """What the dynamics line keeps of TRL's log of one optimizer step (and whether its update was skipped)."""
-    kept: dict[str, Any] = {name: log[key] for key, name in STEP_LOG_KEYS.items()
-                            if isinstance(log.get(key), (int, float)) and not isinstance(log.get(key), bool)}
+    kept: dict[str, Any] = {
+        name: log[key]
+        for key, name in STEP_LOG_KEYS.items()
+        if isinstance(log.get(key), (int, float)) and not isinstance(log.get(key), bool)
+    }
     if "gspo/optimizer_step_skipped" in log:
         kept["skipped"] = bool(log["gspo/optimizer_step_skipped"])
     return kept
 
 
-def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: DynamicsLog | None = None,
-                      turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None, chat: Any = None):
+def make_rollout_func(
+    config: GSPORunConfig,
+    tasks: list[Any],
+    dynamics: DynamicsLog | None = None,
+    turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None,
+    chat: Any = None,
+):
     """The function TRL calls instead of its own generation: one full episode per prompt it is given.
 
     `turn_generator(trainer, specs)` replaces the trainer's model as the source of assistant turns (bench/train.py
     replays teacher turns through it to time the environment on episodes that really use tools)."""
     tasks_by_id = {t.id: t for t in tasks}
     limits = config.limits()
-    env_host = episode_host(config)   # environment servers (checked to answer now), bounded local kernels, or None
+    env_host = episode_host(config)  # environment servers (checked to answer now), bounded local kernels, or None
     http_clients: dict[str, Any] = {}
 
     def vllm_client(trainer: Any) -> Any:
@@ -354,18 +532,25 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             if "own" not in http_clients:
                 from trl.generation.vllm_client import VLLMClient
 
-                http_clients["own"] = VLLMClient(base_url=trainer.args.vllm_server_base_url
-                                                 or f"http://{trainer.args.vllm_server_host}:{trainer.args.vllm_server_port}")
+                http_clients["own"] = VLLMClient(
+                    base_url=trainer.args.vllm_server_base_url
+                    or f"http://{trainer.args.vllm_server_host}:{trainer.args.vllm_server_port}"
+                )
             client = http_clients["own"]
         return client
 
     # The engine's requests are seeded from (seed, call, position), the seed offset by the rank so that ranks playing
     # the same prompt do not sample alike; the trainer's own model samples from torch's global generator (seeded by the
     # trainer, per rank): a seeded generator made anew each batch would repeat one stream.
-    choice = generator_config(model=config.model, temperature=config.temperature,
-                              seed=config.seed + rank() if config.engine_url else None,
-                              engine_url=config.engine_url, engine_model=config.engine_model, use_vllm=config.use_vllm,
-                              vllm_server_base_url=config.vllm_server_base_url)
+    choice = generator_config(
+        model=config.model,
+        temperature=config.temperature,
+        seed=config.seed + rank() if config.engine_url else None,
+        engine_url=config.engine_url,
+        engine_model=config.engine_model,
+        use_vllm=config.use_vllm,
+        vllm_server_base_url=config.vllm_server_base_url,
+    )
     chat_formats: dict[int, Any] = {id(chat.tokenizer): chat} if chat is not None else {}
     engine_state: dict[str, Any] = {}
     vllm_state: dict[str, Any] = {}
@@ -377,11 +562,16 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
 
         def push() -> float:
             if trainer.state.global_step > 0 or engine_state:
-                return sum(sync_weights(trainer.accelerator.unwrap_model(trainer.model), config.engine_url,
-                                        Path(config.output_dir) / "engine-weights").values())
+                return sum(
+                    sync_weights(
+                        trainer.accelerator.unwrap_model(trainer.model),
+                        config.engine_url,
+                        Path(config.output_dir) / "engine-weights",
+                    ).values()
+                )
             # the run's first batch: the server may hold other weights (an earlier stage's, another run's)
             from ..engine.weights import reload_weights
-            from ..generation.models import resolve_model_source
+            from ..generation.sources import resolve_model_source
 
             source = Path(resolve_model_source(config.model, config.chat_template))
             return reload_weights(config.engine_url, source) if any(source.glob("*.safetensors")) else 0.0
@@ -415,14 +605,26 @@ def make_rollout_func(config: GSPORunConfig, tasks: list[Any], dynamics: Dynamic
             vllm_state["step"] = trainer.state.global_step
         if turn_generator is not None:
             generate_turn = turn_generator(trainer, specs)
-        elif choice.backend == "engine":   # cached, with the trainer's weights synced to the server first
+        elif choice.backend == "engine":  # cached, with the trainer's weights synced to the server first
             generate_turn = engine_generator(trainer, chat)
         else:
-            generate_turn = make_generator(choice, chat, model=trainer.accelerator.unwrap_model(trainer.model),
-                                           vllm_client=vllm_client(trainer) if choice.backend == "trl-vllm" else None)
+            generate_turn = make_generator(
+                choice,
+                chat,
+                model=trainer.accelerator.unwrap_model(trainer.model),
+                vllm_client=vllm_client(trainer) if choice.backend == "trl-vllm" else None,
+            )
         # Episodes of one step run in lockstep, so each turn is one batched generate call.
-        episodes = run_token_episodes(specs, config.harness, chat, generate_turn, limits, error_mode=config.error_mode,
-                                      policy_name=f"hf:{config.model}@gspo-{config.harness}", env_host=env_host)
+        episodes = run_token_episodes(
+            specs,
+            config.harness,
+            chat,
+            generate_turn,
+            limits,
+            error_mode=config.error_mode,
+            policy_name=f"hf:{config.model}@gspo-{config.harness}",
+            env_host=env_host,
+        )
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
         rewards = [e.reward if config.reward == "binary" else e.score for e in episodes]
@@ -453,7 +655,7 @@ def group_mean_for_dropped(rewards: list[float], dropped: list[bool], group_size
         reward, gone = everything[index]
         if gone:
             first = index - index % group_size
-            kept = [r for r, g in everything[first:first + group_size] if not g]
+            kept = [r for r, g in everything[first : first + group_size] if not g]
             reward = sum(kept) / len(kept) if kept else 0.0
         filled.append(reward)
     return filled
@@ -516,13 +718,18 @@ def grpo_args(config: GSPORunConfig, processes: int = 1):
 
     on_cpu = not torch.cuda.is_available()
     check_processes(config, processes)
-    group = config.num_generations * config.prompts_per_step // processes   # this rank's episodes of a batch
+    group = config.num_generations * config.prompts_per_step // processes  # this rank's episodes of a batch
     return GRPOConfig(
         output_dir=config.output_dir,
-        # GSPO = GRPO's machinery with a sequence-level importance ratio and no KL term.
-        importance_sampling_level="sequence", loss_type="grpo", beta=0.0,
-        epsilon=config.epsilon, epsilon_high=config.epsilon_high,
-        learning_rate=config.learning_rate, weight_decay=config.weight_decay, temperature=config.temperature,
+        # The loss's variant (GSPO's by default: a sequence-level ratio, loss_type grpo, no KL term), as TRL names it.
+        importance_sampling_level=config.importance_sampling_level,
+        loss_type=config.loss_type,
+        beta=config.beta,
+        epsilon=config.epsilon,
+        epsilon_high=config.epsilon_high,
+        learning_rate=config.learning_rate,
+        weight_decay=config.weight_decay,
+        temperature=config.temperature,
         num_generations=config.num_generations,
         # Micro-batches of a few episodes, accumulated over a minibatch (one optimizer step); TRL's
         # steps_per_generation counts micro-batches, so a generation batch holds all of them.
@@ -530,18 +737,48 @@ def grpo_args(config: GSPORunConfig, processes: int = 1):
         gradient_accumulation_steps=group // (config.micro_batch_size * config.minibatches),
         steps_per_generation=group // config.micro_batch_size,
         num_iterations=config.num_iterations,
-        max_steps=config.max_steps, save_strategy="steps", save_steps=config.save_steps,
+        max_steps=config.max_steps,
+        save_strategy="steps",
+        save_steps=config.save_steps,
         # The bar is train.monitoring's (a widget in notebooks), so transformers' own is off.
-        logging_steps=1, report_to=config.report_to, project="progagent", disable_tqdm=True, seed=config.seed,
+        logging_steps=1,
+        report_to=config.report_to,
+        project="progagent",
+        disable_tqdm=True,
+        seed=config.seed,
         max_completion_length=config.max_context_tokens,
-        use_cpu=on_cpu, bf16=check_bf16(config.bf16, "GSPORunConfig.bf16"),
+        use_cpu=on_cpu,
+        bf16=check_bf16(config.bf16, "GSPORunConfig.bf16"),
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
         activation_checkpointing=config.gradient_checkpointing,
-        use_vllm=config.use_vllm, vllm_mode="server",
+        use_vllm=config.use_vllm,
+        vllm_mode="server",
         # The sampler correction is GSPOTrainer's on every generation path (config.importance_sampling), not TRL's.
         vllm_importance_sampling_correction=False,
         **({"vllm_server_base_url": config.vllm_server_base_url} if config.vllm_server_base_url else {}),
     )
+
+
+def check_loss(config: GSPORunConfig) -> None:
+    """The loss's fields: each in its range, and a loss type that fits the ratio and the budgets."""
+    check_choice(config, "importance_sampling_level", IMPORTANCE_SAMPLING_LEVELS)
+    check_choice(config, "loss_type", LOSS_TYPES)
+    check_number(config, "beta", at_least=0, why=" (0: no KL term)")
+    check_number(config, "epsilon", at_least=0, at_most=1, why=" (the lower clip, 1 - epsilon, is not negative)")
+    check_number(config, "epsilon_high", at_least=0)
+    if config.loss_type == "luspo" and config.importance_sampling_level != "sequence":
+        raise config_error(
+            config,
+            "loss_type",
+            "weighs each episode's sequence ratio by its length: set "
+            "importance_sampling_level: sequence, or another loss_type",
+        )
+    if config.loss_type == "dr_grpo" and config.max_context_tokens is None:
+        raise config_error(
+            config,
+            "loss_type",
+            "divides by max_context_tokens, which is null: set max_context_tokens, or another loss_type",
+        )
 
 
 def check_processes(config: GSPORunConfig, processes: int) -> None:
@@ -550,37 +787,44 @@ def check_processes(config: GSPORunConfig, processes: int) -> None:
 
     group = config.num_generations * config.prompts_per_step
     if processes > 1 and group % (config.micro_batch_size * config.minibatches * processes):
-        raise ConfigError(f"GSPORunConfig: a generation batch of {group} episodes (num_generations x prompts_per_step) "
-                          f"cannot be shared by {processes} ranks in micro-batches of {config.micro_batch_size} and "
-                          f"{config.minibatches} minibatch(es): make it a multiple of micro_batch_size x minibatches x "
-                          f"{processes} (e.g. raise prompts_per_step), or launch fewer ranks")
+        raise ConfigError(
+            f"GSPORunConfig: a generation batch of {group} episodes (num_generations x prompts_per_step) "
+            f"cannot be shared by {processes} ranks in micro-batches of {config.micro_batch_size} and "
+            f"{config.minibatches} minibatch(es): make it a multiple of micro_batch_size x minibatches x "
+            f"{processes} (e.g. raise prompts_per_step), or launch fewer ranks"
+        )
     if processes > 1 and config.engine_url and sharded_by_launcher():
-        raise ConfigError("GSPORunConfig.engine_url: the engine's weights are pushed from the main rank's model, which "
-                          "a sharded launch (DeepSpeed ZeRO-3, FSDP) holds only a shard of; generate through use_vllm "
-                          "(TRL gathers the weights for its server) or launch without sharding")
+        raise ConfigError(
+            "GSPORunConfig.engine_url: the engine's weights are pushed from the main rank's model, which "
+            "a sharded launch (DeepSpeed ZeRO-3, FSDP) holds only a shard of; generate through use_vllm "
+            "(TRL gathers the weights for its server) or launch without sharding"
+        )
 
 
-def run_gspo(config: GSPORunConfig, *, resume: bool = True,
-             turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None) -> dict:
+def run_gspo(
+    config: GSPORunConfig, *, resume: bool = True, turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None
+) -> dict:
     """Train; a run whose output_dir holds checkpoints resumes from the last one (step count and dynamics log)."""
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")
     from .gspo_trainer import GSPOTrainer
-    from ..generation.models import load_model
+    from ..generation.sources import load_model
 
     output_dir = Path(config.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     if is_main():
         (output_dir / "gspo_config.json").write_text(json.dumps(asdict(config), indent=2))
     config.validate_tasks()
-    check_bf16(config.bf16, "GSPORunConfig.bf16")   # before any compute
-    args = grpo_args(config, world_size())           # refuses a batch the ranks cannot share, before any compute
+    check_bf16(config.bf16, "GSPORunConfig.bf16")  # before any compute
+    args = grpo_args(config, world_size())  # refuses a batch the ranks cannot share, before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
     dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
     model, tokenizer = load_model(config.model, chat_template=config.chat_template, dtype=master_weights_dtype())
     positions = model_positions(model.config)
     if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
-        raise ValueError(f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "
-                         f"{config.model!r}: lower it, or name the model with a scaled context (e.g. smollm2@32k)")
+        raise ValueError(
+            f"max_context_tokens={config.max_context_tokens} exceeds the {positions} positions of "
+            f"{config.model!r}: lower it, or name the model with a scaled context (e.g. smollm2@32k)"
+        )
 
     from ..harness.chat_format import ChatFormat
     from .feasibility import check_template_on_teacher
@@ -590,8 +834,14 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     if is_main():
         (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))  # recorded with the run
 
-    dynamics = DynamicsLog(output_dir / DYNAMICS_FILE, config.num_generations, config.sample_episodes,
-                           config.minibatches * config.num_iterations, config.reward, config.importance_sampling)
+    dynamics = DynamicsLog(
+        output_dir / DYNAMICS_FILE,
+        config.num_generations,
+        config.sample_episodes,
+        config.minibatches * config.num_iterations,
+        config.reward,
+        config.importance_sampling,
+    )
     # Which checkpoint to resume from is the main rank's decision, and its rewrite of the log the only one.
     checkpoint = on_main(_resume_point, output_dir, dynamics, resume)
 
@@ -599,18 +849,31 @@ def run_gspo(config: GSPORunConfig, *, resume: bool = True,
     if config.lora is not None:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
-                                 target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
+        peft_config = LoraConfig(
+            r=config.lora.r,
+            lora_alpha=config.lora.alpha,
+            lora_dropout=config.lora.dropout,
+            target_modules=config.lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
     trainer = GSPOTrainer(
-        model=model, processing_class=tokenizer, reward_funcs=[verifier_reward], args=args,
-        train_dataset=dataset, rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat), peft_config=peft_config,
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=[verifier_reward],
+        args=args,
+        train_dataset=dataset,
+        rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat),
+        peft_config=peft_config,
         callbacks=[_dynamics_callback(dynamics), training_progress("GSPO")],
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
     )
-    with lm_head_tile(config.logit_chunk_tokens):   # every forward and backward of the run
+    with lm_head_tile(config.logit_chunk_tokens):  # every forward and backward of the run
         trainer.train(resume_from_checkpoint=checkpoint)
     # A plain checkpoint of the whole weights (gathered under ZeRO-3/FSDP, LoRA merged on them), so evaluation and the
     # next stage need no adapter or shard logic; every rank waits until it is written.
     save_final(trainer.model_wrapped, tokenizer, output_dir / "final", accelerator=trainer.accelerator)
-    return {"global_step": trainer.state.global_step, "dynamics": DynamicsLog.read(dynamics.path),
-            "final_model": str(output_dir / "final")}
+    return {
+        "global_step": trainer.state.global_step,
+        "dynamics": DynamicsLog.read(dynamics.path),
+        "final_model": str(output_dir / "final"),
+    }

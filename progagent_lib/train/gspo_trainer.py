@@ -1,14 +1,28 @@
-"""The GSPO loss, written out, and what each optimizer step of it reads (the dynamics line's diagnostics).
+"""The GSPO loss and its variants, written out, and what each optimizer step of it reads (the dynamics line's
+diagnostics).
 
 `GSPOTrainer` is TRL's GRPOTrainer — our `rollout_func` plays the episodes, TRL computes group-normalised
-advantages, runs the micro-batches and the optimizer — with the loss taken here, in the one form GSPO uses
-(sequence-level ratio, two-sided clip, no KL term), so that what it computes can also be reported:
+advantages, runs the micro-batches and the optimizer — with the loss taken here, so that what it computes can also
+be reported. Which loss is the config's (GRPOConfig's fields, filled from GSPORunConfig), in TRL's names and as TRL
+computes it; the defaults are GSPO's (sequence ratio, loss_type "grpo", beta 0):
 
-    ratio_i     = exp(mean over episode i's model tokens of (logp_new - logp_old))     one per episode
-    loss_i,t    = -min(ratio_i * A_i, clip(ratio_i, 1 - eps_low, 1 + eps_high) * A_i) * is_weight_i,t
-    loss        = mean over episodes of (mean over the episode's model tokens of loss_i,t)
+    log_ratio_i,t  = logp_i,t - old_logp_i,t                       per model token t of episode i
+    coef_1         = exp(mean over i's model tokens of log_ratio)  importance_sampling_level "sequence": one per episode
+                   = exp(log_ratio_i,t)                            "token": one per model token (GRPO's)
+    coef_2         = clip(coef_1, 1 - epsilon, 1 + epsilon_high)
+    loss_i,t       = -min(coef_1 * A_i, coef_2 * A_i) * is_weight_i,t  +  beta * kl_i,t
+    kl_i,t         = exp(ref_logp - logp) - (ref_logp - logp) - 1  (k3, >= 0; beta 0: no term and no reference model),
+                     times coef_1 with use_bias_correction_kl (TRL's default: the unbiased reverse-KL gradient)
+    loss           = the sum of loss_i,t over model tokens, normalised by loss_type (LOSS_TYPES): "grpo" each episode
+                     by its tokens, then the mean over episodes; "bnpo" by the micro-batch's tokens; "dr_grpo" by
+                     episodes x max_completion_length; "dapo" by the generation batch's tokens; "luspo" each
+                     episode's sum, then the mean over episodes
 
-`logp_old` is the trainer's log-prob of each token before any update on the batch. When a batch is used more than
+tests/train/test_gspo_variants.py checks each variant against TRL's own `_compute_loss`. The reference's log-probs
+(beta > 0) are TRL's: a frozen copy of the starting model (under LoRA: the model with its adapters off), scored in a
+no-gradient pass after each generation.
+
+`old_logp` is the trainer's log-prob of each token before any update on the batch. When a batch is used more than
 once (several minibatches or passes) TRL computes it in a forward pass of its own after generation; when every
 episode is trained on once, within one optimizer step, nothing has moved before its loss, so it is the loss's own
 forward pass's log-prob, detached (ratio exactly 1), and the sampler comparison and TIS weights are taken there: one
@@ -17,28 +31,37 @@ importance sampling (TIS): the sampler (vLLM in bf16, transformers' generate) is
 model token's loss is weighted by min(p_trainer_old / p_sampler, cap); with no cap (importance_sampling "none") it is 1.
 
 Per optimizer step the trainer reports, through TRL's metrics (so they reach the logged dict):
-`gspo/ratio_{mean,min,max}` over the step's episodes, `entropy` (per model token), TRL's `clip_ratio/*`
-(share of the step's episodes clipped), `gspo/is_weight_{mean,min,max}` (per model token), and
-`gspo/optimizer_step_skipped`; per generation batch, `gspo/logp_mismatch_{mean,max}`, |logp_sampler - logp_trainer|
-over model tokens (of the episodes computed: a batch trained on once reports it over the micro-batches that had an
-advantage, and a skipped step has none). Episodes without a model token (errored, or masked as truncated) are left out of every statistic.
+`gspo/ratio_{mean,min,max}` (coef_1 over the step's episodes, or model tokens at token level), `entropy` (per model
+token), TRL's `clip_ratio/*` (the share of those episodes or tokens clipped), `kl` (per model token, beta > 0),
+`gspo/is_weight_{mean,min,max}` (per model token), and `gspo/optimizer_step_skipped`; per generation batch,
+`gspo/logp_mismatch_{mean,max}`, |logp_sampler - logp_trainer| over model tokens (of the episodes computed: a batch
+trained on once reports it over the micro-batches that had an advantage, and a skipped step has none). Episodes
+without a model token (errored, or masked as truncated) are left out of every statistic.
 
+Without a KL term (beta 0) an episode without advantage adds nothing to the gradient, and three things follow.
 A micro-batch in which no episode has both an advantage and a model token is not computed (no forward or backward
 pass, so no ratio or entropy of it is reported; single-process runs), and a generation batch in which no episode has
 one computes no old log-probs either (TRL's pass runs before the rewards are known; it is held back, and run only for
 a batch with something to learn; its sampler comparison is then not reported). On 2 CPU cores that pass took
-200-330 s per batch of 4-8 long episodes, in runs where most batches had nothing to learn. A step in which no episode has both an
-advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss
-gradient is zero, but AdamW's weight decay and momentum would still move the weights; the gradients are dropped
-instead, so the optimizer leaves the weights and its own state as they were (the step still counts, and the
-learning-rate schedule advances). Under DeepSpeed the optimizer steps inside backward and the step is not skipped.
+200-330 s per batch of 4-8 long episodes, in runs where most batches had nothing to learn. A step in which no episode
+has both an advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss gradient is zero, but AdamW's weight
+decay and momentum would still move the weights; the gradients are dropped instead, so the optimizer leaves the
+weights and its own state as they were (the step still counts, and the learning-rate schedule advances). Under
+DeepSpeed the optimizer steps inside backward and the step is not skipped. With beta > 0 the KL term pulls toward the
+reference on every episode, so every micro-batch is computed and every step taken.
 
-Every log-prob pass (the loss's, and the old log-probs') runs each chunk of episodes at its own width: TRL pads a
-generation batch to its longest episode, and the columns no episode of the chunk uses are dropped before the forward
-pass (`_unpadded_logps_and_entropies`). Both score only the model's tokens: TRL labels every completion token, tool
-output included, and the fused LM head projects every labelled position through the whole vocabulary; here a tool's
-output, masked out of every loss and statistic, gets no label, so no head work (its log-prob and entropy read 0).
+Every log-prob pass (the loss's, the old log-probs', the reference's) runs each chunk of episodes at its own width:
+TRL pads a generation batch to its longest episode, and the columns no episode of the chunk uses are dropped before
+the forward pass (`_unpadded_logps_and_entropies`). The loss's and the old log-probs' score only the model's tokens:
+TRL labels every completion token, tool output included, and the fused LM head projects every labelled position
+through the whole vocabulary; here a tool's output, masked out of every loss and statistic, gets no label, so no head
+work (its log-prob and entropy read 0).
+
+TRL methods overridden: `compute_loss` (transformers' public hook; GRPOTrainer's only calls its `_compute_loss`), the
+public `training_step`, and two private ones where TRL has no hook, each saying why: `_generate_and_score_completions`
+and `_get_per_token_logps_and_entropies`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,21 +76,40 @@ logger = logging.getLogger(__name__)
 # group's std + 1e-4, so equal rewards whose float mean rounds give |A| ~ 1e-4, while any real difference between
 # rewards (above ~1e-6) gives some episode of the group an |A| of order 1e-2 or more.
 NO_ADVANTAGE = 1e-3
+# TRL's loss types with a clipped ratio, which differ only in how the token losses are normalised (see the module's
+# text); TRL's cispo, sapo and vespo replace the clip and are not computed here. The config's choices are the same.
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")
+IMPORTANCE_SAMPLING_LEVELS = ("sequence", "token")
 
 
 # --- the tensors, as functions (tested on their own) -------------------------------------------------------------
 def model_token_mask(batch: dict) -> torch.Tensor:
     """(B, T) 1 at the completion's tokens the model wrote: every loss and statistic, and the log-prob passes'
-    labels, read only these (a tool's output, `tool_mask` 0, and padding are left out)."""
+    labels, read only these (a tool's output, `tool_mask` 0 — the rollout's `env_mask` — and padding are not)."""
     mask = batch["completion_mask"]
     return mask * batch["tool_mask"] if "tool_mask" in batch else mask
 
 
-def sequence_ratio(logps: torch.Tensor, old_logps: torch.Tensor, model_tokens: torch.Tensor) -> torch.Tensor:
-    """GSPO's importance ratio, one per episode, shape (B, 1): exp of the mean of logp - logp_old over its model
-    tokens (an episode without one gets 1)."""
-    log_ratio = ((logps - old_logps) * model_tokens).sum(-1) / model_tokens.sum(-1).clamp(min=1)
-    return torch.exp(log_ratio).unsqueeze(-1)
+def log_importance_weights(log_ratio: torch.Tensor, model_tokens: torch.Tensor, level: str) -> torch.Tensor:
+    """The log of the importance ratio: at "token" level log_ratio itself, (B, T); at "sequence" level (GSPO's) one
+    per episode, (B, 1): the mean of log_ratio over its model tokens (an episode without one gets 0)."""
+    if level == "token":
+        return log_ratio
+    return ((log_ratio * model_tokens).sum(-1) / model_tokens.sum(-1).clamp(min=1)).unsqueeze(-1)
+
+
+def ratio_units(coef_1: torch.Tensor, model_tokens: torch.Tensor) -> torch.Tensor:
+    """Where the importance ratio `coef_1` stands for something, a bool mask of its shape: the episodes with a model
+    token (sequence level, (B, 1)) or the model tokens (token level, (B, T))."""
+    if coef_1.size(-1) == 1:
+        return model_tokens.sum(-1, keepdim=True) > 0
+    return model_tokens.bool()
+
+
+def reference_kl(ref_per_token_logps: torch.Tensor, per_token_logps: torch.Tensor) -> torch.Tensor:
+    """Per token, the k3 estimate of KL(policy || reference), exp(d) - d - 1 with d = ref_logp - logp (>= 0, TRL's)."""
+    ref_minus_policy = ref_per_token_logps - per_token_logps
+    return torch.exp(ref_minus_policy) - ref_minus_policy - 1
 
 
 def logp_mismatch(trainer_logps: torch.Tensor, sampler_logps: torch.Tensor, model_tokens: torch.Tensor) -> torch.Tensor:
@@ -76,8 +118,9 @@ def logp_mismatch(trainer_logps: torch.Tensor, sampler_logps: torch.Tensor, mode
     return gap[model_tokens.bool() & ~torch.isnan(gap)]
 
 
-def truncated_importance_weights(trainer_logps: torch.Tensor, sampler_logps: torch.Tensor,
-                                 model_tokens: torch.Tensor, cap: float) -> torch.Tensor:
+def truncated_importance_weights(
+    trainer_logps: torch.Tensor, sampler_logps: torch.Tensor, model_tokens: torch.Tensor, cap: float
+) -> torch.Tensor:
     """TIS, per token, shape (B, T): min(p_trainer / p_sampler, cap) on model tokens; 1 elsewhere and where the
     sampler gave no log-prob (NaN)."""
     log_ratio = torch.nan_to_num((trainer_logps - sampler_logps) * model_tokens, nan=0.0)
@@ -88,58 +131,77 @@ def truncated_importance_weights(trainer_logps: torch.Tensor, sampler_logps: tor
 class _StepTally:
     """What the micro-batches of one optimizer step saw, reduced when the step's gradient is complete."""
 
-    ratios: list[torch.Tensor] = field(default_factory=list)        # per episode with a model token
-    clipped_low: list[torch.Tensor] = field(default_factory=list)   # per such episode: 1.0 where the clip acted
+    ratios: list[torch.Tensor] = field(default_factory=list)  # coef_1, per ratio unit (see ratio_units)
+    clipped_low: list[torch.Tensor] = field(default_factory=list)  # per such unit: 1.0 where the clip acted
     clipped_high: list[torch.Tensor] = field(default_factory=list)
-    entropies: list[torch.Tensor] = field(default_factory=list)     # per model token
-    is_weights: list[torch.Tensor] = field(default_factory=list)    # per model token
-    mismatch: list[torch.Tensor] = field(default_factory=list)      # per model token: |logp_sampler - logp_trainer|
-    learning_episodes: int = 0   # episodes with an advantage (|A| > NO_ADVANTAGE) and a model token
-    skipped_micro_batches: int = 0   # micro-batches with no such episode: not computed at all
+    entropies: list[torch.Tensor] = field(default_factory=list)  # per model token
+    kl: list[torch.Tensor] = field(default_factory=list)  # per model token (beta > 0)
+    is_weights: list[torch.Tensor] = field(default_factory=list)  # per model token
+    mismatch: list[torch.Tensor] = field(default_factory=list)  # per model token: |logp_sampler - logp_trainer|
+    learning_episodes: int = 0  # episodes with an advantage (|A| > NO_ADVANTAGE) and a model token
+    skipped_micro_batches: int = 0  # micro-batches with no such episode: not computed at all
 
 
 class GSPOTrainer(GRPOTrainer):
-    """GRPOTrainer whose loss is GSPO's, with truncated importance sampling against the sampler, and which skips
-    an optimizer step that has nothing to learn from."""
+    """GRPOTrainer whose loss (GSPO's by default, TRL's variants by config) is written out here, with truncated
+    importance sampling against the sampler, and which skips an optimizer step that has nothing to learn from."""
 
     def __init__(self, *args, importance_sampling_cap: float | None = 2.0, **kwargs):
         """`importance_sampling_cap`: the truncation of TIS's per-token weight; None applies no correction."""
         if importance_sampling_cap is not None and not importance_sampling_cap >= 1.0:
-            raise ValueError(f"importance_sampling_cap={importance_sampling_cap!r}: must be >= 1, or None for no correction")
+            raise ValueError(
+                f"importance_sampling_cap={importance_sampling_cap!r}: must be >= 1, or None for no correction"
+            )
         super().__init__(*args, **kwargs)
         self.importance_sampling_cap = importance_sampling_cap
-        # The loss below is GSPO's alone: refuse any GRPOConfig setting it would silently ignore.
-        unsupported = {
-            "loss_type": self.loss_type != "grpo", "importance_sampling_level": self.importance_sampling_level != "sequence",
-            "beta": self.beta != 0.0, "top_entropy_quantile": self.top_entropy_quantile < 1.0,
-            "off_policy_mask_threshold": self.off_policy_mask_threshold is not None, "delta": self.args.delta is not None,
-            "entropy_coef": self._entropy_bonus_enabled, "router_aux_loss_coef": self.aux_loss_enabled,
-            # TRL would weight the loss by its own vLLM correction; here TIS (importance_sampling_cap) is the correction
-            "vllm_importance_sampling_correction": self.use_vllm and self.vllm_importance_sampling_correction,
-        }
-        if any(unsupported.values()):
-            raise ValueError(f"GSPOTrainer computes GSPO's loss only (loss_type='grpo', importance_sampling_level="
-                             f"'sequence', beta=0, no entropy or off-policy masks, no vLLM correction of TRL's); "
-                             f"unsupported settings: {[name for name, bad in unsupported.items() if bad]}")
+        self._refuse_what_the_loss_ignores()
         from accelerate.utils import DistributedType
 
-        # DeepSpeed steps its optimizer inside the last micro-batch's backward, before a skip could drop the gradient.
-        self._can_skip_steps = self.accelerator.distributed_type != DistributedType.DEEPSPEED
-        if not self._can_skip_steps:
-            logger.warning("under DeepSpeed, an optimizer step without advantage is not skipped (weight decay and "
-                           "momentum still move the weights); its dynamics line says skipped: false")
+        # Without a KL term, a step with no advantage has nothing to learn and is skipped; DeepSpeed steps its
+        # optimizer inside the last micro-batch's backward, before a skip could drop the gradient.
+        deepspeed = self.accelerator.distributed_type == DistributedType.DEEPSPEED
+        self._skip_without_advantage = self.beta == 0.0 and not deepspeed
+        if deepspeed and self.beta == 0.0:
+            logger.warning(
+                "under DeepSpeed, an optimizer step without advantage is not skipped (weight decay and "
+                "momentum still move the weights); its dynamics line says skipped: false"
+            )
         self._tally = _StepTally()
-        # TRL's old-log-prob pass, held back until the batch's advantages are known (see _generate_and_score_completions)
+        # TRL's old-log-prob pass, held back until the batch's advantages are known (_generate_and_score_completions)
         self._holding_old_logps = False
         self._held_old_logps: tuple | None = None
 
+    def _refuse_what_the_loss_ignores(self) -> None:
+        """One line naming every GRPOConfig setting the loss below does not compute, and the value to set instead."""
+        unsupported = {
+            f"loss_type={self.loss_type!r} (use one of {', '.join(LOSS_TYPES)})": self.loss_type not in LOSS_TYPES,
+            f"importance_sampling_level={self.importance_sampling_level!r} (use sequence or token)": self.importance_sampling_level
+            not in IMPORTANCE_SAMPLING_LEVELS,
+            "top_entropy_quantile (leave it 1.0)": self.top_entropy_quantile < 1.0,
+            "off_policy_mask_threshold (leave it None)": self.off_policy_mask_threshold is not None,
+            "delta (leave it None)": self.args.delta is not None,
+            "entropy_coef (leave it 0)": self._entropy_bonus_enabled,
+            "router_aux_loss_coef (a MoE model's aux loss; leave it 0)": self.aux_loss_enabled,
+            # TRL would weight the loss by its own vLLM correction; here TIS (importance_sampling_cap) is the correction
+            "vllm_importance_sampling_correction (set it False; TIS is importance_sampling_cap)": self.use_vllm
+            and self.vllm_importance_sampling_correction,
+        }
+        refused = [setting for setting, bad in unsupported.items() if bad]
+        if refused:
+            raise ValueError(f"GSPOTrainer does not compute TRL's {'; '.join(refused)}")
+
     # --- generation batch: the trainer's log-probs before any update, the sampler comparison, TIS weights --------
     def _generate_and_score_completions(self, inputs):
+        # Private in TRL, overridden because no hook sees a generation batch between its log-prob passes and the
+        # loss: the held-back old log-probs are computed here once the advantages are known, and the sampler
+        # comparison and TIS weights need the whole batch before it is split into micro-batches.
         # TRL computes a batch's old log-probs (a forward pass over every episode) before its rewards. A batch whose
         # groups all have equal rewards trains nothing (every micro-batch is skipped) and never reads them, so the
         # pass is held back and run only once some episode has an advantage: the same call on the same weights
         # (nothing is updated in between). Single process only, where skipped micro-batches compute nothing.
-        self._holding_old_logps = self.model.training and self._can_skip_steps and self.accelerator.num_processes == 1
+        self._holding_old_logps = (
+            self.model.training and self._skip_without_advantage and self.accelerator.num_processes == 1
+        )
         try:
             batch = super()._generate_and_score_completions(inputs)
         finally:
@@ -156,39 +218,59 @@ class GSPOTrainer(GRPOTrainer):
 
             args, kwargs = held
             with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-                batch["old_per_token_logps"] = self._unpadded_logps_and_entropies(*args, **kwargs,
-                                                                                  scored=model_tokens)[0]
+                batch["old_per_token_logps"] = self._unpadded_logps_and_entropies(*args, **kwargs, scored=model_tokens)[
+                    0
+                ]
         sampler_logps = batch.get("sampling_per_token_logps")
         if sampler_logps is None and self.importance_sampling_cap is not None:
-            raise RuntimeError("the rollout returned no sampler log-probs: truncated importance sampling needs them "
-                               "(or set importance_sampling: none)")
+            raise RuntimeError(
+                "the rollout returned no sampler log-probs: truncated importance sampling needs them "
+                "(or set importance_sampling: none)"
+            )
         if batch.get("old_per_token_logps") is None:
             # TRL leaves them out when every episode of the batch is trained on once, within one optimizer step
             # (minibatches = num_iterations = 1): nothing moves before each episode's loss, so the trainer's log-probs
             # before the update are those of the loss's own forward pass. The sampler comparison and the TIS weights
-            # are taken there (_compute_loss): no separate forward pass over the batch, and none at all over the
+            # are taken there (compute_loss): no separate forward pass over the batch, and none at all over the
             # episodes of a micro-batch without advantage.
             return batch
         if sampler_logps is None:
             return batch
-        self._report_spread(mode, logp_mismatch(batch["old_per_token_logps"], sampler_logps, model_tokens),
-                            mean="gspo/logp_mismatch_mean", max="gspo/logp_mismatch_max")
+        self._report_spread(
+            mode,
+            logp_mismatch(batch["old_per_token_logps"], sampler_logps, model_tokens),
+            mean="gspo/logp_mismatch_mean",
+            max="gspo/logp_mismatch_max",
+        )
         if self.importance_sampling_cap is not None:
-            batch["is_weight"] = truncated_importance_weights(batch["old_per_token_logps"], sampler_logps, model_tokens,
-                                                              self.importance_sampling_cap)
+            batch["is_weight"] = truncated_importance_weights(
+                batch["old_per_token_logps"], sampler_logps, model_tokens, self.importance_sampling_cap
+            )
         return batch
 
     def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        if self._holding_old_logps and not torch.is_grad_enabled():   # TRL's old-log-prob pass: held back
-            if self._held_old_logps is not None:
-                raise RuntimeError("GSPOTrainer: a second no-gradient log-prob pass in one generation batch (a reference "
-                                   "model?); GSPO computes none")
+        # Private in TRL, overridden because every log-prob pass of TRL's (the old log-probs', the reference's) goes
+        # through it and no hook reaches them: each runs unpadded here, and the old log-probs' pass can be held back.
+        if self._holding_old_logps and not torch.is_grad_enabled():
+            # Holding is on only without a KL term (beta 0), where TRL's one no-gradient pass of a generation batch is
+            # the policy's old log-probs: held until the advantages are known (once: any later pass runs now)
+            self._holding_old_logps = False
             self._held_old_logps = ((model, input_ids, attention_mask, logits_to_keep, *args), kwargs)
             return input_ids.new_zeros((input_ids.size(0), logits_to_keep), dtype=torch.float32), None, None
         return self._unpadded_logps_and_entropies(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
 
-    def _unpadded_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, batch_size=None,
-                                      compute_entropy=False, compute_aux_loss=False, scored=None, **multimodal):
+    def _unpadded_logps_and_entropies(
+        self,
+        model,
+        input_ids,
+        attention_mask,
+        logits_to_keep,
+        batch_size=None,
+        compute_entropy=False,
+        compute_aux_loss=False,
+        scored=None,
+        **multimodal,
+    ):
         """TRL's log-prob pass, one chunk of `batch_size` episodes at a time, each chunk cut to its own tokens, and
         only the model's own tokens scored.
 
@@ -208,30 +290,46 @@ class GSPOTrainer(GRPOTrainer):
         scored)."""
         if any(value is not None for value in multimodal.values()):
             return super()._get_per_token_logps_and_entropies(
-                model, input_ids, attention_mask, logits_to_keep, batch_size, compute_entropy, compute_aux_loss,
-                **multimodal)
+                model,
+                input_ids,
+                attention_mask,
+                logits_to_keep,
+                batch_size,
+                compute_entropy,
+                compute_aux_loss,
+                **multimodal,
+            )
         width, prompt_width = input_ids.size(1), input_ids.size(1) - logits_to_keep
         batch_size = batch_size or input_ids.size(0)
         logps, entropies, aux_losses = [], [], []
         for start in range(0, input_ids.size(0), batch_size):
-            mask = attention_mask[start:start + batch_size]
+            mask = attention_mask[start : start + batch_size]
             used = mask.any(0).nonzero()
-            first = min(int(used[0]) if used.numel() else 0, prompt_width)          # never into the completion
+            first = min(int(used[0]) if used.numel() else 0, prompt_width)  # never into the completion
             last = max(int(used[-1]) + 1 if used.numel() else width, prompt_width + 1)  # at least one completion column
             chunk_logps, chunk_entropies, aux = self._scored_logps_and_entropies(
-                model, input_ids[start:start + batch_size, first:last], mask[:, first:last], last - prompt_width,
-                None if scored is None else scored[start:start + batch_size, :last - prompt_width],
-                compute_entropy, compute_aux_loss)
+                model,
+                input_ids[start : start + batch_size, first:last],
+                mask[:, first:last],
+                last - prompt_width,
+                None if scored is None else scored[start : start + batch_size, : last - prompt_width],
+                compute_entropy,
+                compute_aux_loss,
+            )
             logps.append(torch.nn.functional.pad(chunk_logps, (0, width - last)))
             if compute_entropy:
                 entropies.append(torch.nn.functional.pad(chunk_entropies, (0, width - last)))
             if compute_aux_loss:
                 aux_losses.append(aux)
-        return (torch.cat(logps), torch.cat(entropies) if compute_entropy else None,
-                torch.stack(aux_losses).mean() if compute_aux_loss else None)
+        return (
+            torch.cat(logps),
+            torch.cat(entropies) if compute_entropy else None,
+            torch.stack(aux_losses).mean() if compute_aux_loss else None,
+        )
 
-    def _scored_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, scored, compute_entropy,
-                                    compute_aux_loss):
+    def _scored_logps_and_entropies(
+        self, model, input_ids, attention_mask, logits_to_keep, scored, compute_entropy, compute_aux_loss
+    ):
         """One chunk through the model with TRL's fused LM head (as TRL's text-only pass), a label only where the
         completion is `scored` (None: every completion token)."""
         labels = input_ids.masked_fill(attention_mask == 0, -100)
@@ -240,63 +338,127 @@ class GSPOTrainer(GRPOTrainer):
             labels[:, -logits_to_keep:].masked_fill_(scored == 0, -100)
         extra = {"output_router_logits": True} if compute_aux_loss else {}
         with self.accelerator.autocast():
-            outputs = model(input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True,
-                            **extra)
-        return (outputs.log_probs[:, -logits_to_keep:],
-                outputs.entropy[:, -logits_to_keep:] if compute_entropy else None,
-                outputs.aux_loss if compute_aux_loss else None)
+            outputs = model(
+                input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True, **extra
+            )
+        return (
+            outputs.log_probs[:, -logits_to_keep:],
+            outputs.entropy[:, -logits_to_keep:] if compute_entropy else None,
+            outputs.aux_loss if compute_aux_loss else None,
+        )
 
     # --- the loss ----------------------------------------------------------------------------------------------
-    def _compute_loss(self, model, inputs):
-        prompt_ids, completion_ids = inputs["prompt_ids"], inputs["completion_ids"]
-        completion_mask = inputs["completion_mask"]
-        model_tokens = model_token_mask(inputs)
-        learning = (inputs["advantages"].abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
-        if self.model.training and not bool(learning.any()) and self._can_skip_steps and self.accelerator.num_processes == 1:
-            # Nothing to learn from this micro-batch: no forward or backward pass over its episodes (on 2 CPU cores a
-            # 4k-token episode's is about a minute). The zero loss touches one weight so that backward runs; the
-            # step's gradients are then dropped (no advantage anywhere) or this part adds nothing to them.
-            self._tally.skipped_micro_batches += 1
-            anchor = next(p for p in model.parameters() if p.requires_grad)
-            return anchor.reshape(-1)[0] * 0.0
-        logps, entropies, _ = self._unpadded_logps_and_entropies(
-            model, torch.cat([prompt_ids, completion_ids], dim=1),
-            torch.cat([inputs["prompt_mask"], completion_mask], dim=1), completion_ids.size(1), compute_entropy=True,
-            scored=model_tokens)
-        old_logps = inputs.get("old_per_token_logps")
-        if old_logps is None:   # the batch is trained on once: the policy has not moved since sampling (see above)
-            old_logps = logps.detach()
-            sampler_logps = inputs.get("sampling_per_token_logps")
-            if sampler_logps is not None:
-                if self.model.training:
-                    self._tally.mismatch.append(logp_mismatch(old_logps, sampler_logps, model_tokens))
-                if self.importance_sampling_cap is not None:
-                    inputs = {**inputs, "is_weight": truncated_importance_weights(
-                        old_logps, sampler_logps, model_tokens, self.importance_sampling_cap)}
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        # transformers' public hook (GRPOTrainer's own only hands over to its private _compute_loss, not called here)
+        if return_outputs:
+            raise ValueError("GSPOTrainer.compute_loss returns the loss only: call it with return_outputs=False")
+        completion_ids = inputs["completion_ids"]
+        model_tokens = model_token_mask(inputs)  # (B, T) completion_mask x env_mask: 1 where the model wrote
+        advantages = inputs["advantages"].unsqueeze(-1)  # (B, 1)
+        if self._nothing_to_learn(advantages, model_tokens):
+            return self._skipped_micro_batch_loss(model)
+        per_token_logps, entropies, _ = self._unpadded_logps_and_entropies(
+            model,
+            torch.cat([inputs["prompt_ids"], completion_ids], dim=1),
+            torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1),
+            completion_ids.size(1),
+            compute_entropy=True,
+            scored=model_tokens,
+        )
+        old_per_token_logps, is_weight = self._old_logps_and_is_weight(inputs, per_token_logps, model_tokens)
 
-        ratio = sequence_ratio(logps, old_logps, model_tokens)                       # (B, 1)
-        advantages = inputs["advantages"].unsqueeze(-1)                             # (B, 1)
-        clipped_ratio = torch.clamp(ratio, 1 - self.epsilon_low, 1 + self.epsilon_high)
-        per_token_loss = -torch.min(ratio * advantages, clipped_ratio * advantages)  # (B, 1): one value per episode
-        if "is_weight" in inputs:
-            per_token_loss = per_token_loss * inputs["is_weight"]                   # (B, T)
-        loss = ((per_token_loss * model_tokens).sum(-1) / model_tokens.sum(-1).clamp(min=1)).mean()
+        log_ratio = (per_token_logps - old_per_token_logps) * model_tokens  # 0 off the model's tokens
+        coef_1 = torch.exp(log_importance_weights(log_ratio, model_tokens, self.importance_sampling_level))
+        coef_2 = torch.clamp(coef_1, 1 - self.epsilon_low, 1 + self.epsilon_high)  # (B, 1) or (B, T), as coef_1
+        per_token_loss = -torch.min(coef_1 * advantages, coef_2 * advantages)
+        if is_weight is not None:
+            per_token_loss = per_token_loss * is_weight  # (B, T)
+        per_token_kl = None
+        if self.beta != 0.0:
+            per_token_kl = reference_kl(inputs["ref_per_token_logps"], per_token_logps)  # (B, T)
+            weighted_kl = per_token_kl * coef_1 if self.args.use_bias_correction_kl else per_token_kl
+            per_token_loss = per_token_loss + self.beta * weighted_kl
+        loss = self._normalised_loss(per_token_loss, model_tokens, inputs)
 
         if self.model.training:
-            self._add_to_tally(ratio.detach(), advantages, entropies, model_tokens, inputs.get("is_weight"))
-            loss = loss / self.current_gradient_accumulation_steps
+            self._add_to_tally(coef_1.detach(), advantages, entropies, model_tokens, is_weight, per_token_kl)
         return loss
 
-    def _add_to_tally(self, ratio, advantages, entropies, model_tokens, is_weight) -> None:
-        tally, trained = self._tally, model_tokens.sum(-1) > 0   # episodes with at least one model token
-        ratio, advantages = ratio.squeeze(-1)[trained], advantages.squeeze(-1)[trained]
+    def _nothing_to_learn(self, advantages: torch.Tensor, model_tokens: torch.Tensor) -> bool:
+        """No episode of the micro-batch has both an advantage and a model token, and there is no KL term: its loss
+        has no gradient, so its forward and backward passes are not run (on 2 CPU cores a 4k-token episode's is about
+        a minute). Training, single process only."""
+        if not (self.model.training and self._skip_without_advantage and self.accelerator.num_processes == 1):
+            return False
+        learning = (advantages.squeeze(-1).abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
+        return not bool(learning.any())
+
+    def _skipped_micro_batch_loss(self, model) -> torch.Tensor:
+        """A zero loss touching one weight, so that backward runs; the step's gradients are then dropped (no
+        advantage anywhere) or this part adds nothing to them."""
+        self._tally.skipped_micro_batches += 1
+        anchor = next(p for p in model.parameters() if p.requires_grad)
+        return anchor.reshape(-1)[0] * 0.0
+
+    def _old_logps_and_is_weight(
+        self, inputs: dict, per_token_logps: torch.Tensor, model_tokens: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """The trainer's log-probs before any update on the batch, and the TIS weights (None: no correction)."""
+        old_per_token_logps = inputs.get("old_per_token_logps")
+        sampler_logps = inputs.get("sampling_per_token_logps")
+        if old_per_token_logps is not None or sampler_logps is None:
+            return (
+                per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps,
+                inputs.get("is_weight"),
+            )
+        # The batch is trained on once: the policy has not moved since sampling (see _generate_and_score_completions),
+        # so this pass's log-probs are the old ones, and the sampler is compared with them here
+        old_per_token_logps = per_token_logps.detach()
+        if self.model.training:
+            self._tally.mismatch.append(logp_mismatch(old_per_token_logps, sampler_logps, model_tokens))
+        if self.importance_sampling_cap is None:
+            return old_per_token_logps, None
+        return old_per_token_logps, truncated_importance_weights(
+            old_per_token_logps, sampler_logps, model_tokens, self.importance_sampling_cap
+        )
+
+    def _normalised_loss(self, per_token_loss: torch.Tensor, model_tokens: torch.Tensor, inputs: dict) -> torch.Tensor:
+        """The micro-batch's loss: its token losses summed over model tokens and normalised as `loss_type` says
+        (TRL's normalisations), divided by the gradient accumulation steps while training."""
+        token_losses = per_token_loss * model_tokens  # (B, T)
+        accumulation = self.current_gradient_accumulation_steps if self.model.training else 1.0
+        if self.loss_type == "grpo":  # each episode's mean over its tokens, then the mean over episodes
+            loss = (token_losses.sum(-1) / model_tokens.sum(-1).clamp(min=1.0)).mean()
+        elif self.loss_type == "bnpo":  # the mean over the micro-batch's tokens
+            loss = token_losses.sum() / model_tokens.sum().clamp(min=1.0)
+        elif self.loss_type == "dr_grpo":  # over a constant: episodes x max_completion_length
+            loss = token_losses.sum() / (token_losses.size(0) * self.max_completion_length)
+        elif self.loss_type == "luspo":  # each episode's sum (its length weighs), then the mean over episodes
+            loss = token_losses.sum(-1).mean()
+        elif self.loss_type == "dapo":
+            # over the generation batch's model tokens, each accumulation window taking its share of them
+            tokens = inputs["num_items_in_batch"].clamp(min=1.0) / self.accelerator.num_processes
+            if self.model.training:
+                tokens = tokens * self.current_gradient_accumulation_steps / self.args.steps_per_generation
+            return token_losses.sum() / tokens
+        else:
+            raise ValueError(f"loss_type={self.loss_type!r}: use one of {', '.join(LOSS_TYPES)}")
+        return loss / accumulation
+
+    def _add_to_tally(self, coef_1, advantages, entropies, model_tokens, is_weight, per_token_kl) -> None:
+        tally, units = self._tally, ratio_units(coef_1, model_tokens)
+        ratio, unit_advantages = coef_1[units], advantages.expand_as(coef_1)[units]
         tally.ratios.append(ratio)
-        tally.clipped_low.append(((ratio < 1 - self.epsilon_low) & (advantages < 0)).float())
-        tally.clipped_high.append(((ratio > 1 + self.epsilon_high) & (advantages > 0)).float())
-        tally.entropies.append(entropies.detach()[model_tokens.bool()])
+        tally.clipped_low.append(((ratio < 1 - self.epsilon_low) & (unit_advantages < 0)).float())
+        tally.clipped_high.append(((ratio > 1 + self.epsilon_high) & (unit_advantages > 0)).float())
+        model_token = model_tokens.bool()
+        tally.entropies.append(entropies.detach()[model_token])
         if is_weight is not None:
-            tally.is_weights.append(is_weight[model_tokens.bool()])
-        tally.learning_episodes += int((advantages.abs() > NO_ADVANTAGE).sum())
+            tally.is_weights.append(is_weight[model_token])
+        if per_token_kl is not None:
+            tally.kl.append(per_token_kl.detach()[model_token])
+        trained = model_tokens.sum(-1) > 0  # episodes with at least one model token
+        tally.learning_episodes += int(((advantages.squeeze(-1).abs() > NO_ADVANTAGE) & trained).sum())
 
     # --- the end of an optimizer step: report it, and skip it when nothing is to be learnt ---------------------
     def training_step(self, model, inputs, num_items_in_batch):
@@ -313,21 +475,29 @@ class GSPOTrainer(GRPOTrainer):
             return torch.cat(parts) if parts else torch.zeros(0, device=device)
 
         low, high = cat(tally.clipped_low), cat(tally.clipped_high)
-        self._report_spread("train", cat(tally.ratios), mean="gspo/ratio_mean", min="gspo/ratio_min", max="gspo/ratio_max")
+        self._report_spread(
+            "train", cat(tally.ratios), mean="gspo/ratio_mean", min="gspo/ratio_min", max="gspo/ratio_max"
+        )
         self._report_spread("train", cat(tally.entropies), mean="entropy")
-        # TRL's names for the clip fractions (here: shares of the step's episodes, the ratio being one per episode)
+        self._report_spread("train", cat(tally.kl), mean="kl")  # TRL's name; beta > 0 only
+        # TRL's names for the clip fractions: shares of the step's ratio units (episodes; model tokens at token level)
         self._report_spread("train", low, mean="clip_ratio/low_mean")
         self._report_spread("train", high, mean="clip_ratio/high_mean")
         self._report_spread("train", low + high, mean="clip_ratio/region_mean")
         if self.importance_sampling_cap is not None:
-            self._report_spread("train", cat(tally.is_weights), mean="gspo/is_weight_mean", min="gspo/is_weight_min",
-                                max="gspo/is_weight_max")
+            self._report_spread(
+                "train",
+                cat(tally.is_weights),
+                mean="gspo/is_weight_mean",
+                min="gspo/is_weight_min",
+                max="gspo/is_weight_max",
+            )
         # the sampler comparison when it was taken in the loss's forward pass (a batch trained on once)
         self._report_spread("train", cat(tally.mismatch), mean="gspo/logp_mismatch_mean", max="gspo/logp_mismatch_max")
         learning = self.accelerator.reduce(torch.tensor(tally.learning_episodes, device=device), reduction="sum")
-        skip = int(learning) == 0 and self._can_skip_steps
+        skip = int(learning) == 0 and self._skip_without_advantage
         if skip:
-            model.zero_grad(set_to_none=True)   # an optimizer leaves a parameter without a gradient untouched
+            model.zero_grad(set_to_none=True)  # an optimizer leaves a parameter without a gradient untouched
         self._metrics["train"]["gspo/optimizer_step_skipped"].append(float(skip))
 
     def _report_spread(self, mode: str, values: torch.Tensor, **names: str) -> None:
@@ -335,13 +505,22 @@ class GSPOTrainer(GRPOTrainer):
         (e.g. mean="gspo/ratio_mean"); nothing when no process has a value."""
         values = values.detach().double().to(self.accelerator.device)
         empty = values.numel() == 0
-        local = torch.stack([values.sum(), values.new_tensor(float(values.numel())),
-                             values.new_tensor(math.inf) if empty else values.min(),
-                             values.new_tensor(-math.inf) if empty else values.max()])
+        local = torch.stack(
+            [
+                values.sum(),
+                values.new_tensor(float(values.numel())),
+                values.new_tensor(math.inf) if empty else values.min(),
+                values.new_tensor(-math.inf) if empty else values.max(),
+            ]
+        )
         every = self.accelerator.gather(local.unsqueeze(0)).view(-1, 4)
         count = float(every[:, 1].sum())
         if count == 0:
             return
-        spread = {"mean": float(every[:, 0].sum()) / count, "min": float(every[:, 2].min()), "max": float(every[:, 3].max())}
+        spread = {
+            "mean": float(every[:, 0].sum()) / count,
+            "min": float(every[:, 2].min()),
+            "max": float(every[:, 3].max()),
+        }
         for stat, name in names.items():
             self._metrics[mode][name].append(spread[stat])

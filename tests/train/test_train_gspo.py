@@ -8,7 +8,7 @@ import pytest
 from progagent_lib.train import gspo as gspo_module
 from progagent_lib.config import ConfigError
 from progagent_lib.train.gspo import DYNAMICS_FILE, DynamicsLog, GSPORunConfig, grpo_args, run_gspo
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +26,7 @@ def small_config(tiny_path, output_dir, max_steps):
 
 
 def test_gspo_is_grpo_with_sequence_ratio_and_no_kl(tmp_path):
+    """The defaults are GSPO's (tests/train/test_gspo_variants.py: the other variants)."""
     args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), epsilon=1e-2, epsilon_high=2e-2))
     assert (args.importance_sampling_level, args.loss_type, args.beta) == ("sequence", "grpo", 0.0)
     assert (args.epsilon, args.epsilon_high) == (1e-2, 2e-2)
@@ -206,14 +207,17 @@ def test_a_step_without_advantage_leaves_weights_and_optimizer_untouched(tiny_pa
 def test_ratio_mismatch_and_truncated_importance_weights():
     import torch
 
-    from progagent_lib.train.gspo_trainer import logp_mismatch, sequence_ratio, truncated_importance_weights
+    from progagent_lib.train.gspo_trainer import log_importance_weights, logp_mismatch, truncated_importance_weights
 
     trainer = torch.tensor([[-1.0, -2.0, -0.5, 0.0], [-0.1, -0.2, -0.3, -0.4]])
     model_tokens = torch.tensor([[1, 1, 0, 0], [1, 1, 1, 1]])
     # GSPO's ratio: exp of the mean log-ratio over each sequence's model tokens; 1 against itself
-    assert torch.equal(sequence_ratio(trainer, trainer, model_tokens), torch.ones(2, 1))
+    assert torch.equal(log_importance_weights(trainer - trainer, model_tokens, "sequence").exp(), torch.ones(2, 1))
     shifted = trainer + torch.tensor([[0.2, 0.4, 9.0, 9.0], [0.1, 0.1, 0.1, 0.1]])   # masked tokens do not count
-    torch.testing.assert_close(sequence_ratio(shifted, trainer, model_tokens), torch.tensor([[0.3], [0.1]]).exp())
+    torch.testing.assert_close(log_importance_weights(shifted - trainer, model_tokens, "sequence").exp(),
+                               torch.tensor([[0.3], [0.1]]).exp())
+    # GRPO's: one per token
+    assert torch.equal(log_importance_weights(shifted - trainer, model_tokens, "token"), shifted - trainer)
     # the mismatch is 0 when the sampler's log-probs are the trainer's own; else |difference| over model tokens
     assert logp_mismatch(trainer, trainer.clone(), model_tokens).abs().max() == 0.0
     sampler = trainer - torch.tensor([[3.0, -0.5, 7.0, 7.0], [0.0, 0.0, 0.0, float("nan")]])
@@ -232,7 +236,7 @@ def test_gspo_loss_is_trls_grpo_loss_with_a_sequence_ratio(tiny_path, tmp_path):
     from trl import GRPOTrainer
 
     from progagent_lib.train.gspo_trainer import GSPOTrainer
-    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation.sources import load_model
 
     model, tokenizer = load_model(str(tiny_path))
     args = grpo_args(GSPORunConfig(output_dir=str(tmp_path), num_generations=2, epsilon=0.1, epsilon_high=0.2))
@@ -252,9 +256,9 @@ def test_gspo_loss_is_trls_grpo_loss_with_a_sequence_ratio(tiny_path, tmp_path):
         inputs["old_per_token_logps"] = logps + shift
         model.train()
         trainer.current_gradient_accumulation_steps = 2
-        ours, trls = trainer._compute_loss(model, inputs), GRPOTrainer._compute_loss(trainer, model, inputs)
+        ours, trls = trainer.compute_loss(model, inputs), GRPOTrainer._compute_loss(trainer, model, inputs)
         torch.testing.assert_close(ours, trls)
-        weighted = trainer._compute_loss(model, {**inputs, "is_weight": torch.full((2, 6), 0.5)})
+        weighted = trainer.compute_loss(model, {**inputs, "is_weight": torch.full((2, 6), 0.5)})
         torch.testing.assert_close(weighted, 0.5 * trls)
 
 
@@ -265,7 +269,7 @@ def test_log_prob_passes_drop_padding_columns_and_match_the_padded_pass(tiny_pat
     from datasets import Dataset
     from trl import GRPOTrainer
 
-    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation.sources import load_model
     from progagent_lib.train.gspo_trainer import GSPOTrainer
 
     model, tokenizer = load_model(str(tiny_path))
@@ -298,7 +302,7 @@ def test_truncated_episodes_are_masked_when_asked(tiny_path, repo, tmp_path, mon
     from progagent_lib import load_task
     from progagent_lib.harness.chat_format import ChatFormat
     from progagent_lib.train.gspo import make_rollout_func
-    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation.sources import load_model
     from progagent_lib.generation import TurnOutput
 
     monkeypatch.chdir(repo)
@@ -373,7 +377,7 @@ def test_gspo_with_lora_saves_a_plain_merged_checkpoint(tiny_path, tmp_path, rep
     from dataclasses import replace
 
     from progagent_lib.train.gspo import LoraSettings
-    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation.sources import load_model
 
     monkeypatch.chdir(repo)
     config = replace(small_config(tiny_path, tmp_path / "lora", max_steps=1), lora=LoraSettings(r=4, alpha=8))
