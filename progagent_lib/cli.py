@@ -8,6 +8,7 @@ It also holds the argument types every command shares (choices with a close-matc
 policies, task ids and paths, existing files): a bad argument gives one line on stderr and exit status 2, never a
 traceback. A check that needs two arguments together raises `UsageError` from the command, with the same effect.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,37 +27,56 @@ class Command:
     name: str
     help: str
     module: str
-    words: tuple[str, ...] = ()   # for a name two modules share: the first argument that picks this module
+    words: tuple[str, ...] = ()  # for a name two modules share: the first argument that picks this module
 
 
 COMMANDS: tuple[Command, ...] = (
     Command("run", "run episodes of a policy and write trajectories (JSON lines)", "progagent_lib.harness.cli"),
     Command("serve", "serve one episode of a task as an MCP server", "progagent_lib.harness.serve_cli"),
     Command("view", "trajectories as a self-contained HTML page", "progagent_lib.harness.view_cli"),
-    Command("export", "trajectories as a parquet / HF datasets table", "progagent_lib.harness.view_cli",
-            ("trajectories",)),
-    Command("export", "tasks to Harbor's layout or the authors' per-scale layout", "progagent_lib.synthesis.cli",
-            ("harbor", "authors")),
+    Command(
+        "export", "trajectories as a parquet / HF datasets table", "progagent_lib.harness.view_cli", ("trajectories",)
+    ),
+    Command(
+        "export",
+        "tasks to Harbor's layout or the authors' per-scale layout",
+        "progagent_lib.synthesis.cli",
+        ("harbor", "authors"),
+    ),
     Command("tasks", "inspect and certify the task pool", "progagent_lib.task.cli"),
     Command("train", "SFT, GSPO and evaluation of models on the task pool", "progagent_lib.train.cli"),
     Command("engine", "the inference engine (vLLM as a server process)", "progagent_lib.engine.cli"),
-    Command("launch", "start a GPU run: the vLLM server on its GPUs, the trainers through accelerate on theirs",
-            "progagent_lib.train.launch_cli"),
-    Command("synth", "build tasks with a constructor model (OpenAI-compatible endpoint)", "progagent_lib.synthesis.cli"),
-    Command("audit", "consistency checks across scales, and an independent PTC solver at v3",
-            "progagent_lib.synthesis.cli"),
-    Command("filter", "difficulty filter: keep tasks whose pass rate is in (low, high) at every scale",
-            "progagent_lib.synthesis.cli"),
+    Command(
+        "launch",
+        "start a GPU run: the vLLM server on its GPUs, the trainers through accelerate on theirs",
+        "progagent_lib.train.launch_cli",
+    ),
+    Command(
+        "synth", "build tasks with a constructor model (OpenAI-compatible endpoint)", "progagent_lib.synthesis.cli"
+    ),
+    Command(
+        "audit", "consistency checks across scales, and an independent PTC solver at v3", "progagent_lib.synthesis.cli"
+    ),
+    Command(
+        "filter",
+        "difficulty filter: keep tasks whose pass rate is in (low, high) at every scale",
+        "progagent_lib.synthesis.cli",
+    ),
     Command("import", "import tasks from the authors' layout into the native format", "progagent_lib.synthesis.cli"),
     Command("reproduce", "run the numbered notebooks headless for a profile", "progagent_lib.analysis.cli"),
-    Command("memorization", "replay the teacher's turns of one instance on other instances",
-            "progagent_lib.analysis.cli"),
-    Command("openenv", "OpenEnv integration: serve episodes to OpenEnv clients and trainers",
-            "progagent_lib.integrations.openenv_cli"),
-    Command("bench", "external benchmarks (AgentDojo, BFCL multi-turn) under every harness",
-            "progagent_lib.benchmarks.cli"),
+    Command(
+        "memorization", "replay the teacher's turns of one instance on other instances", "progagent_lib.analysis.cli"
+    ),
+    Command(
+        "openenv",
+        "OpenEnv integration: serve episodes to OpenEnv clients and trainers",
+        "progagent_lib.integrations.openenv_cli",
+    ),
+    Command(
+        "bench", "external benchmarks (AgentDojo, BFCL multi-turn) under every harness", "progagent_lib.benchmarks.cli"
+    ),
 )
-DEFAULT_SCALE = "v0"   # every command's default scale: the base size, fastest to build, the one the profiles train on
+DEFAULT_SCALE = "v0"  # every command's default scale: the base size, fastest to build, the one the profiles train on
 
 
 class UsageError(ValueError):
@@ -106,6 +126,7 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 # --- argument types (argparse `type=`): each returns the parsed value or raises ArgumentTypeError -----------------
 
+
 def one_of(choices: Iterable[str], what: str) -> Callable[[str], str]:
     """A type accepting one of `choices`: `--harness ptcc` -> `'ptcc': unknown harness; ...; did you mean ptc?`."""
     choices = tuple(choices)
@@ -113,8 +134,10 @@ def one_of(choices: Iterable[str], what: str) -> Callable[[str], str]:
     def check(text: str) -> str:
         if text in choices:
             return text
-        raise argparse.ArgumentTypeError(f"{text!r}: unknown {what}; choose from {', '.join(choices)}"
-                                         + did_you_mean(text, choices))
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: unknown {what}; choose from {', '.join(choices)}" + did_you_mean(text, choices)
+        )
+
     return check
 
 
@@ -130,6 +153,7 @@ def parsed_by(parse: Callable[[str], Any], choices: Iterable[str]) -> Callable[[
             unknown = [w.strip() for w in text.split(",") if w.strip() and w.strip() not in choices]
             hint = next((h for h in (did_you_mean(w, choices) for w in unknown) if h), "")
             raise argparse.ArgumentTypeError(f"{exc}{hint}") from None
+
     return check
 
 
@@ -141,7 +165,7 @@ def scale_list(text: str) -> list[str]:
 
 
 def harness_list(text: str) -> list[str]:
-    """`dtc,ptc` -> ['dtc', 'ptc']."""
+    """Comma-separated harness names -> their list, each checked (`parse_harnesses`)."""
     from .harness.spec import HARNESSES, parse_harnesses
 
     return parsed_by(parse_harnesses, HARNESSES)(text)
@@ -229,17 +253,22 @@ def policy_spec(text: str, extra: Iterable[str] = ()) -> str:
         from .policy.factory import SPEC_HELP
 
         words = [*POLICY_KINDS, *extra]
-        raise argparse.ArgumentTypeError(f"{text!r}: unknown policy; expected {' | '.join([*extra, SPEC_HELP])}"
-                                         + did_you_mean(kind, words))
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: unknown policy; expected {' | '.join([*extra, SPEC_HELP])}" + did_you_mean(kind, words)
+        )
     if POLICY_KINDS[kind] and not value:
-        raise argparse.ArgumentTypeError(f"{text!r}: write {kind}:VALUE, e.g. hf:smollm2, "
-                                         "openai:http://127.0.0.1:8001/v1#smollm2 or replay:runs/teacher.jsonl")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: write {kind}:VALUE, e.g. hf:smollm2, "
+            "openai:http://127.0.0.1:8001/v1#smollm2 or replay:runs/teacher.jsonl"
+        )
     if kind == "oracle" and sep:
         raise argparse.ArgumentTypeError(f"{text!r}: the oracle takes no value; write oracle")
     if kind == "memorize" and value and not value.lstrip("-").isdigit():
         raise argparse.ArgumentTypeError(f"{text!r}: write memorize or memorize:TRAIN_SEED, e.g. memorize:0")
     if kind == "openai" and "#" not in value:
-        raise argparse.ArgumentTypeError(f"{text!r}: write openai:BASE_URL#MODEL, e.g. openai:http://127.0.0.1:8001/v1#smollm2")
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: write openai:BASE_URL#MODEL, e.g. openai:http://127.0.0.1:8001/v1#smollm2"
+        )
     if kind == "replay":
         try:
             existing_file(value)
@@ -254,6 +283,7 @@ def policy_or(*extra: str) -> Callable[[str], str]:
 
 
 # --- the command table -------------------------------------------------------------------------------------------
+
 
 def package_version() -> str:
     """The installed package's version, else pyproject.toml's (a checkout run without installing)."""
@@ -278,14 +308,17 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        print(f"progagent {package_version()}")   # on stdout, as argparse's own version action does
+        print(f"progagent {package_version()}")  # on stdout, as argparse's own version action does
         parser.exit(0)
 
 
 def top_parser() -> Parser:
-    parser = Parser(prog="progagent", description="ProgAgent workbench for programmatic tool calling.",
-                    epilog="`progagent COMMAND --help` shows a command's options. Task ids (retail/restock_orders) "
-                           f"are read under $PROGAGENT_TASKS, else the repository's tasks/.")
+    parser = Parser(
+        prog="progagent",
+        description="ProgAgent workbench for programmatic tool calling.",
+        epilog="`progagent COMMAND --help` shows a command's options. Task ids (retail/restock_orders) "
+        "are read under $PROGAGENT_TASKS, else the repository's tasks/.",
+    )
     parser.add_argument("--version", action=_Version)
     return parser
 
@@ -304,8 +337,10 @@ def _listed() -> dict[str, str]:
     listed: dict[str, list[Command]] = {}
     for command in COMMANDS:
         listed.setdefault(command.name, []).append(command)
-    return {name: commands[0].help if len(commands) == 1 else
-            "; ".join(f"{'|'.join(c.words)}: {c.help}" for c in commands) for name, commands in listed.items()}
+    return {
+        name: commands[0].help if len(commands) == 1 else "; ".join(f"{'|'.join(c.words)}: {c.help}" for c in commands)
+        for name, commands in listed.items()
+    }
 
 
 def command_word(argv: list[str]) -> str | None:
@@ -320,16 +355,19 @@ def modules_for(name: str, argv: list[str]) -> list[str]:
         raise UsageError(f"unknown command {name!r} (`progagent --help` lists them){did_you_mean(name, _listed())}")
     if len(matching) == 1:
         return [matching[0].module]
-    rest = argv[argv.index(name) + 1:]
+    rest = argv[argv.index(name) + 1 :]
     word = command_word(rest)
     chosen = [c.module for c in matching if word in c.words]
     if chosen:
         return chosen
     words = [w for c in matching for w in c.words]
     if word is None and any(a in ("-h", "--help") for a in rest):
-        return []   # `progagent export --help`: the listing of its forms (see main)
-    raise UsageError(f"{name} {word!r}: choose {' or '.join(words)}{did_you_mean(word or '', words)}"
-                     if word else f"{name}: choose what, {' or '.join(words)}")
+        return []  # `progagent export --help`: the listing of its forms (see main)
+    raise UsageError(
+        f"{name} {word!r}: choose {' or '.join(words)}{did_you_mean(word or '', words)}"
+        if word
+        else f"{name}: choose what, {' or '.join(words)}"
+    )
 
 
 def command_parser(name: str, argv: list[str]) -> Parser:
@@ -340,12 +378,14 @@ def command_parser(name: str, argv: list[str]) -> Parser:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name == module_name:   # a command still being written: listed, and this one line when run
-                raise CommandUnavailable(f"{name} is not available: its module is not in this checkout "
-                                         f"({module_name})") from None
-            if exc.name and exc.name.split(".")[0] != "progagent_lib":   # an optional package; ours get a traceback
-                raise CommandUnavailable(f"{name} needs the package {exc.name.split('.')[0]!r}, which is not "
-                                         "installed here") from None
+            if exc.name == module_name:  # a command still being written: listed, and this one line when run
+                raise CommandUnavailable(
+                    f"{name} is not available: its module is not in this checkout ({module_name})"
+                ) from None
+            if exc.name and exc.name.split(".")[0] != "progagent_lib":  # an optional package; ours get a traceback
+                raise CommandUnavailable(
+                    f"{name} needs the package {exc.name.split('.')[0]!r}, which is not installed here"
+                ) from None
             raise
         module.register(subparsers)
     return parser
@@ -353,8 +393,11 @@ def command_parser(name: str, argv: list[str]) -> Parser:
 
 def _shared_help(name: str) -> str:
     forms = [f"  progagent {name} {'|'.join(c.words)} ...   {c.help}" for c in COMMANDS if c.name == name]
-    return f"usage: progagent {name} {{{','.join(w for c in COMMANDS if c.name == name for w in c.words)}}} ...\n\n" \
-           + "\n".join(forms) + f"\n\n`progagent {name} WORD --help` shows the options of each.\n"
+    return (
+        f"usage: progagent {name} {{{','.join(w for c in COMMANDS if c.name == name for w in c.words)}}} ...\n\n"
+        + "\n".join(forms)
+        + f"\n\n`progagent {name} WORD --help` shows the options of each.\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -363,13 +406,13 @@ def main(argv: list[str] | None = None) -> int:
     name = command_word(argv)
     try:
         if name is None:
-            args = listing_parser().parse_args(argv)   # --help, --version or no command: argparse exits
+            args = listing_parser().parse_args(argv)  # --help, --version or no command: argparse exits
         elif not modules_for(name, argv):
             print(_shared_help(name), end="")
             return 0
         else:
             args = command_parser(name, argv).parse_args(argv)
-    except SystemExit as exc:   # argparse's exits (--help: 0, a bad argument: 2) as our return value
+    except SystemExit as exc:  # argparse's exits (--help: 0, a bad argument: 2) as our return value
         return 0 if exc.code is None else exc.code if isinstance(exc.code, int) else 2
     except UsageError as exc:
         print(f"progagent: error: {_one_line(str(exc))}", file=sys.stderr)
@@ -385,6 +428,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from progagent_lib.cli import main as package_main   # one copy of the module, whose UsageError the commands raise
+    from progagent_lib.cli import main as package_main  # one copy of the module, whose UsageError the commands raise
 
     sys.exit(package_main())

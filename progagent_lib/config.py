@@ -5,6 +5,7 @@ Every check raises `ConfigError` naming the config's field and what it may be, e
 `GSPORunConfig.reward='bianry': must be one of binary, dense`. Checks that need the disk (task ids that exist under
 `tasks_root`) are not run at construction, which stays cheap: the run entry points call `validate_tasks()`.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -33,10 +34,12 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
     kwargs = {}
     for name, value in data.items():
         kind = _dataclass_in(hints[name])
-        kwargs[name] = from_dict(kind, value, f"{where}.{name}") if kind is not None and isinstance(value, dict) else value
+        kwargs[name] = (
+            from_dict(kind, value, f"{where}.{name}") if kind is not None and isinstance(value, dict) else value
+        )
     try:
         return cls(**kwargs)
-    except ConfigError as exc:   # say which file (and which section of it) holds the bad value
+    except ConfigError as exc:  # say which file (and which section of it) holds the bad value
         raise type(exc)(f"{where}: {exc}") from None
 
 
@@ -71,6 +74,7 @@ def help_of(cls: type, name: str) -> str:
 
 
 # --- checks for __post_init__: each names `<Config>.<field>=<value>` and what the field may be -------------------
+
 
 def config_error(config: Any, name: str, rule: str) -> ConfigError:
     return ConfigError(f"{type(config).__name__}.{name}={getattr(config, name)!r}: {rule}")
@@ -113,30 +117,46 @@ def check_choices(config: Any, name: str, allowed: Iterable[str], empty: bool = 
         raise config_error(config, name, f"lists a value twice; {rule}")
 
 
-def check_number(config: Any, name: str, *, above: float | None = None, at_least: float | None = None,
-                 at_most: float | None = None, optional: bool = False, why: str = "") -> None:
+def check_number(
+    config: Any,
+    name: str,
+    *,
+    above: float | None = None,
+    at_least: float | None = None,
+    at_most: float | None = None,
+    optional: bool = False,
+    why: str = "",
+) -> None:
     """The field is a finite number in the range (bools and text are refused)."""
     value = getattr(config, name)
     if optional and value is None:
         return
-    bounds = [f"> {above:g}" if above is not None else "", f">= {at_least:g}" if at_least is not None else "",
-              f"<= {at_most:g}" if at_most is not None else ""]
+    bounds = [
+        f"> {above:g}" if above is not None else "",
+        f">= {at_least:g}" if at_least is not None else "",
+        f"<= {at_most:g}" if at_most is not None else "",
+    ]
     rule = "must be a number " + " and ".join(b for b in bounds if b) + (" or null" if optional else "") + why
     if not _is_number(value):
         raise config_error(config, name, rule + _yaml_hint(value))
-    if (above is not None and not value > above) or (at_least is not None and value < at_least) \
-            or (at_most is not None and value > at_most):
+    if (
+        (above is not None and not value > above)
+        or (at_least is not None and value < at_least)
+        or (at_most is not None and value > at_most)
+    ):
         raise config_error(config, name, rule)
 
 
-def check_int(config: Any, name: str, *, at_least: int = 0, optional: bool = False, also: tuple[int, ...] = (),
-              why: str = "") -> None:
+def check_int(
+    config: Any, name: str, *, at_least: int = 0, optional: bool = False, also: tuple[int, ...] = (), why: str = ""
+) -> None:
     """The field is an integer >= `at_least` (or one of `also`, or None when optional)."""
     value = getattr(config, name)
     if optional and value is None:
         return
-    rule = (f"must be an integer >= {at_least}" + "".join(f" or {v}" for v in also) + (" or null" if optional else "")
-            + why)
+    rule = (
+        f"must be an integer >= {at_least}" + "".join(f" or {v}" for v in also) + (" or null" if optional else "") + why
+    )
     if isinstance(value, bool) or not isinstance(value, int) or (value < at_least and value not in also):
         raise config_error(config, name, rule)
 
@@ -145,8 +165,11 @@ def check_ints(config: Any, name: str, *, at_least: int = 0, empty: bool = False
     """The field is a list of integers >= `at_least` (non-empty unless `empty`)."""
     value = getattr(config, name)
     rule = f"must be a list of integers >= {at_least}" + ("" if empty else " (at least one)")
-    if not isinstance(value, (list, tuple)) or (not value and not empty) \
-            or any(isinstance(v, bool) or not isinstance(v, int) or v < at_least for v in value):
+    if (
+        not isinstance(value, (list, tuple))
+        or (not value and not empty)
+        or any(isinstance(v, bool) or not isinstance(v, int) or v < at_least for v in value)
+    ):
         raise config_error(config, name, rule)
 
 
@@ -161,15 +184,21 @@ def check_text(config: Any, name: str, optional: bool = False, empty: bool = Fal
     if optional and value is None:
         return
     if not isinstance(value, str) or (not empty and not value.strip()):
-        raise config_error(config, name, ("must be a string" if empty else "must be a non-empty string")
-                           + (" or null" if optional else ""))
+        raise config_error(
+            config,
+            name,
+            ("must be a string" if empty else "must be a non-empty string") + (" or null" if optional else ""),
+        )
 
 
 def check_texts(config: Any, name: str, empty: bool = True) -> None:
     """The field is a list of distinct non-empty strings."""
     value = getattr(config, name)
-    if not isinstance(value, (list, tuple)) or (not value and not empty) \
-            or any(not isinstance(v, str) or not v.strip() for v in value):
+    if (
+        not isinstance(value, (list, tuple))
+        or (not value and not empty)
+        or any(not isinstance(v, str) or not v.strip() for v in value)
+    ):
         raise config_error(config, name, "must be a list of non-empty strings" + ("" if empty else " (at least one)"))
     if len(set(value)) != len(value):
         raise config_error(config, name, "lists a value twice; must be a list of distinct strings")
@@ -187,8 +216,9 @@ def check_nested(config: Any, name: str, kind: type, optional: bool = False) -> 
     value = getattr(config, name)
     if not (isinstance(value, kind) or (optional and value is None)):
         fields = ", ".join(f.name for f in dataclasses.fields(kind))
-        raise config_error(config, name, f"must be a mapping of {kind.__name__} fields ({fields})"
-                           + (" or null" if optional else ""))
+        raise config_error(
+            config, name, f"must be a mapping of {kind.__name__} fields ({fields})" + (" or null" if optional else "")
+        )
 
 
 def check_budgets(config: Any) -> None:
@@ -196,10 +226,17 @@ def check_budgets(config: Any) -> None:
     fits the context."""
     for name in ("max_turns", "max_tool_calls", "max_new_tokens", "max_context_tokens", "max_observation_chars"):
         check_int(config, name, at_least=1, optional=True, why=" (null: no limit)")
-    if config.max_new_tokens is not None and config.max_context_tokens is not None \
-            and config.max_new_tokens > config.max_context_tokens:
-        raise config_error(config, "max_new_tokens", f"must be <= max_context_tokens={config.max_context_tokens} "
-                           "(one turn cannot be longer than the whole context)")
+    if (
+        config.max_new_tokens is not None
+        and config.max_context_tokens is not None
+        and config.max_new_tokens > config.max_context_tokens
+    ):
+        raise config_error(
+            config,
+            "max_new_tokens",
+            f"must be <= max_context_tokens={config.max_context_tokens} "
+            "(one turn cannot be longer than the whole context)",
+        )
 
 
 def check_engine(config: Any) -> None:
@@ -207,15 +244,28 @@ def check_engine(config: Any) -> None:
     check_url(config, "engine_url")
     check_text(config, "engine_model", optional=True)
     if config.engine_model is not None and not config.engine_url:
-        raise config_error(config, "engine_model", "names the engine's served model, so it needs engine_url; set "
-                           "engine_url or drop engine_model (null)")
+        raise config_error(
+            config,
+            "engine_model",
+            "names the engine's served model, so it needs engine_url; set engine_url or drop engine_model (null)",
+        )
 
 
 # Transformers' SchedulerType values known when this was written: checked without importing transformers (seconds),
 # which is imported only to look up a value outside this list.
-LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
-                 "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr", "cosine_warmup_with_min_lr",
-                 "warmup_stable_decay")
+LR_SCHEDULERS = (
+    "linear",
+    "cosine",
+    "cosine_with_restarts",
+    "polynomial",
+    "constant",
+    "constant_with_warmup",
+    "inverse_sqrt",
+    "reduce_lr_on_plateau",
+    "cosine_with_min_lr",
+    "cosine_warmup_with_min_lr",
+    "warmup_stable_decay",
+)
 
 
 def check_lr_scheduler(config: Any, name: str = "lr_scheduler_type") -> None:
@@ -242,7 +292,7 @@ def task_ids_under(tasks_root: str | Path) -> set[str] | None:
         try:
             ids.add(tomllib.loads((folder / "task.toml").read_text())["id"])
         except (OSError, tomllib.TOMLDecodeError, KeyError):
-            continue   # a broken task: loading the pool reports it
+            continue  # a broken task: loading the pool reports it
     return ids
 
 
@@ -253,5 +303,7 @@ def check_task_ids(config: Any, name: str, tasks_root: str | Path, ids: Iterable
         return
     missing = sorted(set(getattr(config, name) if ids is None else ids) - known)
     if missing:
-        raise ConfigError(f"{type(config).__name__}.{name}: task id(s) {missing} not found under "
-                          f"{str(tasks_root)!r}; known ids: {', '.join(sorted(known))}")
+        raise ConfigError(
+            f"{type(config).__name__}.{name}: task id(s) {missing} not found under "
+            f"{str(tasks_root)!r}; known ids: {', '.join(sorted(known))}"
+        )

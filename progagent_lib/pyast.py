@@ -7,6 +7,7 @@ threads (`run_batch`), and several host-side readers parse programs (the metrics
 oracle teacher's programs, BFCL calls), so every parse goes through one lock. A parse takes
 microseconds to a few milliseconds; the lock is never held while anything else runs.
 """
+
 from __future__ import annotations
 
 import ast

@@ -1,4 +1,5 @@
 """Intervals for pass rates and mean scores in [0, 1] (no imports from the rest of the package: every layer may use them)."""
+
 from __future__ import annotations
 
 import math

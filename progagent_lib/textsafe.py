@@ -33,6 +33,7 @@ showing the file shows the escapes instead of obeying them.
 
 This module imports nothing from the project, so every layer can use it.
 """
+
 from __future__ import annotations
 
 import re
@@ -43,15 +44,15 @@ CONTROL_CHARS = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u206
 _NOT_ESC = CONTROL_CHARS.replace("\x0b-\x1f", "\x0b-\x1a\x1c-\x1f")
 _UNSAFE = re.compile(
     "(?P<sequence>"
-    r"\x1b\[[0-?]*[ -/]*[@-~]"               # CSI: ESC [ parameters intermediates final
-    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"    # OSC: ESC ] text, ended by BEL or ST (ESC \)
-    r"|\x1b[PX^_][^\x1b]*\x1b\\"             # DCS, SOS, PM, APC strings, ended by ST
-    r"|\x1b[()*+][ -~]|\x1b[=>]"              # character set designations, keypad modes (tput, less)
+    r"\x1b\[[0-?]*[ -/]*[@-~]"  # CSI: ESC [ parameters intermediates final
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"  # OSC: ESC ] text, ended by BEL or ST (ESC \)
+    r"|\x1b[PX^_][^\x1b]*\x1b\\"  # DCS, SOS, PM, APC strings, ended by ST
+    r"|\x1b[()*+][ -~]|\x1b[=>]"  # character set designations, keypad modes (tput, less)
     ")"
     f"|(?P<run>[{_NOT_ESC}]+|\x1b)"
 )
 _JSON_RAW = re.compile(f"[{CONTROL_CHARS}]")
-RUN_SHOWN = 16   # a run up to this long is shown whole; a longer one by its first RUN_SHOWN // 2 and a count
+RUN_SHOWN = 16  # a run up to this long is shown whole; a longer one by its first RUN_SHOWN // 2 and a count
 
 
 def _escape(char: str) -> str:
@@ -67,7 +68,7 @@ def _replace(match: re.Match) -> str:
         return ""  # a whole 7-bit escape sequence
     if len(run) <= RUN_SHOWN:
         return "".join(map(_escape, run))
-    head = run[:RUN_SHOWN // 2]
+    head = run[: RUN_SHOWN // 2]
     return "".join(map(_escape, head)) + f"[... {len(run) - len(head)} more control characters]"
 
 

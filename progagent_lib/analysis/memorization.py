@@ -5,6 +5,7 @@ replays the teacher's seed-0 turns on the other seeds of every task (`policy.mem
 trajectories, a per-task table and `figures/memorization_replay.{png,svg}`: the share of other instances
 one fixed program passes, for tasks with instance parameters and for tasks without.
 """
+
 from __future__ import annotations
 
 import sys
@@ -25,10 +26,19 @@ def memorization_table(trajectories: list, tasks: list, train_seed: int = 0) -> 
     rows: dict[str, dict] = {}
     for tr in trajectories:
         task = by_id.get(tr.task_id)
-        row = rows.setdefault(tr.task_id, {"task": tr.task_id, "domain": tr.task_id.split("/")[0],
-                                            "parametrised": bool(task and task.parametrised),
-                                            "instances": 0, "passed": 0, "errored": 0, "same_params": 0,
-                                            "passed_other_params": 0})
+        row = rows.setdefault(
+            tr.task_id,
+            {
+                "task": tr.task_id,
+                "domain": tr.task_id.split("/")[0],
+                "parametrised": bool(task and task.parametrised),
+                "instances": 0,
+                "passed": 0,
+                "errored": 0,
+                "same_params": 0,
+                "passed_other_params": 0,
+            },
+        )
         if tr.errored:
             row["errored"] += 1
             continue
@@ -37,9 +47,22 @@ def memorization_table(trajectories: list, tasks: list, train_seed: int = 0) -> 
         row["passed"] += int(tr.reward == 1.0)
         row["same_params"] += int(same)
         row["passed_other_params"] += int(tr.reward == 1.0 and not same)
-    table = pl.DataFrame(list(rows.values())) if rows else pl.DataFrame(
-        schema={"task": pl.Utf8, "domain": pl.Utf8, "parametrised": pl.Boolean, "instances": pl.Int64,
-                "passed": pl.Int64, "errored": pl.Int64, "same_params": pl.Int64, "passed_other_params": pl.Int64})
+    table = (
+        pl.DataFrame(list(rows.values()))
+        if rows
+        else pl.DataFrame(
+            schema={
+                "task": pl.Utf8,
+                "domain": pl.Utf8,
+                "parametrised": pl.Boolean,
+                "instances": pl.Int64,
+                "passed": pl.Int64,
+                "errored": pl.Int64,
+                "same_params": pl.Int64,
+                "passed_other_params": pl.Int64,
+            }
+        )
+    )
     return table.with_columns((pl.col("passed") / pl.col("instances")).alias("pass_rate")).sort("task")
 
 
@@ -52,26 +75,48 @@ def memorization_summary(table: pl.DataFrame) -> pl.DataFrame:
             continue
         n, k = int(part["instances"].sum()), int(part["passed"].sum())
         low, high = wilson_interval(n - k, n)
-        rows.append({"tasks": label, "task_count": part.height, "instances": n, "passed": k,
-                     "same_params": int(part["same_params"].sum()), "passed_other_params": int(part["passed_other_params"].sum()),
-                     "fail_rate": (n - k) / n if n else float("nan"), "fail_low": low, "fail_high": high})
+        rows.append(
+            {
+                "tasks": label,
+                "task_count": part.height,
+                "instances": n,
+                "passed": k,
+                "same_params": int(part["same_params"].sum()),
+                "passed_other_params": int(part["passed_other_params"].sum()),
+                "fail_rate": (n - k) / n if n else float("nan"),
+                "fail_low": low,
+                "fail_high": high,
+            }
+        )
     return pl.DataFrame(rows)
 
 
 def memorization_chart(table: pl.DataFrame, title: str) -> alt.Chart:
     """Per task: the share of other instances the replayed teacher turns pass, coloured by parametrisation (the
     legend names only the groups present: a group without tasks has no bars)."""
-    data = table.with_columns(pl.when(pl.col("parametrised")).then(pl.lit("with instance parameters"))
-                              .otherwise(pl.lit("without parameters")).alias("tasks"))
+    data = table.with_columns(
+        pl.when(pl.col("parametrised"))
+        .then(pl.lit("with instance parameters"))
+        .otherwise(pl.lit("without parameters"))
+        .alias("tasks")
+    )
     groups = {"with instance parameters": "#4c78a8", "without parameters": "#e45756"}
     present = [g for g in groups if g in data["tasks"].to_list()]
-    return alt.Chart(data).mark_bar().encode(
-        x=alt.X("pass_rate:Q", title="Other instances passed by the replayed seed-0 turns (share)",
-                scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("task:N", sort=alt.EncodingSortField("pass_rate", order="descending"), title=None),
-        color=alt.Color("tasks:N", title=None, scale=alt.Scale(domain=present, range=[groups[g] for g in present])),
-        tooltip=["task", "passed", "instances", "parametrised"],
-    ).properties(title=title, width=360, height=max(200, 11 * table.height))
+    return (
+        alt.Chart(data)
+        .mark_bar()
+        .encode(
+            x=alt.X(
+                "pass_rate:Q",
+                title="Other instances passed by the replayed seed-0 turns (share)",
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            y=alt.Y("task:N", sort=alt.EncodingSortField("pass_rate", order="descending"), title=None),
+            color=alt.Color("tasks:N", title=None, scale=alt.Scale(domain=present, range=[groups[g] for g in present])),
+            tooltip=["task", "passed", "instances", "parametrised"],
+        )
+        .properties(title=title, width=360, height=max(200, 11 * table.height))
+    )
 
 
 # `progagent memorization` is defined in analysis/cli.py (with the other command lines, whose argument types it
@@ -100,8 +145,10 @@ def _main(args) -> int:
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, fmt_str_lengths=60):
         print(table)
         print(summary)
-    title = (f"One fixed program per task: {args.harness.upper()} teacher turns of seed {args.train_seed} "
-             f"replayed on seeds {','.join(map(str, seeds))} ({args.scale})")
+    title = (
+        f"One fixed program per task: {args.harness.upper()} teacher turns of seed {args.train_seed} "
+        f"replayed on seeds {','.join(map(str, seeds))} ({args.scale})"
+    )
     save_chart(memorization_chart(table, title), "memorization_replay", args.figures)
     table.write_csv(Path(args.figures) / "memorization_replay.csv")
     print(f"trajectories: {out}; figure: {Path(args.figures) / 'memorization_replay.png'}")

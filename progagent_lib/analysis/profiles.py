@@ -1,4 +1,5 @@
 """Run profiles (cpu-smoke, ci, gpu-paper) from one YAML file, and the run folder notebooks share."""
+
 from __future__ import annotations
 
 import os
@@ -7,17 +8,29 @@ from pathlib import Path
 
 import yaml
 
-from ..harness.spec import HARNESSES
+from ..harness.spec import BASELINE_HARNESS, DEFAULT_HARNESS, HARNESSES, PAPER_HARNESSES
 from ..task.scales import SCALES
-from ..config import (ConfigError, check_bool, check_choice, check_choices, check_int, check_ints, check_nested,
-                            check_number, check_text, check_texts, config_error, from_dict)
+from ..config import (
+    ConfigError,
+    check_bool,
+    check_choice,
+    check_choices,
+    check_int,
+    check_ints,
+    check_nested,
+    check_number,
+    check_text,
+    check_texts,
+    config_error,
+    from_dict,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_PROFILES = REPO / "profiles.yaml"
-COMMITTED_FIGURES = REPO / "figures"   # the figures in git: written only by `make figures` (analysis/publish.py)
+COMMITTED_FIGURES = REPO / "figures"  # the figures in git: written only by `make figures` (analysis/publish.py)
 
 
-HARNESS_NAMES = tuple(HARNESSES)
+HARNESS_NAMES = HARNESSES.keys()  # live: a harness registered later is a valid choice too
 
 
 class ProfileError(ConfigError):
@@ -75,12 +88,23 @@ class Profile:
         # The profile names the trained harnesses (notebooks 05-08 read them there); the recipe follows it.
         # `progagent reproduce` starts the profile's engine and names it here ($PROGAGENT_ENGINE_URL); generation
         # then runs there, not in the notebook's process.
-        engine = {"engine_url": os.environ["PROGAGENT_ENGINE_URL"],
-                  "engine_model": os.environ.get("PROGAGENT_ENGINE_MODEL") or None} \
-            if os.environ.get("PROGAGENT_ENGINE_URL") else {}
-        return replace(recipe, rl_harnesses=list(self.get("rl_harnesses", recipe.rl_harnesses)), **engine,
-                       output_dir=str(self.run_dir), sft=replace(recipe.sft, tasks_root=root),
-                       gspo=replace(recipe.gspo, tasks_root=root), eval=replace(recipe.eval, tasks_root=root))
+        engine = (
+            {
+                "engine_url": os.environ["PROGAGENT_ENGINE_URL"],
+                "engine_model": os.environ.get("PROGAGENT_ENGINE_MODEL") or None,
+            }
+            if os.environ.get("PROGAGENT_ENGINE_URL")
+            else {}
+        )
+        return replace(
+            recipe,
+            rl_harnesses=list(self.get("rl_harnesses", recipe.rl_harnesses)),
+            **engine,
+            output_dir=str(self.run_dir),
+            sft=replace(recipe.sft, tasks_root=root),
+            gspo=replace(recipe.gspo, tasks_root=root),
+            eval=replace(recipe.eval, tasks_root=root),
+        )
 
     def benchmark_settings(self) -> "BenchmarkSettings":
         """Notebook 09's settings (`benchmarks:`; BenchmarkSettings' defaults where the profile leaves them out)."""
@@ -102,11 +126,13 @@ class Profile:
         return self.resolve(folder) if folder else None
 
     def _repr_markdown_(self) -> str:  # the banner a notebook shows under its parameters
-        return (f"**Profile `{self.name}`** — {self.get('description', '')}  \n"
-                f"Run folder `{self.run_dir}` · figures `{self.figures_dir}`")
+        return (
+            f"**Profile `{self.name}`** — {self.get('description', '')}  \n"
+            f"Run folder `{self.run_dir}` · figures `{self.figures_dir}`"
+        )
 
 
-CROSS_HARNESS_STAGES = ("base", "sft", "gspo", "control")   # the stages whose models the cross-harness table reads
+CROSS_HARNESS_STAGES = ("base", "sft", "gspo", "control")  # the stages whose models the cross-harness table reads
 
 
 @dataclass
@@ -145,22 +171,45 @@ class DifficultySettings:
 class BenchmarkSettings:
     """Notebook 09: the external suites (AgentDojo, BFCL multi-turn) under each harness, by policy."""
 
-    suites: dict = field(default_factory=lambda: {"agentdojo": ["banking", "slack"], "bfcl": ["base"]}, metadata={
-        "help": "Suite -> the parts played (AgentDojo: workspace, travel, banking, slack; BFCL: base, miss_func, "
-                "miss_param, long_context; an empty list: every part)."})
-    limit: int = field(default=1, metadata={"help": "Tasks per part: the first N (the memorization baseline replays "
-                                                    "the part's last task's reference, so N must stay below a part's size)."})
-    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc"], metadata={"help": "Harnesses played."})
-    stages: list[str] = field(default_factory=lambda: ["base", "gspo"], metadata={
-        "help": "Models in the table: base, and each trained recipe's sft, gspo, control (those whose checkpoint exists)."})
+    suites: dict = field(
+        default_factory=lambda: {"agentdojo": ["banking", "slack"], "bfcl": ["base"]},
+        metadata={
+            "help": "Suite -> the parts played (AgentDojo: workspace, travel, banking, slack; BFCL: base, miss_func, "
+            "miss_param, long_context; an empty list: every part)."
+        },
+    )
+    limit: int = field(
+        default=1,
+        metadata={
+            "help": "Tasks per part: the first N (the memorization baseline replays "
+            "the part's last task's reference, so N must stay below a part's size)."
+        },
+    )
+    harnesses: list[str] = field(
+        default_factory=lambda: [BASELINE_HARNESS, DEFAULT_HARNESS], metadata={"help": "Harnesses played."}
+    )
+    stages: list[str] = field(
+        default_factory=lambda: ["base", "gspo"],
+        metadata={
+            "help": "Models in the table: base, and each trained recipe's sft, gspo, control (those whose checkpoint exists)."
+        },
+    )
     max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model turn (a longer one is cut)."})
-    max_turns: int = field(default=8, metadata={"help": "Model turns per episode (BFCL's scripted user turns included)."})
+    max_turns: int = field(
+        default=8, metadata={"help": "Model turns per episode (BFCL's scripted user turns included)."}
+    )
     max_tool_calls: int = field(default=20, metadata={"help": "Tool calls per episode (a program counts once)."})
-    workers: int = field(default=1, metadata={
-        "help": "Episodes played at once (threads; a model on the engine answers their turns in one batch)."})
-    injections: bool = field(default=False, metadata={
-        "help": "Also AgentDojo with its injection tasks attached (suite `agentdojo+injections`: the first `limit` "
-                "user x injection pairs of each part): the share of injections each policy follows."})
+    workers: int = field(
+        default=1,
+        metadata={"help": "Episodes played at once (threads; a model on the engine answers their turns in one batch)."},
+    )
+    injections: bool = field(
+        default=False,
+        metadata={
+            "help": "Also AgentDojo with its injection tasks attached (suite `agentdojo+injections`: the first `limit` "
+            "user x injection pairs of each part): the share of injections each policy follows."
+        },
+    )
 
     def __post_init__(self) -> None:
         from ..benchmarks.base import SUITES
@@ -189,53 +238,87 @@ class ProfileSettings:
     profile leaves out is not filled in: a notebook that needs it says so (ProfileError)."""
 
     description: str = field(default="", metadata={"help": "One line shown under a notebook's parameters."})
-    tasks: list[str] = field(default_factory=list, metadata={
-        "help": "Task folders (or folders of tasks), relative to the repository; they must exist."})
+    tasks: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Task folders (or folders of tasks), relative to the repository; they must exist."},
+    )
     pool: str = field(default="tasks", metadata={"help": "The task pool's folder (training and held-out tasks)."})
     scales: list[str] = field(default_factory=lambda: list(SCALES), metadata={"help": "Scales (v0..v3) played."})
     seeds: list[int] = field(default_factory=lambda: [0], metadata={"help": "Seeds of the teacher's episodes."})
-    eval_seeds: list[int] = field(default_factory=lambda: [100], metadata={
-        "help": "Held-out seeds of the evaluations."})
-    harnesses: list[str] = field(default_factory=lambda: list(HARNESS_NAMES), metadata={
-        "help": "Harnesses compared: dtc, ptc, hybrid."})
-    comparison: ComparisonSettings = field(default_factory=ComparisonSettings, metadata={
-        "help": "Notebook 03's harness comparison: policy, samples, workers."})
-    difficulty: DifficultySettings = field(default_factory=DifficultySettings, metadata={
-        "help": "Notebook 01's difficulty filter: policy, k, low, high."})
-    train_config: str = field(default="configs/cpu-smoke.yaml", metadata={
-        "help": "The PipelineConfig YAML (SFT, GSPO, evaluation); the file must exist."})
-    engine: str | None = field(default=None, metadata={
-        "help": "The model `progagent reproduce` serves with vLLM for the run; null: generation in-process."})
-    rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"], metadata={
-        "help": "The trained recipes (dtc, ptc, hybrid); overrides the train config's."})
-    ablation_harness: str = field(default="ptc", metadata={"help": "The harness the ablations run under."})
+    eval_seeds: list[int] = field(
+        default_factory=lambda: [100], metadata={"help": "Held-out seeds of the evaluations."}
+    )
+    harnesses: list[str] = field(
+        default_factory=lambda: list(PAPER_HARNESSES), metadata={"help": "Harnesses compared: dtc, ptc, hybrid."}
+    )
+    comparison: ComparisonSettings = field(
+        default_factory=ComparisonSettings,
+        metadata={"help": "Notebook 03's harness comparison: policy, samples, workers."},
+    )
+    difficulty: DifficultySettings = field(
+        default_factory=DifficultySettings, metadata={"help": "Notebook 01's difficulty filter: policy, k, low, high."}
+    )
+    train_config: str = field(
+        default="configs/cpu-smoke.yaml",
+        metadata={"help": "The PipelineConfig YAML (SFT, GSPO, evaluation); the file must exist."},
+    )
+    engine: str | None = field(
+        default=None,
+        metadata={"help": "The model `progagent reproduce` serves with vLLM for the run; null: generation in-process."},
+    )
+    rl_harnesses: list[str] = field(
+        default_factory=lambda: [DEFAULT_HARNESS],
+        metadata={"help": "The trained recipes (dtc, ptc, hybrid); overrides the train config's."},
+    )
+    ablation_harness: str = field(default=DEFAULT_HARNESS, metadata={"help": "The harness the ablations run under."})
     ablations: bool = field(default=False, metadata={"help": "Run the v0-only and isError-off GSPO ablations."})
-    ablation_max_steps: int | None = field(default=None, metadata={
-        "help": "Optimizer steps of each ablation run (null: the recipe's)."})
-    cross_harness_scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
-        "help": "Scales of the cross-harness table."})
-    cross_harness_stages: list[str] = field(default_factory=lambda: ["gspo"], metadata={
-        "help": "Stages whose models the cross-harness table evaluates: base, sft, gspo, control."})
-    cross_harness_seeds: list[int] = field(default_factory=lambda: [100], metadata={
-        "help": "Held-out seeds of the cross-harness table."})
-    ablation_scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
-        "help": "Scales of the ablations' pass-rate table."})
-    figures_dir: str | None = field(default=None, metadata={
-        "help": "Where the notebooks save figures (relative to the repository); null: the run folder's figures/. "
-                "Never inside figures/: the committed figures change only through `make figures`."})
-    publish_figures_to: str | None = field(default=None, metadata={
-        "help": "The committed folder (under figures/) `make figures` copies this profile's run figures into; "
-                "null: the profile's figures are not published."})
-    benchmarks: BenchmarkSettings = field(default_factory=BenchmarkSettings, metadata={
-        "help": "Notebook 09: external suites by policy and harness: suites, limit, harnesses, stages, budgets."})
+    ablation_max_steps: int | None = field(
+        default=None, metadata={"help": "Optimizer steps of each ablation run (null: the recipe's)."}
+    )
+    cross_harness_scales: list[str] = field(
+        default_factory=lambda: ["v0"], metadata={"help": "Scales of the cross-harness table."}
+    )
+    cross_harness_stages: list[str] = field(
+        default_factory=lambda: ["gspo"],
+        metadata={"help": "Stages whose models the cross-harness table evaluates: base, sft, gspo, control."},
+    )
+    cross_harness_seeds: list[int] = field(
+        default_factory=lambda: [100], metadata={"help": "Held-out seeds of the cross-harness table."}
+    )
+    ablation_scales: list[str] = field(
+        default_factory=lambda: ["v0"], metadata={"help": "Scales of the ablations' pass-rate table."}
+    )
+    figures_dir: str | None = field(
+        default=None,
+        metadata={
+            "help": "Where the notebooks save figures (relative to the repository); null: the run folder's figures/. "
+            "Never inside figures/: the committed figures change only through `make figures`."
+        },
+    )
+    publish_figures_to: str | None = field(
+        default=None,
+        metadata={
+            "help": "The committed folder (under figures/) `make figures` copies this profile's run figures into; "
+            "null: the profile's figures are not published."
+        },
+    )
+    benchmarks: BenchmarkSettings = field(
+        default_factory=BenchmarkSettings,
+        metadata={
+            "help": "Notebook 09: external suites by policy and harness: suites, limit, harnesses, stages, budgets."
+        },
+    )
 
     def __post_init__(self) -> None:
         check_text(self, "description", empty=True)
         check_texts(self, "tasks")
         missing = [p for p in self.tasks if not Profile.resolve(p).exists()]
         if missing:
-            raise config_error(self, "tasks", f"folder(s) {missing} do not exist; name task folders (or folders of "
-                               f"tasks) relative to {REPO}")
+            raise config_error(
+                self,
+                "tasks",
+                f"folder(s) {missing} do not exist; name task folders (or folders of tasks) relative to {REPO}",
+            )
         check_text(self, "pool")
         for name in ("scales", "cross_harness_scales", "ablation_scales"):
             check_choices(self, name, SCALES)
@@ -256,10 +339,16 @@ class ProfileSettings:
         check_int(self, "ablation_max_steps", at_least=1, optional=True, why=" (null: the recipe's)")
         check_text(self, "figures_dir", optional=True)
         if self.figures_dir is not None and _inside(Profile.resolve(self.figures_dir), COMMITTED_FIGURES):
-            raise config_error(self, "figures_dir", f"is inside {COMMITTED_FIGURES}, the committed figures, which only "
-                               "`make figures` writes; leave it out (the run folder's figures/) or name a folder elsewhere")
+            raise config_error(
+                self,
+                "figures_dir",
+                f"is inside {COMMITTED_FIGURES}, the committed figures, which only "
+                "`make figures` writes; leave it out (the run folder's figures/) or name a folder elsewhere",
+            )
         check_text(self, "publish_figures_to", optional=True)
-        if self.publish_figures_to is not None and not _inside(Profile.resolve(self.publish_figures_to), COMMITTED_FIGURES):
+        if self.publish_figures_to is not None and not _inside(
+            Profile.resolve(self.publish_figures_to), COMMITTED_FIGURES
+        ):
             raise config_error(self, "publish_figures_to", f"must be {COMMITTED_FIGURES} or a folder inside it")
 
 
@@ -281,16 +370,18 @@ def load_profile(name: str | None = None, run_dir: str | Path | None = None, pat
         if current in chain:
             raise ProfileError(f"profile {name!r}: 'extends' loops through {chain}")
         if chain and current not in profiles:
-            raise ProfileError(f"profile {chain[-1]!r}: extends: {current!r} names no profile in {path}; "
-                               f"known: {', '.join(profiles)}")
+            raise ProfileError(
+                f"profile {chain[-1]!r}: extends: {current!r} names no profile in {path}; known: {', '.join(profiles)}"
+            )
         if not isinstance(profiles[current], dict):
-            raise ProfileError(f"profile {current!r} in {path}: expected a mapping of settings, got "
-                               f"{type(profiles[current]).__name__}")
+            raise ProfileError(
+                f"profile {current!r} in {path}: expected a mapping of settings, got {type(profiles[current]).__name__}"
+            )
         chain.append(current)
         current = profiles[current].get("extends")
     for link in reversed(chain):
         settings = _merge(settings, {k: v for k, v in profiles[link].items() if k != "extends"})
-    try:   # unknown keys and bad values are refused here, before a notebook runs
+    try:  # unknown keys and bad values are refused here, before a notebook runs
         from_dict(ProfileSettings, settings, f"{path}: profile {name!r}")
     except ConfigError as exc:
         raise ProfileError(str(exc)) from None

@@ -5,6 +5,7 @@ this is the only writer of the committed folder the profile's `publish_figures_t
 cpu-study: figures/cpu-study). Each figure goes with its data (NAME.vl.json: the spec with the rows drawn), and a
 figure without data rows, or one that draws only a note, is refused: nothing is copied then.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,9 @@ def run_figures(folder: Path) -> list[str]:
     return sorted(path.stem for path in Path(folder).glob("*.png"))
 
 
-def publish_figures(profile: str = "cpu-smoke", run_dir: str | Path | None = None,
-                    target: str | Path | None = None) -> list[Path]:
+def publish_figures(
+    profile: str = "cpu-smoke", run_dir: str | Path | None = None, target: str | Path | None = None
+) -> list[Path]:
     """Copy every figure of the profile's run folder (PNG, SVG, NAME.vl.json) into its published folder (or
     `target`); returns the files written. All or nothing: one figure without data refuses the lot (PublishError,
     naming each)."""
@@ -43,8 +45,10 @@ def publish_figures(profile: str = "cpu-smoke", run_dir: str | Path | None = Non
     refused = {name: found for name, found in problems.items() if found}
     if refused:
         listing = "; ".join(f"{name}: {', '.join(found)}" for name, found in sorted(refused.items()))
-        raise PublishError(f"{source}: {len(refused)} figure(s) are not results, nothing published ({listing}); "
-                           "rerun their notebooks or delete them")
+        raise PublishError(
+            f"{source}: {len(refused)} figure(s) are not results, nothing published ({listing}); "
+            "rerun their notebooks or delete them"
+        )
     target.mkdir(parents=True, exist_ok=True)
     written = []
     for name in names:
@@ -54,8 +58,10 @@ def publish_figures(profile: str = "cpu-smoke", run_dir: str | Path | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m progagent_lib.analysis.publish",
-                                     description="Copy a profile's run figures into the committed figures/.")
+    parser = argparse.ArgumentParser(
+        prog="python -m progagent_lib.analysis.publish",
+        description="Copy a profile's run figures into the committed figures/.",
+    )
     parser.add_argument("--profile", default="cpu-smoke", help="profile in profiles.yaml (default cpu-smoke)")
     parser.add_argument("--run-dir", default=None, help="the run folder (default runs/<profile>)")
     args = parser.parse_args(argv)

@@ -1,4 +1,5 @@
 """Run the numbered notebooks in order through papermill, headless, for one profile."""
+
 from __future__ import annotations
 
 import contextlib
@@ -53,8 +54,14 @@ def _stamp_profile(executed: Path, profile: str) -> None:
         nbformat.write(nb, executed)
 
 
-def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, only: list[str] | None = None,
-              kernel_name: str = "python3", notebooks_dir: Path = NOTEBOOKS_DIR, engine: bool | None = None) -> list[NotebookRun]:
+def reproduce(
+    profile: str = "cpu-smoke",
+    run_dir: str | Path | None = None,
+    only: list[str] | None = None,
+    kernel_name: str = "python3",
+    notebooks_dir: Path = NOTEBOOKS_DIR,
+    engine: bool | None = None,
+) -> list[NotebookRun]:
     """Execute each notebook with parameters (profile, run_dir); keep executed copies in the run folder.
 
     `kernel_name` "python3" is the interpreter running this (jupyter_client's native kernel), whatever kernel
@@ -74,9 +81,12 @@ def reproduce(profile: str = "cpu-smoke", run_dir: str | Path | None = None, onl
             print(f"engine: starting vLLM for {model} (profile {prof.name}) ...", flush=True)
             server = stack.enter_context(EngineServer(str(model), free_port()))
             seconds["engine_start"] = time.perf_counter() - started
-            print(f"engine: {server.base_url} serves {server.served_name!r} ({seconds['engine_start']:.0f}s)", flush=True)
-            stack.enter_context(_environment(PROGAGENT_ENGINE_URL=server.base_url,
-                                             PROGAGENT_ENGINE_MODEL=server.served_name))
+            print(
+                f"engine: {server.base_url} serves {server.served_name!r} ({seconds['engine_start']:.0f}s)", flush=True
+            )
+            stack.enter_context(
+                _environment(PROGAGENT_ENGINE_URL=server.base_url, PROGAGENT_ENGINE_MODEL=server.served_name)
+            )
         runs = _run_notebooks(prof, only, kernel_name, notebooks_dir, seconds)
     return runs
 
@@ -108,12 +118,19 @@ def _run_notebooks(prof, only, kernel_name: str, notebooks_dir: Path, seconds: d
         started = time.perf_counter()
         print(f"[{i}/{len(paths)}] {notebook.name} ...", flush=True)
         try:
-            papermill.execute_notebook(str(notebook), str(executed), parameters={"profile": prof.name, "run_dir": str(prof.run_dir)},
-                                       kernel_name=kernel_name, cwd=str(notebooks_dir),
-                                       # a bar over the notebook's cells: a training cell runs for minutes
-                                       progress_bar={"desc": notebook.name, "unit": "cell"})
+            papermill.execute_notebook(
+                str(notebook),
+                str(executed),
+                parameters={"profile": prof.name, "run_dir": str(prof.run_dir)},
+                kernel_name=kernel_name,
+                cwd=str(notebooks_dir),
+                # a bar over the notebook's cells: a training cell runs for minutes
+                progress_bar={"desc": notebook.name, "unit": "cell"},
+            )
         except papermill.PapermillExecutionError as exc:
-            raise NotebookFailed(f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})") from exc
+            raise NotebookFailed(
+                f"{notebook.name} failed at {_failed_cell(executed)} (executed copy: {executed})"
+            ) from exc
         elapsed = time.perf_counter() - started
         _stamp_profile(executed, prof.name)
         print(f"[{i}/{len(paths)}] {notebook.name} done in {elapsed:.0f}s", flush=True)

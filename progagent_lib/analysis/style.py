@@ -1,5 +1,6 @@
 """One look for every figure: harness colours, y scales, how a chart shows in a notebook, and saving a figure with
 the data it was drawn from (PNG + SVG + the Vega-Lite spec with its rows), never a figure drawn from no data."""
+
 from __future__ import annotations
 
 import json
@@ -10,14 +11,12 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from ..harness.spec import HARNESS_LABELS, HARNESSES  # noqa: F401  (HARNESS_LABELS re-exported)
+from ..harness.spec import HARNESS_LABELS as HARNESS_LABELS  # the figures' callers read it here
+from ..harness.spec import HARNESSES
 
-HARNESS_ORDER = list(HARNESSES)
-HARNESS_COLORS = {"dtc": "#d95f02", "ptc": "#1b9e77", "hybrid": "#7570b3"}
-HARNESS_SHAPES = {"dtc": "circle", "ptc": "square", "hybrid": "triangle-up"}
 SCALE_ORDER = ["v0", "v1", "v2", "v3"]
 FIGURE_FORMATS = ("png", "svg")
-DATA_SUFFIX = ".vl.json"   # beside every saved figure: its Vega-Lite spec, the rows it was drawn from inline
+DATA_SUFFIX = ".vl.json"  # beside every saved figure: its Vega-Lite spec, the rows it was drawn from inline
 
 
 class NoFigureData(ValueError):
@@ -35,28 +34,43 @@ def require_rows(table: pl.DataFrame, figure: str, columns: Iterable[str] = ()) 
     return table
 
 
+def harness_order() -> list[str]:
+    """Every registered harness, in the house order (the order of harness.spec.HARNESSES)."""
+    return list(HARNESSES)
+
+
 def harnesses_in(data: pl.DataFrame | Iterable[str] | None, field: str = "harness") -> list[str]:
-    """The harnesses present in `data` (a table's `field`, or names), in the house order; all three without data."""
+    """The harnesses present in `data` (a table's `field`, or names), in the house order; all of them without data."""
     if data is None:
-        return HARNESS_ORDER
+        return harness_order()
     names = data.get_column(field).to_list() if isinstance(data, pl.DataFrame) else list(data)
-    return [h for h in HARNESS_ORDER if h in names] or HARNESS_ORDER
+    return [h for h in harness_order() if h in names] or harness_order()
 
 
-def harness_color(data: pl.DataFrame | Iterable[str] | None = None, field: str = "harness",
-                  title: str = "Harness") -> alt.Color:
+def harness_color(
+    data: pl.DataFrame | Iterable[str] | None = None, field: str = "harness", title: str = "Harness"
+) -> alt.Color:
     """The same colour for the same harness in every figure; the legend lists only the harnesses in `data`."""
     present = harnesses_in(data, field)
-    return alt.Color(f"{field}:N", title=title, sort=present,
-                     scale=alt.Scale(domain=present, range=[HARNESS_COLORS[h] for h in present]))
+    return alt.Color(
+        f"{field}:N",
+        title=title,
+        sort=present,
+        scale=alt.Scale(domain=present, range=[HARNESSES[h].color for h in present]),
+    )
 
 
-def harness_shape(data: pl.DataFrame | Iterable[str] | None = None, field: str = "harness",
-                  title: str = "Harness") -> alt.Shape:
+def harness_shape(
+    data: pl.DataFrame | Iterable[str] | None = None, field: str = "harness", title: str = "Harness"
+) -> alt.Shape:
     """A point shape per harness (with `harness_color`, one merged legend), so that equal values stay apart."""
     present = harnesses_in(data, field)
-    return alt.Shape(f"{field}:N", title=title, sort=present,
-                     scale=alt.Scale(domain=present, range=[HARNESS_SHAPES[h] for h in present]))
+    return alt.Shape(
+        f"{field}:N",
+        title=title,
+        sort=present,
+        scale=alt.Scale(domain=present, range=[HARNESSES[h].shape for h in present]),
+    )
 
 
 def y_scale(values: pl.Series, unit_interval: bool = False) -> alt.Scale:
@@ -80,8 +94,12 @@ def step_axis(steps: pl.Series, title: str = "Step", **scale) -> alt.X:
     steps = steps.drop_nulls()
     low, high = (int(steps.min()), int(steps.max())) if steps.len() else (0, 0)
     values = list(range(low, high + 1)) if high - low <= 12 else alt.Undefined
-    return alt.X("step:Q", title=title, axis=alt.Axis(values=values, tickMinStep=1, format="d"),
-                 scale=alt.Scale(**scale) if scale else alt.Undefined)
+    return alt.X(
+        "step:Q",
+        title=title,
+        axis=alt.Axis(values=values, tickMinStep=1, format="d"),
+        scale=alt.Scale(**scale) if scale else alt.Undefined,
+    )
 
 
 def static_charts(fmt: str = "png") -> None:
@@ -103,7 +121,7 @@ def _views(spec: dict, data: dict | None = None) -> Iterator[tuple[dict, dict | 
     for key in ("layer", "hconcat", "vconcat", "concat"):
         for child in spec.get(key, []):
             yield from _views(child, data)
-    if isinstance(spec.get("spec"), dict):   # facet and repeat
+    if isinstance(spec.get("spec"), dict):  # facet and repeat
         yield from _views(spec["spec"], data)
 
 
@@ -180,8 +198,9 @@ class NotDrawn:
         return f"*Figure `{self.name}` not drawn: {self.reason}*"
 
 
-def save_figure(name: str, figures_dir: str | Path, draw: Callable[..., alt.TopLevelMixin], /, *args,
-                **kwargs) -> alt.TopLevelMixin | NotDrawn:
+def save_figure(
+    name: str, figures_dir: str | Path, draw: Callable[..., alt.TopLevelMixin], /, *args, **kwargs
+) -> alt.TopLevelMixin | NotDrawn:
     """`draw(*args, **kwargs)`, saved as figures_dir/name.{png,svg,vl.json}; returns the chart to show (a notebook
     cell ends with it). `draw` is called here so that a table without rows is caught: then (NoFigureData) nothing
     is saved, the files an earlier run left under that name are removed (no stale figure is published as this

@@ -7,6 +7,7 @@ training code changes, so every reader here keeps what it finds, ignores what it
 figure draws only the panels whose columns are present; with none, it is refused (`style.NoFigureData`) rather
 than drawn as a note.
 """
+
 from __future__ import annotations
 
 import ast
@@ -22,7 +23,7 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
-from .style import HARNESS_ORDER, NoFigureData, harness_color, require_rows, step_axis, y_scale
+from .style import NoFigureData, harness_color, harness_order, require_rows, step_axis, y_scale
 
 TRAINER_LOG = "trainer_log.txt"  # what a training call printed, captured by `logs_to_file`
 WIDTH, HEIGHT = 250, 170
@@ -115,14 +116,16 @@ def trainer_log(records: Sequence[dict]) -> pl.DataFrame:
     rows = [r for r in records if not any(k in r for k in _SUMMARY_KEYS)]
     table: list[dict] = []
     for index, record in enumerate(rows, 1):
-        row = {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in record.items()
-               if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        row = {
+            k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+            for k, v in record.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         row["step"] = int(record["step"]) if isinstance(record.get("step"), (int, float)) else index
         table.append(row)
     if not table:
         return pl.DataFrame({"step": []}, schema={"step": pl.Int64})
-    return pl.DataFrame(table, infer_schema_length=None).with_columns(
-        pl.exclude("step").cast(pl.Float64, strict=False))
+    return pl.DataFrame(table, infer_schema_length=None).with_columns(pl.exclude("step").cast(pl.Float64, strict=False))
 
 
 def read_trainer_log(folder: str | Path) -> pl.DataFrame:
@@ -137,9 +140,13 @@ def read_trainer_log(folder: str | Path) -> pl.DataFrame:
         tail = path.parent.name.rsplit("-", 1)[-1]
         return int(tail) if tail.isdigit() else -1
 
-    candidates = [folder / "trainer_state.json", folder / "log_history.json", folder / "log_history.jsonl",
-                  *sorted(folder.glob("checkpoint-*/trainer_state.json"), key=checkpoint_number, reverse=True),
-                  folder / TRAINER_LOG]
+    candidates = [
+        folder / "trainer_state.json",
+        folder / "log_history.json",
+        folder / "log_history.jsonl",
+        *sorted(folder.glob("checkpoint-*/trainer_state.json"), key=checkpoint_number, reverse=True),
+        folder / TRAINER_LOG,
+    ]
     best = trainer_log([])
     for path in candidates:
         log = trainer_log(read_log_records(path))
@@ -150,7 +157,7 @@ def read_trainer_log(folder: str | Path) -> pl.DataFrame:
 
 def read_dynamics(folders: dict[str, str | Path], file: str = "dynamics.jsonl", name: str = "harness") -> pl.DataFrame:
     """The GSPO dynamics logs of several runs as one table, the run's key in column `name`
-    (e.g. {"dtc": runs/ci/gspo-dtc, "ptc": ...}).
+    (e.g. a harness name -> its run folder, runs/ci/gspo-<harness>).
 
     Unknown fields are kept, a field that only some steps have is null elsewhere, non-numeric fields are
     dropped, and a run without a log adds no rows."""
@@ -164,38 +171,55 @@ def read_dynamics(folders: dict[str, str | Path], file: str = "dynamics.jsonl", 
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
-def training_curves(table: pl.DataFrame, panels: Sequence[Panel], title: str, color: str | None = None,
-                    columns: int = 2) -> alt.VConcatChart:
+def training_curves(
+    table: pl.DataFrame, panels: Sequence[Panel], title: str, color: str | None = None, columns: int = 2
+) -> alt.VConcatChart:
     """One small line chart per panel whose column `table` has (with values), against `step`.
 
     With `color` (e.g. "harness"), one line per value of that column. A table with none of the panels' columns
     (no logged steps) is refused with NoFigureData: `style.save_figure` then shows why and saves nothing."""
     shown = [p for p in panels if p.column in table.columns and table.get_column(p.column).drop_nulls().len() > 0]
     if not shown:
-        raise NoFigureData(f"{title}: no logged steps with {', '.join(p.column for p in panels)} "
-                           f"({table.height} rows); no figure is saved")
+        raise NoFigureData(
+            f"{title}: no logged steps with {', '.join(p.column for p in panels)} "
+            f"({table.height} rows); no figure is saved"
+        )
     keep = ["step", *([color] if color else []), *[p.column for p in shown]]
     data = table.select([c for c in keep if c in table.columns]).sort("step")
     x = step_axis(data["step"])
     charts = []
     for panel in shown:
-        y = alt.Y(f"{panel.column}:Q", title=panel.y_title, scale=y_scale(data[panel.column], panel.unit_interval),
-                  axis=alt.Axis(format=panel.axis_format) if panel.axis_format else alt.Axis())
-        encoding = {"x": x, "y": y, "tooltip": ["step", *([color] if color else []), alt.Tooltip(f"{panel.column}:Q", format=".4g")]}
+        y = alt.Y(
+            f"{panel.column}:Q",
+            title=panel.y_title,
+            scale=y_scale(data[panel.column], panel.unit_interval),
+            axis=alt.Axis(format=panel.axis_format) if panel.axis_format else alt.Axis(),
+        )
+        encoding = {
+            "x": x,
+            "y": y,
+            "tooltip": ["step", *([color] if color else []), alt.Tooltip(f"{panel.column}:Q", format=".4g")],
+        }
         if color == "harness":
             encoding["color"] = harness_color(data)
         elif color:
             encoding["color"] = alt.Color(f"{color}:N", title=color.replace("_", " ").capitalize())
-        charts.append(alt.Chart(data.filter(pl.col(panel.column).is_not_null())).mark_line(point=True)
-                      .encode(**encoding).properties(title=panel.title, width=WIDTH, height=HEIGHT))
-    rows = [alt.hconcat(*charts[i:i + columns]) for i in range(0, len(charts), columns)]
+        charts.append(
+            alt.Chart(data.filter(pl.col(panel.column).is_not_null()))
+            .mark_line(point=True)
+            .encode(**encoding)
+            .properties(title=panel.title, width=WIDTH, height=HEIGHT)
+        )
+    rows = [alt.hconcat(*charts[i : i + columns]) for i in range(0, len(charts), columns)]
     return alt.vconcat(*rows).properties(title=title)
 
 
-SFT_PANELS = [Panel("loss", "Training loss", "Loss (assistant tokens)"),
-              Panel("mean_token_accuracy", "Token accuracy", "Share of tokens predicted", unit_interval=True),
-              Panel("grad_norm", "Gradient norm", "Norm"),
-              Panel("learning_rate", "Learning rate", "Learning rate", axis_format=".1~e")]
+SFT_PANELS = [
+    Panel("loss", "Training loss", "Loss (assistant tokens)"),
+    Panel("mean_token_accuracy", "Token accuracy", "Share of tokens predicted", unit_interval=True),
+    Panel("grad_norm", "Gradient norm", "Norm"),
+    Panel("learning_rate", "Learning rate", "Learning rate", axis_format=".1~e"),
+]
 
 
 def sft_training(log: pl.DataFrame) -> alt.VConcatChart:
@@ -204,8 +228,9 @@ def sft_training(log: pl.DataFrame) -> alt.VConcatChart:
     return training_curves(log, SFT_PANELS, "Cold-start SFT", color="harness" if "harness" in log.columns else None)
 
 
-def gspo_step_table(dynamics: pl.DataFrame, logs: dict[str, pl.DataFrame] | None = None,
-                    name: str = "harness") -> pl.DataFrame:
+def gspo_step_table(
+    dynamics: pl.DataFrame, logs: dict[str, pl.DataFrame] | None = None, name: str = "harness"
+) -> pl.DataFrame:
     """Per run (column `name`) and RL step: the dynamics log (`read_dynamics`) joined with each run's trainer
     log (`read_trainer_log`: loss, and its `reward` as `trainer_reward`). Either may be missing or empty;
     what is there is kept."""
@@ -223,12 +248,14 @@ def gspo_step_table(dynamics: pl.DataFrame, logs: dict[str, pl.DataFrame] | None
     return dynamics.join(trainer.select(name, "step", *extra), on=[name, "step"], how="full", coalesce=True)
 
 
-GSPO_PANELS = [Panel("loss", "GSPO loss", "Loss"),
-               Panel("mean_reward", "Pass rate of rollouts", "Share of episodes with R = 1", unit_interval=True),
-               Panel("mean_score", "Mean score of rollouts", "R~", unit_interval=True),
-               Panel("trainer_reward", "Reward optimised", "Mean reward (trainer)"),
-               Panel("tool_output_tokens_per_episode", "Tool output entering context", "Tokens per episode"),
-               Panel("runtime_errors_per_episode", "Runtime errors", "Errors per episode")]
+GSPO_PANELS = [
+    Panel("loss", "GSPO loss", "Loss"),
+    Panel("mean_reward", "Pass rate of rollouts", "Share of episodes with R = 1", unit_interval=True),
+    Panel("mean_score", "Mean score of rollouts", "R~", unit_interval=True),
+    Panel("trainer_reward", "Reward optimised", "Mean reward (trainer)"),
+    Panel("tool_output_tokens_per_episode", "Tool output entering context", "Tokens per episode"),
+    Panel("runtime_errors_per_episode", "Runtime errors", "Errors per episode"),
+]
 
 
 def gspo_training(steps: pl.DataFrame, name: str = "harness", title: str = "GSPO training") -> alt.VConcatChart:
@@ -239,11 +266,17 @@ def gspo_training(steps: pl.DataFrame, name: str = "harness", title: str = "GSPO
 def pass_rate_by_harness(table: pl.DataFrame, title: str = "Pass rate on held-out seeds") -> alt.Chart:
     """Bars: pass rate (share of episodes with R = 1) per harness (columns: harness, pass_rate)."""
     require_rows(table, title, ["harness", "pass_rate"])
-    return alt.Chart(table).mark_bar().encode(
-        x=alt.X("harness:N", sort=HARNESS_ORDER, title="Harness", axis=alt.Axis(labelAngle=0)),
-        y=alt.Y("pass_rate:Q", title="Pass rate", scale=alt.Scale(domain=[0, 1])),
-        color=harness_color(table), tooltip=["harness", alt.Tooltip("pass_rate:Q", format=".2f")],
-    ).properties(title=title, width=WIDTH // 1.5, height=HEIGHT)
+    return (
+        alt.Chart(table)
+        .mark_bar()
+        .encode(
+            x=alt.X("harness:N", sort=harness_order(), title="Harness", axis=alt.Axis(labelAngle=0)),
+            y=alt.Y("pass_rate:Q", title="Pass rate", scale=alt.Scale(domain=[0, 1])),
+            color=harness_color(table),
+            tooltip=["harness", alt.Tooltip("pass_rate:Q", format=".2f")],
+        )
+        .properties(title=title, width=WIDTH // 1.5, height=HEIGHT)
+    )
 
 
 @dataclass(frozen=True)
@@ -260,15 +293,30 @@ class DiagnosticPanel:
 
 # The columns are the dynamics line's (progagent_lib.train.gspo.STEP_LOG_KEYS).
 GSPO_DIAGNOSTIC_PANELS = [
-    DiagnosticPanel("Sequence importance ratio", "Ratio (line: mean; band: min-max)", {"ratio_mean": "mean"},
-                    band=("ratio_min", "ratio_max")),
+    DiagnosticPanel(
+        "Sequence importance ratio",
+        "Ratio (line: mean; band: min-max)",
+        {"ratio_mean": "mean"},
+        band=("ratio_min", "ratio_max"),
+    ),
     DiagnosticPanel("Token entropy", "Nats per model token", {"entropy": "mean"}),
-    DiagnosticPanel("Sampler-trainer mismatch", "|logp sampler - logp trainer|",
-                    {"logp_mismatch_mean": "mean", "logp_mismatch_max": "max"}),
-    DiagnosticPanel("Clip fractions", "Share of episodes clipped",
-                    {"clip_region": "region", "clip_low": "low", "clip_high": "high"}, unit_interval=True),
-    DiagnosticPanel("Importance weight (TIS)", "Weight (line: mean; band: min-max)", {"is_weight_mean": "mean"},
-                    band=("is_weight_min", "is_weight_max")),
+    DiagnosticPanel(
+        "Sampler-trainer mismatch",
+        "|logp sampler - logp trainer|",
+        {"logp_mismatch_mean": "mean", "logp_mismatch_max": "max"},
+    ),
+    DiagnosticPanel(
+        "Clip fractions",
+        "Share of episodes clipped",
+        {"clip_region": "region", "clip_low": "low", "clip_high": "high"},
+        unit_interval=True,
+    ),
+    DiagnosticPanel(
+        "Importance weight (TIS)",
+        "Weight (line: mean; band: min-max)",
+        {"is_weight_mean": "mean"},
+        band=("is_weight_min", "is_weight_max"),
+    ),
 ]
 
 
@@ -277,17 +325,20 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
     its min-max band), token entropy, the sampler-trainer log-prob mismatch (mean, max; on each generation batch's
     first step), the clip fractions and the truncated-importance-sampling weight. A panel whose columns the logs
     lack is left out; with none (no logged steps), NoFigureData."""
+
     def present(column: str) -> bool:
         return column in steps.columns and steps.get_column(column).drop_nulls().len() > 0
 
     shown = [p for p in GSPO_DIAGNOSTIC_PANELS if any(present(c) for c in p.lines)]
     if not shown:
         columns = sorted({c for p in GSPO_DIAGNOSTIC_PANELS for c in p.lines})
-        raise NoFigureData(f"{title}: no logged steps with GSPO diagnostics ({', '.join(columns)}) in "
-                           f"{steps.height} rows; no figure is saved")
+        raise NoFigureData(
+            f"{title}: no logged steps with GSPO diagnostics ({', '.join(columns)}) in "
+            f"{steps.height} rows; no figure is saved"
+        )
     runs = [name] if name in steps.columns else []
     logged = [c for p in shown for c in p.lines if present(c)]
-    drawn = steps.filter(pl.any_horizontal(pl.col(logged).is_not_null()))   # the legend: runs that logged some
+    drawn = steps.filter(pl.any_horizontal(pl.col(logged).is_not_null()))  # the legend: runs that logged some
     if name == "harness" and runs:
         color = harness_color(drawn)
     elif runs:
@@ -301,28 +352,43 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
     charts = []
     for panel in shown:
         columns = [c for c in panel.lines if present(c)]
-        long = (steps.select(*runs, "step", *columns).unpivot(index=[*runs, "step"], on=columns, variable_name="column")
-                .drop_nulls("value").with_columns(pl.col("column").replace_strict(panel.lines).alias("statistic"))
-                .sort(*runs, "step"))
+        long = (
+            steps.select(*runs, "step", *columns)
+            .unpivot(index=[*runs, "step"], on=columns, variable_name="column")
+            .drop_nulls("value")
+            .with_columns(pl.col("column").replace_strict(panel.lines).alias("statistic"))
+            .sort(*runs, "step")
+        )
         banded = panel.band is not None and all(present(c) for c in panel.band)
-        values = pl.concat([long["value"].cast(pl.Float64),
-                            *[steps[c].cast(pl.Float64) for c in (panel.band if banded else ())]])
+        values = pl.concat(
+            [long["value"].cast(pl.Float64), *[steps[c].cast(pl.Float64) for c in (panel.band if banded else ())]]
+        )
         y = alt.Y("value:Q", title=panel.y_title, scale=y_scale(values, panel.unit_interval))
-        encoding = {"x": x, "y": y, "color": color,
-                    "tooltip": [*runs, "step", "statistic", alt.Tooltip("value:Q", format=".4g")]}
+        encoding = {
+            "x": x,
+            "y": y,
+            "color": color,
+            "tooltip": [*runs, "step", "statistic", alt.Tooltip("value:Q", format=".4g")],
+        }
         if len(panel.lines) > 1:
-            encoding["strokeDash"] = alt.StrokeDash("statistic:N", title="Statistic", sort=list(panel.lines.values()),
-                                                    legend=alt.Legend(symbolType="stroke", symbolStrokeColor="gray"))
+            encoding["strokeDash"] = alt.StrokeDash(
+                "statistic:N",
+                title="Statistic",
+                sort=list(panel.lines.values()),
+                legend=alt.Legend(symbolType="stroke", symbolStrokeColor="gray"),
+            )
             encoding["detail"] = "statistic:N"
         # the points (a run of one step has no line) carry no dash, so the dash legend shows strokes
         points = {k: v for k, v in encoding.items() if k != "strokeDash"}
-        chart = (alt.Chart(long).mark_line().encode(**encoding)
-                 + alt.Chart(long).mark_point(filled=True, size=25).encode(**points))
+        chart = alt.Chart(long).mark_line().encode(**encoding) + alt.Chart(long).mark_point(
+            filled=True, size=25
+        ).encode(**points)
         if banded:
             low, high = panel.band
             band = alt.Chart(steps.select(*runs, "step", low, high).drop_nulls().sort(*runs, "step")).encode(
-                x=x, y=alt.Y(f"{low}:Q", title=panel.y_title), y2=f"{high}:Q", color=color)
+                x=x, y=alt.Y(f"{low}:Q", title=panel.y_title), y2=f"{high}:Q", color=color
+            )
             chart = band.mark_area(opacity=0.15) + band.mark_rule(opacity=0.5) + chart
         charts.append(chart.properties(title=panel.title, width=WIDTH, height=HEIGHT))
-    rows = [alt.hconcat(*charts[i:i + 3]) for i in range(0, len(charts), 3)]
+    rows = [alt.hconcat(*charts[i : i + 3]) for i in range(0, len(charts), 3)]
     return alt.vconcat(*rows).properties(title=title)

@@ -11,6 +11,7 @@ What differs from AgentDojo's pipeline (see the README): results reach the model
 (PTC), not AgentDojo's YAML text; arguments are checked against the tool's JSON schema before AgentDojo's pydantic
 validation; the system prompt is AgentDojo's with the harness's instructions added.
 """
+
 from __future__ import annotations
 
 import copy
@@ -19,25 +20,27 @@ import threading
 from pathlib import Path
 from typing import Any, Sequence
 
+from ..harness.spec import HARNESSES
 from ..task import Criterion, ToolError
 from .base import Benchmark, BenchmarkError, ExternalEnvironment, ExternalTask, ExternalTool, Reference
 
 VERSION = "v1.2.2"
 SUITE_NAMES = ("workspace", "travel", "banking", "slack")
 PROMPTS = Path(__file__).parent / "prompts"
-UTILITY = "agentdojo_utility"                    # the criterion holding the user task's own verdict
+UTILITY = "agentdojo_utility"  # the criterion holding the user task's own verdict
 INJECTION_RESISTED = "agentdojo_injection_not_followed"  # the criterion holding not security(...)
 # The attack text AgentDojo's `important_instructions` attack writes (its best-known attack), with the default
 # names its `_no_model_name` variant uses: the model is not named, the user is the suites' Emma Johnson.
 ATTACK = "important_instructions_no_model_name"
 
 _lock = threading.Lock()
-_environments: dict[tuple[str, str], Any] = {}   # (suite, injections as JSON) -> the loaded default environment
+_environments: dict[tuple[str, str], Any] = {}  # (suite, injections as JSON) -> the loaded default environment
 MAX_ATTACKED_ENVIRONMENTS = 8
 
 
 def _suite(name: str):
     from agentdojo.task_suite.load_suites import get_suite
+
     return get_suite(VERSION, name)
 
 
@@ -50,7 +53,7 @@ def default_environment(suite, injections: dict[str, str]):
         environment = _environments.pop(key, None)
         if environment is None:
             environment = suite.load_and_inject_default_environment(injections)
-        _environments[key] = environment   # most recently used last
+        _environments[key] = environment  # most recently used last
         attacked = [k for k in _environments if k[1] != "{}"]
         for old in attacked[:-MAX_ATTACKED_ENVIRONMENTS]:
             del _environments[old]
@@ -60,6 +63,7 @@ def default_environment(suite, injections: dict[str, str]):
 def json_value(value: Any) -> Any:
     """A tool's result as JSON values (pydantic models dumped in JSON mode: dates as ISO text)."""
     from pydantic import BaseModel
+
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, dict):
@@ -83,14 +87,15 @@ class AgentDojoEnvironment(ExternalEnvironment):
         environment = default_environment(task.suite, task.injections)
         self.task_environment = task.user_task.init_environment(environment)
         self.pre_environment = self.task_environment.model_copy(deep=True)
-        self.traces: list[Any] = []     # FunctionCall per call that reached the suite, for utility_from_traces
+        self.traces: list[Any] = []  # FunctionCall per call that reached the suite, for utility_from_traces
 
     def run_tool(self, name: str, arguments: dict) -> Any:
         from agentdojo.functions_runtime import FunctionCall
 
         # as the call was asked for (no validation: a dict argument must not turn into a nested call)
-        self.traces.append(FunctionCall.model_construct(function=name, args=copy.deepcopy(arguments), id=None,
-                                                        placeholder_args=None))
+        self.traces.append(
+            FunctionCall.model_construct(function=name, args=copy.deepcopy(arguments), id=None, placeholder_args=None)
+        )
         result, error = self.runtime.run_function(self.task_environment, name, arguments)
         if error is not None:
             raise ToolError(error)
@@ -116,8 +121,9 @@ class AgentDojoEnvironment(ExternalEnvironment):
 class AgentDojoTask(ExternalTask):
     """One AgentDojo user task (optionally with one injection task attached), as `Episode` sees a task."""
 
-    def __init__(self, suite, user_task, tools: list[ExternalTool], injection_task=None,
-                 injections: dict[str, str] | None = None):
+    def __init__(
+        self, suite, user_task, tools: list[ExternalTool], injection_task=None, injections: dict[str, str] | None = None
+    ):
         self.suite, self.user_task, self.tools = suite, user_task, tools
         self.injection_task = injection_task
         self.injections = dict(injections or {})
@@ -185,8 +191,7 @@ def load(suites: Sequence[str] | None = None, injections: bool = False) -> Bench
                     break
                 task = AgentDojoTask(suite, user_task, tools, injection_task, vectors)
                 tasks[task.id] = task
-    prompts = {"dtc": str(PROMPTS / "agentdojo_direct.md"), "hybrid": str(PROMPTS / "agentdojo_direct.md"),
-               "ptc": str(PROMPTS / "agentdojo_programmatic.md")}
+    prompts = {name: str(PROMPTS / f"agentdojo_{spec.prompt_kind}.md") for name, spec in HARNESSES.items()}
     return Benchmark("agentdojo", tasks, prompts, skipped)
 
 

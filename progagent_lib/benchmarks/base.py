@@ -6,6 +6,7 @@ environment is an `Environment` whose tools are the suite's own functions. The P
 same tool bridge as our tools (`runtime.bridge.ToolRouter` -> `Environment.call_tool_json`), host side: a model's
 program never runs on the host, and its arguments reach the suite's function as JSON values, never `eval`ed.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -33,9 +34,9 @@ class SuiteInfo:
     """One external suite: where its adapter lives and which pip package it needs."""
 
     name: str
-    module: str            # the adapter module, imported only when the suite is used
-    import_name: str       # the suite's own package (checked before importing the adapter)
-    pip_package: str       # what to install: `pip install <pip_package>`
+    module: str  # the adapter module, imported only when the suite is used
+    import_name: str  # the suite's own package (checked before importing the adapter)
+    pip_package: str  # what to install: `pip install <pip_package>`
     description: str
 
     @property
@@ -44,19 +45,31 @@ class SuiteInfo:
 
 
 SUITES: dict[str, SuiteInfo] = {
-    "agentdojo": SuiteInfo("agentdojo", "progagent_lib.benchmarks.agentdojo", "agentdojo", "agentdojo==0.1.35",
-                           "AgentDojo v1.2.2 user tasks (workspace, travel, banking, slack), scored by its own checker"),
+    "agentdojo": SuiteInfo(
+        "agentdojo",
+        "progagent_lib.benchmarks.agentdojo",
+        "agentdojo",
+        "agentdojo==0.1.35",
+        "AgentDojo v1.2.2 user tasks (workspace, travel, banking, slack), scored by its own checker",
+    ),
     # BFCL pins numpy/networkx/filelock below ours: installed with --no-deps (the Makefile's install rule).
-    "bfcl": SuiteInfo("bfcl", "progagent_lib.benchmarks.bfcl", "bfcl_eval", "--no-deps bfcl-eval==2026.3.23 mpmath",
-                      "BFCL v4 multi-turn (base, miss_func, miss_param, long_context; 800 tasks), scored by its own "
-                      "multi_turn_checker"),
+    "bfcl": SuiteInfo(
+        "bfcl",
+        "progagent_lib.benchmarks.bfcl",
+        "bfcl_eval",
+        "--no-deps bfcl-eval==2026.3.23 mpmath",
+        "BFCL v4 multi-turn (base, miss_func, miss_param, long_context; 800 tasks), scored by its own "
+        "multi_turn_checker",
+    ),
 }
 
 
 def list_suites() -> list[dict]:
     """One row per registered suite: name, whether its package is installed, the pip package, a description."""
-    return [{"suite": s.name, "installed": s.installed, "pip_package": s.pip_package, "description": s.description}
-            for s in SUITES.values()]
+    return [
+        {"suite": s.name, "installed": s.installed, "pip_package": s.pip_package, "description": s.description}
+        for s in SUITES.values()
+    ]
 
 
 def load_suite(name: str, **options: Any) -> "Benchmark":
@@ -64,14 +77,19 @@ def load_suite(name: str, **options: Any) -> "Benchmark":
     is unknown or its package is not installed (the message says what to install)."""
     info = SUITES.get(name)
     if info is None:
-        raise BenchmarkError(f"unknown benchmark suite {name!r}; known: {', '.join(SUITES)} (see `progagent bench list`)")
+        raise BenchmarkError(
+            f"unknown benchmark suite {name!r}; known: {', '.join(SUITES)} (see `progagent bench list`)"
+        )
     if not info.installed:
-        raise BenchmarkError(f"the suite {name!r} needs the package {info.import_name!r}, which is not installed: "
-                             f"run `.venv/bin/pip install {info.pip_package}` (`make install` installs it)")
+        raise BenchmarkError(
+            f"the suite {name!r} needs the package {info.import_name!r}, which is not installed: "
+            f"run `.venv/bin/pip install {info.pip_package}` (`make install` installs it)"
+        )
     return importlib.import_module(info.module).load(**options)
 
 
 # --- the adapter ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ExternalTool:
@@ -79,7 +97,7 @@ class ExternalTool:
 
     name: str
     description: str
-    parameters: dict   # JSON schema of the arguments object (the suite's own)
+    parameters: dict  # JSON schema of the arguments object (the suite's own)
 
 
 @dataclass
@@ -109,7 +127,9 @@ def _signature(parameters: dict) -> inspect.Signature:
             params.append(inspect.Parameter(name, kind))
         else:
             keyword_only = True
-            params.append(inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=schema.get("default")))
+            params.append(
+                inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=schema.get("default"))
+            )
     params.sort(key=lambda p: p.kind)  # keyword-only last, as Python requires
     return inspect.Signature(params)
 
@@ -159,6 +179,7 @@ class ExternalEnvironment(Environment):
 def _runner(env: ExternalEnvironment, name: str) -> Callable[..., Any]:
     def run(**arguments: Any) -> Any:
         return env.run_tool(name, arguments)
+
     run.__name__ = name
     return run
 
@@ -170,7 +191,7 @@ class ExternalTask(ABC):
     """
 
     id: str
-    group: str = ""              # the part of the suite it belongs to (AgentDojo: workspace, travel, ...)
+    group: str = ""  # the part of the suite it belongs to (AgentDojo: workspace, travel, ...)
     limits: dict | None = None
 
     @abstractmethod
@@ -215,5 +236,16 @@ class Benchmark:
         return chosen
 
 
-__all__ = ["BenchmarkError", "Benchmark", "ExternalEnvironment", "ExternalTask", "ExternalTool", "Reference", "SUITES",
-           "SuiteInfo", "list_suites", "load_suite", "tool_spec"]
+__all__ = [
+    "BenchmarkError",
+    "Benchmark",
+    "ExternalEnvironment",
+    "ExternalTask",
+    "ExternalTool",
+    "Reference",
+    "SUITES",
+    "SuiteInfo",
+    "list_suites",
+    "load_suite",
+    "tool_spec",
+]

@@ -21,6 +21,7 @@ Per episode, as BFCL's own inference (`BaseHandler.inference_multi_turn_FC`) doe
   As BFCL's runner (`_evaluate_single_multi_turn_entry`) does before calling the checker, an episode that ended
   before every user turn was delivered fails as `multi_turn:force_terminated`.
 """
+
 from __future__ import annotations
 
 import copy
@@ -34,13 +35,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ..pyast import parse as parse_python
+from ..harness.spec import HARNESSES
 from ..task import Criterion, ToolError
 from .base import Benchmark, BenchmarkError, ExternalEnvironment, ExternalTask, ExternalTool, Reference
 
 VERSION = "2026.3.23"
 CATEGORIES = ("base", "miss_func", "miss_param", "long_context")
 PROMPTS = Path(__file__).parent / "prompts"
-CHECKER = "bfcl_multi_turn_checker"   # the criterion holding the checker's verdict
+CHECKER = "bfcl_multi_turn_checker"  # the criterion holding the checker's verdict
 _globals_lock = threading.Lock()
 
 
@@ -52,18 +54,26 @@ def _bfcl():
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_checker, multi_turn_utils
     from bfcl_eval.utils import load_dataset_entry, load_ground_truth_entry
 
-    return {"added_functions_prompt": DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
-            "class_modules": CLASS_FILE_PATH_MAPPING, "stateless": STATELESS_CLASSES, "types": GORILLA_TO_OPENAPI,
-            "checker": multi_turn_checker, "utils": multi_turn_utils, "load_entries": load_dataset_entry,
-            "load_ground_truth": load_ground_truth_entry}
+    return {
+        "added_functions_prompt": DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC,
+        "class_modules": CLASS_FILE_PATH_MAPPING,
+        "stateless": STATELESS_CLASSES,
+        "types": GORILLA_TO_OPENAPI,
+        "checker": multi_turn_checker,
+        "utils": multi_turn_utils,
+        "load_entries": load_dataset_entry,
+        "load_ground_truth": load_ground_truth_entry,
+    }
 
 
 # --- schemas and call strings ----------------------------------------------------------------------------------
+
 
 def json_schema(parameters: dict, types: dict[str, str]) -> dict:
     """A BFCL function doc's `parameters` as JSON schema: its types mapped by BFCL's `GORILLA_TO_OPENAPI` (an
     unknown or missing type becomes string, "float" gets BFCL's "This is a float type value." note), nested
     properties and items alike."""
+
     def convert(schema: dict) -> dict:
         schema = dict(schema)
         kind = schema.get("type", "string")
@@ -77,7 +87,11 @@ def json_schema(parameters: dict, types: dict[str, str]) -> dict:
         return schema
 
     converted = convert({**parameters, "type": "dict"})
-    return {"type": "object", "properties": converted.get("properties", {}), "required": list(converted.get("required", []))}
+    return {
+        "type": "object",
+        "properties": converted.get("properties", {}),
+        "required": list(converted.get("required", [])),
+    }
 
 
 def call_string(name: str, arguments: dict) -> str:
@@ -124,6 +138,7 @@ def json_result(value: Any) -> Any:
 
 # --- the episode ------------------------------------------------------------------------------------------------
 
+
 class BFCLEnvironment(ExternalEnvironment):
     """One BFCL multi-turn episode: its own backend instances, the scripted user turns, the calls per turn."""
 
@@ -139,16 +154,17 @@ class BFCLEnvironment(ExternalEnvironment):
         for class_name in entry["involved_classes"]:
             instance = getattr(importlib.import_module(bfcl["class_modules"][class_name]), class_name)()
             if class_name not in bfcl["stateless"]:
-                instance._load_scenario(copy.deepcopy(entry["initial_config"].get(class_name, {})),
-                                        long_context=task.long_context)
+                instance._load_scenario(
+                    copy.deepcopy(entry["initial_config"].get(class_name, {})), long_context=task.long_context
+                )
             self.backends[class_name] = instance
             for method_name, method in inspect.getmembers(instance, predicate=inspect.ismethod):
                 if not method_name.startswith("_"):
                     self.methods[method_name] = method  # a later class wins a shared name, as in BFCL
-        self.turn = 0                                        # the user turn the model is answering
-        self.offered = set(task.functions_from(0))           # tools offered so far
-        self.calls_per_turn: list[list[str]] = [[]]          # call strings that reached the backend, per user turn
-        self.replies: list[str] = []                          # the model's reply that ended each user turn
+        self.turn = 0  # the user turn the model is answering
+        self.offered = set(task.functions_from(0))  # tools offered so far
+        self.calls_per_turn: list[list[str]] = [[]]  # call strings that reached the backend, per user turn
+        self.replies: list[str] = []  # the model's reply that ended each user turn
 
     def tool_schemas(self) -> list[dict]:
         """Only the tools offered so far (miss_func adds some in a later turn)."""
@@ -185,7 +201,9 @@ class BFCLEnvironment(ExternalEnvironment):
     def criteria(self, final_response: str) -> list[Criterion]:
         task = self.adapter
         verdict = run_checker(task.entry, task.ground_truth, self.model_result())
-        detail = "valid" if verdict.get("valid") else f"{verdict.get('error_type', '')}: {verdict.get('error_message', '')}"
+        detail = (
+            "valid" if verdict.get("valid") else f"{verdict.get('error_type', '')}: {verdict.get('error_message', '')}"
+        )
         return [Criterion(CHECKER, bool(verdict.get("valid")), 1.0, detail)]
 
 
@@ -194,13 +212,17 @@ def run_checker(entry: dict, ground_truth: list[list[str]], model_result: list[l
     then `multi_turn_checker` under a model name of its own; BFCL's cached backend instances of that name are
     removed afterwards."""
     if len(model_result) != len(ground_truth):
-        return {"valid": False, "error_type": "multi_turn:force_terminated",
-                "error_message": f"the episode ended after {len(model_result)} of {len(ground_truth)} user turns"}
+        return {
+            "valid": False,
+            "error_type": "multi_turn:force_terminated",
+            "error_message": f"the episode ended after {len(model_result)} of {len(ground_truth)} user turns",
+        }
     bfcl = _bfcl()
     model_name = f"progagent_{uuid.uuid4().hex}"
     try:
-        return bfcl["checker"].multi_turn_checker(model_result, ground_truth, copy.deepcopy(entry),
-                                                  entry["id"].rsplit("_", 1)[0], model_name)
+        return bfcl["checker"].multi_turn_checker(
+            model_result, ground_truth, copy.deepcopy(entry), entry["id"].rsplit("_", 1)[0], model_name
+        )
     finally:
         forget_instances(model_name)
 
@@ -226,6 +248,7 @@ def _user_text(messages: list[dict], added: list[str], bfcl: dict) -> str:
 
 # --- tasks and the suite ----------------------------------------------------------------------------------------
 
+
 class BFCLTask(ExternalTask):
     """One BFCL multi-turn entry, as `Episode` sees a task."""
 
@@ -236,8 +259,9 @@ class BFCLTask(ExternalTask):
         self.long_context = "long_context" in category
         self.limits = None
         # miss_func: functions held out until a later turn (turn index -> names)
-        self.held_out = {int(turn): [doc["name"] for doc in docs]
-                         for turn, docs in (entry.get("missed_function") or {}).items()}
+        self.held_out = {
+            int(turn): [doc["name"] for doc in docs] for turn, docs in (entry.get("missed_function") or {}).items()
+        }
         self.initial = [doc["name"] for doc in entry["function"]]
 
     def functions_from(self, turn: int) -> list[str]:
@@ -264,7 +288,9 @@ def load(categories: Sequence[str] | None = None, suites: Sequence[str] | None =
     chosen = list(categories or suites or CATEGORIES)
     unknown = [c for c in chosen if c not in CATEGORIES]
     if unknown:
-        raise BenchmarkError(f"unknown BFCL multi-turn categor(y/ies) {unknown}; expected some of {', '.join(CATEGORIES)}")
+        raise BenchmarkError(
+            f"unknown BFCL multi-turn categor(y/ies) {unknown}; expected some of {', '.join(CATEGORIES)}"
+        )
     bfcl = _bfcl()
     tasks: dict[str, ExternalTask] = {}
     for category in chosen:
@@ -272,12 +298,13 @@ def load(categories: Sequence[str] | None = None, suites: Sequence[str] | None =
         answers = {a["id"]: a["ground_truth"] for a in bfcl["load_ground_truth"](f"multi_turn_{category}")}
         for entry in entries:
             docs = list(entry["function"]) + [d for docs in (entry.get("missed_function") or {}).values() for d in docs]
-            tools = [ExternalTool(d["name"], d.get("description", ""), json_schema(d.get("parameters", {}), bfcl["types"]))
-                     for d in docs]
+            tools = [
+                ExternalTool(d["name"], d.get("description", ""), json_schema(d.get("parameters", {}), bfcl["types"]))
+                for d in docs
+            ]
             task = BFCLTask(category, entry, answers[entry["id"]], tools)
             tasks[task.id] = task
-    prompts = {"dtc": str(PROMPTS / "bfcl_direct.md"), "hybrid": str(PROMPTS / "bfcl_direct.md"),
-               "ptc": str(PROMPTS / "bfcl_programmatic.md")}
+    prompts = {name: str(PROMPTS / f"bfcl_{spec.prompt_kind}.md") for name, spec in HARNESSES.items()}
     return Benchmark("bfcl", tasks, prompts)
 
 
@@ -287,5 +314,17 @@ def direct_verdict(task: BFCLTask) -> dict:
     return run_checker(task.entry, task.ground_truth, [[turn] if turn else [] for turn in task.ground_truth])
 
 
-__all__ = ["BFCLEnvironment", "BFCLTask", "CATEGORIES", "CHECKER", "VERSION", "call_string", "direct_verdict",
-           "forget_instances", "json_schema", "load", "parse_call", "run_checker"]
+__all__ = [
+    "BFCLEnvironment",
+    "BFCLTask",
+    "CATEGORIES",
+    "CHECKER",
+    "VERSION",
+    "call_string",
+    "direct_verdict",
+    "forget_instances",
+    "json_schema",
+    "load",
+    "parse_call",
+    "run_checker",
+]

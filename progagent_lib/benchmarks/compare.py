@@ -1,23 +1,24 @@
 """The cross-harness table on external suites: several policies (the suite's reference, the memorization baseline,
-the base model, each trained model) played under each harness on the same tasks, one table and one figure.
+the base model, each trained model) played under each harness on the same tasks, in one table; its figure is the
+analysis layer's (`analysis.benchmark_figures.comparison_chart`).
 
     rows = {"ground-truth": GroundTruthPolicy, "fixed-reference": lambda h: FixedReferencePolicy(h, bench),
             "base": lambda h: model}
-    trajectories = compare_policies({"bfcl": (bench, tasks)}, rows, ["dtc", "ptc"], out_dir)
+    trajectories = compare_policies({"bfcl": (bench, tasks)}, rows, [BASELINE_HARNESS, DEFAULT_HARNESS], out_dir)
     table = comparison_table(trajectories)        # per suite, policy, harness: pass rate with its 95% interval
-    chart = comparison_chart(table)
+    chart = analysis.benchmark_figures.comparison_chart(table)   # its figure (the analysis layer draws)
 
 Each (suite, policy) goes to its own JSON-lines file under `out_dir` (resumable: a rerun skips finished episodes).
 The pass rate is the suite's own verdict over every episode that did not error (a policy failure, kept out and
 counted), each with its Wilson interval over tasks; one sample per (task, harness), so the interval is over tasks.
 """
+
 from __future__ import annotations
 
 import re
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-import altair as alt
 import polars as pl
 
 from ..harness.episode import Limits
@@ -27,11 +28,17 @@ from .base import Benchmark, ExternalTask
 from .run import bench_frame, run_benchmark
 
 
-def compare_policies(suites: Mapping[str, tuple[Benchmark, Sequence[ExternalTask]]],
-                     rows: Mapping[str, Callable[[str], Any] | Mapping[str, Any]], harnesses: Sequence[str],
-                     out_dir: str | Path, *, limits: Limits | None = None,
-                     limits_for: Mapping[str, Limits] | None = None, progress: bool = True,
-                     workers: int = 1) -> list[Trajectory]:
+def compare_policies(
+    suites: Mapping[str, tuple[Benchmark, Sequence[ExternalTask]]],
+    rows: Mapping[str, Callable[[str], Any] | Mapping[str, Any]],
+    harnesses: Sequence[str],
+    out_dir: str | Path,
+    *,
+    limits: Limits | None = None,
+    limits_for: Mapping[str, Limits] | None = None,
+    progress: bool = True,
+    workers: int = 1,
+) -> list[Trajectory]:
     """Every row's policy on every suite's tasks under every harness. `rows`: label -> (harness -> policy) or a
     dict harness -> policy; the label becomes the trajectories' `policy`. `limits_for` gives a row its own budgets
     (e.g. a model's turn and context bounds), else `limits`, else our defaults. A suite task whose episode raises is
@@ -44,11 +51,19 @@ def compare_policies(suites: Mapping[str, tuple[Benchmark, Sequence[ExternalTask
         for label, make in rows.items():
             policies = dict(make) if isinstance(make, Mapping) else {h: make(h) for h in harnesses}
             for policy in policies.values():
-                policy.name = label   # the row's label names its episodes (and their resume keys)
+                policy.name = label  # the row's label names its episodes (and their resume keys)
             out = out_dir / f"{suite}__{_slug(label)}.jsonl"
-            result = run_benchmark(bench, tasks, harnesses, policies, out, progress=progress,
-                                   limits=(limits_for or {}).get(label, limits), desc=f"{suite} {label}",
-                                   workers=workers)
+            result = run_benchmark(
+                bench,
+                tasks,
+                harnesses,
+                policies,
+                out,
+                progress=progress,
+                limits=(limits_for or {}).get(label, limits),
+                desc=f"{suite} {label}",
+                workers=workers,
+            )
             trajectories += result.trajectories
     return trajectories
 
@@ -67,26 +82,52 @@ def comparison_table(trajectories: Sequence[Trajectory], order: Sequence[str] | 
         return frame
     frame = frame.with_columns(pl.Series("suite", [suite_of(t.task_id) for t in trajectories]))
     scored = frame.filter(~pl.col("errored"))
-    table = frame.group_by(["suite", "policy", "harness"]).agg(
-        pl.len().alias("tasks"), pl.col("errored").sum().alias("errored")).join(
-        scored.group_by(["suite", "policy", "harness"]).agg(
-            pl.col("utility").sum().alias("passed"),
-            (pl.col("end_reason") == "claim_done").mean().alias("claim_done_rate"),
-            pl.col("truncated").mean().alias("truncated_rate"),
-            pl.col("injection_followed").mean().alias("injection_followed"),
-            pl.col("tool_calls").mean().alias("tool_calls"),
-            pl.col("tool_output_tokens").mean().alias("tool_output_tokens")),
-        on=["suite", "policy", "harness"], how="left").with_columns(pl.col("passed").fill_null(0))
+    table = (
+        frame.group_by(["suite", "policy", "harness"])
+        .agg(pl.len().alias("tasks"), pl.col("errored").sum().alias("errored"))
+        .join(
+            scored.group_by(["suite", "policy", "harness"]).agg(
+                pl.col("utility").sum().alias("passed"),
+                (pl.col("end_reason") == "claim_done").mean().alias("claim_done_rate"),
+                pl.col("truncated").mean().alias("truncated_rate"),
+                pl.col("injection_followed").mean().alias("injection_followed"),
+                pl.col("tool_calls").mean().alias("tool_calls"),
+                pl.col("tool_output_tokens").mean().alias("tool_output_tokens"),
+            ),
+            on=["suite", "policy", "harness"],
+            how="left",
+        )
+        .with_columns(pl.col("passed").fill_null(0))
+    )
     scored_n = (table["tasks"] - table["errored"]).to_list()
-    intervals = [wilson_interval(int(p), int(n)) if n else (None, None) for p, n in zip(table["passed"].to_list(), scored_n)]
+    intervals = [
+        wilson_interval(int(p), int(n)) if n else (None, None) for p, n in zip(table["passed"].to_list(), scored_n)
+    ]
     table = table.with_columns(
-        pl.Series("pass_rate", [p / n if n else None for p, n in zip(table["passed"].to_list(), scored_n)], dtype=pl.Float64),
+        pl.Series(
+            "pass_rate", [p / n if n else None for p, n in zip(table["passed"].to_list(), scored_n)], dtype=pl.Float64
+        ),
         pl.Series("pass_low", [lo for lo, _ in intervals], dtype=pl.Float64),
-        pl.Series("pass_high", [hi for _, hi in intervals], dtype=pl.Float64))
+        pl.Series("pass_high", [hi for _, hi in intervals], dtype=pl.Float64),
+    )
     rank = {name: i for i, name in enumerate(order or [])}
     table = table.with_columns(pl.col("policy").replace_strict(rank, default=len(rank)).alias("_rank"))
-    columns = ["suite", "policy", "harness", "tasks", "errored", "passed", "pass_rate", "pass_low", "pass_high",
-               "claim_done_rate", "truncated_rate", "injection_followed", "tool_calls", "tool_output_tokens"]
+    columns = [
+        "suite",
+        "policy",
+        "harness",
+        "tasks",
+        "errored",
+        "passed",
+        "pass_rate",
+        "pass_low",
+        "pass_high",
+        "claim_done_rate",
+        "truncated_rate",
+        "injection_followed",
+        "tool_calls",
+        "tool_output_tokens",
+    ]
     table = table.sort(["suite", "_rank", "policy", "harness"]).select(columns)
     if table["injection_followed"].null_count() == table.height:
         table = table.drop("injection_followed")
@@ -100,20 +141,4 @@ def suite_of(task_id: str) -> str:
     return parts[0] + ("+injections" if parts[0] == "agentdojo" and len(parts) >= 4 else "")
 
 
-def comparison_chart(table: pl.DataFrame, title: str = "External suites: pass rate by policy and harness") -> alt.Chart:
-    """Pass rate (the suite's own checker) per policy, one bar per harness, a panel per suite, 95% intervals."""
-    from ..analysis.style import harness_color
-
-    data = table.select(["suite", "policy", "harness", "pass_rate", "pass_low", "pass_high", "tasks"]).to_pandas()
-    policies = list(dict.fromkeys(table["policy"].to_list()))
-    base = alt.Chart(data).encode(y=alt.Y("policy:N", sort=policies, title=None),
-                                  yOffset=alt.YOffset("harness:N", sort=["dtc", "ptc", "hybrid"]))
-    bars = base.mark_bar().encode(
-        x=alt.X("pass_rate:Q", title="pass rate (suite's checker)", scale=alt.Scale(domain=[0, 1])),
-        color=harness_color(table), tooltip=["suite", "policy", "harness", "tasks", "pass_rate", "pass_low", "pass_high"])
-    rules = base.mark_rule(color="black").encode(x="pass_low:Q", x2="pass_high:Q")
-    return (bars + rules).properties(width=260, height=alt.Step(9)).facet(
-        column=alt.Column("suite:N", title=None)).properties(title=title)
-
-
-__all__ = ["compare_policies", "comparison_chart", "comparison_table", "suite_of"]
+__all__ = ["compare_policies", "comparison_table", "suite_of"]

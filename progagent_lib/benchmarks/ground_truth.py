@@ -8,14 +8,14 @@ receives exactly the reference's values). Then `claim_done` with the suite's ref
 A reference with several scripted user turns (BFCL multi-turn) is played turn by turn: each user turn's calls (one
 program per user turn under PTC), then `claim_done`, after which the environment gives the next user message.
 """
+
 from __future__ import annotations
 
 from typing import Any
 
 from ..errors import PolicyError
-from ..harness.session import ToolCall
-from ..harness.spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, get_harness
-from ..harness.turn import PolicyTurn
+from ..harness.spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, HarnessSpec, get_harness
+from ..harness.turn import ToolCall, Turn
 from .base import Reference
 
 NAME = "ground-truth"
@@ -44,10 +44,12 @@ class GroundTruthPolicy:
 
     def start_episode(self, task: Any, params: dict | None = None) -> "GroundTruthEpisode":
         if not hasattr(task, "reference"):
-            raise PolicyError(f"{NAME} plays external benchmark tasks only; {getattr(task, 'id', task)!r} has no reference")
+            raise PolicyError(
+                f"{NAME} plays external benchmark tasks only; {getattr(task, 'id', task)!r} has no reference"
+            )
         return GroundTruthEpisode(task.reference(), self.harness)
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         raise PolicyError(f"{NAME} plays one episode at a time: run it through run_episode (start_episode(task))")
 
 
@@ -64,18 +66,20 @@ class FixedReferencePolicy:
         self.harness = get_harness(harness).name
         self.sources: dict[str, Any] = {}
         for task in bench.tasks.values():
-            self.sources[task.group] = task   # the last of each part
+            self.sources[task.group] = task  # the last of each part
         self._references: dict[str, Reference] = {}
 
     def start_episode(self, task: Any, params: dict | None = None) -> "GroundTruthEpisode":
         source = self.sources.get(getattr(task, "group", None))
         if source is None or not hasattr(source, "reference"):
-            raise PolicyError(f"{FIXED_NAME} plays external benchmark tasks only; no part holds {getattr(task, 'id', task)!r}")
+            raise PolicyError(
+                f"{FIXED_NAME} plays external benchmark tasks only; no part holds {getattr(task, 'id', task)!r}"
+            )
         if source.id not in self._references:
             self._references[source.id] = source.reference()
         return GroundTruthEpisode(self._references[source.id], self.harness)
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         raise PolicyError(f"{FIXED_NAME} plays one episode at a time: run it through run_episode (start_episode(task))")
 
 
@@ -84,11 +88,12 @@ class GroundTruthEpisode:
     user turns (BFCL), that per user turn: its calls, then claim_done, which hands the turn back to the user (the
     reference's answer on the last)."""
 
-    def __init__(self, reference: Reference, harness: str):
+    def __init__(self, reference: Reference, harness: str | HarnessSpec):
+        spec = get_harness(harness) if isinstance(harness, str) else harness
         self.turns = []
         user_turns = reference.user_turns()
         for index, calls in enumerate(user_turns):
-            if harness == "ptc":
+            if not spec.direct_task_tools:  # the calls can only be made from a program
                 self.turns += [(PROGRAMMATIC_TOOL_CALL, {"code": reference_program(calls)})] if calls else []
             else:
                 self.turns += [(name, dict(arguments)) for name, arguments in calls]
@@ -96,12 +101,12 @@ class GroundTruthEpisode:
             self.turns.append((CLAIM_DONE, {"action": reference.answer if last else ""}))
         self.step = 0
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         if self.step >= len(self.turns):
             raise PolicyError("the reference has no step left; claim_done should have ended the episode")
         name, arguments = self.turns[self.step]
         self.step += 1
-        return PolicyTurn(tool_calls=[ToolCall(name, arguments)])
+        return Turn(tool_calls=[ToolCall(name, arguments)])
 
 
 __all__ = ["FIXED_NAME", "FixedReferencePolicy", "GroundTruthPolicy", "GroundTruthEpisode", "NAME", "reference_program"]

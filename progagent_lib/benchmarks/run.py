@@ -7,9 +7,9 @@ trajectory's `error` and goes on. Such an episode is still scored 0, not left ou
 mostly on states a wrong run left (a user that was never created, an event that does not exist), so leaving those
 episodes out would reward breaking the state. The table counts them in `checker_errors`.
 """
+
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -21,7 +21,7 @@ from ..harness.episode import Limits
 from ..harness.spec import get_harness
 from ..harness.summary import is_infra_error, trajectories_frame
 from ..harness.trajectory import Trajectory, episode_key, iter_jsonl, write_jsonl
-from ..task.environment import VERIFIER_FAILED
+from ..task.verification import VERIFIER_FAILED
 from .base import Benchmark, ExternalTask
 
 CHECKER_RAISED = "the suite's checker raised: "
@@ -31,17 +31,26 @@ CHECKER_RAISED = "the suite's checker raised: "
 class BenchResult:
     trajectories: list[Trajectory]
     ran: int = 0
-    skipped: int = 0                                   # episodes already in `out`
+    skipped: int = 0  # episodes already in `out`
     failures: list[str] = field(default_factory=list)  # episodes that raised (not written; retried on resume)
 
     def table(self, by: Sequence[str] = ("harness",)) -> pl.DataFrame:
         return bench_table(self.trajectories, by)
 
 
-def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Sequence[str],
-                  policies: dict[str, Any] | Callable[[str], Any], out: str | Path | None = None, *,
-                  progress: bool = True, session_kwargs: dict | None = None, limits: Limits | None = None,
-                  desc: str | None = None, workers: int = 1) -> BenchResult:
+def run_benchmark(
+    bench: Benchmark,
+    tasks: Sequence[ExternalTask],
+    harnesses: Sequence[str],
+    policies: dict[str, Any] | Callable[[str], Any],
+    out: str | Path | None = None,
+    *,
+    progress: bool = True,
+    session_kwargs: dict | None = None,
+    limits: Limits | None = None,
+    desc: str | None = None,
+    workers: int = 1,
+) -> BenchResult:
     """Every (task, harness) episode not already in `out` (one sample, scale v0, seed 0), appended to `out` as it ends.
 
     `policies` is a dict harness -> policy or a function harness -> policy. `limits`: the episodes' budgets (default
@@ -58,11 +67,14 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
     harnesses = [get_harness(h).name for h in harnesses]
     policies = policies if isinstance(policies, dict) else {h: policies(h) for h in harnesses}
     names = {h: getattr(p, "name", type(p).__name__) for h, p in policies.items()}
-    wanted = [(task, h) for task in tasks for h in harnesses]   # task-major: one attacked environment serves both
+    wanted = [(task, h) for task in tasks for h in harnesses]  # task-major: one attacked environment serves both
     keys = {episode_key(t.id, "v0", 0, h, names[h], 0) for t, h in wanted}
     out = Path(out) if out is not None else None
-    earlier = [t for t in iter_jsonl(out) if t.key in keys and not is_infra_error(t)] \
-        if out is not None and out.exists() else []
+    earlier = (
+        [t for t in iter_jsonl(out) if t.key in keys and not is_infra_error(t)]
+        if out is not None and out.exists()
+        else []
+    )
     done = {t.key for t in earlier}
     todo = [(t, h) for t, h in wanted if episode_key(t.id, "v0", 0, h, names[h], 0) not in done]
     result = BenchResult(list(earlier), skipped=len(wanted) - len(todo))
@@ -70,8 +82,17 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
 
     def play(item: tuple[ExternalTask, str], on_turn: Callable[[Any], None]) -> None:
         task, harness = item
-        trajectory = run_episode(task, "v0", 0, harness, policies[harness], limits=limits, on_turn=on_turn,
-                                 system_prompt=bench.system_prompts.get(harness), session_kwargs=session_kwargs)
+        trajectory = run_episode(
+            task,
+            "v0",
+            0,
+            harness,
+            policies[harness],
+            limits=limits,
+            on_turn=on_turn,
+            system_prompt=bench.system_prompts.get(harness),
+            session_kwargs=session_kwargs,
+        )
         raised = [c for c in trajectory.criteria if c.get("name") == VERIFIER_FAILED]
         if raised and not trajectory.error:
             trajectory.error = CHECKER_RAISED + raised[0].get("detail", "")
@@ -81,8 +102,9 @@ def run_benchmark(bench: Benchmark, tasks: Sequence[ExternalTask], harnesses: Se
             result.trajectories.append(trajectory)
             result.ran += 1
 
-    result.failures += play_in_threads(todo, play, lambda item: f"{item[0].id} [{item[1]}]", workers=workers,
-                                       progress=progress, desc=desc)
+    result.failures += play_in_threads(
+        todo, play, lambda item: f"{item[0].id} [{item[1]}]", workers=workers, progress=progress, desc=desc
+    )
     # the order of `wanted`, whatever order the episodes ended in
     order = {episode_key(t.id, "v0", 0, h, names[h], 0): i for i, (t, h) in enumerate(wanted)}
     result.trajectories.sort(key=lambda t: order.get(t.key, len(order)))
@@ -128,7 +150,8 @@ def bench_table(trajectories: Sequence[Trajectory], by: Sequence[str] = ("harnes
         pl.col("tool_calls").mean().alias("tool_calls"),
         pl.col("model_tool_calls").mean().alias("model_tool_calls"),
         pl.col("tool_output_tokens").mean().alias("tool_output_tokens"),
-        pl.col("checker_error").sum().alias("checker_errors"))
+        pl.col("checker_error").sum().alias("checker_errors"),
+    )
     table = counts.join(means, on=list(by), how="left").sort(list(by))
     if table["injection_followed"].null_count() == table.height:
         table = table.drop("injection_followed")

@@ -18,6 +18,7 @@ pass it as their API key (for `--policy openai:` to a non-loopback URL: $OPENAI_
 The server listens on 127.0.0.1. `--host` takes another loopback address; any other address is refused
 unless `--allow-non-loopback` is given, which makes the engine reachable (with the key) from other machines.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,28 +27,61 @@ import sys
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("engine", help="the inference engine (vLLM as a server process)",
-                                   description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "engine",
+        help="the inference engine (vLLM as a server process)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="engine_command", required=True)
-    serve = commands.add_parser("serve", help="serve a model on 127.0.0.1 (OpenAI-compatible, tool calling on, API key)",
-                                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    serve.add_argument("--model", required=True, help="registered name (smollm2), model folder or hub id; "
-                       "SOURCE@POSITIONS[:yarn|linear] serves it with its RoPE scaled (smollm2@32k)")
+    serve = commands.add_parser(
+        "serve",
+        help="serve a model on 127.0.0.1 (OpenAI-compatible, tool calling on, API key)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument(
+        "--model",
+        required=True,
+        help="registered name (smollm2), model folder or hub id; "
+        "SOURCE@POSITIONS[:yarn|linear] serves it with its RoPE scaled (smollm2@32k)",
+    )
     serve.add_argument("--port", type=int, default=8000, help="port to listen on (default 8000)")
-    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1; another loopback "
-                       "address, or any address with --allow-non-loopback)")
-    serve.add_argument("--allow-non-loopback", action="store_true",
-                       help="accept a --host that other machines can reach (every request still needs the key)")
-    serve.add_argument("--served-model-name", help="the name requests use (default: the short name, or the folder's name)")
-    serve.add_argument("--max-model-len", type=int, default=None,
-                       help="context length the server accepts (default: the model's positions, a scaled RoPE's "
-                            "included: smollm2 8192, smollm2@32k 32768)")
-    serve.add_argument("--kv-cache-gib", type=int, default=2, help="KV cache on CPU in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)")
-    serve.add_argument("--tool-call-parser", default="hermes", help="vLLM's tool-call parser (default hermes: <tool_call>{json})")
+    serve.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1; another loopback "
+        "address, or any address with --allow-non-loopback)",
+    )
+    serve.add_argument(
+        "--allow-non-loopback",
+        action="store_true",
+        help="accept a --host that other machines can reach (every request still needs the key)",
+    )
+    serve.add_argument(
+        "--served-model-name", help="the name requests use (default: the short name, or the folder's name)"
+    )
+    serve.add_argument(
+        "--max-model-len",
+        type=int,
+        default=None,
+        help="context length the server accepts (default: the model's positions, a scaled RoPE's "
+        "included: smollm2 8192, smollm2@32k 32768)",
+    )
+    serve.add_argument(
+        "--kv-cache-gib", type=int, default=2, help="KV cache on CPU in GiB (VLLM_CPU_KVCACHE_SPACE; default 2)"
+    )
+    serve.add_argument(
+        "--tool-call-parser", default="hermes", help="vLLM's tool-call parser (default hermes: <tool_call>{json})"
+    )
     serve.add_argument("--chat-template", help="a chat template file that renders tools (default: the model's own)")
-    serve.add_argument("--compile", action=argparse.BooleanOptionalAction, default=None,
-                       help="torch.compile the model (default: only with a GPU; on CPU 10-30%% faster generation "
-                            "for 2-5 minutes more at every start)")
+    serve.add_argument(
+        "--compile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="torch.compile the model (default: only with a GPU; on CPU 10-30%% faster generation "
+        "for 2-5 minutes more at every start)",
+    )
     serve.add_argument("--startup-timeout", type=float, default=900.0, help="seconds to wait for the server to answer")
     serve.add_argument("vllm_args", nargs=argparse.REMAINDER, help="after --: flags passed to vLLM as they are")
     serve.set_defaults(func=serve_command)
@@ -61,11 +95,20 @@ def serve_command(args) -> int:
     if extra[:1] == ["--"]:
         extra = extra[1:]
     try:
-        server = EngineServer(args.model, args.port, host=args.host, allow_non_loopback=args.allow_non_loopback,
-                              served_name=args.served_model_name, max_model_len=args.max_model_len,
-                              kv_cache_gib=args.kv_cache_gib, tool_call_parser=args.tool_call_parser,
-                              chat_template=args.chat_template, compile=args.compile, extra_args=extra,
-                              startup_timeout=args.startup_timeout)
+        server = EngineServer(
+            args.model,
+            args.port,
+            host=args.host,
+            allow_non_loopback=args.allow_non_loopback,
+            served_name=args.served_model_name,
+            max_model_len=args.max_model_len,
+            kv_cache_gib=args.kv_cache_gib,
+            tool_call_parser=args.tool_call_parser,
+            chat_template=args.chat_template,
+            compile=args.compile,
+            extra_args=extra,
+            startup_timeout=args.startup_timeout,
+        )
     except EngineError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -78,12 +121,17 @@ def serve_command(args) -> int:
     try:
         print(f"starting vLLM for {args.model!r} on {args.host}:{args.port} (log: {server.log_path}) ...", flush=True)
         server.start()
-        print(f"ready: {server.base_url} serves {server.served_name!r}\n"
-              f"  API key (this start only): {server.key_path} (mode 0600); the workbench's clients find it by the URL\n"
-              f"  use it with: --policy {server.policy_spec}\n  Ctrl-C stops it.", flush=True)
+        print(
+            f"ready: {server.base_url} serves {server.served_name!r}\n"
+            f"  API key (this start only): {server.key_path} (mode 0600); the workbench's clients find it by the URL\n"
+            f"  use it with: --policy {server.policy_spec}\n  Ctrl-C stops it.",
+            flush=True,
+        )
         code = server.wait()
-        print(f"error: the vLLM server exited with code {code}.\n--- {server.log_path} (end) ---\n{server.log_tail()}",
-              file=sys.stderr)
+        print(
+            f"error: the vLLM server exited with code {code}.\n--- {server.log_path} (end) ---\n{server.log_tail()}",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         print("stopping the server ...", flush=True)

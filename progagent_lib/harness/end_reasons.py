@@ -8,6 +8,7 @@ server, the training rollout and evaluation, the summaries, the ecosystem adapte
   run again when a batch resumes;
 - truncated: a budget (`Limits`) cut the episode off before the model finished it.
 """
+
 from __future__ import annotations
 
 END_REASONS: dict[str, str] = {

@@ -17,6 +17,7 @@ Why an episode ends, and which endings count as errored or truncated, is `end_re
 The loop is the same for DTC, PTC and Hybrid; what differs (the tools offered, the system prompt,
 whether task tools are direct calls) is data in `spec.py`, applied by `Session`.
 """
+
 from __future__ import annotations
 
 import inspect
@@ -29,9 +30,10 @@ from ..errors import ContextFull, PolicyError
 from ..textsafe import clean_text
 from .end_reasons import END_REASONS, INFRASTRUCTURE_END_REASONS, TRUNCATION_END_REASONS
 from .metrics import TokenCounter, analyze_program
-from .session import Observation, Session, ToolCall
-from .spec import PROGRAMMATIC_TOOL_CALL, HarnessSpec, get_harness
+from .session import Observation, Session
+from .spec import DEFAULT_HARNESS, PROGRAMMATIC_TOOL_CALL, HarnessSpec, get_harness
 from .trajectory import CallRecord, Trajectory
+from .turn import ToolCall, Turn
 
 if TYPE_CHECKING:
     from ..task import Task
@@ -41,10 +43,10 @@ if TYPE_CHECKING:
 class Limits:
     """When an episode is cut off. None means no limit. The same budgets for evaluation and training."""
 
-    max_tool_calls: int | None = 100          # tool calls the model issues (a program counts once), as in the paper
-    max_turns: int | None = 200               # assistant turns
+    max_tool_calls: int | None = 100  # tool calls the model issues (a program counts once), as in the paper
+    max_turns: int | None = 200  # assistant turns
     max_context_tokens: int | None = 131_072  # prompt + everything generated and observed so far
-    max_new_tokens: int | None = None         # one assistant turn (a generator's budget; a longer turn is cut)
+    max_new_tokens: int | None = None  # one assistant turn (a generator's budget; a longer turn is cut)
     max_observation_chars: int | None = None  # one observation, cut with a visible marker
 
     @classmethod
@@ -59,8 +61,10 @@ class Limits:
 
 def parse_error_feedback(problem: str) -> str:
     """What the model reads after a tool-call block that could not be parsed (the problem may quote the block)."""
-    return clean_text(f"Error: your tool call could not be read: {problem} No tool was run; "
-                      "write the call again in the expected format.")
+    return clean_text(
+        f"Error: your tool call could not be read: {problem} No tool was run; "
+        "write the call again in the expected format."
+    )
 
 
 def tool_budget_message(max_tool_calls: int) -> str:
@@ -78,9 +82,8 @@ def cut_observation(text: str, limit: int | None) -> str:
 class Episode:
     """One episode, advanced by `add_turn(turn)`; `to_trajectory()` scores it and releases the environment.
 
-    A turn is anything with `text`, `tool_calls` (ToolCall list), `parse_errors` and optionally `reasoning`,
-    `prompt_tokens` and `completion_tokens` (a policy's `PolicyTurn`). Use as a context manager, or call
-    `to_trajectory()` (which closes) or `close()`.
+    A turn is a `Turn` (harness.turn), whoever produced it. Use as a context manager, or call `to_trajectory()`
+    (which closes) or `close()`.
 
     `env_host`: where the environment and its tools live. None: here (`task.instantiate` and a `Session`); else an
     object whose `open(task, scale, seed, spec, error_mode=, session_kwargs=)` returns an environment (`instruction`,
@@ -88,33 +91,43 @@ class Episode:
     `done`, `result`, `final_answer`, `user_message`, `close`): a bounded local one or an environment server
     (`progagent_lib.train.env_hosts`). This episode keeps its rules and metrics either way.
 
-    Metrics (one definition each, for every path):
-      turns               assistant turns the episode received
-      model_tool_calls    tool calls the model issued and the harness ran (a program counts once)
-      tool_calls          task-tool calls those caused, direct or inside programs
-      tool_output_tokens  tokens of the observation texts that entered the context (tool results, parse and
-                          budget feedback), each counted alone with the episode's token counter, no chat markup
-      context_tokens      the context's size: the exact count whenever the generator reports one (prompt +
-                          completion tokens of a turn, the token adapter's rendered context), plus the counter's
-                          estimate of what was added since
-      runtime_errors      programs that raised; timeouts: calls that timed out
-      malformed_calls     tool-call blocks the parser could not read
+    Its counters, one definition each for every path, are `metrics.EPISODE_METRICS`.
     """
 
-    def __init__(self, task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
-                 limits: Limits | None = None, policy_name: str = "", sample: int = 0, error_mode: str = "is_error",
-                 system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None,
-                 env_host: Any = None):
+    def __init__(
+        self,
+        task: "Task",
+        scale: str = "v0",
+        seed: int = 0,
+        harness: str | HarnessSpec = DEFAULT_HARNESS,
+        *,
+        limits: Limits | None = None,
+        policy_name: str = "",
+        sample: int = 0,
+        error_mode: str = "is_error",
+        system_prompt: str | None = None,
+        session_kwargs: dict | None = None,
+        tokenizer: Any = None,
+        env_host: Any = None,
+    ):
         self.task = task
         self.spec = get_harness(harness) if isinstance(harness, str) else harness
         self.limits = limits or Limits.for_task(task)
         self.count = TokenCounter(tokenizer)
-        self.trajectory = Trajectory(task_id=task.id, scale=scale, seed=seed, harness=self.spec.name,
-                                     policy=policy_name, sample=sample, token_counter=self.count.name)
+        self.trajectory = Trajectory(
+            task_id=task.id,
+            scale=scale,
+            seed=seed,
+            harness=self.spec.name,
+            policy=policy_name,
+            sample=sample,
+            token_counter=self.count.name,
+        )
         self._started = time.perf_counter()
         if env_host is not None:  # the environment lives elsewhere (e.g. an OpenEnv server: train.env_hosts)
-            self.env, self.session = env_host.open(task, scale, seed, self.spec, error_mode=error_mode,
-                                                   session_kwargs=session_kwargs)
+            self.env, self.session = env_host.open(
+                task, scale, seed, self.spec, error_mode=error_mode, session_kwargs=session_kwargs
+            )
         else:
             self.env = task.instantiate(scale, seed)
             try:
@@ -123,14 +136,19 @@ class Episode:
                 self.env.close()
                 raise
         self.tools = self.session.tool_schemas()
-        self.messages: list[dict] = [{"role": "system", "content": self.session.system_prompt(system_prompt)},
-                                     {"role": "user", "content": self.env.instruction}]
+        self.messages: list[dict] = [
+            {"role": "system", "content": self.session.system_prompt(system_prompt)},
+            {"role": "user", "content": self.env.instruction},
+        ]
         self.trajectory.tools, self.trajectory.messages = self.tools, self.messages
         self.trajectory.instruction, self.trajectory.params = self.env.instruction, dict(self.env.params)
-        self.context_tokens = self.count(self.messages[0]["content"]) + self.count(self.env.instruction) + \
-            self.count(json.dumps(self.tools))
+        self.context_tokens = (
+            self.count(self.messages[0]["content"])
+            + self.count(self.env.instruction)
+            + self.count(json.dumps(self.tools))
+        )
         self.final_response = ""
-        self.last_observations: list[Observation] = []   # the Observations of the last turn's calls, structured
+        self.last_observations: list[Observation] = []  # the Observations of the last turn's calls, structured
         self._used_ids: set[str] = set()
         self._closed = False
         self._check_budgets()
@@ -167,30 +185,30 @@ class Episode:
             self._check_budgets()
 
     # --- one turn ----------------------------------------------------------------------------------
-    def add_turn(self, turn: Any) -> list[dict]:
+    def add_turn(self, turn: Turn) -> list[dict]:
         """Record one assistant turn, run its tool calls, and return the messages added after it.
 
         The returned messages are the tool messages (one per call, in order), then one user message per
         block that could not be parsed. claim_done ends the episode at once: later calls in its turn are not run.
         Where the environment scripts more user turns (`env.next_user_message(reply)`), a turn without tool calls or
         with claim_done ends the model's turn instead, and the user's next message is the last message returned.
+        A cut turn (`turn.cut`: it ran out of tokens before its end) is recorded as text; nothing is run, and the
+        episode ends as `turn_cut`.
         """
         if self.finished:
             raise RuntimeError(f"the episode has ended ({self.end_reason}); it takes no more turns")
         t = self.trajectory
         turn_index = t.turns
         t.turns += 1
-        calls = self._with_unique_ids(list(getattr(turn, "tool_calls", None) or []), turn_index)
-        self.messages.append(_assistant_message(turn, calls))
-        reported = (getattr(turn, "prompt_tokens", None) or 0) + (getattr(turn, "completion_tokens", None) or 0)
-        if reported:  # the policy knows the exact size (its own tokenizer, a server's usage report)
-            self.context_tokens = reported
-        else:
-            self.context_tokens += self.count(turn.text or "") + self.count(getattr(turn, "reasoning", "") or "") + \
-                sum(self.count(json.dumps(c.arguments, ensure_ascii=False)) for c in calls)
-        parse_errors = list(getattr(turn, "parse_errors", None) or [])
-        if not calls and not parse_errors:
-            self.final_response = turn.text or ""
+        calls = [] if turn.cut else self._with_unique_ids(turn.tool_calls, turn_index)
+        recorded = replace(turn, tool_calls=calls)
+        self.messages.append(recorded.to_message())
+        self._count_turn(recorded)
+        if turn.cut:
+            self._end("turn_cut")
+            return []
+        if not calls and not turn.parse_errors:
+            self.final_response = turn.text
             next_user_message = getattr(self.env, "next_user_message", None)
             follow_up = next_user_message(self.final_response) if next_user_message is not None else None
             if follow_up is None:
@@ -207,15 +225,13 @@ class Episode:
                 break
             if self.session.user_message is not None:  # claim_done ended the user turn; the conversation goes on
                 content = "Not run: claim_done ended your turn before this call."
-                added.append(_tool_message(call, content))   # every call of a kept turn gets its answer
-                self._record(CallRecord(turn_index, call.name, call.arguments, content, self.count(content), 0.0,
-                                        True, "invalid"))
+                added.append(_tool_message(call, content))  # every call of a kept turn gets its answer
+                self._record(self._unrun(turn_index, call, content, "invalid"))
                 continue
             if self.limits.max_tool_calls is not None and t.model_tool_calls >= self.limits.max_tool_calls:
                 content = tool_budget_message(self.limits.max_tool_calls)
                 added.append(_tool_message(call, content))
-                self._record(CallRecord(turn_index, call.name, call.arguments, content, self.count(content), 0.0,
-                                        True, "over_budget"))
+                self._record(self._unrun(turn_index, call, content, "over_budget"))
                 continue
             observation = self.session.dispatch(call)
             self.last_observations.append(observation)
@@ -226,14 +242,13 @@ class Episode:
         # A block the parser could not read is answered like a failed call, and the episode goes on.
         # The answer comes after the tool messages: APIs want those right after the assistant turn.
         if not self.session.done:
-            for problem in parse_errors:
+            for problem in turn.parse_errors:
                 feedback = parse_error_feedback(problem)
                 added.append({"role": "user", "content": feedback})
                 t.malformed_calls += 1
-                self._record(CallRecord(turn_index, "<malformed>", {}, feedback, self.count(feedback), 0.0, True,
-                                        "malformed"))
+                self._record(self._unrun(turn_index, ToolCall("<malformed>", {}), feedback, "malformed"))
         self.messages.extend(added)
-        if self.session.user_message is not None:   # claim_done ended a user turn of a scripted conversation
+        if self.session.user_message is not None:  # claim_done ended a user turn of a scripted conversation
             follow_up, self.session.user_message = self.session.user_message, None
             added.append(self._add_user_message(follow_up))
         self._check_budgets()
@@ -250,14 +265,17 @@ class Episode:
         self.context_tokens += self.count(message["content"])
         return message
 
-    def cut_turn(self, turn: Any) -> None:
-        """A turn that ran out of tokens before its end-of-turn token: recorded as text, nothing is run."""
-        if self.finished:
-            raise RuntimeError(f"the episode has ended ({self.end_reason}); it takes no more turns")
-        self.trajectory.turns += 1
-        self.messages.append(_assistant_message(turn, []))
-        self.context_tokens += self.count(getattr(turn, "raw", "") or turn.text or "")
-        self._end("turn_cut")
+    def _count_turn(self, turn: Turn) -> None:
+        """The context grows by the turn: the exact size when the generator reported its usage, else an estimate."""
+        reported = turn.reported_context_tokens
+        if reported:  # the policy knows the exact size (its own tokenizer, a server's usage report)
+            self.context_tokens = reported
+        else:
+            self.context_tokens += (
+                self.count(turn.text)
+                + self.count(turn.reasoning)
+                + sum(self.count(json.dumps(c.arguments, ensure_ascii=False)) for c in turn.tool_calls)
+            )
 
     def client_left(self) -> None:
         """The driver left before the episode ended (an MCP client closed, its server was stopped): the episode
@@ -318,6 +336,20 @@ class Episode:
             unique.append(ToolCall(call.name, call.arguments, call_id))
         return unique
 
+    def _unrun(self, turn_index: int, call: ToolCall, answer: str, kind: str) -> CallRecord:
+        """The record of a call that was answered without being run (`kind` says why)."""
+        return CallRecord(
+            call.name,
+            call.arguments,
+            call.id,
+            turn=turn_index,
+            observation=answer,
+            observation_tokens=self.count(answer),
+            seconds=0.0,
+            is_error=True,
+            kind=kind,
+        )
+
     def _record(self, record: CallRecord) -> None:
         t = self.trajectory
         t.calls.append(record)
@@ -328,44 +360,62 @@ class Episode:
         self.context_tokens += record.observation_tokens
 
 
-def run_episode(task: "Task", scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", policy: Any = None,
-                limits: Limits | None = None, *, sample: int = 0, error_mode: str = "is_error",
-                system_prompt: str | None = None, session_kwargs: dict | None = None, tokenizer: Any = None,
-                on_turn: Callable[[Episode], None] | None = None) -> Trajectory:
+def run_episode(
+    task: "Task",
+    scale: str = "v0",
+    seed: int = 0,
+    harness: str | HarnessSpec = DEFAULT_HARNESS,
+    policy: Any = None,
+    limits: Limits | None = None,
+    *,
+    sample: int = 0,
+    error_mode: str = "is_error",
+    system_prompt: str | None = None,
+    session_kwargs: dict | None = None,
+    tokenizer: Any = None,
+    on_turn: Callable[[Episode], None] | None = None,
+) -> Trajectory:
     """Run one episode and return its trajectory.
 
-    `policy` answers `act(messages, tools) -> PolicyTurn`; it may offer `start_episode(task, params)` returning
+    `policy` answers `act(messages, tools) -> Turn`; it may offer `start_episode(task, params)` returning
     a per-episode policy (the oracle teacher does; `params` are the instance's parameters), `tokenizer` (to count tokens exactly) and
     `default_limits`. `limits` defaults to the policy's `default_limits`, else the task's limits.
     `system_prompt` is a file whose text replaces the harness's prompt; `session_kwargs` go to
-    `Session` (and on to `PTCRuntime`: timeout, pool, max_output_chars, ...). `tokenizer` counts
+    `Session` (and on to `PTCRuntime`: timeout, pool, mcp_servers; the bound is the harness's). `tokenizer` counts
     tokens instead of the policy's (e.g. to measure the teacher's context cost in a model's tokens). `on_turn(episode)`
     is called after each turn (a progress bar's turn counter: a small model's episode takes minutes).
     """
     if policy is None:
         raise ValueError("run_episode needs a policy, e.g. OracleTeacher(harness) or make_policy('oracle', harness)")
     limits = limits or getattr(policy, "default_limits", None) or Limits.for_task(task)
-    episode = Episode(task, scale, seed, harness, limits=limits, policy_name=getattr(policy, "name", type(policy).__name__),
-                      sample=sample, error_mode=error_mode, system_prompt=system_prompt, session_kwargs=session_kwargs,
-                      tokenizer=tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None))
+    episode = Episode(
+        task,
+        scale,
+        seed,
+        harness,
+        limits=limits,
+        policy_name=getattr(policy, "name", type(policy).__name__),
+        sample=sample,
+        error_mode=error_mode,
+        system_prompt=system_prompt,
+        session_kwargs=session_kwargs,
+        tokenizer=tokenizer if tokenizer is not None else getattr(policy, "tokenizer", None),
+    )
     agent = None
     try:
         agent = start_agent(policy, task, episode.env.params)
         while not episode.finished:
             try:
                 turn = agent.act(episode.messages, episode.tools)
-            except ContextFull:     # the model's positions are a context budget too: truncated, not errored
+            except ContextFull:  # the model's positions are a context budget too: truncated, not errored
                 episode.end_context_full()
                 break
             except PolicyError as exc:
                 episode.fail(str(exc))
                 break
-            if getattr(turn, "cut", False):
-                episode.cut_turn(turn)
-            else:
-                episode.add_turn(turn)
-                if hasattr(agent, "observe"):  # a player that wants the structured results (the oracle teacher)
-                    agent.observe(episode.last_observations)
+            episode.add_turn(turn)
+            if hasattr(agent, "observe") and not turn.cut:  # a player that wants the structured results (the teacher)
+                agent.observe(episode.last_observations)
             if on_turn is not None:
                 on_turn(episode)
         return episode.to_trajectory()
@@ -387,17 +437,6 @@ def start_agent(policy: Any, task: "Task", params: dict) -> Any:
     return policy.start_episode(task, params) if takes_params else policy.start_episode(task)
 
 
-def _assistant_message(turn: Any, calls: list[ToolCall]) -> dict:
-    message: dict = {"role": "assistant", "content": turn.text or ""}
-    if getattr(turn, "reasoning", ""):
-        message["reasoning_content"] = turn.reasoning
-    if calls:
-        message["tool_calls"] = [{"id": c.id, "type": "function",
-                                  "function": {"name": c.name, "arguments": json.dumps(c.arguments, ensure_ascii=False)}}
-                                 for c in calls]
-    return message
-
-
 def _tool_message(call: ToolCall, content: str) -> dict:
     return {"role": "tool", "tool_call_id": call.id, "name": call.name, "content": content}
 
@@ -406,11 +445,31 @@ def _call_record(turn_index: int, call: ToolCall, observation: Observation, cont
     program = None
     if observation.kind == "program":
         program = analyze_program(call.arguments.get("code", ""))
-    return CallRecord(turn=turn_index, name=call.name, arguments=call.arguments, observation=content,
-                      observation_tokens=tokens, seconds=observation.seconds, is_error=observation.is_error,
-                      kind=observation.kind, task_tool_calls=len(observation.task_tool_calls),
-                      runtime_error=observation.runtime_error, timed_out=observation.timed_out,
-                      kernel_restarted=observation.kernel_restarted, program=program)
+    return CallRecord(
+        call.name,
+        call.arguments,
+        call.id,
+        turn=turn_index,
+        observation=content,
+        observation_tokens=tokens,
+        seconds=observation.seconds,
+        is_error=observation.is_error,
+        kind=observation.kind,
+        task_tool_calls=len(observation.task_tool_calls),
+        runtime_error=observation.runtime_error,
+        timed_out=observation.timed_out,
+        kernel_restarted=observation.kernel_restarted,
+        program=program,
+    )
 
 
-__all__ = ["END_REASONS", "INFRASTRUCTURE_END_REASONS", "TRUNCATION_END_REASONS", "Episode", "Limits", "cut_observation", "run_episode", "PROGRAMMATIC_TOOL_CALL"]
+__all__ = [
+    "END_REASONS",
+    "INFRASTRUCTURE_END_REASONS",
+    "TRUNCATION_END_REASONS",
+    "Episode",
+    "Limits",
+    "cut_observation",
+    "run_episode",
+    "PROGRAMMATIC_TOOL_CALL",
+]

@@ -9,19 +9,20 @@ schemas differ from task to task and would not share one Arrow type), the verdic
 episode's metrics. `parquet` writes one file (`datasets.load_dataset("parquet", data_files=OUT)`), `hf` a folder
 (`datasets.load_from_disk(OUT)`). Rows are written in batches, so a large file is never held whole.
 """
+
 from __future__ import annotations
 
 import json
 import shutil
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
-if TYPE_CHECKING:
-    from .trajectory import Trajectory
+from .metrics import EPISODE_METRICS, episode_report
+from .trajectory import Trajectory
 
 FORMATS = ("parquet", "hf")
-BATCH_ROWS = 256   # rows per written batch: bounds memory whatever the file's size
+BATCH_ROWS = 256  # rows per written batch: bounds memory whatever the file's size
 MESSAGE_KEYS = ("role", "content", "reasoning_content", "tool_calls", "tool_call_id", "name")
 
 
@@ -46,38 +47,58 @@ def verdict_of(trajectory: Trajectory) -> str:
     return "pass" if trajectory.reward == 1 else "fail"
 
 
-def episode_metrics(t: Trajectory) -> dict[str, Any]:
-    """The episode's identity, verdict and metrics: one definition for the viewer's list and the exported rows."""
-    return {"task_id": t.task_id, "harness": t.harness, "stage": stage_of(t.policy), "policy": t.policy,
-            "scale": t.scale, "seed": t.seed, "sample": t.sample, "reward": t.reward, "score": t.score,
-            "verdict": verdict_of(t), "end_reason": t.end_reason, "turns": t.turns,
-            "tool_output_tokens": t.tool_output_tokens, "tool_calls": t.tool_calls,
-            "model_tool_calls": t.model_tool_calls, "runtime_errors": t.runtime_errors,
-            "malformed_calls": t.malformed_calls, "context_tokens": t.context_tokens}
+def episode_overview(t: Trajectory) -> dict[str, Any]:
+    """The episode's identity, verdict and report (`metrics.episode_report`): the viewer's list and the exported rows."""
+    return {
+        "task_id": t.task_id,
+        "harness": t.harness,
+        "stage": stage_of(t.policy),
+        "policy": t.policy,
+        "scale": t.scale,
+        "seed": t.seed,
+        "sample": t.sample,
+        "verdict": verdict_of(t),
+        "end_reason": t.end_reason,
+        **episode_report(t),
+    }
 
 
 def episode_row(t: Trajectory) -> dict[str, Any]:
     """One table row: the metrics, the chat, the tool schemas, the instance and the final answer."""
-    return {**episode_metrics(t), "messages": [_message(m) for m in t.messages],
-            "tools": json.dumps(t.tools, ensure_ascii=False), "instruction": t.instruction,
-            "params": json.dumps(t.params, ensure_ascii=False), "final_answer": t.final_answer}
+    return {
+        **episode_overview(t),
+        "messages": [_message(m) for m in t.messages],
+        "tools": json.dumps(t.tools, ensure_ascii=False),
+        "instruction": t.instruction,
+        "params": json.dumps(t.params, ensure_ascii=False),
+        "final_answer": t.final_answer,
+    }
 
 
 def _message(message: dict) -> dict:
     """A chat message in the table's one message type (keys outside MESSAGE_KEYS are not kept)."""
     calls = message.get("tool_calls")
-    return {"role": _text(message.get("role")), "content": _text(message.get("content")),
-            "reasoning_content": _text(message.get("reasoning_content")),
-            "tool_calls": [_tool_call(c) for c in calls] if calls else None,
-            "tool_call_id": _text(message.get("tool_call_id")), "name": _text(message.get("name"))}
+    return {
+        "role": _text(message.get("role")),
+        "content": _text(message.get("content")),
+        "reasoning_content": _text(message.get("reasoning_content")),
+        "tool_calls": [_tool_call(c) for c in calls] if calls else None,
+        "tool_call_id": _text(message.get("tool_call_id")),
+        "name": _text(message.get("name")),
+    }
 
 
 def _tool_call(call: dict) -> dict:
     function = call.get("function") or {}
     arguments = function.get("arguments")
-    return {"id": _text(call.get("id")), "type": _text(call.get("type")),
-            "function": {"name": _text(function.get("name")),
-                         "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)}}
+    return {
+        "id": _text(call.get("id")),
+        "type": _text(call.get("type")),
+        "function": {
+            "name": _text(function.get("name")),
+            "arguments": arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False),
+        },
+    }
 
 
 def _text(value: Any) -> str | None:
@@ -90,16 +111,40 @@ def row_schema():
     import pyarrow as pa
 
     text = pa.string()
-    tool_call = pa.struct([("id", text), ("type", text), ("function", pa.struct([("name", text), ("arguments", text)]))])
-    message = pa.struct([("role", text), ("content", text), ("reasoning_content", text),
-                         ("tool_calls", pa.list_(tool_call)), ("tool_call_id", text), ("name", text)])
-    return pa.schema([
-        ("task_id", text), ("harness", text), ("stage", text), ("policy", text), ("scale", text), ("seed", pa.int64()),
-        ("sample", pa.int64()), ("reward", pa.float64()), ("score", pa.float64()), ("verdict", text),
-        ("end_reason", text), ("turns", pa.int64()), ("tool_output_tokens", pa.int64()), ("tool_calls", pa.int64()),
-        ("model_tool_calls", pa.int64()), ("runtime_errors", pa.int64()), ("malformed_calls", pa.int64()),
-        ("context_tokens", pa.int64()), ("messages", pa.list_(message)), ("tools", text), ("instruction", text),
-        ("params", text), ("final_answer", text)])
+    tool_call = pa.struct(
+        [("id", text), ("type", text), ("function", pa.struct([("name", text), ("arguments", text)]))]
+    )
+    message = pa.struct(
+        [
+            ("role", text),
+            ("content", text),
+            ("reasoning_content", text),
+            ("tool_calls", pa.list_(tool_call)),
+            ("tool_call_id", text),
+            ("name", text),
+        ]
+    )
+    return pa.schema(
+        [
+            ("task_id", text),
+            ("harness", text),
+            ("stage", text),
+            ("policy", text),
+            ("scale", text),
+            ("seed", pa.int64()),
+            ("sample", pa.int64()),
+            ("verdict", text),
+            ("end_reason", text),
+            ("reward", pa.float64()),
+            ("score", pa.float64()),
+            *((name, pa.int64()) for name in EPISODE_METRICS),
+            ("messages", pa.list_(message)),
+            ("tools", text),
+            ("instruction", text),
+            ("params", text),
+            ("final_answer", text),
+        ]
+    )
 
 
 def _batches(trajectories: Iterable[Trajectory]) -> Iterator[list[dict]]:
@@ -131,7 +176,7 @@ def write_hf(trajectories: Iterable[Trajectory], out: Path) -> int:
     import datasets
 
     bars = datasets.is_progress_bar_enabled()
-    datasets.disable_progress_bars()   # two bars for one copy of a finished file say nothing
+    datasets.disable_progress_bars()  # two bars for one copy of a finished file say nothing
     try:
         with tempfile.TemporaryDirectory(prefix="progagent-export-") as scratch:
             table = Path(scratch) / "episodes.parquet"
@@ -145,8 +190,9 @@ def write_hf(trajectories: Iterable[Trajectory], out: Path) -> int:
     return rows
 
 
-def export_trajectories(trajectories: Iterable[Trajectory], out: str | Path, fmt: str, *,
-                        overwrite: bool = False) -> int:
+def export_trajectories(
+    trajectories: Iterable[Trajectory], out: str | Path, fmt: str, *, overwrite: bool = False
+) -> int:
     """`trajectories` (e.g. `iter_jsonl(path)`, read as they are written) as a table at `out` in `fmt` (parquet |
     hf); the rows written. The output appears only when complete (written beside it first), so a failed export
     leaves an earlier one in place."""
@@ -161,8 +207,10 @@ def export_trajectories(trajectories: Iterable[Trajectory], out: str | Path, fmt
     try:
         rows = (write_parquet if fmt == "parquet" else write_hf)(trajectories, partial)
         if not rows:
-            raise ExportError("no trajectory to export (the file holds none, or only lines that are not whole "
-                              "trajectories): nothing was written")
+            raise ExportError(
+                "no trajectory to export (the file holds none, or only lines that are not whole "
+                "trajectories): nothing was written"
+            )
         _remove(out)
         partial.rename(out)
     finally:

@@ -17,6 +17,7 @@ Each wall answers a different caller:
 
 A guarded header sent twice (two Hosts, two tokens) is refused (400): which one a framework reads is not ours to bet on.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -93,7 +94,9 @@ def parse_allowed_hosts(entries: Sequence[str]) -> list[tuple[str, str]]:
     for entry in entries:
         host = split_host(entry, "*")
         if host is None:
-            raise ValueError(f"allowed host {entry!r} is not NAME or NAME:PORT (e.g. box.lan, box.lan:8766, [::1]:8766)")
+            raise ValueError(
+                f"allowed host {entry!r} is not NAME or NAME:PORT (e.g. box.lan, box.lan:8766, [::1]:8766)"
+            )
         parsed.append(host)
     if not parsed:
         raise ValueError("the allowed hosts are empty: a server that answers to no name refuses everyone")
@@ -107,8 +110,9 @@ class RequestGuard:
     subprotocol `progagent.bearer.<token>`). Lifespan events pass. Use it as `RequestGuard(app, ...)` or
     `starlette_app.add_middleware(RequestGuard, allowed_hosts=..., token=...)`."""
 
-    def __init__(self, app: Any, *, allowed_hosts: Sequence[str], token: str | None = None,
-                 subprotocol_token: bool = False):
+    def __init__(
+        self, app: Any, *, allowed_hosts: Sequence[str], token: str | None = None, subprotocol_token: bool = False
+    ):
         self.app = app
         self.allowed = parse_allowed_hosts(allowed_hosts)
         self.token = check_token(token).encode() if token is not None else None
@@ -152,8 +156,9 @@ class RequestGuard:
         if scope["type"] == "websocket" and self.subprotocol_token:
             offered = (headers.get(b"sec-websocket-protocol") or [""])[0]
             for protocol in (p.strip() for p in offered.split(",")):
-                if protocol.startswith(SUBPROTOCOL_PREFIX) and \
-                        hmac.compare_digest(protocol[len(SUBPROTOCOL_PREFIX):].encode("latin-1"), self.token):
+                if protocol.startswith(SUBPROTOCOL_PREFIX) and hmac.compare_digest(
+                    protocol[len(SUBPROTOCOL_PREFIX) :].encode("latin-1"), self.token
+                ):
                     return None, _selecting_subprotocol(send, protocol)
         return (401, "missing or wrong bearer token (Authorization: Bearer <token>)"), send
 
@@ -172,7 +177,13 @@ def _origin_host(origin: str) -> tuple[str, str] | None:
     try:
         parts = urlsplit(origin.strip())
         scheme = parts.scheme.lower()
-        if scheme not in _DEFAULT_PORTS or parts.path.strip("/") or parts.query or parts.fragment or "@" in parts.netloc:
+        if (
+            scheme not in _DEFAULT_PORTS
+            or parts.path.strip("/")
+            or parts.query
+            or parts.fragment
+            or "@" in parts.netloc
+        ):
             return None
         return split_host(parts.netloc, _DEFAULT_PORTS[scheme])
     except ValueError:
@@ -184,6 +195,7 @@ def _selecting_subprotocol(send: Any, protocol: str) -> Any:
         if message.get("type") == "websocket.accept" and not message.get("subprotocol"):
             message = {**message, "subprotocol": protocol}
         await send(message)
+
     return send_with_subprotocol
 
 

@@ -22,7 +22,7 @@ client leaves before it ended (the server is closed or stopped) ends as `client_
 left judged. With `trajectory=` (`progagent serve --trajectory FILE`) the episode is appended to a
 JSON-lines file as it ends, a trajectory that `harness.read_jsonl` reads like `progagent run`'s.
 
-    server = build_server("tasks/retail/restock_orders", scale="v0", seed=0, harness="ptc",
+    server = build_server("tasks/retail/restock_orders", scale="v0", seed=0, harness=DEFAULT_HARNESS,
                           trajectory="runs/mcp.jsonl")
     server.run_stdio()                       # or server.run_http(port=8765): http://127.0.0.1:8765/mcp
 
@@ -34,6 +34,7 @@ anyone else out of them. HTTP requests are checked for their
 Host and Origin headers on every bind address (DNS rebinding), and an optional bearer token is
 required of every request when given (`http_guard.py`, shared with the OpenEnv server).
 """
+
 from __future__ import annotations
 
 import hmac
@@ -44,7 +45,6 @@ import sys
 import threading
 from contextlib import contextmanager
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from io import TextIOWrapper
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -56,24 +56,15 @@ from mcp.server import Server
 from progagent_lib.harness.end_reasons import END_REASONS
 from progagent_lib.harness.episode import Episode, Limits
 from progagent_lib.harness.http_guard import RequestGuard, allowed_host_headers
-from progagent_lib.harness.session import ToolCall
-from progagent_lib.harness.spec import HarnessSpec, get_harness
+from progagent_lib.harness.spec import DEFAULT_HARNESS, HARNESSES, HarnessSpec, get_harness
 from progagent_lib.harness.trajectory import Trajectory, write_jsonl
+from progagent_lib.harness.turn import ToolCall, Turn
 from progagent_lib.task.task import Task, load_task
 from progagent_lib.textsafe import clean_text, clean_value
 
 SERVER_NAME = "progagent"
 MCP_POLICY_NAME = "mcp"  # the trajectory's `policy`: the model behind the MCP client is unknown to the server
 logger = logging.getLogger(__name__)
-
-
-@dataclass
-class ClientTurn:
-    """One tool call of the MCP client, as the episode takes a turn: the server sees no text around it."""
-
-    tool_calls: list[ToolCall]
-    text: str = ""
-    parse_errors: list[str] = field(default_factory=list)
 
 
 class HarnessMCPServer:
@@ -85,8 +76,14 @@ class HarnessMCPServer:
     `trajectory` is a JSON-lines file the episode is appended to when it ends (or None).
     """
 
-    def __init__(self, make_episode: Callable[[], Episode], *, name: str = SERVER_NAME,
-                 instructions: str | None = None, trajectory: str | Path | None = None):
+    def __init__(
+        self,
+        make_episode: Callable[[], Episode],
+        *,
+        name: str = SERVER_NAME,
+        instructions: str | None = None,
+        trajectory: str | Path | None = None,
+    ):
         self.trajectory_path = Path(trajectory) if trajectory is not None else None
         self.trajectory: Trajectory | None = None  # the scored episode, once it ended
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="progagent-episode")
@@ -100,17 +97,29 @@ class HarnessMCPServer:
             raise
         if instructions is None:  # what the model reads before its first call: the system prompt and the task
             t = self.episode.trajectory
-            instructions = (f"{self.episode.messages[0]['content']}\n\n# Task ({t.task_id}, scale {t.scale}, seed {t.seed})"
-                            f"\n\n{self.episode.env.instruction}")
-        self.server: Server = Server(name, version=_version(), instructions=instructions,
-                                     on_list_tools=self._list_tools, on_call_tool=self._call_tool)
+            instructions = (
+                f"{self.episode.messages[0]['content']}\n\n# Task ({t.task_id}, scale {t.scale}, seed {t.seed})"
+                f"\n\n{self.episode.env.instruction}"
+            )
+        self.server: Server = Server(
+            name,
+            version=_version(),
+            instructions=instructions,
+            on_list_tools=self._list_tools,
+            on_call_tool=self._call_tool,
+        )
 
     # -- MCP handlers -------------------------------------------------------------------------
     def tools(self) -> list[mcp_types.Tool]:
         """The episode's tool schemas (OpenAI function format) as MCP tools, unchanged."""
-        return [mcp_types.Tool(name=s["function"]["name"], description=s["function"].get("description", ""),
-                               input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}})
-                for s in self.episode.tools]
+        return [
+            mcp_types.Tool(
+                name=s["function"]["name"],
+                description=s["function"].get("description", ""),
+                input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}},
+            )
+            for s in self.episode.tools
+        ]
 
     async def _list_tools(self, ctx: Any, params: Any) -> mcp_types.ListToolsResult:
         return mcp_types.ListToolsResult(tools=self.tools())
@@ -130,8 +139,10 @@ class HarnessMCPServer:
                 self._owner = client
         if hmac.compare_digest(self._owner, client):
             return None
-        return _error_result("this server's episode belongs to another MCP session; one `progagent serve` serves one "
-                             "episode to one client. Start another server (another port) for another episode.")
+        return _error_result(
+            "this server's episode belongs to another MCP session; one `progagent serve` serves one "
+            "episode to one client. Start another server (another port) for another episode."
+        )
 
     def call(self, name: str, arguments: dict) -> mcp_types.CallToolResult:
         """Step the episode by one tool call (blocking) and translate what it observed."""
@@ -139,7 +150,7 @@ class HarnessMCPServer:
             return _error_result("this server has shut down; start a new `progagent serve` for another episode")
         try:
             return self._worker.submit(self._step, name, arguments).result()
-        except Exception as exc:  # noqa: BLE001 - the episode handles model mistakes; this is the machinery failing
+        except Exception as exc:
             logger.exception("tool call %r failed inside the harness", name)
             return _error_result(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
 
@@ -149,38 +160,55 @@ class HarnessMCPServer:
         if episode.finished:
             return _error_result(ended_message(episode.end_reason))
         try:
-            message, *follow_up = episode.add_turn(ClientTurn([ToolCall(name=name, arguments=arguments)]))
+            message, *follow_up = episode.add_turn(Turn(tool_calls=[ToolCall(name=name, arguments=arguments)]))
         except Exception as exc:  # the machinery failed, not the model: the episode ends errored, as in training
             episode.fail(f"the harness failed to run {name}: {type(exc).__name__}: {exc}")
             try:
                 self._finish()
-            except Exception:  # noqa: BLE001 - the first failure is the one the client is told
+            except Exception:
                 logger.exception("the errored episode could not be scored or written")
             raise
         text = message["content"]  # the observation as it entered the context (cut by the episode's limits)
-        if follow_up:   # a scripted user's next message (an environment with several user turns): the client reads it here
+        if (
+            follow_up
+        ):  # a scripted user's next message (an environment with several user turns): the client reads it here
             text += "".join(f"\n\n[user] {m['content']}" for m in follow_up)
         observations = episode.last_observations
         observation = observations[-1] if observations else None
         is_error = observation.is_error if observation is not None else True  # None: refused over the budget
         structured = None
-        if observation is not None and isinstance(observation.value, dict) and not is_error \
-                and text == observation.content:
+        if (
+            observation is not None
+            and isinstance(observation.value, dict)
+            and not is_error
+            and text == observation.content
+        ):
             # a direct task-tool result as data too (an object, as every MCP version allows); not when the
             # observation was cut: the data would carry what the cut kept out of the context
             structured = observation.value
         if episode.finished:
             trajectory = self._finish()
             # The verdict goes to the MCP client (the evaluator driving the episode), as data and as text.
-            structured = {"reward": trajectory.reward, "score": trajectory.score, "criteria": trajectory.criteria,
-                          "final_answer": trajectory.final_answer, "end_reason": trajectory.end_reason}
+            structured = {
+                "reward": trajectory.reward,
+                "score": trajectory.score,
+                "criteria": trajectory.criteria,
+                "final_answer": trajectory.final_answer,
+                "end_reason": trajectory.end_reason,
+            }
             verdict = episode.session.result
-            summary = verdict.summary() if verdict is not None and episode.end_reason == "claim_done" else \
-                f"[{ended_message(trajectory.end_reason)} The state as left: R={trajectory.reward:g}, " \
+            summary = (
+                verdict.summary()
+                if verdict is not None and episode.end_reason == "claim_done"
+                else f"[{ended_message(trajectory.end_reason)} The state as left: R={trajectory.reward:g}, "
                 f"R~={trajectory.score:.3f}]"
+            )
             text = f"{text}\n\n{summary}"
-        return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=clean_text(text))],
-                                        structured_content=clean_value(structured), is_error=bool(is_error))
+        return mcp_types.CallToolResult(
+            content=[mcp_types.TextContent(type="text", text=clean_text(text))],
+            structured_content=clean_value(structured),
+            is_error=bool(is_error),
+        )
 
     def _finish(self) -> Trajectory:
         """Score the ended episode, release its environment and kernel, and append its trajectory to the file."""
@@ -204,8 +232,15 @@ class HarnessMCPServer:
             finally:
                 self.close()
 
-    def http_app(self, host: str = "127.0.0.1", path: str = "/mcp", *, port: int | None = None,
-                 allowed_hosts: Sequence[str] = (), token: str | None = None):
+    def http_app(
+        self,
+        host: str = "127.0.0.1",
+        path: str = "/mcp",
+        *,
+        port: int | None = None,
+        allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+    ):
         """The streamable-HTTP ASGI app (Starlette), for embedding or for `run_http`.
 
         Host and Origin headers are checked whatever the bind address (`allowed_host_headers`);
@@ -219,16 +254,28 @@ class HarnessMCPServer:
         app = self.server.streamable_http_app(streamable_http_path=path, host=host, transport_security=unchecked)
         return RequestGuard(app, allowed_hosts=allowed_host_headers(host, port, allowed_hosts), token=token)
 
-    def run_http(self, host: str = "127.0.0.1", port: int = 8765, path: str = "/mcp", log_level: str = "warning", *,
-                 allowed_hosts: Sequence[str] = (), token: str | None = None) -> None:
+    def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8765,
+        path: str = "/mcp",
+        log_level: str = "warning",
+        *,
+        allowed_hosts: Sequence[str] = (),
+        token: str | None = None,
+    ) -> None:
         """Serve streamable HTTP at http://HOST:PORT/PATH until interrupted (blocking)."""
         import uvicorn
 
         # uvicorn re-raises a SIGTERM after its own shutdown; as SystemExit it lets us close the episode.
         with _sigterm_exits():
             try:
-                uvicorn.run(self.http_app(host, path, port=port, allowed_hosts=allowed_hosts, token=token),
-                            host=host, port=port, log_level=log_level)
+                uvicorn.run(
+                    self.http_app(host, path, port=port, allowed_hosts=allowed_hosts, token=token),
+                    host=host,
+                    port=port,
+                    log_level=log_level,
+                )
             finally:
                 self.close()
 
@@ -249,7 +296,7 @@ class HarnessMCPServer:
             if not self.episode.finished and self.trajectory_path is not None:
                 self.episode.client_left()
                 self._finish()
-        except Exception:  # noqa: BLE001 - closing must go on: the kernel and the copy are released below
+        except Exception:
             logger.exception("the episode left by its client could not be scored or written")
         finally:
             self.episode.close()
@@ -263,15 +310,27 @@ class HarnessMCPServer:
 
 def ended_message(end_reason: str) -> str:
     """What a call after the end of the episode is told."""
-    return (f"The episode has ended ({end_reason}: {END_REASONS.get(end_reason, 'ended')}). No more tool calls "
-            "are accepted; start a new `progagent serve` for another episode.")
+    return (
+        f"The episode has ended ({end_reason}: {END_REASONS.get(end_reason, 'ended')}). No more tool calls "
+        "are accepted; start a new `progagent serve` for another episode."
+    )
 
 
-def build_server(task: Task | str | Path, scale: str = "v0", seed: int = 0, harness: str | HarnessSpec = "ptc", *,
-                 error_mode: str = "is_error", mcp_servers: Sequence[str] = (), name: str = SERVER_NAME,
-                 limits: Limits | None = None, trajectory: str | Path | None = None,
-                 system_prompt: str | Path | None = None, policy_name: str = MCP_POLICY_NAME,
-                 **session_kwargs: Any) -> HarnessMCPServer:
+def build_server(
+    task: Task | str | Path,
+    scale: str = "v0",
+    seed: int = 0,
+    harness: str | HarnessSpec = DEFAULT_HARNESS,
+    *,
+    error_mode: str = "is_error",
+    mcp_servers: Sequence[str] = (),
+    name: str = SERVER_NAME,
+    limits: Limits | None = None,
+    trajectory: str | Path | None = None,
+    system_prompt: str | Path | None = None,
+    policy_name: str = MCP_POLICY_NAME,
+    **session_kwargs: Any,
+) -> HarnessMCPServer:
     """Instantiate the task at (scale, seed) and serve one episode of it under `harness`.
 
     The episode is the one `progagent run` plays (`harness.episode.Episode`): `limits` default to the task's
@@ -284,20 +343,32 @@ def build_server(task: Task | str | Path, scale: str = "v0", seed: int = 0, harn
     task = task if isinstance(task, Task) else load_task(task)
     spec = get_harness(harness) if isinstance(harness, str) else harness
     if mcp_servers and not spec.programmatic:
-        raise ValueError(f"external MCP servers are reachable only from programs, which the {spec.name!r} harness "
-                         "does not offer; use harness 'ptc' or 'hybrid'")
+        offering = [name for name, other in HARNESSES.items() if other.programmatic]
+        raise ValueError(
+            f"external MCP servers are reachable only from programs, which the {spec.name!r} harness "
+            f"does not offer; use a harness that does: {', '.join(offering)}"
+        )
     kwargs = dict(session_kwargs)
     if mcp_servers:
         kwargs["mcp_servers"] = list(mcp_servers)
 
     def make_episode() -> Episode:
-        episode = Episode(task, scale, seed, spec, limits=limits or Limits.for_task(task), policy_name=policy_name,
-                          error_mode=error_mode, system_prompt=system_prompt, session_kwargs=kwargs)
+        episode = Episode(
+            task,
+            scale,
+            seed,
+            spec,
+            limits=limits or Limits.for_task(task),
+            policy_name=policy_name,
+            error_mode=error_mode,
+            system_prompt=system_prompt,
+            session_kwargs=kwargs,
+        )
         try:
             if spec.programmatic:
                 # Start the kernel now: a sandbox or MCP-server problem shows when the server starts,
                 # not as the first program's error, and the first program does not wait for a kernel.
-                episode.session.runtime  # noqa: B018
+                episode.session.runtime  # noqa: B018 - the property starts the kernel
             return episode
         except BaseException:
             episode.close()
@@ -306,19 +377,44 @@ def build_server(task: Task | str | Path, scale: str = "v0", seed: int = 0, harn
     return HarnessMCPServer(make_episode, name=name, trajectory=trajectory)
 
 
-def serve_command(task: Task | str | Path, scale: str = "v0", seed: int = 0, harness: str = "ptc", *,
-                  transport: str = "stdio", port: int | None = None, error_mode: str = "is_error",
-                  mcp_servers: Sequence[str] = (), python: str | None = None,
-                  trajectory: str | Path | None = None) -> list[str]:
+def serve_command(
+    task: Task | str | Path,
+    scale: str = "v0",
+    seed: int = 0,
+    harness: str = DEFAULT_HARNESS,
+    *,
+    transport: str = "stdio",
+    port: int | None = None,
+    error_mode: str = "is_error",
+    mcp_servers: Sequence[str] = (),
+    python: str | None = None,
+    trajectory: str | Path | None = None,
+) -> list[str]:
     """The argv of `progagent serve` for these settings, to start the server as a subprocess.
 
-    E.g. `MCPToolSource(serve_command("tasks/retail/restock_orders", harness="dtc"))`, or the
+    E.g. `MCPToolSource(serve_command("tasks/retail/restock_orders", harness=spec.BASELINE_HARNESS))`, or the
     command and args of the SDK's `StdioServerParameters`. `trajectory`: the JSON-lines file the
     episode is appended to when it ends.
     """
     task_path = str(task.root if isinstance(task, Task) else task)
-    argv = [python or sys.executable, "-m", "progagent_lib.cli", "serve", "--task", task_path, "--scale", scale,
-            "--seed", str(seed), "--harness", harness, "--transport", transport, "--error-mode", error_mode]
+    argv = [
+        python or sys.executable,
+        "-m",
+        "progagent_lib.cli",
+        "serve",
+        "--task",
+        task_path,
+        "--scale",
+        scale,
+        "--seed",
+        str(seed),
+        "--harness",
+        harness,
+        "--transport",
+        transport,
+        "--error-mode",
+        error_mode,
+    ]
     if port is not None:
         argv += ["--port", str(port)]
     for server in mcp_servers:
@@ -389,7 +485,9 @@ def _mcp_session_id(ctx: Any) -> str | None:
 
 
 def _error_result(message: str) -> mcp_types.CallToolResult:
-    return mcp_types.CallToolResult(content=[mcp_types.TextContent(type="text", text=clean_text(message))], is_error=True)
+    return mcp_types.CallToolResult(
+        content=[mcp_types.TextContent(type="text", text=clean_text(message))], is_error=True
+    )
 
 
 def _version() -> str:
@@ -399,4 +497,3 @@ def _version() -> str:
         return version("progagent-workbench")
     except Exception:  # noqa: BLE001 - an uninstalled checkout still serves
         return "0"
-

@@ -1,4 +1,6 @@
-"""What a trajectory measures: tokens that enter the context, and the structure of PTC programs."""
+"""What a trajectory measures: the episode's counters, tokens that enter the context, and the structure of PTC
+programs."""
+
 from __future__ import annotations
 
 import ast
@@ -9,6 +11,35 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..pyast import parse as parse_python
+
+# --- the episode's counters -------------------------------------------------------------------------
+
+# Every episode's counters (fields of the Trajectory, kept by Episode for every path), one definition each. This is the
+# one list the adapters (TRL, OpenEnv, verifiers) report, the exports carry and the batch summary averages.
+EPISODE_METRICS: dict[str, str] = {
+    "turns": "assistant turns the episode received",
+    "model_tool_calls": "tool calls the model issued and the harness ran (a program counts once)",
+    "tool_calls": "task-tool calls those caused, direct or inside programs",
+    "tool_output_tokens": "tokens of the observation texts that entered the context (tool results, parse and budget "
+    "feedback), each counted alone with the episode's token counter, no chat markup",
+    "context_tokens": "the context's size at the end: the exact count whenever the generator reports one (a turn's "
+    "prompt + completion tokens, the token adapter's rendered context), plus the counter's estimate "
+    "of what was added since",
+    "runtime_errors": "programs that raised",
+    "timeouts": "calls that timed out",
+    "malformed_calls": "tool-call blocks the parser could not read",
+}
+
+
+# What every adapter reports of one episode, in this order: the verifier's reward R and score R~, then the counters.
+EPISODE_REPORT: tuple[str, ...] = ("reward", "score", *EPISODE_METRICS)
+
+
+def episode_report(trajectory: Any) -> dict[str, float]:
+    """One episode (a Trajectory) in numbers, as every adapter reports it: EPISODE_REPORT's fields (the same names in
+    TRL's logs, OpenEnv's observations, verifiers' metrics and the exports)."""
+    return {name: getattr(trajectory, name) for name in EPISODE_REPORT}
+
 
 # --- token counting ---------------------------------------------------------------------------------
 
@@ -55,21 +86,22 @@ class TokenCounter:
 
 # --- PTC program structure --------------------------------------------------------------------------
 
+
 @dataclass
 class ProgramStructure:
     """What a program submitted to programmatic_tool_call is built from (static analysis with `ast`)."""
 
-    parsed: bool = True            # False when the code is not valid Python
+    parsed: bool = True  # False when the code is not valid Python
     lines: int = 0
-    loops: int = 0                 # for / while (async included)
-    conditionals: int = 0          # if statements, conditional expressions and comprehension filters
-    try_blocks: int = 0            # try/except
-    comprehensions: int = 0        # list / set / dict comprehensions and generator expressions
-    functions: int = 0             # def / lambda
-    tool_call_sites: int = 0       # places where the program calls tools.<name>(...) or tools["name"](...)
+    loops: int = 0  # for / while (async included)
+    conditionals: int = 0  # if statements, conditional expressions and comprehension filters
+    try_blocks: int = 0  # try/except
+    comprehensions: int = 0  # list / set / dict comprehensions and generator expressions
+    functions: int = 0  # def / lambda
+    tool_call_sites: int = 0  # places where the program calls tools.<name>(...) or tools["name"](...)
     tool_names: list[str] = field(default_factory=list)
     prints: int = 0
-    dtc_like: bool = False         # one tool call, no control flow, its result printed whole
+    dtc_like: bool = False  # one tool call, no control flow, its result printed whole
 
     @property
     def control_flow(self) -> bool:
@@ -91,7 +123,7 @@ _PARSE_LOCK = threading.Lock()  # CPython 3.11.7's parser is not safe across thr
 
 
 def analyze_program(code: str) -> ProgramStructure:
-    structure = ProgramStructure(lines=len([l for l in code.splitlines() if l.strip()]))
+    structure = ProgramStructure(lines=len([line for line in code.splitlines() if line.strip()]))
     try:
         with _PARSE_LOCK:
             tree = parse_python(code)
@@ -119,27 +151,44 @@ def analyze_program(code: str) -> ProgramStructure:
             elif isinstance(node.func, ast.Name) and node.func.id == "print":
                 structure.prints += 1
     structure.tool_call_sites = len(tool_calls)
-    structure.dtc_like = (len(tool_calls) == 1 and not structure.control_flow and not structure.functions
-                          and _prints_whole(tree, tool_calls[0]))
+    structure.dtc_like = (
+        len(tool_calls) == 1
+        and not structure.control_flow
+        and not structure.functions
+        and _prints_whole(tree, tool_calls[0])
+    )
     return structure
 
 
 def _prints_whole(tree: ast.Module, call: ast.Call) -> bool:
     """Is the tool call's result shown whole: `print(tools.x())`, `r = tools.x(); print(r)`, or a bare last expression."""
-    names = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and node.value is call
-             for t in node.targets if isinstance(t, ast.Name)}
+    names = {
+        t.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and node.value is call
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
 
     def is_whole(expr: ast.AST) -> bool:
         if expr is call or (isinstance(expr, ast.Name) and expr.id in names):
             return True
         # json.dumps(r) / pprint-like wrappers around the whole value still print all of it
-        return (isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Attribute, ast.Name))
-                and (getattr(expr.func, "attr", None) or getattr(expr.func, "id", None)) in ("dumps", "pformat", "str", "repr")
-                and len(expr.args) >= 1 and is_whole(expr.args[0]))
+        return (
+            isinstance(expr, ast.Call)
+            and isinstance(expr.func, (ast.Attribute, ast.Name))
+            and (getattr(expr.func, "attr", None) or getattr(expr.func, "id", None))
+            in ("dumps", "pformat", "str", "repr")
+            and len(expr.args) >= 1
+            and is_whole(expr.args[0])
+        )
 
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, (ast.Name, ast.Attribute)) and \
-                (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in ("print", "pprint"):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, (ast.Name, ast.Attribute))
+            and (getattr(node.func, "id", None) or getattr(node.func, "attr", None)) in ("print", "pprint")
+        ):
             if any(is_whole(arg) for arg in node.args):
                 return True
     last = tree.body[-1] if tree.body else None

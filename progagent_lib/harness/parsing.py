@@ -16,13 +16,14 @@ and Llama-3-style bare JSON objects (`{"name": ..., "parameters": {...}}`, optio
 A block that cannot be read becomes an entry in `ParsedTurn.errors` (the episode goes on and the model
 is told what was wrong); it never raises.
 """
+
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
 
-from .session import ToolCall
+from .turn import ToolCall
 
 TOOL_CALL_OPEN = "<tool_call>"
 TOOL_CALL_CLOSE = "</tool_call>"
@@ -36,10 +37,10 @@ _PARAMETER = re.compile(r"<parameter=([^>\s]+)\s*>(.*?)(?:</parameter>|(?=<param
 class ParsedTurn:
     """One model turn split into its parts."""
 
-    content: str                                   # the text outside tool-call blocks (and outside <think>)
+    content: str  # the text outside tool-call blocks (and outside <think>)
     tool_calls: list[ToolCall] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # one message per malformed block, written for the model
-    reasoning: str = ""                            # text inside <think>...</think>, if any
+    reasoning: str = ""  # text inside <think>...</think>, if any
 
 
 def parse_tool_calls(text: str, tools: list[dict] | None = None) -> ParsedTurn:
@@ -52,7 +53,7 @@ def parse_tool_calls(text: str, tools: list[dict] | None = None) -> ParsedTurn:
     think = _THINK.match(text)
     if think and "</think>" in text:
         reasoning = think.group(1).strip()
-        text = text[think.end():]
+        text = text[think.end() :]
     calls: list[ToolCall] = []
     errors: list[str] = []
     if TOOL_CALL_OPEN not in text:
@@ -64,8 +65,10 @@ def parse_tool_calls(text: str, tools: list[dict] | None = None) -> ParsedTurn:
         closed = match.group(0).rstrip().endswith(TOOL_CALL_CLOSE)
         where = f"tool call #{index + 1}"
         if not closed:
-            errors.append(f"{where} has no closing {TOOL_CALL_CLOSE} tag; write each call as "
-                          f"{TOOL_CALL_OPEN}{{\"name\": ..., \"arguments\": {{...}}}}{TOOL_CALL_CLOSE}.")
+            errors.append(
+                f"{where} has no closing {TOOL_CALL_CLOSE} tag; write each call as "
+                f'{TOOL_CALL_OPEN}{{"name": ..., "arguments": {{...}}}}{TOOL_CALL_CLOSE}.'
+            )
             continue
         parsed = _parse_xml(body, tools) if body.lstrip().startswith("<") else _parse_json_calls(body)
         if isinstance(parsed, str):
@@ -92,8 +95,10 @@ def _parse_bare_json(text: str, tools: list[dict] | None) -> list[ToolCall] | No
         return None
     items = data if isinstance(data, list) else [data]
     offered = {(s.get("function", s) or {}).get("name") for s in tools} if tools else None
-    if not items or not all(isinstance(i, dict) and isinstance(i.get("name"), str) and
-                            ("arguments" in i or "parameters" in i) for i in items):
+    if not items or not all(
+        isinstance(i, dict) and isinstance(i.get("name"), str) and ("arguments" in i or "parameters" in i)
+        for i in items
+    ):
         return None
     if offered is not None and not all(i["name"] in offered for i in items):
         return None
@@ -111,8 +116,10 @@ def _parse_json_calls(body: str) -> ToolCall | list[ToolCall] | str:
     try:
         data = json.loads(body)
     except json.JSONDecodeError as exc:
-        return f"the block is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); expected " \
-               "{\"name\": \"TOOL\", \"arguments\": {...}}."
+        return (
+            f"the block is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); expected "
+            '{"name": "TOOL", "arguments": {...}}.'
+        )
     if isinstance(data, list):
         if not data:
             return "the block holds an empty list of calls."
@@ -128,7 +135,7 @@ def _parse_json_calls(body: str) -> ToolCall | list[ToolCall] | str:
 
 def _call_from_object(data) -> ToolCall | str:
     if not isinstance(data, dict) or not isinstance(data.get("name"), str) or not data["name"]:
-        return "the JSON must be an object with a string \"name\" and an object \"arguments\"."
+        return 'the JSON must be an object with a string "name" and an object "arguments".'
     arguments = data.get("arguments", data.get("parameters", {}))
     if isinstance(arguments, str):  # some models send the arguments as a JSON string
         try:

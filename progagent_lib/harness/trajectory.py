@@ -3,6 +3,7 @@
 Trajectories are written one per line as JSON (`write_jsonl` appends, so a batch run can be killed and
 resumed) and read back with `read_jsonl`.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,22 +16,21 @@ from typing import Iterable, Iterator
 from ..textsafe import escape_controls_in_json
 from .end_reasons import is_errored, is_truncated
 from .metrics import ProgramStructure
+from .turn import ToolCall
 
 
-@dataclass
-class CallRecord:
-    """One tool call the model made, and what came of it."""
+@dataclass(kw_only=True)
+class CallRecord(ToolCall):
+    """One tool call the model made (its name, arguments and id, a ToolCall) and what came of it."""
 
-    turn: int                     # index of the assistant turn that made the call
-    name: str
-    arguments: dict
-    observation: str              # the text that entered the context
+    turn: int  # index of the assistant turn that made the call
+    observation: str  # the text that entered the context
     observation_tokens: int
     seconds: float
     is_error: bool
-    kind: str                     # "task_tool" | "program" | "terminal" | "claim_done" | "invalid" | "malformed"
-    task_tool_calls: int = 0      # task-tool calls it caused (1 for a direct call, N inside a program)
-    runtime_error: bool = False   # a program raised
+    kind: str  # "task_tool" | "program" | "terminal" | "claim_done" | "invalid" | "malformed"
+    task_tool_calls: int = 0  # task-tool calls it caused (1 for a direct call, N inside a program)
+    runtime_error: bool = False  # a program raised
     timed_out: bool = False
     kernel_restarted: bool = False
     program: ProgramStructure | None = None  # for programmatic_tool_call
@@ -45,28 +45,28 @@ class Trajectory:
     seed: int
     harness: str
     policy: str
-    sample: int = 0                       # index among the K samples of the same (task, scale, seed, harness)
-    instruction: str = ""                 # the instance's rendered instruction (the first user message)
+    sample: int = 0  # index among the K samples of the same (task, scale, seed, harness)
+    instruction: str = ""  # the instance's rendered instruction (the first user message)
     params: dict = field(default_factory=dict)  # the instance's parameters (generator.params); {} for a task without
-    messages: list[dict] = field(default_factory=list)   # OpenAI chat format
-    tools: list[dict] = field(default_factory=list)      # the schemas the model saw
+    messages: list[dict] = field(default_factory=list)  # OpenAI chat format
+    tools: list[dict] = field(default_factory=list)  # the schemas the model saw
     calls: list[CallRecord] = field(default_factory=list)
     final_answer: str | None = None
-    reward: float = 0.0                   # R: 1 iff every criterion passed
-    score: float = 0.0                    # R~: weighted share of criteria passed
+    reward: float = 0.0  # R: 1 iff every criterion passed
+    score: float = 0.0  # R~: weighted share of criteria passed
     criteria: list[dict] = field(default_factory=list)
-    end_reason: str = ""                  # one of harness.end_reasons.END_REASONS
+    end_reason: str = ""  # one of harness.end_reasons.END_REASONS
     turns: int = 0
-    tool_output_tokens: int = 0           # tokens of tool observations that entered the context
-    context_tokens: int = 0               # the context's size at the end (prompt + everything generated)
-    tool_calls: int = 0                   # task-tool calls, direct and inside programs
-    model_tool_calls: int = 0             # tool calls the model issued (programs count once)
-    runtime_errors: int = 0               # programs that raised
+    tool_output_tokens: int = 0  # tokens of tool observations that entered the context
+    context_tokens: int = 0  # the context's size at the end (prompt + everything generated)
+    tool_calls: int = 0  # task-tool calls, direct and inside programs
+    model_tool_calls: int = 0  # tool calls the model issued (programs count once)
+    runtime_errors: int = 0  # programs that raised
     timeouts: int = 0
-    malformed_calls: int = 0              # tool-call blocks the parser could not read
-    token_counter: str = ""               # how tokens were counted ("tokenizer:NAME" or "approx-bpe")
+    malformed_calls: int = 0  # tool-call blocks the parser could not read
+    token_counter: str = ""  # how tokens were counted ("tokenizer:NAME" or "approx-bpe")
     seconds: float = 0.0
-    error: str = ""                       # a policy failure that ended the episode
+    error: str = ""  # a policy failure that ended the episode
 
     @property
     def key(self) -> str:
@@ -90,10 +90,6 @@ class Trajectory:
     @property
     def dtc_like_programs(self) -> int:
         return sum(p.dtc_like for p in self.programs)
-
-    def _repr_html_(self) -> str:  # shown by Jupyter
-        from .view import trajectory_html
-        return trajectory_html(self)
 
     # --- JSON ------------------------------------------------------------------------------------
     def to_dict(self) -> dict:
@@ -162,8 +158,11 @@ def iter_jsonl(path: str | Path) -> Iterator[Trajectory]:
             try:
                 yield Trajectory.from_json(raw.decode("utf-8"))
             except (UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError, AttributeError) as exc:
-                warnings.warn(f"{path}:{number}: skipped a line that is not a whole trajectory (a killed run?): "
-                              f"{type(exc).__name__}", stacklevel=2)
+                warnings.warn(
+                    f"{path}:{number}: skipped a line that is not a whole trajectory (a killed run?): "
+                    f"{type(exc).__name__}",
+                    stacklevel=2,
+                )
 
 
 def read_jsonl(path: str | Path) -> list[Trajectory]:

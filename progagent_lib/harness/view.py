@@ -5,21 +5,24 @@ highlighted, sizes shown), and a whole JSON-lines file as one self-contained pag
 Everything a trajectory holds came from a model, a kernel or a tool, so it is hostile: every text is cleaned of
 control characters and HTML-escaped before it reaches the page, long texts are cut with a visible marker, and the
 page's own policy (CSP) lets run only its one script, by hash, and fetch nothing.
+
+A notebook shows a `Trajectory` as `trajectory_html`: `show_in_notebooks` tells IPython so (the harness package calls
+it when imported inside IPython), which leaves the record itself free of HTML and of this module.
 """
+
 from __future__ import annotations
 
 import base64
 import hashlib
 import html
 import json
-from typing import TYPE_CHECKING, Callable, Iterable
+import sys
+from typing import Any, Callable, Iterable
 
 from ..textsafe import clean_text
-from .export import episode_metrics
+from .export import episode_overview
 from .spec import PROGRAMMATIC_TOOL_CALL
-
-if TYPE_CHECKING:   # trajectory.py imports this module to show itself: no import back at run time
-    from .trajectory import Trajectory
+from .trajectory import Trajectory
 
 _TRAJECTORY_CSS = """
 .pa-traj {font-family: system-ui, sans-serif; font-size: 13px; max-width: 1000px}
@@ -56,21 +59,43 @@ def _code(code: str, language: str = "python") -> str:
         return f"<pre>{html.escape(code)}</pre>"
 
 
+def show_in_notebooks(formatter: Any = None) -> bool:
+    """Have IPython show every `Trajectory` as `trajectory_html`. `formatter`: an IPython `DisplayFormatter`, by default
+    the running shell's; returns False (nothing done) outside IPython."""
+    if formatter is None:
+        ipython = sys.modules.get("IPython")  # loaded by every Jupyter kernel; never imported here for nothing
+        shell = ipython.get_ipython() if ipython is not None else None
+        if shell is None:
+            return False
+        formatter = shell.display_formatter
+    formatter.formatters["text/html"].for_type(Trajectory, trajectory_html)
+    return True
+
+
 def trajectory_html(trajectory: Trajectory, max_observation_chars: int = 5000, *, style: bool = True) -> str:
     """The episode as HTML: header with the verdict and metrics, then each turn with its calls. Every text longer
     than `max_observation_chars` (an observation, a program, the model's text) is cut with a marker, and every
     value is escaped, numbers too (a file read back may hold anything where a number belongs).
     `style=False` leaves the stylesheet out (a page holding many episodes carries it once)."""
     t, limit = trajectory, max_observation_chars
-    head = (f"<b>{_shown(t.task_id)}</b> · {_value(t.scale)} · seed {_value(t.seed)} · {_value(t.harness)} · "
-            f"{_value(t.policy)} — R={t.reward:.0f}, R~={t.score:.2f}, ended by {_value(t.end_reason)}<br>"
-            f"<span class='meta'>{_value(t.turns)} turns · {_value(t.model_tool_calls)} model tool calls · "
-            f"{_value(t.tool_calls)} task-tool calls · {_value(t.tool_output_tokens)} tool-output tokens "
-            f"({_value(t.token_counter)}) · {_value(t.runtime_errors)} runtime errors · {t.seconds:.1f} s</span>"
-            + (f"<br><span class='meta'>instance parameters: {_shown(_cut(json.dumps(t.params, ensure_ascii=False), limit))}"
-               "</span>" if t.params else ""))
-    criteria = "".join(f"<li>{'✔' if c['passed'] else '✘'} {_value(c['name'])} "
-                       f"<span class='meta'>{_shown(_cut(str(c.get('detail', '')), limit))}</span></li>" for c in t.criteria)
+    head = (
+        f"<b>{_shown(t.task_id)}</b> · {_value(t.scale)} · seed {_value(t.seed)} · {_value(t.harness)} · "
+        f"{_value(t.policy)} — R={t.reward:.0f}, R~={t.score:.2f}, ended by {_value(t.end_reason)}<br>"
+        f"<span class='meta'>{_value(t.turns)} turns · {_value(t.model_tool_calls)} model tool calls · "
+        f"{_value(t.tool_calls)} task-tool calls · {_value(t.tool_output_tokens)} tool-output tokens "
+        f"({_value(t.token_counter)}) · {_value(t.runtime_errors)} runtime errors · {t.seconds:.1f} s</span>"
+        + (
+            f"<br><span class='meta'>instance parameters: {_shown(_cut(json.dumps(t.params, ensure_ascii=False), limit))}"
+            "</span>"
+            if t.params
+            else ""
+        )
+    )
+    criteria = "".join(
+        f"<li>{'✔' if c['passed'] else '✘'} {_value(c['name'])} "
+        f"<span class='meta'>{_shown(_cut(str(c.get('detail', '')), limit))}</span></li>"
+        for c in t.criteria
+    )
     blocks = [f"<details><summary>Prompt</summary><pre>{_shown(_cut(_user_prompt(t), limit))}</pre></details>"]
     calls_by_turn: dict[int, list] = {}
     for call in t.calls:
@@ -86,10 +111,14 @@ def trajectory_html(trajectory: Trajectory, max_observation_chars: int = 5000, *
         if message.get("content"):
             parts.append(f"<pre>{_shown(_cut(str(message['content']), limit))}</pre>")
         parts += [_call_html(call, limit) for call in calls]
-        blocks.append(f"<details><summary>Turn {index + 1}: {_shown(_cut(names, limit))} "
-                      f"<span class='meta'>({_value(tokens)} observation tokens)</span></summary>{''.join(parts)}</details>")
-    return (f"{_STYLE if style else ''}<div class='pa-traj'><p>{head}</p>{''.join(blocks)}"
-            f"<p>Final answer: <code>{_shown(_cut(t.final_answer or '', limit))}</code></p><ul>{criteria}</ul></div>")
+        blocks.append(
+            f"<details><summary>Turn {index + 1}: {_shown(_cut(names, limit))} "
+            f"<span class='meta'>({_value(tokens)} observation tokens)</span></summary>{''.join(parts)}</details>"
+        )
+    return (
+        f"{_STYLE if style else ''}<div class='pa-traj'><p>{head}</p>{''.join(blocks)}"
+        f"<p>Final answer: <code>{_shown(_cut(t.final_answer or '', limit))}</code></p><ul>{criteria}</ul></div>"
+    )
 
 
 def _call_html(call, limit: int) -> str:
@@ -98,15 +127,23 @@ def _call_html(call, limit: int) -> str:
     if call.name == PROGRAMMATIC_TOOL_CALL:
         shown = _code(_cut(str(call.arguments.get("code", "")), limit))
         p = call.program
-        note = (f" · {_value(p.loops)} loops, {_value(p.conditionals)} ifs, {_value(p.try_blocks)} try, "
-                f"{_value(call.task_tool_calls)} tool calls{' · DTC-like' if p.dtc_like else ''}") if p else ""
+        note = (
+            (
+                f" · {_value(p.loops)} loops, {_value(p.conditionals)} ifs, {_value(p.try_blocks)} try, "
+                f"{_value(call.task_tool_calls)} tool calls{' · DTC-like' if p.dtc_like else ''}"
+            )
+            if p
+            else ""
+        )
     else:
         shown = f"<pre>{_shown(_cut(json.dumps(call.arguments, ensure_ascii=False, indent=1), limit))}</pre>"
         note = ""
-    return (f"<div><b{flag}>{_value(call.name)}</b><span class='meta'>{note}</span>{shown}"
-            f"<details><summary{flag}>observation <span class='meta'>{_value(call.observation_tokens)} tokens · "
-            f"{len(call.observation)} chars · {call.seconds:.2f} s</span></summary>"
-            f"<pre{flag}>{_shown(_cut(call.observation, limit))}</pre></details></div>")
+    return (
+        f"<div><b{flag}>{_value(call.name)}</b><span class='meta'>{note}</span>{shown}"
+        f"<details><summary{flag}>observation <span class='meta'>{_value(call.observation_tokens)} tokens · "
+        f"{len(call.observation)} chars · {call.seconds:.2f} s</span></summary>"
+        f"<pre{flag}>{_shown(_cut(call.observation, limit))}</pre></details></div>"
+    )
 
 
 def _value(value) -> str:
@@ -120,11 +157,11 @@ def _user_prompt(t: Trajectory) -> str:
 
 # --- the page `progagent view` writes ---------------------------------------------------------------------------
 
-PAGE_OBSERVATION_CHARS = 4000          # per text in the page (observations, programs, model text); the rest is cut
-PAGE_MAX_BYTES = 32 * 1024 * 1024      # turn views stop being rendered past this; the list still shows every episode
-PAGE_MAX_EPISODES = 20_000             # episodes listed at most (a list row is ~0.5 KB)
+PAGE_OBSERVATION_CHARS = 4000  # per text in the page (observations, programs, model text); the rest is cut
+PAGE_MAX_BYTES = 32 * 1024 * 1024  # turn views stop being rendered past this; the list still shows every episode
+PAGE_MAX_EPISODES = 20_000  # episodes listed at most (a list row is ~0.5 KB)
 FILTERS = (("task", "task_id"), ("harness", "harness"), ("stage", "stage"), ("verdict", "verdict"))
-NONE_SHOWN = "—"   # an empty value (no stage) as the list and the filters show it: "" is the filters' "all"
+NONE_SHOWN = "—"  # an empty value (no stage) as the list and the filters show it: "" is the filters' "all"
 
 _PAGE_CSS = """
 body {font-family: system-ui, sans-serif; font-size: 13px; margin: 0; color: #222}
@@ -194,13 +231,21 @@ def content_security_policy(script: str = _PAGE_JS) -> str:
     """The page may run only its own script (by hash), apply inline styles and fetch nothing at all: even text that
     slipped past escaping could neither run nor reach the network."""
     digest = base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii")
-    return (f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
-            "base-uri 'none'; form-action 'none'")
+    return (
+        f"default-src 'none'; script-src 'sha256-{digest}'; style-src 'unsafe-inline'; img-src data:; "
+        "base-uri 'none'; form-action 'none'"
+    )
 
 
-def trajectories_page(trajectories: Iterable[Trajectory], *, title: str = "trajectories",
-                      max_observation_chars: int = PAGE_OBSERVATION_CHARS, max_bytes: int = PAGE_MAX_BYTES,
-                      max_episodes: int = PAGE_MAX_EPISODES, count_skipped: Callable[[], int] = lambda: 0) -> str:
+def trajectories_page(
+    trajectories: Iterable[Trajectory],
+    *,
+    title: str = "trajectories",
+    max_observation_chars: int = PAGE_OBSERVATION_CHARS,
+    max_bytes: int = PAGE_MAX_BYTES,
+    max_episodes: int = PAGE_MAX_EPISODES,
+    count_skipped: Callable[[], int] = lambda: 0,
+) -> str:
     """Trajectories as one self-contained HTML page: a list of episodes (task, harness, stage, scale and seed, verdict,
     R, R~, turns, tool-output tokens) with filters by task, harness, stage and verdict, and the turn-by-turn view of
     the selected episode (`trajectory_html`). Nothing is fetched: the style and the script are inline.
@@ -216,8 +261,11 @@ def trajectories_page(trajectories: Iterable[Trajectory], *, title: str = "traje
         if index >= max_episodes:
             continue
         metrics = _list_metrics(trajectory)
-        view = _episode_view(trajectory, max_observation_chars) if used < max_bytes else \
-            _NOT_RENDERED.format(budget=_size(max_bytes))
+        view = (
+            _episode_view(trajectory, max_observation_chars)
+            if used < max_bytes
+            else _NOT_RENDERED.format(budget=_size(max_bytes))
+        )
         used += len(view)
         rows.append(_list_row(index, metrics))
         views.append(f"<div class='episode' id='ep-{index}' hidden>{view}</div>")
@@ -233,8 +281,10 @@ def trajectories_page(trajectories: Iterable[Trajectory], *, title: str = "traje
     return _page(title, rows, views, values, notices)
 
 
-_NOT_RENDERED = ("<p class='notice'>The turns of this episode are not in the page: it reached its budget of {budget}. "
-                 "Run <code>progagent view</code> with a larger <code>--max-page-mb</code>, or on fewer episodes.</p>")
+_NOT_RENDERED = (
+    "<p class='notice'>The turns of this episode are not in the page: it reached its budget of {budget}. "
+    "Run <code>progagent view</code> with a larger <code>--max-page-mb</code>, or on fewer episodes.</p>"
+)
 
 
 def _size(n: int) -> str:
@@ -243,8 +293,10 @@ def _size(n: int) -> str:
 
 def _list_metrics(trajectory: Trajectory) -> dict:
     """The list row's fields as short strings (a hostile file may hold anything where a number belongs)."""
-    shown = {key: clean_text(_cut("" if value is None else str(value), 200))
-             for key, value in episode_metrics(trajectory).items()}
+    shown = {
+        key: clean_text(_cut("" if value is None else str(value), 200))
+        for key, value in episode_overview(trajectory).items()
+    }
     for _, field in FILTERS:
         shown[field] = shown[field] or NONE_SHOWN
     return shown
@@ -253,7 +305,7 @@ def _list_metrics(trajectory: Trajectory) -> dict:
 def _episode_view(trajectory: Trajectory, max_observation_chars: int) -> str:
     try:
         return trajectory_html(trajectory, max_observation_chars, style=False)
-    except (TypeError, ValueError, AttributeError, KeyError) as exc:   # a record whose fields have the wrong types
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:  # a record whose fields have the wrong types
         return f"<p class='notice'>This episode cannot be shown: {_shown(type(exc).__name__)}: {_value(exc)}</p>"
 
 
@@ -261,11 +313,15 @@ def _list_row(index: int, m: dict) -> str:
     data = "".join(f" data-{key}='{html.escape(m[field], quote=True)}'" for key, field in FILTERS)
     cells = [m["harness"], m["stage"], f"{m['scale']} / {m['seed']}"]
     numbers = [_number(m["reward"], 0), _number(m["score"], 2), m["turns"], m["tool_output_tokens"]]
-    task = html.escape(m["task_id"], quote=True)   # a long id is cut by the style; its title shows it whole
-    return (f"<tr class='ep' tabindex='0' data-episode='{index}'{data}><td class='num'>{index + 1}</td>"
-            f"<td class='task' title='{task}'>{task}</td>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
-            + f"<td class='verdict-{html.escape(m['verdict'])}'>{html.escape(m['verdict'])}</td>"
-            + "".join(f"<td class='num'>{html.escape(n)}</td>" for n in numbers) + "</tr>")
+    task = html.escape(m["task_id"], quote=True)  # a long id is cut by the style; its title shows it whole
+    return (
+        f"<tr class='ep' tabindex='0' data-episode='{index}'{data}><td class='num'>{index + 1}</td>"
+        f"<td class='task' title='{task}'>{task}</td>"
+        + "".join(f"<td>{html.escape(c)}</td>" for c in cells)
+        + f"<td class='verdict-{html.escape(m['verdict'])}'>{html.escape(m['verdict'])}</td>"
+        + "".join(f"<td class='num'>{html.escape(n)}</td>" for n in numbers)
+        + "</tr>"
+    )
 
 
 def _number(text: str, digits: int) -> str:
@@ -278,11 +334,17 @@ def _number(text: str, digits: int) -> str:
 def _page(title: str, rows: list[str], views: list[str], values: dict[str, set[str]], notices: list[str]) -> str:
     selects = "".join(
         f"<label>{key} <select id='filter-{key}' data-key='{key}'><option value=''>all ({len(values[key])})</option>"
-        + "".join(f"<option value='{html.escape(v, quote=True)}'>{html.escape(v)}</option>"
-                  for v in sorted(values[key])) + "</select></label>" for key, _ in FILTERS)
-    header = ("<tr><th>#</th><th>task</th><th>harness</th><th>stage</th><th>scale/seed</th><th>verdict</th>"
-              "<th>R</th><th>R~</th><th>turns</th><th title='tool-output tokens that entered the context'>tokens</th>"
-              "</tr>")
+        + "".join(
+            f"<option value='{html.escape(v, quote=True)}'>{html.escape(v)}</option>" for v in sorted(values[key])
+        )
+        + "</select></label>"
+        for key, _ in FILTERS
+    )
+    header = (
+        "<tr><th>#</th><th>task</th><th>harness</th><th>stage</th><th>scale/seed</th><th>verdict</th>"
+        "<th>R</th><th>R~</th><th>turns</th><th title='tool-output tokens that entered the context'>tokens</th>"
+        "</tr>"
+    )
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta http-equiv='Content-Security-Policy' content=\"{content_security_policy()}\">"
@@ -294,4 +356,5 @@ def _page(title: str, rows: list[str], views: list[str], values: dict[str, set[s
         "</section><section id='episode-view'><div class='toolbar'><button id='expand-all' type='button'>expand all"
         "</button><button id='collapse-all' type='button'>collapse all</button></div>"
         "<p id='placeholder'>Select an episode in the list to see its turns.</p>"
-        f"{''.join(views)}</section></main><script>{_PAGE_JS}</script></body></html>")
+        f"{''.join(views)}</section></main><script>{_PAGE_JS}</script></body></html>"
+    )

@@ -1,4 +1,5 @@
 """Tasks named by a client of an adapter (a dataset row, a reset request): resolved below one tasks folder, once."""
+
 from __future__ import annotations
 
 import threading
@@ -42,5 +43,7 @@ def resolve_task(name: str, tasks_dir: str | Path, error: type[Exception] = Valu
     domain = name.strip("/").split("/")[0] + "/"
     near = [k for k in known if k.startswith(domain)] or known
     shown = ", ".join(near[:12]) + (f", ... ({len(known)} tasks in all)" if len(near) > 12 or near is not known else "")
-    raise error(f"unknown task {name!r}: no task folder {root / name}"
-                + (f"; tasks served here: {shown}" if known else f" (and no tasks under {root})"))
+    raise error(
+        f"unknown task {name!r}: no task folder {root / name}"
+        + (f"; tasks served here: {shown}" if known else f" (and no tasks under {root})")
+    )

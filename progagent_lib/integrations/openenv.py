@@ -8,9 +8,9 @@ this module only translates between OpenEnv's pydantic types and the episode.
 
 Actions (all through `step`, over WebSocket `/ws` or HTTP):
 
-- `ProgAgentAction`: one assistant turn, as a trainer's model produced it: `tool_calls` (name, arguments, id),
-  `text`, `reasoning`, `parse_errors`, optional `prompt_tokens`/`completion_tokens` (the exact context size),
-  `cut` (the turn ran out of tokens). The observation holds the messages the turn added (the assistant
+- `ProgAgentAction`: one assistant turn (a `harness.turn.Turn` on the wire), as a trainer's model produced it:
+  `tool_calls` (name, arguments, id), `text`, `reasoning`, `parse_errors`, optional `prompt_tokens`/`completion_tokens`
+  (the exact context size), `cut` (the turn ran out of tokens). The observation holds the messages the turn added (the assistant
   message as recorded, then one tool message per call, then feedback for unreadable calls).
 - OpenEnv's MCP tool mode: `ListToolsAction` lists the tools the model sees under the harness (`episode.tools`
   as MCP tools), `CallToolAction(tool_name, arguments)` is a turn with that one call; `MCPToolClient` works.
@@ -33,12 +33,13 @@ route needs a FastMCP server inside the environment, which this adapter does not
 server over an episode use `progagent serve`.
 
     token = new_token()
-    app = make_app(OpenEnvServerConfig(tasks_dir="tasks", scale="v0", harness="ptc"), token=token, port=8766)
+    app = make_app(OpenEnvServerConfig(tasks_dir="tasks", scale="v0", harness=DEFAULT_HARNESS), token=token, port=8766)
     # uvicorn.run(app, host="127.0.0.1", port=8766); then, in the trainer:
     with ProgAgentEnvClient(base_url="http://127.0.0.1:8766", token=token).sync() as env:
         result = env.reset(task="retail/restock_orders", seed=0)
         result = env.step(ProgAgentAction.call("programmatic_tool_call", code="print(tools.list_files())"))
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -77,19 +78,23 @@ from websockets.exceptions import InvalidStatus
 
 from ..harness.episode import Episode, Limits, start_agent
 from ..harness.http_guard import (
-    RequestGuard, allowed_host_headers, check_token, new_token, parse_allowed_hosts,
+    RequestGuard,
+    allowed_host_headers,
+    check_token,
+    new_token,
+    parse_allowed_hosts,
 )
-from ..harness.session import ToolCall
-from ..harness.spec import get_harness, model_tool_schemas
+from ..harness.spec import DEFAULT_HARNESS, get_harness, model_tool_schemas
 from ..harness.trajectory import Trajectory, write_jsonl
-from ..harness.turn import PolicyTurn
+from ..harness.metrics import episode_report
+from ..harness.turn import ToolCall, Turn
 from ..runtime.error_modes import ERROR_MODES
 from ..task import SCALES, Task
 from ._tasks import resolve_task as _resolve_task
 
 OPENENV_VERSION = "0.3.0"  # the openenv-core release this adapter is written and tested against
 RESET_OPTIONS = ("task", "scale", "harness", "limits", "error_mode")
-DEFAULT_PORT = 8766    # not vLLM's / the engine's 8000, not `progagent serve`'s 8765, not JupyterLab's 8888
+DEFAULT_PORT = 8766  # not vLLM's / the engine's 8000, not `progagent serve`'s 8765, not JupyterLab's 8888
 TOKEN_ENV = "PROGAGENT_OPENENV_TOKEN"  # where clients find the server's token when none is passed
 
 
@@ -109,6 +114,13 @@ class ToolCallModel(BaseModel):
     arguments: dict[str, Any] | str = Field(default_factory=dict, description="named arguments (or their JSON text)")
     id: str = Field(default="", description="the call's id; the tool message answering it carries the same id")
 
+    @classmethod
+    def from_call(cls, call: ToolCall) -> "ToolCallModel":
+        return cls(name=call.name, arguments=call.arguments, id=call.id)
+
+    def to_call(self) -> ToolCall:
+        return ToolCall(self.name, _arguments(self.arguments), self.id)
+
 
 class ProgAgentAction(Action):
     """One assistant turn. Also accepts OpenEnv's MCP actions: a payload whose `type` is `list_tools` or
@@ -116,11 +128,17 @@ class ProgAgentAction(Action):
 
     type: Literal["turn"] = Field(default="turn", description="action type discriminator")
     tool_calls: list[ToolCallModel] = Field(default_factory=list, description="the calls the model made, in order")
-    text: str = Field(default="", description="visible text; a turn without calls ends the episode with it as the answer")
+    text: str = Field(
+        default="", description="visible text; a turn without calls ends the episode with it as the answer"
+    )
     reasoning: str = Field(default="", description="thinking text, kept as reasoning_content")
-    parse_errors: list[str] = Field(default_factory=list, description="tool-call blocks the trainer's parser could not read")
+    parse_errors: list[str] = Field(
+        default_factory=list, description="tool-call blocks the trainer's parser could not read"
+    )
     prompt_tokens: int | None = Field(default=None, ge=0, description="exact prompt size of this turn, if known")
-    completion_tokens: int | None = Field(default=None, ge=0, description="exact completion size of this turn, if known")
+    completion_tokens: int | None = Field(
+        default=None, ge=0, description="exact completion size of this turn, if known"
+    )
     cut: bool = Field(default=False, description="the turn hit its token budget before its end-of-turn token")
 
     @classmethod
@@ -137,19 +155,28 @@ class ProgAgentAction(Action):
         return cls(tool_calls=[ToolCallModel(name=name, arguments=arguments)])
 
     @classmethod
-    def from_turn(cls, turn: Any) -> "ProgAgentAction":
-        """A policy's turn (`PolicyTurn` or anything with the same attributes) as an action."""
-        return cls(tool_calls=[ToolCallModel(name=c.name, arguments=c.arguments, id=c.id or "")
-                               for c in getattr(turn, "tool_calls", None) or []],
-                   text=getattr(turn, "text", "") or "", reasoning=getattr(turn, "reasoning", "") or "",
-                   parse_errors=list(getattr(turn, "parse_errors", None) or []),
-                   prompt_tokens=getattr(turn, "prompt_tokens", None),
-                   completion_tokens=getattr(turn, "completion_tokens", None), cut=bool(getattr(turn, "cut", False)))
+    def from_turn(cls, turn: Turn) -> "ProgAgentAction":
+        """A policy's turn as an action."""
+        return cls(
+            tool_calls=[ToolCallModel.from_call(c) for c in turn.tool_calls],
+            text=turn.text,
+            reasoning=turn.reasoning,
+            parse_errors=list(turn.parse_errors),
+            prompt_tokens=turn.prompt_tokens,
+            completion_tokens=turn.completion_tokens,
+            cut=turn.cut,
+        )
 
-    def to_turn(self) -> PolicyTurn:
-        return PolicyTurn(text=self.text, reasoning=self.reasoning, parse_errors=list(self.parse_errors),
-                          tool_calls=[ToolCall(c.name, _arguments(c.arguments), c.id) for c in self.tool_calls],
-                          prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens)
+    def to_turn(self) -> Turn:
+        return Turn(
+            text=self.text,
+            tool_calls=[c.to_call() for c in self.tool_calls],
+            cut=self.cut,
+            parse_errors=list(self.parse_errors),
+            reasoning=self.reasoning,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+        )
 
 
 _MCP_ACTIONS: dict[str, type[Action]] = {"list_tools": ListToolsAction, "call_tool": CallToolAction}
@@ -158,11 +185,19 @@ _MCP_ACTIONS: dict[str, type[Action]] = {"list_tools": ListToolsAction, "call_to
 class ProgAgentObservation(Observation):
     """What the client gets back from `reset` and from each turn (`done`, `reward` as in every OpenEnv observation)."""
 
-    messages: list[dict] = Field(default_factory=list, description="messages added: at reset system + user; "
-                                 "after a turn the assistant message as recorded, its tool messages, any feedback")
-    tool_schemas: list[dict] = Field(default_factory=list, description="at reset: the tools the model sees (OpenAI format)")
-    calls: list[dict] = Field(default_factory=list, description="per call of the turn: name, id, kind, is_error, "
-                              "runtime_error, timed_out, kernel_restarted, task_tool_calls")
+    messages: list[dict] = Field(
+        default_factory=list,
+        description="messages added: at reset system + user; "
+        "after a turn the assistant message as recorded, its tool messages, any feedback",
+    )
+    tool_schemas: list[dict] = Field(
+        default_factory=list, description="at reset: the tools the model sees (OpenAI format)"
+    )
+    calls: list[dict] = Field(
+        default_factory=list,
+        description="per call of the turn: name, id, kind, is_error, "
+        "runtime_error, timed_out, kernel_restarted, task_tool_calls",
+    )
     episode_id: str = ""
     task_id: str = ""
     scale: str = ""
@@ -170,11 +205,17 @@ class ProgAgentObservation(Observation):
     harness: str = ""
     instruction: str = Field(default="", description="the instance's instruction (the first user message)")
     params: dict = Field(default_factory=dict, description="the instance's parameters (drawn from the seed)")
-    end_reason: str = Field(default="", description="why the episode ended (harness.episode.END_REASONS), '' while live")
+    end_reason: str = Field(
+        default="", description="why the episode ended (harness.episode.END_REASONS), '' while live"
+    )
     score: float | None = Field(default=None, description="the dense verifier score R~, once the episode has ended")
-    criteria: list[dict] = Field(default_factory=list, description="the verifier's criteria, once the episode has ended")
+    criteria: list[dict] = Field(
+        default_factory=list, description="the verifier's criteria, once the episode has ended"
+    )
     final_answer: str | None = None
-    metrics: dict = Field(default_factory=dict, description="the episode's counters so far (turns, tool calls, tokens, errors)")
+    metrics: dict = Field(
+        default_factory=dict, description="the episode's counters so far (turns, tool calls, tokens, errors)"
+    )
 
 
 class ProgAgentState(State):
@@ -198,17 +239,17 @@ class ProgAgentState(State):
 class OpenEnvServerConfig:
     """How a server resolves resets: every field a reset leaves out comes from here."""
 
-    tasks_dir: str | Path = "tasks"            # tasks are named by id (retail/restock_orders) below this folder only
-    task: str | None = None                    # default task id (None: every reset must name one)
-    scale: str | None = "v0"                   # default scale (None: every reset must name one)
-    seed: int | None = None                    # default seed (None: every reset must pass one; a GRPO group shares it)
-    harness: str = "ptc"                       # default harness: dtc | ptc | hybrid
+    tasks_dir: str | Path = "tasks"  # tasks are named by id (retail/restock_orders) below this folder only
+    task: str | None = None  # default task id (None: every reset must name one)
+    scale: str | None = "v0"  # default scale (None: every reset must name one)
+    seed: int | None = None  # default seed (None: every reset must pass one; a GRPO group shares it)
+    harness: str = DEFAULT_HARNESS  # default harness (harness.spec.HARNESSES)
     limits: dict = field(default_factory=dict)  # Limits overrides for every episode (e.g. {"max_turns": 40})
-    error_mode: str = "is_error"               # how a failing tool shows inside programs
+    error_mode: str = "is_error"  # how a failing tool shows inside programs
     session_kwargs: dict = field(default_factory=dict)  # to Session / PTCRuntime (program_timeout, unsafe_no_sandbox)
-    max_concurrent_envs: int = 4               # WebSocket sessions at once (each its own episode and kernel)
-    session_timeout: float | None = None       # seconds an idle session lives before OpenEnv closes it (None: forever)
-    trajectories: str | Path | None = None     # JSON-lines file every finished episode's trajectory is appended to
+    max_concurrent_envs: int = 4  # WebSocket sessions at once (each its own episode and kernel)
+    session_timeout: float | None = None  # seconds an idle session lives before OpenEnv closes it (None: forever)
+    trajectories: str | Path | None = None  # JSON-lines file every finished episode's trajectory is appended to
 
     def __post_init__(self) -> None:
         get_harness(self.harness)  # raises ValueError naming the harnesses
@@ -275,7 +316,9 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         fills what is left out. The previous episode, if still running, is closed first."""
         unknown = sorted(set(kwargs) - set(RESET_OPTIONS))
         if unknown:
-            raise ProgAgentEnvError(f"unknown reset option(s) {unknown}; accepted: seed, episode_id, {', '.join(RESET_OPTIONS)}")
+            raise ProgAgentEnvError(
+                f"unknown reset option(s) {unknown}; accepted: seed, episode_id, {', '.join(RESET_OPTIONS)}"
+            )
         self._release()
         self.last, self.steps = None, 0
         config = self.config
@@ -284,8 +327,10 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         seed = config.seed if seed is None else seed
         missing = [name for name, value in (("task", task_name), ("scale", scale), ("seed", seed)) if value is None]
         if missing:
-            raise ProgAgentEnvError(f"reset needs {', '.join(missing)}: an episode is identified by (task, scale, seed); "
-                                    "pass them to reset(...) or set them in the server's configuration")
+            raise ProgAgentEnvError(
+                f"reset needs {', '.join(missing)}: an episode is identified by (task, scale, seed); "
+                "pass them to reset(...) or set them in the server's configuration"
+            )
         if scale not in SCALES:
             raise ProgAgentEnvError(f"unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
         if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
@@ -301,14 +346,32 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         task = resolve_task(task_name, config.tasks_dir)
         overrides = {**_check_limits(config.limits), **_check_limits(kwargs.get("limits") or {})}  # the reset's win
         limits = dataclasses.replace(Limits.for_task(task), **overrides)
-        self.episode = Episode(task, scale, seed, spec, limits=limits, policy_name="openenv",
-                               error_mode=error_mode, session_kwargs=dict(config.session_kwargs))
+        self.episode = Episode(
+            task,
+            scale,
+            seed,
+            spec,
+            limits=limits,
+            policy_name="openenv",
+            error_mode=error_mode,
+            session_kwargs=dict(config.session_kwargs),
+        )
         self.episode_id = episode_id or str(uuid.uuid4())
         episode = self.episode
         return ProgAgentObservation(
-            done=False, reward=None, messages=list(episode.messages), tool_schemas=list(episode.tools),
-            episode_id=self.episode_id, task_id=task.id, scale=scale, seed=seed, harness=spec.name,
-            instruction=episode.env.instruction, params=dict(episode.env.params), metrics=self._metrics())
+            done=False,
+            reward=None,
+            messages=list(episode.messages),
+            tool_schemas=list(episode.tools),
+            episode_id=self.episode_id,
+            task_id=task.id,
+            scale=scale,
+            seed=seed,
+            harness=spec.name,
+            instruction=episode.env.instruction,
+            params=dict(episode.env.params),
+            metrics=self._metrics(),
+        )
 
     # --- step ----------------------------------------------------------------------------------------
     def step(self, action: Action, timeout_s: float | None = None, **kwargs: Any) -> Observation:
@@ -317,23 +380,29 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         `timeout_s` (OpenEnv's HTTP field) is not used: a program's time limit is the runtime's
         (`program_timeout` in the server's `session_kwargs`)."""
         if isinstance(action, ListToolsAction):
-            return ListToolsObservation(tools=[Tool(name=s["function"]["name"], description=s["function"].get("description", ""),
-                                                    input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}})
-                                               for s in self._tool_schemas()])
+            return ListToolsObservation(
+                tools=[
+                    Tool(
+                        name=s["function"]["name"],
+                        description=s["function"].get("description", ""),
+                        input_schema=s["function"].get("parameters") or {"type": "object", "properties": {}},
+                    )
+                    for s in self._tool_schemas()
+                ]
+            )
         if isinstance(action, CallToolAction):
-            turn, cut = PolicyTurn(tool_calls=[ToolCall(action.tool_name, dict(action.arguments))]), False
+            turn = Turn(tool_calls=[ToolCall(action.tool_name, dict(action.arguments))])
         elif isinstance(action, ProgAgentAction):
-            turn, cut = action.to_turn(), action.cut
+            turn = action.to_turn()
         else:
-            raise ProgAgentEnvError(f"unsupported action {type(action).__name__}: send a ProgAgentAction "
-                                    "(one turn), a CallToolAction or a ListToolsAction")
+            raise ProgAgentEnvError(
+                f"unsupported action {type(action).__name__}: send a ProgAgentAction "
+                "(one turn), a CallToolAction or a ListToolsAction"
+            )
         episode = self._live_episode()
         messages_before, calls_before = len(episode.messages), len(episode.trajectory.calls)
         try:
-            if cut:
-                episode.cut_turn(turn)
-            else:
-                episode.add_turn(turn)
+            episode.add_turn(turn)
         except BaseException as exc:  # the machinery failed (dispatch never raises for model mistakes): end it
             episode.fail(f"{type(exc).__name__}: {exc}")
             self._finish()
@@ -346,10 +415,17 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         if isinstance(action, CallToolAction):
             return _call_tool_observation(action.tool_name, added, calls, trajectory)
         return ProgAgentObservation(
-            done=done, reward=trajectory.reward if trajectory else 0.0, messages=added, calls=calls,
-            episode_id=self.episode_id or "", end_reason=trajectory.end_reason if trajectory else "",
-            score=trajectory.score if trajectory else None, criteria=trajectory.criteria if trajectory else [],
-            final_answer=trajectory.final_answer if trajectory else None, metrics=self._metrics(trajectory))
+            done=done,
+            reward=trajectory.reward if trajectory else 0.0,
+            messages=added,
+            calls=calls,
+            episode_id=self.episode_id or "",
+            end_reason=trajectory.end_reason if trajectory else "",
+            score=trajectory.score if trajectory else None,
+            criteria=trajectory.criteria if trajectory else [],
+            final_answer=trajectory.final_answer if trajectory else None,
+            metrics=self._metrics(trajectory),
+        )
 
     # --- state and the end ---------------------------------------------------------------------------
     @property
@@ -359,17 +435,28 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         if trajectory is None:
             return ProgAgentState(episode_id=self.episode_id, step_count=self.steps)
         return ProgAgentState(
-            episode_id=self.episode_id, step_count=self.steps, task_id=trajectory.task_id, scale=trajectory.scale,
-            seed=trajectory.seed, harness=trajectory.harness, params=dict(trajectory.params), live=episode is not None,
-            finished=last is not None, end_reason=trajectory.end_reason,
-            reward=last.reward if last is not None else None, score=last.score if last is not None else None,
-            metrics=self._metrics(last))
+            episode_id=self.episode_id,
+            step_count=self.steps,
+            task_id=trajectory.task_id,
+            scale=trajectory.scale,
+            seed=trajectory.seed,
+            harness=trajectory.harness,
+            params=dict(trajectory.params),
+            live=episode is not None,
+            finished=last is not None,
+            end_reason=trajectory.end_reason,
+            reward=last.reward if last is not None else None,
+            score=last.score if last is not None else None,
+            metrics=self._metrics(last),
+        )
 
     def get_metadata(self) -> EnvironmentMetadata:
         return EnvironmentMetadata(
-            name="progagent", version=OPENENV_VERSION,
+            name="progagent",
+            version=OPENENV_VERSION,
             description="ProgAgent workbench: verifiable multi-scale tool-use tasks under DTC, PTC or Hybrid "
-                        "harnesses (reset with task, scale, seed, harness; step with one assistant turn).")
+            "harnesses (reset with task, scale, seed, harness; step with one assistant turn).",
+        )
 
     def close(self) -> None:
         """Abandon a running episode (its kernel and state copy are released); idempotent."""
@@ -379,17 +466,22 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         if self.episode is not None:
             return self.episode
         if self.last is not None:
-            raise ProgAgentEnvError(f"the episode has ended ({self.last.end_reason}; reward {self.last.reward:g}); "
-                                    "it takes no more turns: call reset() to start another")
-        raise ProgAgentEnvError("no episode is running: call reset(task=..., scale=..., seed=...) first (over HTTP, "
-                                "OpenEnv makes a new environment per request, so play an episode over the WebSocket)")
+            raise ProgAgentEnvError(
+                f"the episode has ended ({self.last.end_reason}; reward {self.last.reward:g}); "
+                "it takes no more turns: call reset() to start another"
+            )
+        raise ProgAgentEnvError(
+            "no episode is running: call reset(task=..., scale=..., seed=...) first (over HTTP, "
+            "OpenEnv makes a new environment per request, so play an episode over the WebSocket)"
+        )
 
     def _tool_schemas(self) -> list[dict]:
         if self.episode is not None:
             return self.episode.tools
         if self.config.task is None:
-            raise ProgAgentEnvError("the tools depend on the task: call reset(task=...) first, or configure the "
-                                    "server with a default task")
+            raise ProgAgentEnvError(
+                "the tools depend on the task: call reset(task=...) first, or configure the server with a default task"
+            )
         task = resolve_task(self.config.task, self.config.tasks_dir)
         return model_tool_schemas(self.config.harness, task.tool_schemas())
 
@@ -413,12 +505,12 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         t = trajectory or (episode.trajectory if episode is not None else None)
         if t is None:
             return {}
-        metrics = {name: getattr(t, name) for name in ("turns", "model_tool_calls", "tool_calls", "tool_output_tokens",
-                                                       "runtime_errors", "timeouts", "malformed_calls")}
-        metrics["context_tokens"] = t.context_tokens if trajectory is not None else episode.context_tokens
-        if trajectory is not None:
-            metrics.update(score=t.score, reward=t.reward, end_reason=t.end_reason, seconds=round(t.seconds, 3),
-                           errored=t.errored)
+        metrics = episode_report(t)  # the report every adapter gives (harness.metrics)
+        if trajectory is None:  # a live episode: its counters so far; no verdict yet
+            del metrics["reward"], metrics["score"]
+            metrics["context_tokens"] = episode.context_tokens
+        else:
+            metrics.update(end_reason=t.end_reason, seconds=round(t.seconds, 3), errored=t.errored)
         return metrics
 
 
@@ -429,34 +521,64 @@ def _call_summaries(records: list, added: list[dict]) -> list[dict]:
     summaries = []
     for record in records:
         message = next(tool_messages, {}) if record.kind != "malformed" else {}
-        summaries.append({"name": record.name, "id": message.get("tool_call_id", ""), "kind": record.kind,
-                          "is_error": record.is_error, "runtime_error": record.runtime_error,
-                          "timed_out": record.timed_out, "kernel_restarted": record.kernel_restarted,
-                          "task_tool_calls": record.task_tool_calls})
+        summaries.append(
+            {
+                "name": record.name,
+                "id": message.get("tool_call_id", ""),
+                "kind": record.kind,
+                "is_error": record.is_error,
+                "runtime_error": record.runtime_error,
+                "timed_out": record.timed_out,
+                "kernel_restarted": record.kernel_restarted,
+                "task_tool_calls": record.task_tool_calls,
+            }
+        )
     return summaries
 
 
-def _call_tool_observation(name: str, added: list[dict], calls: list[dict], trajectory: Trajectory | None) -> CallToolObservation:
+def _call_tool_observation(
+    name: str, added: list[dict], calls: list[dict], trajectory: Trajectory | None
+) -> CallToolObservation:
     """MCP tool mode: the tool message as a CallToolResult-shaped result (`data` is the text the model reads);
     on the call that ends the episode, the verdict as `structured_content` (as `progagent serve` answers it)."""
     done, reward = trajectory is not None, trajectory.reward if trajectory is not None else 0.0
     tool_messages = [m for m in added if m.get("role") == "tool"]
     if not tool_messages:
-        return CallToolObservation(tool_name=name, done=done, reward=reward, error=MCPToolError(
-            error_type=ToolErrorType.EXECUTION_ERROR, message="the call was not run"))
+        return CallToolObservation(
+            tool_name=name,
+            done=done,
+            reward=reward,
+            error=MCPToolError(error_type=ToolErrorType.EXECUTION_ERROR, message="the call was not run"),
+        )
     text = tool_messages[-1]["content"]
     structured = None
     if trajectory is not None:
-        structured = {"reward": trajectory.reward, "score": trajectory.score, "criteria": trajectory.criteria,
-                      "end_reason": trajectory.end_reason, "final_answer": trajectory.final_answer}
-    result = {"content": [{"type": "text", "text": text}], "structured_content": structured, "data": text,
-              "is_error": bool(calls and calls[0]["is_error"])}
+        structured = {
+            "reward": trajectory.reward,
+            "score": trajectory.score,
+            "criteria": trajectory.criteria,
+            "end_reason": trajectory.end_reason,
+            "final_answer": trajectory.final_answer,
+        }
+    result = {
+        "content": [{"type": "text", "text": text}],
+        "structured_content": structured,
+        "data": text,
+        "is_error": bool(calls and calls[0]["is_error"]),
+    }
     return CallToolObservation(tool_name=name, result=result, done=done, reward=reward)
 
 
 # --- the server ---------------------------------------------------------------------------------------
-def make_app(config: OpenEnvServerConfig | None = None, *, token: str, host: str = "127.0.0.1", port: int | None = None,
-             allowed_hosts: Sequence[str] = (), **overrides: Any):
+def make_app(
+    config: OpenEnvServerConfig | None = None,
+    *,
+    token: str,
+    host: str = "127.0.0.1",
+    port: int | None = None,
+    allowed_hosts: Sequence[str] = (),
+    **overrides: Any,
+):
     """OpenEnv's FastAPI app (`create_app`) serving `ProgAgentEnvironment`s built from `config`, behind the workbench's
     request guard (`harness.http_guard.RequestGuard`): every HTTP request and WebSocket handshake needs an allowed Host
     (`host` and, on loopback or 0.0.0.0, the loopback names, at `port` (None: any port); plus `allowed_hosts`), no
@@ -468,9 +590,15 @@ def make_app(config: OpenEnvServerConfig | None = None, *, token: str, host: str
     config = dataclasses.replace(config, **overrides) if config else OpenEnvServerConfig(**overrides)
     if config.task is not None:
         resolve_task(config.task, config.tasks_dir)  # a misconfigured server fails now, not at the first reset
-    app = create_app(functools.partial(ProgAgentEnvironment, config), ProgAgentAction, ProgAgentObservation,
-                     env_name="progagent", concurrency_config=ConcurrencyConfig(
-                         max_concurrent_envs=config.max_concurrent_envs, session_timeout=config.session_timeout))
+    app = create_app(
+        functools.partial(ProgAgentEnvironment, config),
+        ProgAgentAction,
+        ProgAgentObservation,
+        env_name="progagent",
+        concurrency_config=ConcurrencyConfig(
+            max_concurrent_envs=config.max_concurrent_envs, session_timeout=config.session_timeout
+        ),
+    )
     # OpenEnv has no authentication of its own: anyone who reached /ws could run programs in the sandboxes.
     # Starlette builds middleware at the first request: a bad token or host is checked here, now.
     hosts = allowed_host_headers(host, port, allowed_hosts)
@@ -499,9 +627,16 @@ def make_app(config: OpenEnvServerConfig | None = None, *, token: str, host: str
     return app
 
 
-def serve(config: OpenEnvServerConfig | None = None, host: str = "127.0.0.1", port: int = DEFAULT_PORT,
-          log_level: str = "warning", *, token: str | None = None, allowed_hosts: Sequence[str] = (),
-          **overrides: Any) -> None:
+def serve(
+    config: OpenEnvServerConfig | None = None,
+    host: str = "127.0.0.1",
+    port: int = DEFAULT_PORT,
+    log_level: str = "warning",
+    *,
+    token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
+    **overrides: Any,
+) -> None:
     """Serve until interrupted (blocking). `token`: the bearer token clients must send; None makes a fresh one and
     prints it to stderr. Keep it on loopback unless the network is yours: plain HTTP carries the token in clear."""
     import sys
@@ -510,8 +645,11 @@ def serve(config: OpenEnvServerConfig | None = None, host: str = "127.0.0.1", po
 
     if token is None:
         token = new_token()
-        print(f"progagent openenv: ws://{host}:{port}/ws, token {token} (clients: {TOKEN_ENV}={token})",
-              file=sys.stderr, flush=True)
+        print(
+            f"progagent openenv: ws://{host}:{port}/ws, token {token} (clients: {TOKEN_ENV}={token})",
+            file=sys.stderr,
+            flush=True,
+        )
     app = make_app(config, token=token, host=host, port=port, allowed_hosts=allowed_hosts, **overrides)
     uvicorn.run(app, host=host, port=port, log_level=log_level)
 
@@ -521,8 +659,10 @@ def client_token(token: str | None = None) -> str:
     """The token a client sends: `token`, else $PROGAGENT_OPENENV_TOKEN; ValueError saying where to get it."""
     token = token if token is not None else os.environ.get(TOKEN_ENV, "").strip()
     if not token:
-        raise ValueError(f"the OpenEnv server needs its token: pass token=... or set ${TOKEN_ENV} (`progagent openenv "
-                         "serve` prints it when it starts, or reads it from --token-file)")
+        raise ValueError(
+            f"the OpenEnv server needs its token: pass token=... or set ${TOKEN_ENV} (`progagent openenv "
+            "serve` prints it when it starts, or reads it from --token-file)"
+        )
     return check_token(token, "the OpenEnv token")
 
 
@@ -541,14 +681,20 @@ class BearerTokenClient:
             return self
         loopback = (urlsplit(self._ws_url).hostname or "") in ("localhost", "127.0.0.1", "::1")
         try:
-            self._ws = await ws_connect(self._ws_url, open_timeout=self._connect_timeout, max_size=self._max_message_size,
-                                        additional_headers={"Authorization": f"Bearer {self._progagent_token}"},
-                                        proxy=None if loopback else True)  # as OpenEnv: no proxy for loopback
+            self._ws = await ws_connect(
+                self._ws_url,
+                open_timeout=self._connect_timeout,
+                max_size=self._max_message_size,
+                additional_headers={"Authorization": f"Bearer {self._progagent_token}"},
+                proxy=None if loopback else True,
+            )  # as OpenEnv: no proxy for loopback
         except InvalidStatus as exc:
             reason = exc.response.body.decode("utf-8", "replace").strip()[:300] if exc.response.body else ""
-            raise ConnectionError(f"{self._ws_url} refused the connection (HTTP {exc.response.status_code}): "
-                                  f"{reason or 'no reason given'}") from None
-        except Exception as exc:  # noqa: BLE001 - OpenEnv's own contract: any failure to connect is a ConnectionError
+            raise ConnectionError(
+                f"{self._ws_url} refused the connection (HTTP {exc.response.status_code}): "
+                f"{reason or 'no reason given'}"
+            ) from None
+        except Exception as exc:
             raise ConnectionError(f"Failed to connect to {self._ws_url}: {exc}") from exc
         return self
 
@@ -573,7 +719,9 @@ class ProgAgentEnvClient(BearerTokenClient, EnvClient[ProgAgentAction, ProgAgent
         data = dict(payload.get("observation") or {})
         done, reward = payload.get("done", False), payload.get("reward")
         if "tools" in data:
-            observation: Observation = ListToolsObservation(tools=[Tool(**t) for t in data["tools"]], done=done, reward=reward)
+            observation: Observation = ListToolsObservation(
+                tools=[Tool(**t) for t in data["tools"]], done=done, reward=reward
+            )
         elif "tool_name" in data:
             observation = CallToolObservation(**data, done=done, reward=reward)
         else:
@@ -609,7 +757,24 @@ def play(env: Any, policy: Any, *, tasks_dir: str | Path = "tasks", **reset: Any
             agent.close()
 
 
-__all__ = ["DEFAULT_PORT", "OPENENV_VERSION", "TOKEN_ENV", "BearerTokenClient", "OpenEnvServerConfig",
-           "ProgAgentAction", "ProgAgentEnvClient", "ProgAgentEnvError", "ProgAgentEnvironment", "ProgAgentObservation",
-           "ProgAgentState", "ToolCallModel", "client_token", "make_app", "new_token", "play", "resolve_task", "serve",
-           "token_client"]
+__all__ = [
+    "DEFAULT_PORT",
+    "OPENENV_VERSION",
+    "TOKEN_ENV",
+    "BearerTokenClient",
+    "OpenEnvServerConfig",
+    "ProgAgentAction",
+    "ProgAgentEnvClient",
+    "ProgAgentEnvError",
+    "ProgAgentEnvironment",
+    "ProgAgentObservation",
+    "ProgAgentState",
+    "ToolCallModel",
+    "client_token",
+    "make_app",
+    "new_token",
+    "play",
+    "resolve_task",
+    "serve",
+    "token_client",
+]

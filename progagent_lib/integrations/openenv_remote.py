@@ -19,6 +19,7 @@ verdict's reward equal to its criteria's); each message is bounded in size and t
 out of protocol raises `RemoteEnvError`, naming the server: the rollout ends that episode as an infrastructure
 error, as it does a local episode whose machinery raised.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,10 +51,10 @@ from .openenv import (
 )
 
 CONNECT_TIMEOUT_S = 10.0
-STEP_TIMEOUT_S = 900.0      # one call: a program under the server's own time limit, a terminal command, or the verifier
-CAPACITY_WAIT_S = 10.0      # every server full: try again this long (slots free a moment after sockets close)
-MAX_MESSAGE_MIB = 16.0      # one answer: the added messages of one call (the runtime bounds a program's output)
-NO_LIMITS = {f.name: None for f in dataclasses.fields(Limits)}   # the local episode keeps the budgets
+STEP_TIMEOUT_S = 900.0  # one call: a program under the server's own time limit, a terminal command, or the verifier
+CAPACITY_WAIT_S = 10.0  # every server full: try again this long (slots free a moment after sockets close)
+MAX_MESSAGE_MIB = 16.0  # one answer: the added messages of one call (the runtime bounds a program's output)
+NO_LIMITS = {f.name: None for f in dataclasses.fields(Limits)}  # the local episode keeps the budgets
 CALL_KINDS = ("task_tool", "program", "terminal", "claim_done", "invalid")
 FLAGS = ("is_error", "runtime_error", "timed_out", "kernel_restarted")
 
@@ -65,10 +66,20 @@ class RemoteEnvError(RuntimeError):
 def check_server_url(url: Any) -> str:
     """`url` if it is a server's base URL (http(s)://host:port, no path, query or credentials), else ValueError."""
     parts = urlsplit(url) if isinstance(url, str) else None
-    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or parts.username \
-            or parts.password or parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise ValueError(f"{url!r} is not an environment server's base URL: write http://HOST:PORT (the address "
-                         "`progagent openenv serve` prints, without /ws; the token goes in a token file, not the URL)")
+    if (
+        parts is None
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.username
+        or parts.password
+        or parts.path not in ("", "/")
+        or parts.query
+        or parts.fragment
+    ):
+        raise ValueError(
+            f"{url!r} is not an environment server's base URL: write http://HOST:PORT (the address "
+            "`progagent openenv serve` prints, without /ws; the token goes in a token file, not the URL)"
+        )
     return url.rstrip("/")
 
 
@@ -79,10 +90,11 @@ class EnvServers:
     index (a rank's number, so that ranks do not all begin on the first server). `capacity_wait_s`: how long an
     episode waits for a slot when every server is full. `opened` counts episodes per URL."""
 
-    most_at_once = None   # no kernel lives here; a server's capacity is its own --max-concurrent-envs
+    most_at_once = None  # no kernel lives here; a server's capacity is its own --max-concurrent-envs
 
-    def __init__(self, urls: Sequence[str], token: str | None = None, *, start: int = 0,
-                 capacity_wait_s: float = CAPACITY_WAIT_S):
+    def __init__(
+        self, urls: Sequence[str], token: str | None = None, *, start: int = 0, capacity_wait_s: float = CAPACITY_WAIT_S
+    ):
         if not urls:
             raise ValueError("EnvServers needs at least one server URL")
         self.urls = [check_server_url(url) for url in urls]
@@ -100,23 +112,36 @@ class EnvServers:
                     answer.read(4096)
             except urllib.error.HTTPError as exc:
                 reason = exc.read(300).decode("utf-8", "replace").strip()
-                raise RemoteEnvError(f"the environment server {url} refused this trainer (HTTP {exc.code}: {reason}); "
-                                     "check env_server_token_file holds the token the server was started with "
-                                     "(--token-file) and that the server allows this host name (--allow-host)") from None
+                raise RemoteEnvError(
+                    f"the environment server {url} refused this trainer (HTTP {exc.code}: {reason}); "
+                    "check env_server_token_file holds the token the server was started with "
+                    "(--token-file) and that the server allows this host name (--allow-host)"
+                ) from None
             except (OSError, ValueError) as exc:
-                raise RemoteEnvError(f"the environment server {url} cannot be reached ({exc}); start it there with "
-                                     "`progagent openenv serve --host ... --port ... --token-file ...`") from None
+                raise RemoteEnvError(
+                    f"the environment server {url} cannot be reached ({exc}); start it there with "
+                    "`progagent openenv serve --host ... --port ... --token-file ...`"
+                ) from None
 
-    def open(self, task: Any, scale: str, seed: int, spec: HarnessSpec, *, error_mode: str = "is_error",
-             session_kwargs: dict | None = None) -> tuple[RemoteEnvironment, RemoteSession]:
+    def open(
+        self,
+        task: Any,
+        scale: str,
+        seed: int,
+        spec: HarnessSpec,
+        *,
+        error_mode: str = "is_error",
+        session_kwargs: dict | None = None,
+    ) -> tuple[RemoteEnvironment, RemoteSession]:
         if session_kwargs:
-            raise ValueError(f"session_kwargs {sorted(session_kwargs)} configure kernels here; an environment server "
-                             "sets its own (`progagent openenv serve --timeout ...`)")
+            raise ValueError(
+                f"session_kwargs {sorted(session_kwargs)} configure kernels here; an environment server "
+                "sets its own (`progagent openenv serve --timeout ...`)"
+            )
         connection = self._connect(task, scale, seed, spec, error_mode)
         try:
             _check_same_instance(connection.url, task, seed, spec, connection.first)
-            return (RemoteEnvironment(connection, connection.first),
-                    RemoteSession(connection, spec, connection.first))
+            return (RemoteEnvironment(connection, connection.first), RemoteSession(connection, spec, connection.first))
         except BaseException:
             connection.close()
             raise
@@ -140,9 +165,11 @@ class EnvServers:
                 return connection
             if time.monotonic() >= deadline:
                 reasons = "; ".join(f"{url}: {why}" for url, why in refusals.items())
-                raise RemoteEnvError(f"no environment server can take the episode ({reasons}). A full server needs a "
-                                     "larger --max-concurrent-envs (at least the episodes of a batch x ranks / servers), "
-                                     "or more servers; an unreachable one, to be started again")
+                raise RemoteEnvError(
+                    f"no environment server can take the episode ({reasons}). A full server needs a "
+                    "larger --max-concurrent-envs (at least the episodes of a batch x ranks / servers), "
+                    "or more servers; an unreachable one, to be started again"
+                )
             time.sleep(0.25)
 
 
@@ -161,8 +188,9 @@ class _EpisodeClient(ProgAgentEnvClient):
             reason = await self._reason_for_closing()
             if reason is None:
                 raise
-            raise RuntimeError(f"Server error: {reason.get('message', 'no reason given')} "
-                               f"(code: {reason.get('code', 'UNKNOWN')})") from None
+            raise RuntimeError(
+                f"Server error: {reason.get('message', 'no reason given')} (code: {reason.get('code', 'UNKNOWN')})"
+            ) from None
 
     async def _reason_for_closing(self) -> dict | None:
         try:
@@ -181,29 +209,39 @@ class _Connection:
         self.closed = False
 
     @classmethod
-    def reset(cls, url: str, token: str, task: Any, scale: str, seed: int, spec: HarnessSpec,
-              error_mode: str) -> _Connection:
+    def reset(
+        cls, url: str, token: str, task: Any, scale: str, seed: int, spec: HarnessSpec, error_mode: str
+    ) -> _Connection:
         """A live remote episode; _Unavailable when the server is at capacity or cannot be reached."""
-        client = _EpisodeClient(base_url=url, token=token, connect_timeout_s=CONNECT_TIMEOUT_S,
-                                message_timeout_s=STEP_TIMEOUT_S, max_message_size_mb=MAX_MESSAGE_MIB).sync()
+        client = _EpisodeClient(
+            base_url=url,
+            token=token,
+            connect_timeout_s=CONNECT_TIMEOUT_S,
+            message_timeout_s=STEP_TIMEOUT_S,
+            max_message_size_mb=MAX_MESSAGE_MIB,
+        ).sync()
         try:
-            result = client.reset(task=task.id, scale=scale, seed=seed, harness=spec.name, limits=NO_LIMITS,
-                                  error_mode=error_mode)
+            result = client.reset(
+                task=task.id, scale=scale, seed=seed, harness=spec.name, limits=NO_LIMITS, error_mode=error_mode
+            )
         except Exception as exc:  # noqa: BLE001 - a network or server failure, reported with the server's name
             _close_quietly(client)
             if "CAPACITY_REACHED" in str(exc):
                 raise _Unavailable("full") from None
-            if isinstance(exc, ConnectionError):   # no session was opened: nothing of the episode ran there
+            if isinstance(exc, ConnectionError):  # no session was opened: nothing of the episode ran there
                 raise _Unavailable(f"unreachable ({str(exc)[:200]})") from None
-            raise RemoteEnvError(f"the environment server {url} could not start {task.id} ({scale}, seed {seed}): "
-                                 f"{_describe(exc)}") from None
+            raise RemoteEnvError(
+                f"the environment server {url} could not start {task.id} ({scale}, seed {seed}): {_describe(exc)}"
+            ) from None
         except BaseException:
             _close_quietly(client)
             raise
         if not isinstance(result.observation, ProgAgentObservation):
             _close_quietly(client)
-            raise RemoteEnvError(f"the environment server {url} answered a reset with "
-                                 f"{type(result.observation).__name__}, not an episode's first observation")
+            raise RemoteEnvError(
+                f"the environment server {url} answered a reset with "
+                f"{type(result.observation).__name__}, not an episode's first observation"
+            )
         return cls(url, client, result.observation)
 
     def step(self, action: ProgAgentAction, doing: str) -> ProgAgentObservation:
@@ -214,8 +252,9 @@ class _Connection:
         except Exception as exc:  # noqa: BLE001 - as in reset
             raise RemoteEnvError(f"the environment server {self.url} failed while {doing}: {_describe(exc)}") from None
         if not isinstance(result.observation, ProgAgentObservation):
-            raise RemoteEnvError(f"the environment server {self.url} answered {doing} with "
-                                 f"{type(result.observation).__name__}")
+            raise RemoteEnvError(
+                f"the environment server {self.url} answered {doing} with {type(result.observation).__name__}"
+            )
         return result.observation
 
     def verdict(self, observation: ProgAgentObservation) -> VerifyResult:
@@ -226,15 +265,24 @@ class _Connection:
                 weight = item["weight"]
                 if isinstance(weight, bool) or not isinstance(weight, (int, float)):
                     raise TypeError("the weight is not a number")
-                criteria.append(Criterion(name=_text(item["name"]), passed=_flag(item["passed"]), weight=weight,
-                                          detail=_text(item.get("detail", ""))))
+                criteria.append(
+                    Criterion(
+                        name=_text(item["name"]),
+                        passed=_flag(item["passed"]),
+                        weight=weight,
+                        detail=_text(item.get("detail", "")),
+                    )
+                )
             except (KeyError, TypeError, ValueError) as exc:
-                raise RemoteEnvError(f"the environment server {self.url} sent an unreadable criterion "
-                                     f"{str(item)[:200]}: {exc}") from None
+                raise RemoteEnvError(
+                    f"the environment server {self.url} sent an unreadable criterion {str(item)[:200]}: {exc}"
+                ) from None
         result = VerifyResult(criteria)
         if observation.reward != result.reward:
-            raise RemoteEnvError(f"the environment server {self.url} reported reward {observation.reward} for "
-                                 f"criteria that give {result.reward}")
+            raise RemoteEnvError(
+                f"the environment server {self.url} reported reward {observation.reward} for "
+                f"criteria that give {result.reward}"
+            )
         return result
 
     def close(self) -> None:
@@ -256,8 +304,9 @@ class RemoteEnvironment:
         """The server's verdict on `answer` with the state as left: a plain-answer turn, which ends the remote episode."""
         observation = self._connection.step(ProgAgentAction(text=answer), "judging the final answer")
         if not observation.done:
-            raise RemoteEnvError(f"the environment server {self._connection.url} did not end the episode on a plain "
-                                 "answer")
+            raise RemoteEnvError(
+                f"the environment server {self._connection.url} did not end the episode on a plain answer"
+            )
         return self._connection.verdict(observation)
 
     def close(self) -> None:
@@ -274,7 +323,7 @@ class RemoteSession:
         self.done = False
         self.final_answer: str | None = None
         self.result: VerifyResult | None = None
-        self.user_message: str | None = None   # task environments script no user turns
+        self.user_message: str | None = None  # task environments script no user turns
         self.closed = False
 
     @property
@@ -293,14 +342,17 @@ class RemoteSession:
             raise RuntimeError("the remote session has ended; the episode should not dispatch more calls")
         # The arguments travel as JSON text that the server decodes once, so a non-object reaches its Session as it
         # is and gets the same answer as here.
-        action = ProgAgentAction(tool_calls=[ToolCallModel(name=call.name, arguments=json.dumps(call.arguments),
-                                                           id=call.id or "")])
+        action = ProgAgentAction(
+            tool_calls=[ToolCallModel(name=call.name, arguments=json.dumps(call.arguments), id=call.id or "")]
+        )
         answer = self._connection.step(action, f"running a {call.name} call")
         observation = self._observation(answer)
         if answer.done:
             if observation.kind != "claim_done":
-                raise RemoteEnvError(f"the environment server {self.url} ended the episode ({answer.end_reason}) on a "
-                                     f"{observation.kind} call; only claim_done ends it there")
+                raise RemoteEnvError(
+                    f"the environment server {self.url} ended the episode ({answer.end_reason}) on a "
+                    f"{observation.kind} call; only claim_done ends it there"
+                )
             self.result = observation.verify = self._connection.verdict(answer)
             self.final_answer = answer.final_answer if isinstance(answer.final_answer, str) else None
             self.done = observation.done = True
@@ -310,19 +362,33 @@ class RemoteSession:
     def _observation(self, answer: ProgAgentObservation) -> Observation:
         tool_messages = [m for m in answer.messages if m.get("role") == "tool"]
         if len(answer.calls) != 1 or len(tool_messages) != 1 or not isinstance(tool_messages[0].get("content"), str):
-            raise RemoteEnvError(f"the environment server {self.url} answered one call with {len(answer.calls)} call "
-                                 f"record(s) and {len(tool_messages)} tool message(s); expected one of each")
+            raise RemoteEnvError(
+                f"the environment server {self.url} answered one call with {len(answer.calls)} call "
+                f"record(s) and {len(tool_messages)} tool message(s); expected one of each"
+            )
         record = answer.calls[0]
         count = record.get("task_tool_calls")
-        if record.get("kind") not in CALL_KINDS or any(not isinstance(record.get(f), bool) for f in FLAGS) \
-                or isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_CALL_RECORDS:
-            raise RemoteEnvError(f"the environment server {self.url} sent an unreadable call record "
-                                 f"{str(record)[:200]}")
+        if (
+            record.get("kind") not in CALL_KINDS
+            or any(not isinstance(record.get(f), bool) for f in FLAGS)
+            or isinstance(count, bool)
+            or not isinstance(count, int)
+            or not 0 <= count <= MAX_CALL_RECORDS
+        ):
+            raise RemoteEnvError(
+                f"the environment server {self.url} sent an unreadable call record {str(record)[:200]}"
+            )
         # The server reports how many task-tool calls the call caused, not their records (the episode keeps the count);
         # at most the runtime's MAX_CALL_RECORDS, which bounds the list a reply makes us build.
-        return Observation(clean_text(tool_messages[0]["content"]), is_error=record["is_error"], kind=record["kind"],
-                           task_tool_calls=[{} for _ in range(count)], runtime_error=record["runtime_error"],
-                           timed_out=record["timed_out"], kernel_restarted=record["kernel_restarted"])
+        return Observation(
+            clean_text(tool_messages[0]["content"]),
+            is_error=record["is_error"],
+            kind=record["kind"],
+            task_tool_calls=[{} for _ in range(count)],
+            runtime_error=record["runtime_error"],
+            timed_out=record["timed_out"],
+            kernel_restarted=record["kernel_restarted"],
+        )
 
     def close(self) -> None:
         if not self.closed:
@@ -337,11 +403,15 @@ def _check_same_instance(url: str, task: Any, seed: int, spec: HarnessSpec, firs
         raise RemoteEnvError(f"the environment server {url} started {served} for {(task.id, seed, spec.name)}")
     fix = "start the server on the same checkout of the task pool as the trainer"
     if first.instruction != task.instruction(seed):
-        raise RemoteEnvError(f"the environment server {url} serves another version of {task.id}: its instruction for "
-                             f"seed {seed} differs from the local task's; {fix}")
+        raise RemoteEnvError(
+            f"the environment server {url} serves another version of {task.id}: its instruction for "
+            f"seed {seed} differs from the local task's; {fix}"
+        )
     if first.tool_schemas != json.loads(json.dumps(model_tool_schemas(spec, task.tool_schemas()))):
-        raise RemoteEnvError(f"the environment server {url} serves another version of {task.id}: its tools under "
-                             f"{spec.name} differ from the local task's; {fix}")
+        raise RemoteEnvError(
+            f"the environment server {url} serves another version of {task.id}: its tools under "
+            f"{spec.name} differ from the local task's; {fix}"
+        )
 
 
 def _text(value: Any) -> str:
@@ -363,7 +433,7 @@ def _describe(exc: BaseException) -> str:
 def _close_quietly(client: Any) -> None:
     try:
         client.close()
-    except Exception:  # noqa: BLE001, S110 - leaving: the server releases the episode when the socket drops anyway
+    except Exception:  # noqa: BLE001 - leaving: the server releases the episode when the socket drops anyway
         pass
 
 

@@ -14,9 +14,10 @@ tools too), so several tasks go in a dict, routed by the dataset's `environment`
 
     from progagent_lib import load_task
     from progagent_lib.integrations.trl import environment_factory, make_dataset
+    harness = "..."   # a name in progagent_lib.harness.spec.HARNESSES
     tasks = [load_task("tasks/retail/restock_orders"), load_task("tasks/customer_support/sla_escalations")]
-    trainer = GRPOTrainer(model, args=GRPOConfig(...), environment_factory=environment_factory(tasks, "ptc"),
-                          train_dataset=make_dataset(tasks, "ptc", scales=["v0"], seeds=range(8)),
+    trainer = GRPOTrainer(model, args=GRPOConfig(...), environment_factory=environment_factory(tasks, harness),
+                          train_dataset=make_dataset(tasks, harness, scales=["v0"], seeds=range(8)),
                           reward_funcs=[episode_metrics])   # optional: logs R~ and the episode metrics
 
 Each tool call the model makes is one `Episode.add_turn` (TRL runs the calls of a message one at a time and
@@ -28,6 +29,7 @@ with `episode_metrics` among the reward functions, its last plain answer is the 
 `run_episode`). An episode that ended by an infrastructure error gets the reward None: TRL then drops it
 (advantage 0) instead of scoring it 0.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -36,20 +38,20 @@ import json
 import logging
 import re
 import weakref
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Union
 
 from ..harness.episode import INFRASTRUCTURE_END_REASONS, Episode, Limits
-from ..harness.session import ToolCall
-from ..harness.spec import HarnessSpec, get_harness, model_tool_schemas
+from ..harness.spec import DEFAULT_HARNESS, HarnessSpec, get_harness, model_tool_schemas
+from ..harness.summary import SUMMARY_KEYS, episode_summary
 from ..harness.trajectory import Trajectory, write_jsonl
+from ..harness.turn import ToolCall, Turn
 from ..task.scales import SCALES
 from ..task.task import Task, load_task
 
 logger = logging.getLogger(__name__)
 
-TRL_VERSION = "1.16.0"          # the TRL release this adapter was written and tested against
+TRL_VERSION = "1.16.0"  # the TRL release this adapter was written and tested against
 ROW_KEYS = ("task", "scale", "seed")
 POLICY_NAME = "trl"
 RESERVED = frozenset({"reset", "get_reward"})  # TRL's own names on an environment class
@@ -57,15 +59,6 @@ RESERVED = frozenset({"reset", "get_reward"})  # TRL's own names on an environme
 
 class TRLEnvironmentError(RuntimeError):
     """The environment was used out of order: a tool before reset, a tool after the episode ended, ..."""
-
-
-@dataclass
-class _Turn:
-    """What TRL lets the environment see of an assistant turn: one tool call, or the final plain text."""
-
-    text: str = ""
-    tool_calls: list[ToolCall] = field(default_factory=list)
-    parse_errors: list[str] = field(default_factory=list)
 
 
 # --- the environment --------------------------------------------------------------------------------
@@ -112,13 +105,25 @@ class TRLEnvironment:
         key = (scale, seed)
         sample = type(self)._samples.get(key, 0)
         type(self)._samples[key] = sample + 1
-        episode = Episode(self.task, scale, seed, self.harness, limits=self.limits, policy_name=POLICY_NAME,
-                          sample=sample, error_mode=self.error_mode, system_prompt=self.system_prompt_file,
-                          session_kwargs=dict(self.session_kwargs), tokenizer=self.tokenizer)
+        episode = Episode(
+            self.task,
+            scale,
+            seed,
+            self.harness,
+            limits=self.limits,
+            policy_name=POLICY_NAME,
+            sample=sample,
+            error_mode=self.error_mode,
+            system_prompt=self.system_prompt_file,
+            session_kwargs=dict(self.session_kwargs),
+            tokenizer=self.tokenizer,
+        )
         try:
             if episode.tools != self.tool_schemas:
-                raise TRLEnvironmentError(f"{type(self).__name__}: the episode offers other tools than the class was "
-                                          "made with (the task changed since?); make the class again")
+                raise TRLEnvironmentError(
+                    f"{type(self).__name__}: the episode offers other tools than the class was "
+                    "made with (the task changed since?); make the class again"
+                )
             self._check_instance(row, episode)
         except BaseException:
             episode.close()
@@ -149,14 +154,15 @@ class TRLEnvironment:
             if self.trajectory is not None:
                 raise TRLEnvironmentError(
                     f"the episode has ended ({self.trajectory.end_reason}); no more tool calls are accepted. "
-                    "Call reset(**row) to start another episode.")
+                    "Call reset(**row) to start another episode."
+                )
             raise TRLEnvironmentError(f"{name} was called before reset(): no episode is running")
         params = list(_schema_properties(self._schema(name)))
         if len(args) > len(params):
             raise TypeError(f"{name} takes {len(params)} arguments, {len(args)} given")
         arguments = {**dict(zip(params, args)), **kwargs}
         try:
-            added = episode.add_turn(_Turn(tool_calls=[ToolCall(name, arguments)]))
+            added = episode.add_turn(Turn(tool_calls=[ToolCall(name, arguments)]))  # TRL shows one call at a time
         except BaseException as exc:
             # The harness itself failed (not the model): the episode ends as an infrastructure error.
             logger.exception("the harness failed to run %s", name)
@@ -180,7 +186,7 @@ class TRLEnvironment:
         if episode is None:
             return
         if not episode.finished:
-            episode.add_turn(_Turn(text=text or ""))
+            episode.add_turn(Turn(text=text or ""))
         self._score()
 
     def _score(self) -> None:
@@ -189,7 +195,7 @@ class TRLEnvironment:
             return
         try:
             trajectory = episode.to_trajectory()
-        except Exception as exc:  # noqa: BLE001 - scoring failed: an infrastructure error, not a task failure
+        except Exception as exc:
             logger.exception("scoring an episode of %s failed", self.task.id)
             episode.close()
             trajectory = episode.trajectory
@@ -204,8 +210,14 @@ class TRLEnvironment:
     def _release(self, abandoned_by: str = "close") -> None:
         episode, self._episode = self._episode, None
         if episode is not None:
-            logger.warning("%s: an episode of %s (%s, seed %s) was never scored; closed by %s()", type(self).__name__,
-                           self.task.id, episode.trajectory.scale, episode.trajectory.seed, abandoned_by)
+            logger.warning(
+                "%s: an episode of %s (%s, seed %s) was never scored; closed by %s()",
+                type(self).__name__,
+                self.task.id,
+                episode.trajectory.scale,
+                episode.trajectory.seed,
+                abandoned_by,
+            )
             episode.close()
 
     def _close(self) -> None:
@@ -222,20 +234,28 @@ class TRLEnvironment:
     def _check_row(self, row: dict) -> tuple[str, int]:
         missing = [key for key in ROW_KEYS if key not in row or row[key] is None]
         if missing:
-            raise ValueError(f"{type(self).__name__}.reset(): the dataset row has no {', '.join(missing)}; every row "
-                             f"needs the columns {', '.join(ROW_KEYS)} (build rows with "
-                             "progagent_lib.integrations.trl.dataset_rows)")
+            raise ValueError(
+                f"{type(self).__name__}.reset(): the dataset row has no {', '.join(missing)}; every row "
+                f"needs the columns {', '.join(ROW_KEYS)} (build rows with "
+                "progagent_lib.integrations.trl.dataset_rows)"
+            )
         if not _names_task(row["task"], self.task):
-            raise ValueError(f"{type(self).__name__}.reset(): unknown task {row['task']!r}: this environment class "
-                             f"serves {self.task.id!r} only (several tasks: pass environment_factory(tasks) as a dict "
-                             "and give each row an `environment` column)")
+            raise ValueError(
+                f"{type(self).__name__}.reset(): unknown task {row['task']!r}: this environment class "
+                f"serves {self.task.id!r} only (several tasks: pass environment_factory(tasks) as a dict "
+                "and give each row an `environment` column)"
+            )
         harness = row.get("harness")
         if harness is not None and harness != self.harness.name:
-            raise ValueError(f"{type(self).__name__}.reset(): the row asks for harness {harness!r}, this class runs "
-                             f"{self.harness.name!r}")
+            raise ValueError(
+                f"{type(self).__name__}.reset(): the row asks for harness {harness!r}, this class runs "
+                f"{self.harness.name!r}"
+            )
         scale = row["scale"]
         if scale not in SCALES:
-            raise ValueError(f"{type(self).__name__}.reset(): unknown scale {scale!r}; expected one of {', '.join(SCALES)}")
+            raise ValueError(
+                f"{type(self).__name__}.reset(): unknown scale {scale!r}; expected one of {', '.join(SCALES)}"
+            )
         seed = row["seed"]
         if isinstance(seed, bool) or not isinstance(seed, int):
             raise ValueError(f"{type(self).__name__}.reset(): the seed must be an integer, got {seed!r}")
@@ -243,22 +263,32 @@ class TRLEnvironment:
         if params is not None:
             given = json.loads(params) if isinstance(params, str) else params
             if given != self.task.params_for(seed):
-                raise ValueError(f"{type(self).__name__}.reset(): the row's params {given!r} are not the instance "
-                                 f"parameters of {self.task.id} seed {seed} ({self.task.params_for(seed)!r})")
+                raise ValueError(
+                    f"{type(self).__name__}.reset(): the row's params {given!r} are not the instance "
+                    f"parameters of {self.task.id} seed {seed} ({self.task.params_for(seed)!r})"
+                )
         return scale, seed
 
     def _check_instance(self, row: dict, episode: Episode) -> None:
         """The prompt TRL will render must be the episode's opening messages (system prompt, instruction)."""
         prompt = row.get("prompt")
         if prompt is None:
-            raise ValueError(f"{type(self).__name__}.reset(): the dataset row has no prompt; use dataset_rows() so the "
-                             "prompt is the episode's opening messages")
+            raise ValueError(
+                f"{type(self).__name__}.reset(): the dataset row has no prompt; use dataset_rows() so the "
+                "prompt is the episode's opening messages"
+            )
         expected = [{"role": m["role"], "content": m["content"]} for m in episode.messages]
-        given = [{"role": m.get("role"), "content": m.get("content")} for m in prompt] if isinstance(prompt, list) else prompt
+        given = (
+            [{"role": m.get("role"), "content": m.get("content")} for m in prompt]
+            if isinstance(prompt, list)
+            else prompt
+        )
         if given != expected:
-            raise ValueError(f"{type(self).__name__}.reset(): the row's prompt is not the opening messages of "
-                             f"{self.task.id} ({episode.trajectory.scale}, seed {episode.trajectory.seed}) under "
-                             f"{self.harness.name}: build rows with dataset_rows() for the same harness and system prompt")
+            raise ValueError(
+                f"{type(self).__name__}.reset(): the row's prompt is not the opening messages of "
+                f"{self.task.id} ({episode.trajectory.scale}, seed {episode.trajectory.seed}) under "
+                f"{self.harness.name}: build rows with dataset_rows() for the same harness and system prompt"
+            )
 
 
 def _names_task(value: Any, task: Task) -> bool:
@@ -273,8 +303,15 @@ def _names_task(value: Any, task: Task) -> bool:
 
 
 # --- tools as functions of the class -------------------------------------------------------------
-_JSON_TO_PY: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool,
-                               "array": list, "object": dict, "null": type(None)}
+_JSON_TO_PY: dict[str, Any] = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "array": list,
+    "object": dict,
+    "null": type(None),
+}
 # get_json_schema ends a tool's description at the first of these words, anywhere in the text.
 _SECTION_WORDS = {"Args:": "Arguments:", "Returns:": "Return value:", "Raises:": "Errors raised:"}
 _SECTION_RE = re.compile("|".join(re.escape(w) for w in _SECTION_WORDS))
@@ -323,8 +360,9 @@ def _tool_function(schema: dict, owner: str) -> Callable:
     for pname, prop in props.items():
         annotations[pname] = _annotation(prop)
         default = inspect.Parameter.empty if pname in required else prop.get("default")
-        parameters.append(inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default,
-                                            annotation=annotations[pname]))
+        parameters.append(
+            inspect.Parameter(pname, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotations[pname])
+        )
         description = " ".join((prop.get("description") or pname).split())
         lines.append(f"    {pname}: {docstring_text(description)}")
     tool.__name__ = name
@@ -339,11 +377,18 @@ def _class_name(task: Task, harness: str) -> str:
     return "ProgAgent_" + re.sub(r"\W", "_", task.id) + "_" + harness
 
 
-def environment_class(task: Task | str | Path, harness: str = "ptc", *, limits: Limits | None = None,
-                      error_mode: str = "is_error", system_prompt: str | Path | None = None,
-                      session_kwargs: dict | None = None, tokenizer: Any = None,
-                      trajectory_file: str | Path | None = None,
-                      on_trajectory: Callable[[Trajectory], Any] | None = None) -> type[TRLEnvironment]:
+def environment_class(
+    task: Task | str | Path,
+    harness: str = DEFAULT_HARNESS,
+    *,
+    limits: Limits | None = None,
+    error_mode: str = "is_error",
+    system_prompt: str | Path | None = None,
+    session_kwargs: dict | None = None,
+    tokenizer: Any = None,
+    trajectory_file: str | Path | None = None,
+    on_trajectory: Callable[[Trajectory], Any] | None = None,
+) -> type[TRLEnvironment]:
     """The TRL environment class of one task under one harness (`GRPOTrainer(environment_factory=cls)`).
 
     Its tools are the episode's tools (`Episode.tools`), one function each on the class, so TRL describes them to
@@ -357,12 +402,18 @@ def environment_class(task: Task | str | Path, harness: str = "ptc", *, limits: 
     name = _class_name(task, spec.name)
     schemas = model_tool_schemas(spec, task.tool_schemas())  # what Session.tool_schemas() gives an episode
     attributes: dict[str, Any] = {
-        "task": task, "harness": spec, "limits": limits, "error_mode": error_mode,
+        "task": task,
+        "harness": spec,
+        "limits": limits,
+        "error_mode": error_mode,
         "system_prompt_file": str(system_prompt) if system_prompt else None,
-        "session_kwargs": dict(session_kwargs or {}), "tokenizer": tokenizer, "tool_schemas": schemas,
+        "session_kwargs": dict(session_kwargs or {}),
+        "tokenizer": tokenizer,
+        "tool_schemas": schemas,
         "trajectory_file": Path(trajectory_file) if trajectory_file else None,
         "_on_trajectory": staticmethod(on_trajectory) if on_trajectory else None,
-        "_samples": {}, "__module__": __name__,
+        "_samples": {},
+        "__module__": __name__,
         "__doc__": f"{task.id} under {spec.name}: a TRL environment (see progagent_lib.integrations.trl).",
     }
     cls = type(name, (TRLEnvironment,), attributes)
@@ -403,12 +454,15 @@ def check_schemas(cls: type[TRLEnvironment]) -> None:
             if want_type != have_type:
                 problems.append(f"type of {pname}")
         if problems:
-            raise ValueError(f"{cls.__name__}.{fn['name']}: transformers.get_json_schema does not reproduce the "
-                             f"episode's schema ({', '.join(problems)})")
+            raise ValueError(
+                f"{cls.__name__}.{fn['name']}: transformers.get_json_schema does not reproduce the "
+                f"episode's schema ({', '.join(problems)})"
+            )
 
 
-def environment_factory(tasks: Task | str | Path | Iterable[Task | str | Path], harness: str = "ptc",
-                        **options: Any) -> type[TRLEnvironment] | dict[str, type[TRLEnvironment]]:
+def environment_factory(
+    tasks: Task | str | Path | Iterable[Task | str | Path], harness: str = DEFAULT_HARNESS, **options: Any
+) -> type[TRLEnvironment] | dict[str, type[TRLEnvironment]]:
     """`environment_factory` for GRPOTrainer: one class for one task, else a dict {task id: class}
     (TRL then routes each row by its `environment` column, which `dataset_rows` writes for several tasks).
     `options` go to `environment_class`."""
@@ -420,9 +474,15 @@ def environment_factory(tasks: Task | str | Path | Iterable[Task | str | Path], 
 
 
 # --- the dataset ---------------------------------------------------------------------------------
-def dataset_rows(tasks: Task | str | Path | Iterable[Task | str | Path], harness: str = "ptc", *,
-                 scales: Iterable[str] = ("v0",), seeds: Iterable[int] = (0,), system_prompt: str | Path | None = None,
-                 environment_column: bool | None = None) -> list[dict]:
+def dataset_rows(
+    tasks: Task | str | Path | Iterable[Task | str | Path],
+    harness: str = DEFAULT_HARNESS,
+    *,
+    scales: Iterable[str] = ("v0",),
+    seeds: Iterable[int] = (0,),
+    system_prompt: str | Path | None = None,
+    environment_column: bool | None = None,
+) -> list[dict]:
     """One row per (task, scale, seed): `prompt` (the episode's opening messages: the harness's system prompt and
     the instance's rendered instruction), `task`, `scale`, `seed`, `harness`, `params` (JSON text) and, for several
     tasks (or `environment_column=True`), `environment` (the task id, the key of `environment_factory`'s dict)."""
@@ -439,17 +499,24 @@ def dataset_rows(tasks: Task | str | Path | Iterable[Task | str | Path], harness
         for scale in scales:
             for seed in seeds:
                 params = task.params_for(int(seed))
-                row = {"prompt": [{"role": "system", "content": system},
-                                  {"role": "user", "content": task.instruction(params)}],
-                       "task": task.id, "scale": scale, "seed": int(seed), "harness": spec.name,
-                       "params": json.dumps(params, sort_keys=True)}
+                row = {
+                    "prompt": [
+                        {"role": "system", "content": system},
+                        {"role": "user", "content": task.instruction(params)},
+                    ],
+                    "task": task.id,
+                    "scale": scale,
+                    "seed": int(seed),
+                    "harness": spec.name,
+                    "params": json.dumps(params, sort_keys=True),
+                }
                 if with_environment:
                     row["environment"] = task.id
                 rows.append(row)
     return rows
 
 
-def make_dataset(tasks: Any, harness: str = "ptc", **kwargs: Any) -> Any:
+def make_dataset(tasks: Any, harness: str = DEFAULT_HARNESS, **kwargs: Any) -> Any:
     """`dataset_rows` as a `datasets.Dataset` (the type GRPOTrainer takes)."""
     from datasets import Dataset
 
@@ -466,18 +533,16 @@ def _task_list(tasks: Any) -> list[Task]:
 
 
 # --- an optional reward function: the final answer and the episode metrics ------------------------
-METRICS = ("score", "reward", "turns", "model_tool_calls", "tool_calls", "tool_output_tokens", "runtime_errors",
-           "malformed_calls", "timeouts")
-
-
-def episode_metrics(completions: list, environments: list | None = None, log_metric: Callable | None = None,
-                    **kwargs: Any) -> list[None]:
+def episode_metrics(
+    completions: list, environments: list | None = None, log_metric: Callable | None = None, **kwargs: Any
+) -> list[None]:
     """A reward function that adds nothing to the reward (it returns None for every rollout) and, for TRL:
 
     - ends each episode the model left without claim_done with its last plain answer as the final answer
       (TRL shows the environment tool calls only), so the verifier judges it as `run_episode` would;
-    - logs the dense score R~ and the episode metrics (means over the batch) as `progagent/<name>`, and the share
-      of episodes ended by claim_done.
+    - logs the batch's means of the episode report (`harness.metrics.episode_report`: R, R~ and the episode's
+      counters, over the episodes not ended by an infrastructure error) as `progagent/<name>`, the share of those
+      ended by claim_done, and the share ended by an infrastructure error. One definition: `episode_summary`.
     List it first among `reward_funcs` (TRL calls get_reward after the reward functions given to it).
     """
     environments = environments or []
@@ -491,13 +556,12 @@ def episode_metrics(completions: list, environments: list | None = None, log_met
         if env.trajectory is not None:
             trajectories.append(env.trajectory)
     if log_metric is not None and trajectories:
-        scored = [t for t in trajectories if t.end_reason not in INFRASTRUCTURE_END_REASONS]
-        for name in METRICS:
-            values = [float(getattr(t, name)) for t in scored]
-            if values:
-                log_metric(f"progagent/{name}", sum(values) / len(values))
-        log_metric("progagent/claim_done", sum(t.end_reason == "claim_done" for t in trajectories) / len(trajectories))
-        log_metric("progagent/infrastructure_errors", (len(trajectories) - len(scored)) / len(trajectories))
+        summary = episode_summary(trajectories)
+        if summary["errored_episodes"] < summary["episodes"]:  # means over no scored episode would read as zeros
+            for name, key in SUMMARY_KEYS.items():
+                log_metric(f"progagent/{name}", summary[key])
+            log_metric("progagent/claim_done", summary["claim_done_rate"])
+        log_metric("progagent/infrastructure_errors", summary["errored_episodes"] / summary["episodes"])
     return [None] * len(completions)
 
 
@@ -530,6 +594,16 @@ def close_environments() -> int:
 
 atexit.register(close_environments)
 
-__all__ = ["TRL_VERSION", "TRLEnvironment", "TRLEnvironmentError", "check_schemas", "close_environments",
-           "dataset_rows", "docstring_text", "environment_class", "environment_factory", "episode_metrics",
-           "make_dataset"]
+__all__ = [
+    "TRL_VERSION",
+    "TRLEnvironment",
+    "TRLEnvironmentError",
+    "check_schemas",
+    "close_environments",
+    "dataset_rows",
+    "docstring_text",
+    "environment_class",
+    "environment_factory",
+    "episode_metrics",
+    "make_dataset",
+]

@@ -27,10 +27,10 @@ verifiers 0.3.x (the classic `MultiTurnEnv`/`vf-eval ENV -b URL` API) pins mcp<2
 with this package (mcp>=2); this module targets 0.4.0. verifiers pins mcp==2.0.0 and openai<3, so it lives in its
 own virtual environment (see the README).
 """
+
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -41,18 +41,16 @@ from verifiers.v1.runtimes import ProgramResult
 from verifiers.v1.utils.aio import run_shielded
 
 from ..harness.episode import Episode, Limits
-from ..harness.session import ToolCall
-from ..harness.spec import get_harness
+from ..harness.spec import DEFAULT_HARNESS, get_harness
+from ..harness.metrics import EPISODE_REPORT, episode_report
 from ..harness.trajectory import Trajectory, write_jsonl
-from ..harness.turn import PolicyTurn
+from ..harness.turn import Turn, turn_from_openai
 from ..task import SCALES, Task
 from ..task.task import find_task_dirs
 from ._tasks import resolve_task as _resolve_task
 
 VERIFIERS_VERSION = "0.4.0"  # the verifiers release this adapter is written and tested against
 ROW_KEYS = ("task", "scale", "seed")
-METRICS = ("score", "turns", "model_tool_calls", "tool_calls", "tool_output_tokens", "context_tokens",
-           "runtime_errors", "timeouts", "malformed_calls")
 
 
 class ProgAgentInputError(ValueError):
@@ -72,7 +70,7 @@ class ProgAgentData(vf.TaskData):
     task: str
     scale: str
     seed: int
-    harness: str = "ptc"
+    harness: str = DEFAULT_HARNESS
     params: dict = Field(default_factory=dict)
     tasks_dir: str = "tasks"
     limits: dict = Field(default_factory=dict)
@@ -87,9 +85,9 @@ class ProgAgentTasksetConfig(vf.TasksetConfig):
     tasks: list[str] = Field(default_factory=list)
     scale: str = "v0"
     seeds: list[int] = Field(default_factory=lambda: [0])
-    harness: str = "ptc"
+    harness: str = DEFAULT_HARNESS
     rows: list[dict] = Field(default_factory=list)
-    limits: dict = Field(default_factory=dict)   # Limits overrides, e.g. {"max_turns": 40}
+    limits: dict = Field(default_factory=dict)  # Limits overrides, e.g. {"max_turns": 40}
     error_mode: str = "is_error"
 
     @field_validator("harness")
@@ -123,13 +121,20 @@ class ProgAgentTask(vf.Task[ProgAgentData, vf.State, vf.TaskConfig]):
 
     @vf.metric
     async def progagent_metrics(self, trace) -> dict:
-        """The dense score R~ and the episode's counters (logged, not summed into the reward)."""
+        """The episode's report (`harness.metrics.episode_report`: R, R~ and the episode's counters), logged as
+        `progagent_<name>`; None for each when the episode produced no report."""
         info = trace.info.get("progagent") or {}
-        return {f"progagent_{k}": (float(info[k]) if info.get(k) is not None else None) for k in METRICS}
+        return {f"progagent_{name}": None if info.get(name) is None else float(info[name]) for name in EPISODE_REPORT}
 
 
-def make_data(row: Mapping[str, Any], *, tasks_dir: str | Path = "tasks", harness: str = "ptc",
-              limits: dict | None = None, error_mode: str = "is_error") -> ProgAgentData:
+def make_data(
+    row: Mapping[str, Any],
+    *,
+    tasks_dir: str | Path = "tasks",
+    harness: str = DEFAULT_HARNESS,
+    limits: dict | None = None,
+    error_mode: str = "is_error",
+) -> ProgAgentData:
     """A row ({task, scale, seed[, harness]}) as task data, checked: missing keys, unknown task/scale/harness raise."""
     if not isinstance(row, Mapping):
         raise ProgAgentInputError(f"a row must be a mapping with {list(ROW_KEYS)}, got {type(row).__name__}")
@@ -150,10 +155,19 @@ def make_data(row: Mapping[str, Any], *, tasks_dir: str | Path = "tasks", harnes
     task = resolve_task(row["task"], tasks_dir)
     params = task.params_for(seed)
     rel = task.id
-    return ProgAgentData(name=f"{rel}@{row['scale']}#seed={seed}/{harness}", id=f"{rel}@{row['scale']}#{seed}",
-                         prompt=task.instruction(params), task=str(row["task"]).strip("/"), scale=row["scale"],
-                         seed=seed, harness=harness, params=params, tasks_dir=str(Path(tasks_dir).resolve()),
-                         limits=dict(limits or {}), error_mode=error_mode)
+    return ProgAgentData(
+        name=f"{rel}@{row['scale']}#seed={seed}/{harness}",
+        id=f"{rel}@{row['scale']}#{seed}",
+        prompt=task.instruction(params),
+        task=str(row["task"]).strip("/"),
+        scale=row["scale"],
+        seed=seed,
+        harness=harness,
+        params=params,
+        tasks_dir=str(Path(tasks_dir).resolve()),
+        limits=dict(limits or {}),
+        error_mode=error_mode,
+    )
 
 
 class ProgAgentTaskset(vf.Taskset[ProgAgentTask, ProgAgentTasksetConfig]):
@@ -170,61 +184,62 @@ class ProgAgentTaskset(vf.Taskset[ProgAgentTask, ProgAgentTasksetConfig]):
                 raise ProgAgentInputError(f"no task under {root}")
             rows = [{"task": name, "scale": c.scale, "seed": seed} for name in names for seed in c.seeds]
         # Checked in full before the first task is handed out: a bad row fails the run before any episode starts.
-        data = [make_data(row, tasks_dir=c.tasks_dir, harness=c.harness, limits=c.limits, error_mode=c.error_mode)
-                for row in rows]
+        data = [
+            make_data(row, tasks_dir=c.tasks_dir, harness=c.harness, limits=c.limits, error_mode=c.error_mode)
+            for row in rows
+        ]
         for d in data:
             yield ProgAgentTask(d, c.task)
 
 
 # --- the harness: one Episode, driven through the rollout's interception endpoint ------------------------
 class ProgAgentHarnessConfig(vf.HarnessConfig):
-    trajectories: str | None = None                       # JSON-lines file each finished trajectory is appended to
-    session_kwargs: dict = Field(default_factory=dict)    # to Session / PTCRuntime (program_timeout, ...)
+    trajectories: str | None = None  # JSON-lines file each finished trajectory is appended to
+    session_kwargs: dict = Field(default_factory=dict)  # to Session / PTCRuntime (program_timeout, ...)
 
 
 def open_episode(data: ProgAgentData, session_kwargs: dict | None = None, policy_name: str = "verifiers") -> Episode:
     """The Episode of a task's data (instantiates the task's state copy; a kernel starts on the first program)."""
     task = resolve_task(data.task, data.tasks_dir)
     limits = Limits.for_task(task).with_overrides(**data.limits)
-    return Episode(task, data.scale, data.seed, data.harness, limits=limits, policy_name=policy_name,
-                   error_mode=data.error_mode, session_kwargs=session_kwargs)
+    return Episode(
+        task,
+        data.scale,
+        data.seed,
+        data.harness,
+        limits=limits,
+        policy_name=policy_name,
+        error_mode=data.error_mode,
+        session_kwargs=session_kwargs,
+    )
 
 
-def turn_from_message(message: Any, usage: Any = None) -> PolicyTurn:
-    """An OpenAI chat-completion message as the episode's turn; unreadable arguments become parse errors."""
-    calls, problems = [], []
-    for call in getattr(message, "tool_calls", None) or []:
-        function = call.function
-        raw = function.arguments or "{}"
-        try:
-            arguments = json.loads(raw) if isinstance(raw, str) else raw
-        except json.JSONDecodeError as exc:
-            problems.append(f"the arguments of {function.name!r} are not valid JSON ({exc.msg}).")
-            continue
-        calls.append(ToolCall(function.name, arguments, call.id or ""))
-    extra = getattr(message, "model_extra", None) or {}
-    reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
-    return PolicyTurn(text=message.content or "", tool_calls=calls, parse_errors=problems,
-                      reasoning=reasoning if isinstance(reasoning, str) else "",
-                      prompt_tokens=getattr(usage, "prompt_tokens", None) or None,
-                      completion_tokens=getattr(usage, "completion_tokens", None) or None)
+def turn_from_message(message: Any, usage: Any = None, *, cut: bool = False) -> Turn:
+    """An OpenAI chat-completion message (the openai client's object) as the episode's turn; unreadable arguments
+    become parse errors."""
+    return turn_from_openai(message.model_dump(), usage.model_dump() if usage is not None else None, cut=cut)
 
 
 def summary(trajectory: Trajectory) -> dict:
-    """What the trace records of an ended episode (read by the task's reward and metric)."""
-    out = {"task": trajectory.task_id, "scale": trajectory.scale, "seed": trajectory.seed,
-           "harness": trajectory.harness, "reward": trajectory.reward, "end_reason": trajectory.end_reason,
-           "final_answer": trajectory.final_answer,
-           "criteria": [{"name": c.get("name"), "passed": c.get("passed")} for c in trajectory.criteria or []]}
-    out.update({k: getattr(trajectory, k, None) for k in METRICS})
-    return out
+    """What the trace records of an ended episode (read by the task's reward and metric): its identity, end, final
+    answer and criteria, and its report (`harness.metrics.episode_report`: R, R~ and the counters)."""
+    return {
+        "task": trajectory.task_id,
+        "scale": trajectory.scale,
+        "seed": trajectory.seed,
+        "harness": trajectory.harness,
+        "end_reason": trajectory.end_reason,
+        "final_answer": trajectory.final_answer,
+        "criteria": [{"name": c.get("name"), "passed": c.get("passed")} for c in trajectory.criteria or []],
+        **episode_report(trajectory),
+    }
 
 
 class ProgAgentHarness(vf.Harness[ProgAgentHarnessConfig]):
     """Drives one `Episode` per rollout in-process; every model call goes through the interception endpoint."""
 
-    APPENDS_SYSTEM_PROMPT = True   # the episode's own system prompt (the harness's) is sent as a system message
-    NEEDS_CONTAINER = False        # the PTC kernel is confined by the workbench's own sandbox
+    APPENDS_SYSTEM_PROMPT = True  # the episode's own system prompt (the harness's) is sent as a system message
+    NEEDS_CONTAINER = False  # the PTC kernel is confined by the workbench's own sandbox
     SUPPORTS_MCP = False
 
     async def launch(self, ctx, trace, runtime, endpoint, secret, mcp_urls, data, **_: Any) -> ProgramResult:
@@ -232,23 +247,26 @@ class ProgAgentHarness(vf.Harness[ProgAgentHarnessConfig]):
 
         if not isinstance(data, ProgAgentData):  # a wire view: re-validate (and check) the task's fields
             data = ProgAgentData.model_validate(data.model_dump())
-        episode = await run_shielded(asyncio.to_thread(open_episode, data, self.config.session_kwargs,
-                                                       f"verifiers:{ctx.model}"))
+        episode = await run_shielded(
+            asyncio.to_thread(open_episode, data, self.config.session_kwargs, f"verifiers:{ctx.model}")
+        )
         try:
-            sampling = {k: v for k, v in (ctx.sampling.model_dump(exclude_none=True) if ctx.sampling else {}).items()
-                        if k in ("temperature", "top_p", "max_tokens")}
+            sampling = {
+                k: v
+                for k, v in (ctx.sampling.model_dump(exclude_none=True) if ctx.sampling else {}).items()
+                if k in ("temperature", "top_p", "max_tokens")
+            }
             async with AsyncOpenAI(base_url=endpoint, api_key=secret, max_retries=2) as client:
                 while not episode.finished:
                     completion = await client.chat.completions.create(
-                        model=ctx.model, messages=episode.messages, tools=episode.tools, **sampling)
+                        model=ctx.model, messages=episode.messages, tools=episode.tools, **sampling
+                    )
                     choice = completion.choices[0]
                     turn = turn_from_message(choice.message, completion.usage)
-                    if choice.finish_reason == "length" and not turn.tool_calls:
-                        episode.cut_turn(turn)
-                    else:
-                        # Tools (programs in the kernel) block: run them off the event loop; a cancelled rollout
-                        # waits for the running call before the episode is closed below.
-                        await run_shielded(asyncio.to_thread(episode.add_turn, turn))
+                    turn.cut = choice.finish_reason == "length" and not turn.tool_calls
+                    # Tools (programs in the kernel) block: run them off the event loop; a cancelled rollout
+                    # waits for the running call before the episode is closed below.
+                    await run_shielded(asyncio.to_thread(episode.add_turn, turn))
             trajectory = await run_shielded(asyncio.to_thread(episode.to_trajectory))
             trace.info["progagent"] = summary(trajectory)
             if self.config.trajectories:
@@ -273,6 +291,19 @@ class ProgAgentEnv(vf.Env[ProgAgentEnvConfig]):
         await agents.agent.run(task)
 
 
-__all__ = ["VERIFIERS_VERSION", "ProgAgentData", "ProgAgentEnv", "ProgAgentEnvConfig", "ProgAgentHarness", "ProgAgentHarnessConfig",
-           "ProgAgentInputError", "ProgAgentTask", "ProgAgentTaskset", "ProgAgentTasksetConfig", "make_data",
-           "open_episode", "resolve_task", "turn_from_message"]
+__all__ = [
+    "VERIFIERS_VERSION",
+    "ProgAgentData",
+    "ProgAgentEnv",
+    "ProgAgentEnvConfig",
+    "ProgAgentHarness",
+    "ProgAgentHarnessConfig",
+    "ProgAgentInputError",
+    "ProgAgentTask",
+    "ProgAgentTaskset",
+    "ProgAgentTasksetConfig",
+    "make_data",
+    "open_episode",
+    "resolve_task",
+    "turn_from_message",
+]

@@ -6,6 +6,7 @@ training rollouts read turns with. So a model is rendered and decoded one way wh
 plays an episode through `run_episode`, the MCP server or a notebook, whatever generates (transformers here, the
 vLLM engine, a TRL vLLM server).
 """
+
 from __future__ import annotations
 
 import threading
@@ -15,7 +16,7 @@ from typing import Any
 from ..errors import ContextFull
 from ..generation.turns import TurnGenerator, decode_turn
 from ..harness.chat_format import ChatFormat
-from ..harness.turn import PolicyTurn
+from ..harness.turn import Turn
 
 
 class ChatPolicy:
@@ -31,13 +32,21 @@ class ChatPolicy:
             ends as max_context_tokens).
     """
 
-    def __init__(self, generator: TurnGenerator, chat: ChatFormat, *, max_new_tokens: int = 1024,
-                 response_prefix: str = "", name: str = "", max_positions: int | None = None,
-                 model_metadata: dict | None = None):
+    def __init__(
+        self,
+        generator: TurnGenerator,
+        chat: ChatFormat,
+        *,
+        max_new_tokens: int = 1024,
+        response_prefix: str = "",
+        name: str = "",
+        max_positions: int | None = None,
+        model_metadata: dict | None = None,
+    ):
         self.generator, self.chat = generator, chat
         self.max_new_tokens, self.response_prefix, self.max_positions = max_new_tokens, response_prefix, max_positions
         self.name = name or f"chat:{chat.model_name}"
-        self.model_metadata = model_metadata   # what a run records about the model (source, template, conversion)
+        self.model_metadata = model_metadata  # what a run records about the model (source, template, conversion)
         self._prefix_ids = chat.tokenizer.encode(response_prefix, add_special_tokens=False) if response_prefix else []
         # One generate at a time when episodes run in threads, unless the generator serves concurrent calls (a
         # server's client: the server batches them).
@@ -51,11 +60,12 @@ class ChatPolicy:
         """The token ids of the context for the next assistant turn (prefill included)."""
         return self.chat.prompt_ids(messages, tools) + self._prefix_ids
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         prompt = self.prompt_ids(messages, tools)
         if self.max_positions is not None and len(prompt) >= self.max_positions:
-            raise ContextFull(f"the context ({len(prompt)} tokens) no longer fits {self.name} "
-                              f"({self.max_positions} positions)")
+            raise ContextFull(
+                f"the context ({len(prompt)} tokens) no longer fits {self.name} ({self.max_positions} positions)"
+            )
         with self._lock or nullcontext():
             turn = self.generator([prompt], self.max_new_tokens)[0]
         return decode_turn(self.chat, turn.token_ids, tools, prefix=self.response_prefix, prompt_tokens=len(prompt))

@@ -1,11 +1,12 @@
 """A local transformers model as a policy: `ChatPolicy` over `HFTurnGenerator` (see `policy.chat`)."""
+
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
 from ..generation.factory import GeneratorConfig, make_generator
-from ..generation.models import model_positions
+from ..generation.rope import model_positions
 from ..harness.chat_format import ChatFormat
 from .chat import ChatPolicy
 
@@ -27,13 +28,24 @@ class HFPolicy(ChatPolicy):
         chat_template: "model" | "qwen3" | a .jinja path, for a model loaded here (registered names default to theirs).
     """
 
-    def __init__(self, model_or_path: Any, tokenizer: Any = None, *, max_new_tokens: int = 1024,
-                 temperature: float = 0.7, top_p: float = 0.95, response_prefix: str = "",
-                 chat_template_kwargs: dict | None = None, device: str | None = None, name: str | None = None,
-                 chat_template: str | None = None, seed: int | None = None):
+    def __init__(
+        self,
+        model_or_path: Any,
+        tokenizer: Any = None,
+        *,
+        max_new_tokens: int = 1024,
+        temperature: float = 0.7,
+        top_p: float = 0.95,
+        response_prefix: str = "",
+        chat_template_kwargs: dict | None = None,
+        device: str | None = None,
+        name: str | None = None,
+        chat_template: str | None = None,
+        seed: int | None = None,
+    ):
         if isinstance(model_or_path, (str, Path)):
-            # A registered name (smollm2), a GGUF file, a saved folder or a hub id; see generation.models.load_model.
-            from ..generation.models import load_model
+            # A registered name (smollm2), a GGUF file, a saved folder or a hub id; see generation.sources.load_model.
+            from ..generation.sources import load_model
 
             source = str(model_or_path)
             model, loaded_tokenizer = load_model(source, chat_template=chat_template)
@@ -51,6 +63,12 @@ class HFPolicy(ChatPolicy):
         self.model = model
         chat = ChatFormat(tokenizer, model_name=name, template_kwargs=dict(chat_template_kwargs or {}))
         generator = make_generator(GeneratorConfig("transformers", temperature, seed, top_p=top_p), chat, model=model)
-        super().__init__(generator, chat, max_new_tokens=max_new_tokens, response_prefix=response_prefix, name=name,
-                         max_positions=model_positions(model.config),
-                         model_metadata=getattr(model, "progagent_metadata", None))
+        super().__init__(
+            generator,
+            chat,
+            max_new_tokens=max_new_tokens,
+            response_prefix=response_prefix,
+            name=name,
+            max_positions=model_positions(model.config),
+            model_metadata=getattr(model, "progagent_metadata", None),
+        )

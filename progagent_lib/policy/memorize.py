@@ -10,15 +10,15 @@ On a task whose instruction is the same for every seed this passes whenever the 
 its data (it does): one fixed program solves every instance. On a task with instance parameters the
 replayed program carries the training instance's parameters, and fails wherever they matter.
 """
+
 from __future__ import annotations
 
 import json
 from typing import Any
 
 from ..harness.episode import run_episode
-from ..harness.session import ToolCall
-from ..harness.spec import CLAIM_DONE, get_harness
-from ..harness.turn import PolicyTurn
+from ..harness.spec import CLAIM_DONE, DEFAULT_HARNESS, get_harness
+from ..harness.turn import ToolCall, Turn
 from .oracle import OracleTeacher
 
 
@@ -26,8 +26,10 @@ def teacher_turns(task, harness: str, scale: str = "v0", seed: int = 0) -> list[
     """The teacher's turns on (task, scale, seed) under `harness`, as the tool calls of each assistant message."""
     trajectory = run_episode(task, scale, seed, harness, OracleTeacher(harness))
     if trajectory.reward != 1.0:
-        raise RuntimeError(f"the {harness} teacher does not solve {task.id} at {scale}, seed {seed} "
-                           f"(R = {trajectory.reward}, {trajectory.end_reason}): nothing to memorise")
+        raise RuntimeError(
+            f"the {harness} teacher does not solve {task.id} at {scale}, seed {seed} "
+            f"(R = {trajectory.reward}, {trajectory.end_reason}): nothing to memorise"
+        )
     turns = []
     for message in trajectory.messages:
         if message.get("role") != "assistant":
@@ -35,17 +37,22 @@ def teacher_turns(task, harness: str, scale: str = "v0", seed: int = 0) -> list[
         calls = []
         for call in message.get("tool_calls") or []:
             arguments = call["function"]["arguments"]
-            calls.append(ToolCall(call["function"]["name"], json.loads(arguments) if isinstance(arguments, str) else arguments,
-                                  call.get("id", "")))
+            calls.append(
+                ToolCall(
+                    call["function"]["name"],
+                    json.loads(arguments) if isinstance(arguments, str) else arguments,
+                    call.get("id", ""),
+                )
+            )
         turns.append(calls)
     return turns
 
 
 class MemorizationPolicy:
-    """`MemorizationPolicy("ptc", train_seed=0, train_scale="v0")`: the teacher's turns of the training instance,
+    """`MemorizationPolicy(harness, train_seed=0, train_scale="v0")`: the teacher's turns of the training instance,
     replayed on whichever instance the episode is; the answer is the last observation."""
 
-    def __init__(self, harness: str = "ptc", train_seed: int = 0, train_scale: str = "v0"):
+    def __init__(self, harness: str = DEFAULT_HARNESS, train_seed: int = 0, train_scale: str = "v0"):
         self.harness = get_harness(harness).name
         self.train_seed, self.train_scale = int(train_seed), train_scale
         self.name = f"memorize:{self.train_scale}:seed{self.train_seed}"
@@ -61,7 +68,7 @@ class MemorizationPolicy:
     def start_episode(self, task, params: dict | None = None) -> "_MemorizedEpisode":
         return _MemorizedEpisode(self.recorded(task))
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         raise TypeError("MemorizationPolicy replays one task's turns: run it through run_episode (start_episode(task))")
 
 
@@ -78,7 +85,9 @@ class NearestMemorizationPolicy:
         if not training:
             raise ValueError("NearestMemorizationPolicy needs at least one training instance")
         self.harness = get_harness(harness).name
-        self.training = [(task, scale, int(seed), _words(task.instruction(int(seed)))) for task, scale, seed in training]
+        self.training = [
+            (task, scale, int(seed), _words(task.instruction(int(seed)))) for task, scale, seed in training
+        ]
         self.name = f"memorize:nearest-of-{len(self.training)}"
         self._turns: dict[tuple[str, str, int], list[list[ToolCall]]] = {}
         self.default_limits = OracleTeacher.default_limits
@@ -96,7 +105,7 @@ class NearestMemorizationPolicy:
             self._turns[key] = teacher_turns(trained, self.harness, scale, seed)
         return _MemorizedEpisode(self._turns[key])
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         raise TypeError("NearestMemorizationPolicy replays recorded turns: run it through run_episode")
 
 
@@ -108,15 +117,15 @@ class _MemorizedEpisode:
     def __init__(self, turns: list[list[ToolCall]]):
         self.remaining = [list(t) for t in turns]
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         if not self.remaining:
-            return PolicyTurn(tool_calls=[ToolCall(CLAIM_DONE, {"action": _last_observation(messages)}, "memorized_end")])
+            return Turn(tool_calls=[ToolCall(CLAIM_DONE, {"action": _last_observation(messages)}, "memorized_end")])
         calls = []
         for call in self.remaining.pop(0):
             if call.name == CLAIM_DONE:  # the training instance's answer would quote its own result
                 call = ToolCall(CLAIM_DONE, {"action": _last_observation(messages)}, call.id)
             calls.append(call)
-        return PolicyTurn(tool_calls=calls)
+        return Turn(tool_calls=calls)
 
 
 def _last_observation(messages: list[dict]) -> str:
@@ -126,8 +135,14 @@ def _last_observation(messages: list[dict]) -> str:
     return ""
 
 
-def replay_memorized(tasks: list[Any], harness: str = "ptc", scale: str = "v0", train_seed: int = 0,
-                     eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003), progress: bool = True) -> list:
+def replay_memorized(
+    tasks: list[Any],
+    harness: str = DEFAULT_HARNESS,
+    scale: str = "v0",
+    train_seed: int = 0,
+    eval_seeds: tuple[int, ...] = (1000, 1001, 1002, 1003),
+    progress: bool = True,
+) -> list:
     """The memorization baseline on every (task, eval seed) at `scale`; returns the trajectories."""
     from tqdm.auto import tqdm
 

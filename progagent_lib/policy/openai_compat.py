@@ -1,4 +1,5 @@
 """Any OpenAI-compatible chat endpoint as a policy (vLLM, SGLang, hosted APIs), with retries and back-off."""
+
 from __future__ import annotations
 
 import json
@@ -12,8 +13,7 @@ import httpx
 from ..generation.access import KEY_HELP, engine_api_key, is_loopback_host
 from ..errors import PolicyError
 from ..harness.parsing import parse_tool_calls
-from ..harness.session import ToolCall
-from ..harness.turn import PolicyTurn
+from ..harness.turn import Turn, turn_from_openai
 
 # Worth retrying: rate limits, server overload and gateway errors. A 400 (bad request) will not get better.
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -24,8 +24,10 @@ def _fix_for(status: int, text: str, model: str) -> str:
     """What to do about a refused request, where the reply makes it clear."""
     lowered = text.lower()
     if "tool-call-parser" in lowered or "tool_choice" in lowered and "auto" in lowered:
-        return ("\nfix: start the server with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser hermes "
-                "and a chat template that renders tools; `progagent engine serve` does both)")
+        return (
+            "\nfix: start the server with tool calling on (vLLM: --enable-auto-tool-choice --tool-call-parser hermes "
+            "and a chat template that renders tools; `progagent engine serve` does both)"
+        )
     if status == 404 and "model" in lowered:
         return f"\nfix: the server does not serve a model named {model!r}; write the name it serves after '#' (GET /v1/models lists them)"
     if status in (401, 403):
@@ -45,9 +47,22 @@ class OpenAIPolicy:
     PolicyError. Servers that return tool calls as text (no tool parser) are parsed like a local model.
     """
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, *, temperature: float = 0.7,
-                 max_tokens: int | None = 4096, max_retries: int = 5, backoff: float = 1.0, max_backoff: float = 60.0,
-                 timeout: float = 300.0, extra_body: dict | None = None, tokenizer: Any = None, name: str | None = None):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        *,
+        temperature: float = 0.7,
+        max_tokens: int | None = 4096,
+        max_retries: int = 5,
+        backoff: float = 1.0,
+        max_backoff: float = 60.0,
+        timeout: float = 300.0,
+        extra_body: dict | None = None,
+        tokenizer: Any = None,
+        name: str | None = None,
+    ):
         self.base_url = base_url.rstrip("/")
         self.model = model
         if api_key is None:
@@ -81,7 +96,7 @@ class OpenAIPolicy:
         last_problem = ""
         for attempt in range(self.max_retries + 1):
             self.attempts += 1
-            wait = min(self.max_backoff, self.backoff * 2 ** attempt) * (0.5 + random.random() / 2)
+            wait = min(self.max_backoff, self.backoff * 2**attempt) * (0.5 + random.random() / 2)
             try:
                 response = self.client.post(url, json=body)
             except httpx.HTTPError as exc:  # connection refused, reset, timeout
@@ -98,50 +113,46 @@ class OpenAIPolicy:
                     if retry_after.replace(".", "", 1).isdigit():
                         wait = min(self.max_backoff, float(retry_after))
                 else:
-                    raise PolicyError(f"{url} refused the request with HTTP {response.status_code}: {response.text[:500]}"
-                                      f"{_fix_for(response.status_code, response.text, self.model)}")
+                    raise PolicyError(
+                        f"{url} refused the request with HTTP {response.status_code}: {response.text[:500]}"
+                        f"{_fix_for(response.status_code, response.text, self.model)}"
+                    )
             if attempt < self.max_retries:
                 time.sleep(wait)
-        hint = ("; is the server running at that address? (a local one: `progagent engine serve --model MODEL "
-                "--port PORT`)") if last_problem.startswith(("ConnectError", "ConnectTimeout", "RemoteProtocolError")) else ""
+        hint = (
+            (
+                "; is the server running at that address? (a local one: `progagent engine serve --model MODEL "
+                "--port PORT`)"
+            )
+            if last_problem.startswith(("ConnectError", "ConnectTimeout", "RemoteProtocolError"))
+            else ""
+        )
         raise PolicyError(f"{url} failed {self.max_retries + 1} times; last problem: {last_problem}{hint}")
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         reply = self._post(self.request_body(messages, tools))
         try:
             message = reply["choices"][0]["message"]
             if not isinstance(message, dict):
                 raise TypeError
         except (KeyError, IndexError, TypeError):
-            raise PolicyError(f"unexpected reply from {self.base_url}/chat/completions (no choices[0].message): "
-                              f"{json.dumps(reply)[:500]}") from None
-        content = message.get("content") or ""
-        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-        usage = reply.get("usage") or {}
-        if not content and not reasoning and not message.get("tool_calls") and usage.get("completion_tokens") == 0:
+            raise PolicyError(
+                f"unexpected reply from {self.base_url}/chat/completions (no choices[0].message): "
+                f"{json.dumps(reply)[:500]}"
+            ) from None
+        turn = turn_from_openai(message, reply.get("usage"))
+        if not (turn.text or turn.reasoning or message.get("tool_calls")) and turn.completion_tokens == 0:
             # Not a model that chose to say nothing (its end-of-turn token would count): the server produced nothing.
-            raise PolicyError(f"{self.base_url}/chat/completions returned a turn with no tokens "
-                              f"(finish_reason {reply['choices'][0].get('finish_reason')!r}); check the server's log")
-        calls, errors = [], []
-        for index, call in enumerate(message.get("tool_calls") or []):
-            function = call.get("function") or {}
-            name, arguments = function.get("name"), function.get("arguments") or "{}"
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError as exc:
-                    errors.append(f"the arguments of {name!r} are not valid JSON ({exc.msg}).")
-                    continue
-            if not name or not isinstance(arguments, dict):
-                errors.append(f"tool call #{index + 1} has no name or its arguments are not an object.")
-                continue
-            calls.append(ToolCall(name, arguments, call.get("id") or ""))
-        if not calls and not errors and "<tool_call>" in content:
-            parsed = parse_tool_calls(content, tools)
-            content, calls, errors = parsed.content, parsed.tool_calls, parsed.errors
-            reasoning = reasoning or parsed.reasoning
-        return PolicyTurn(text=content, tool_calls=calls, parse_errors=errors, reasoning=reasoning, raw=content,
-                          prompt_tokens=usage.get("prompt_tokens"), completion_tokens=usage.get("completion_tokens"))
+            raise PolicyError(
+                f"{self.base_url}/chat/completions returned a turn with no tokens "
+                f"(finish_reason {reply['choices'][0].get('finish_reason')!r}); check the server's log"
+            )
+        if not turn.tool_calls and not turn.parse_errors and "<tool_call>" in turn.text:
+            # a server without a tool-call parser hands the model's markup back as text: read it as training does
+            parsed = parse_tool_calls(turn.text, tools)
+            turn.text, turn.tool_calls, turn.parse_errors = parsed.content, parsed.tool_calls, parsed.errors
+            turn.reasoning = turn.reasoning or parsed.reasoning
+        return turn
 
     def close(self) -> None:
         self.client.close()

@@ -1,4 +1,4 @@
-"""The oracle teacher: a task's reference solution played out as a DTC, PTC or Hybrid agent.
+"""The oracle teacher: a task's reference solution played out as an agent under any harness.
 
 The trajectories are genuine: every observation comes from the real environment through the harness,
 and the teacher decides its next step from what it observed, never from the environment directly.
@@ -12,7 +12,10 @@ and the teacher decides its next step from what it observed, never from the envi
   no docstrings or comments, and of `progagent_lib.task.oracle_kit` (which the kernel cannot import) only
   the helpers the oracle uses.
 - Hybrid: the single look-ups of the inspection as direct calls, the looping work as one program.
+
+Which of the three a harness gets is its row's `teacher_opening` (harness.spec), never its name.
 """
+
 from __future__ import annotations
 
 import ast
@@ -28,10 +31,19 @@ from typing import Any, Callable
 from ..errors import PolicyError
 from ..pyast import parse as parse_python
 from ..harness.episode import Limits
-from ..harness.session import ToolCall
-from ..harness.spec import CLAIM_DONE, PROGRAMMATIC_TOOL_CALL, get_harness
+from ..harness.spec import (
+    CLAIM_DONE,
+    DEFAULT_HARNESS,
+    DIRECT_CALLS,
+    DIRECT_LOOKUPS,
+    INSPECTION_PROGRAM,
+    PROGRAMMATIC_TOOL_CALL,
+    HarnessSpec,
+    get_harness,
+)
 from ..task import ToolError, oracle_kit
-from ..harness.turn import PolicyTurn
+from ..harness.turn import ToolCall, Turn
+from .switches import fold_solve, near_miss_switches, switch_defaults
 
 ORACLE_KIT_MODULE = "progagent_lib.task.oracle_kit"
 # How long the teacher waits for its own oracle thread between two tool calls.
@@ -39,32 +51,36 @@ ORACLE_STEP_TIMEOUT = 300.0
 
 
 class OracleTeacher:
-    """`OracleTeacher("dtc" | "ptc" | "hybrid")`: renders each task's oracle under that harness."""
+    """`OracleTeacher(harness)` (a registered name or a HarnessSpec): renders each task's oracle under that harness,
+    opened as the harness's `teacher_opening` says."""
 
     # The reference solution is not an agent under budget: under DTC at large scales it needs more than
     # the paper's 100 calls (one per page, per file, per order). Pass `limits=` to cut it anyway.
     default_limits = Limits(max_tool_calls=None, max_turns=None, max_context_tokens=None)
     name = "oracle"
 
-    def __init__(self, harness: str = "ptc", tokenizer: Any = None):
-        self.harness = get_harness(harness).name
+    def __init__(self, harness: str | HarnessSpec = DEFAULT_HARNESS, tokenizer: Any = None):
+        self.spec = get_harness(harness) if isinstance(harness, str) else harness
+        self.harness = self.spec.name
         self.tokenizer = tokenizer  # only for counting tokens in the episode loop
 
     def start_episode(self, task, params: dict | None = None) -> "_OracleEpisode":
         """The player of one episode; `params` are the instance's parameters (the episode's `env.params`)."""
-        episode_class = {"dtc": DirectOracleEpisode, "ptc": ProgramOracleEpisode, "hybrid": HybridOracleEpisode}[self.harness]
-        return episode_class(task, self.harness, params)
+        return EPISODE_PLAYERS[self.spec.teacher_opening](task, self.spec, params)
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
-        raise TypeError("OracleTeacher plays one task at a time: run it through run_episode, which calls start_episode(task)")
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
+        raise TypeError(
+            "OracleTeacher plays one task at a time: run it through run_episode, which calls start_episode(task)"
+        )
 
 
 class _OracleEpisode:
     """Shared pieces of the three episode players."""
 
-    def __init__(self, task, harness: str, params: dict | None = None):
+    def __init__(self, task, harness: str | HarnessSpec, params: dict | None = None):
         self.task = task
-        self.harness = harness
+        self.spec = get_harness(harness) if isinstance(harness, str) else harness
+        self.harness = self.spec.name
         if params is None:  # played outside an episode: the first instance's parameters
             params = task.params_for(0) if getattr(task, "parametrised", False) else {}
         self.params = dict(params)
@@ -83,16 +99,19 @@ class _OracleEpisode:
     def check_tools(self, tools: list[dict]) -> None:
         """Refuse to play a harness other than ours (its first call would be refused, silently wasting the episode)."""
         offered = {t["function"]["name"] for t in tools}
-        needs = ({PROGRAMMATIC_TOOL_CALL} if get_harness(self.harness).programmatic else set()) | \
-            (set(self.specs) if get_harness(self.harness).direct_task_tools else set())
+        needs = ({PROGRAMMATIC_TOOL_CALL} if self.spec.programmatic else set()) | (
+            set(self.specs) if self.spec.direct_task_tools else set()
+        )
         if not needs <= offered:
-            raise PolicyError(f"OracleTeacher({self.harness!r}) cannot play this harness: it does not offer "
-                              f"{sorted(needs - offered)}; use OracleTeacher(<the episode's harness>)")
+            raise PolicyError(
+                f"OracleTeacher({self.harness!r}) cannot play this harness: it does not offer "
+                f"{sorted(needs - offered)}; use OracleTeacher(<the episode's harness>)"
+            )
 
-    def _call(self, name: str, arguments: dict, thinking: str) -> PolicyTurn:
+    def _call(self, name: str, arguments: dict, thinking: str) -> Turn:
         self.step += 1
         self.pending_id = f"oracle_{self.step}"
-        return PolicyTurn(reasoning=thinking, tool_calls=[ToolCall(name, arguments, self.pending_id)])
+        return Turn(reasoning=thinking, tool_calls=[ToolCall(name, arguments, self.pending_id)])
 
     def _observation(self, messages: list[dict]) -> str:
         """The content of the tool message that answered our last call."""
@@ -139,6 +158,7 @@ class _QueueTools:
             if bound_method:
                 del arguments["self"]
             return self._call(name, arguments)
+
         return call
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -160,10 +180,12 @@ class _Stopped(BaseException):
 class DirectOracleEpisode(_OracleEpisode):
     """DTC: one oracle tool call per turn."""
 
-    def __init__(self, task, harness: str, params: dict | None = None):
+    def __init__(self, task, harness: str | HarnessSpec, params: dict | None = None):
         super().__init__(task, harness, params)
-        self.requests: queue.Queue = queue.Queue()    # oracle thread -> teacher: ("call", name, args) | ("done", answer) | ("failed", exc)
-        self.replies: queue.Queue = queue.Queue()     # teacher -> oracle thread: (is_error, text) | None to stop
+        self.requests: queue.Queue = (
+            queue.Queue()
+        )  # oracle thread -> teacher: ("call", name, args) | ("done", answer) | ("failed", exc)
+        self.replies: queue.Queue = queue.Queue()  # teacher -> oracle thread: (is_error, text) | None to stop
         self.thread: threading.Thread | None = None
         self.pending_name = ""
 
@@ -186,10 +208,10 @@ class DirectOracleEpisode(_OracleEpisode):
             self.requests.put(("done", answer))
         except _Stopped:
             pass
-        except Exception as exc:  # reported to the episode loop as a policy failure
+        except Exception as exc:  # noqa: BLE001 - reported to the episode loop as a policy failure
             self.requests.put(("failed", exc))
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         if self.thread is None:
             self.check_tools(tools)
             self.thread = threading.Thread(target=self._run_oracle, name=f"oracle-{self.task.id}", daemon=True)
@@ -207,7 +229,9 @@ class DirectOracleEpisode(_OracleEpisode):
             _, name, arguments = event
             return self._call(name, arguments, describe_call(name, arguments, self.step == 0))
         if event[0] == "done":
-            return self._call(CLAIM_DONE, {"action": str(event[1])}, "Everything the request needs is done; I report the result.")
+            return self._call(
+                CLAIM_DONE, {"action": str(event[1])}, "Everything the request needs is done; I report the result."
+            )
         raise PolicyError(f"the oracle of {self.task.id} failed: {type(event[1]).__name__}: {event[1]}")
 
     def close(self) -> None:
@@ -219,26 +243,42 @@ class DirectOracleEpisode(_OracleEpisode):
 class ProgramOracleEpisode(_OracleEpisode):
     """PTC: inspect, define, run, claim_done."""
 
-    def __init__(self, task, harness: str, params: dict | None = None):
+    def __init__(self, task, harness: str | HarnessSpec, params: dict | None = None):
         super().__init__(task, harness, params)
         self.plan = self._plan()
 
     def _plan(self) -> list[tuple[str, Any]]:
         return [
-            ("program", (inspection_program(self.specs),
-                         "Before writing the solution I look at the data: which documents the workspace holds and "
-                         "what one page of each listing tool returns.")),
-            ("program", (oracle_program(self.task) + f"\n\nprint('Defined {solve_signature(self.task)}.')",
-                         "I now know the shape of the records. I define the whole procedure as functions in the "
-                         "session: read every document for rules and notices, read all pages, decide, act, and "
-                         "write the report.")),
-            ("program", (f"answer = {solve_call(self.params)}\nprint(answer)",
-                         "The functions are defined; I run them " + ("with the values the request gives " if self.params else "")
-                         + "and print only the short summary.")),
+            (
+                "program",
+                (
+                    inspection_program(self.specs),
+                    "Before writing the solution I look at the data: which documents the workspace holds and "
+                    "what one page of each listing tool returns.",
+                ),
+            ),
+            (
+                "program",
+                (
+                    oracle_program(self.task) + f"\n\nprint('Defined {solve_signature(self.task)}.')",
+                    "I now know the shape of the records. I define the whole procedure as functions in the "
+                    "session: read every document for rules and notices, read all pages, decide, act, and "
+                    "write the report.",
+                ),
+            ),
+            (
+                "program",
+                (
+                    f"answer = {solve_call(self.params)}\nprint(answer)",
+                    "The functions are defined; I run them "
+                    + ("with the values the request gives " if self.params else "")
+                    + "and print only the short summary.",
+                ),
+            ),
             ("claim", None),
         ]
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         if self.step == 0:
             self.check_tools(tools)
         else:
@@ -257,8 +297,11 @@ class ProgramOracleEpisode(_OracleEpisode):
         if kind == "direct":
             name, arguments, thinking = payload
             return self._call(name, arguments, thinking)
-        return self._call(CLAIM_DONE, {"action": self.last_output.strip()},
-                          "The program placed everything and printed the summary; I hand it in.")
+        return self._call(
+            CLAIM_DONE,
+            {"action": self.last_output.strip()},
+            "The program placed everything and printed the summary; I hand it in.",
+        )
 
 
 class HybridOracleEpisode(ProgramOracleEpisode):
@@ -270,11 +313,26 @@ class HybridOracleEpisode(ProgramOracleEpisode):
             plan.append(("direct", ("list_files", {}, "First, which documents does the workspace hold?")))
         for name in listing_tools(self.specs)[:1]:
             plan.append(("direct", (name, {}, f"One page of {name} shows the shape of the records.")))
-        plan.append(("program", (oracle_program(self.task) + f"\n\nanswer = {solve_call(self.params)}\nprint(answer)",
-                                 "Reading every page and every document and placing each change takes many calls: "
-                                 "one program does it all and prints only the summary.")))
+        plan.append(
+            (
+                "program",
+                (
+                    oracle_program(self.task) + f"\n\nanswer = {solve_call(self.params)}\nprint(answer)",
+                    "Reading every page and every document and placing each change takes many calls: "
+                    "one program does it all and prints only the summary.",
+                ),
+            )
+        )
         plan.append(("claim", None))
         return plan
+
+
+# The player of each teacher opening (harness.spec.TEACHER_OPENINGS).
+EPISODE_PLAYERS: dict[str, type[_OracleEpisode]] = {
+    DIRECT_CALLS: DirectOracleEpisode,
+    INSPECTION_PROGRAM: ProgramOracleEpisode,
+    DIRECT_LOOKUPS: HybridOracleEpisode,
+}
 
 
 def solve_call(params: dict) -> str:
@@ -291,29 +349,43 @@ def _program_failed(text: str, observation: Any = None) -> bool:
     """Whether a program of ours failed: the runtime's flags when the Observation was handed over, else the
     markers the runtime writes (a traceback, its timeout and kernel-restart notes, a refused call)."""
     if observation is not None:
-        return bool(observation.is_error or observation.runtime_error or observation.timed_out
-                    or observation.kernel_restarted)
-    return ("Traceback" in text or text.startswith("Error:") or "[the program timed out" in text
-            or "[the kernel was restarted" in text)
+        return bool(
+            observation.is_error or observation.runtime_error or observation.timed_out or observation.kernel_restarted
+        )
+    return (
+        "Traceback" in text
+        or text.startswith("Error:")
+        or "[the program timed out" in text
+        or "[the kernel was restarted" in text
+    )
 
 
 def listing_tools(specs: dict) -> list[str]:
     """Paginated listing tools a first look can call without arguments (list_files aside)."""
-    return [name for name, spec in specs.items()
-            if name.startswith("list_") and name != "list_files" and not spec.parameters.get("required")
-            and "page" in spec.parameters.get("properties", {})]
+    return [
+        name
+        for name, spec in specs.items()
+        if name.startswith("list_")
+        and name != "list_files"
+        and not spec.parameters.get("required")
+        and "page" in spec.parameters.get("properties", {})
+    ]
 
 
 def inspection_program(specs: dict) -> str:
     lines = []
     if "list_files" in specs:
-        lines += ["files = tools.list_files()",
-                  "print(files['total'], 'workspace files:', [f['path'] for f in files['items']])"]
+        lines += [
+            "files = tools.list_files()",
+            "print(files['total'], 'workspace files:', [f['path'] for f in files['items']])",
+        ]
     for name in listing_tools(specs)[:2]:
-        lines += [f"sample = tools.{name}(page=1)",
-                  f"print('{name}:', sample['total'], 'items in', sample['total_pages'], 'pages; first two:')",
-                  "for item in sample['items'][:2]:",
-                  "    print(item)"]
+        lines += [
+            f"sample = tools.{name}(page=1)",
+            f"print('{name}:', sample['total'], 'items in', sample['total_pages'], 'pages; first two:')",
+            "for item in sample['items'][:2]:",
+            "    print(item)",
+        ]
     return "\n".join(lines) or "print(help(tools))"
 
 
@@ -324,11 +396,14 @@ class _CompactSource:
     def __init__(self, source: str):
         self.lines = source.splitlines()
         self.tree = parse_python(source)
-        self.drop: set[int] = set()          # 1-based lines to leave out
-        self.cut: dict[int, int] = {}        # line -> column where a trailing comment starts
+        self.drop: set[int] = set()  # 1-based lines to leave out
+        self.cut: dict[int, int] = {}  # line -> column where a trailing comment starts
         for node in ast.walk(self.tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and len(node.body) > 1 \
-                    and _is_docstring(node.body[0]):
+            if (
+                isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                and len(node.body) > 1
+                and _is_docstring(node.body[0])
+            ):
                 self.drop.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:
@@ -337,6 +412,18 @@ class _CompactSource:
                     self.cut[row] = col
                 else:
                     self.drop.add(row)
+
+    def rows(self, first: int, last: int) -> list[str]:
+        """The kept lines `first`..`last` (1-based), comments and docstrings gone."""
+        return [
+            line
+            for row in range(first, last + 1)
+            if row not in self.drop
+            for line in [
+                self.lines[row - 1][: self.cut[row]].rstrip() if row in self.cut else self.lines[row - 1].rstrip()
+            ]
+            if line
+        ]
 
     @property
     def statements(self) -> list[ast.stmt]:
@@ -349,15 +436,18 @@ class _CompactSource:
             if row in self.drop:
                 continue
             line = self.lines[row - 1]
-            line = line[:self.cut[row]].rstrip() if row in self.cut else line.rstrip()
+            line = line[: self.cut[row]].rstrip() if row in self.cut else line.rstrip()
             if line or (kept and kept[-1]):
                 kept.append(line)
         return "\n".join(kept).strip("\n")
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
-    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant) \
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
         and isinstance(statement.value.value, str)
+    )
 
 
 def _defined_names(statement: ast.stmt) -> set[str]:
@@ -424,26 +514,52 @@ def compact_oracle(path: Path) -> str:
             kit_names |= {alias.name for alias in statement.names}
             continue
         for node in ast.walk(statement):
-            modules = [node.module or ""] if isinstance(node, ast.ImportFrom) else \
-                [alias.name for alias in node.names] if isinstance(node, ast.Import) else []
+            modules = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
             for module in modules:
                 if module.split(".")[0] == "progagent_lib":
-                    raise PolicyError(f"{path}: the oracle imports {module}, which the sandboxed kernel cannot import; "
-                                      f"oracles may import only from {ORACLE_KIT_MODULE} (it is inlined) and the "
-                                      "standard library")
+                    raise PolicyError(
+                        f"{path}: the oracle imports {module}, which the sandboxed kernel cannot import; "
+                        f"oracles may import only from {ORACLE_KIT_MODULE} (it is inlined) and the "
+                        "standard library"
+                    )
         body.append(statement)
     kit = _CompactSource(inspect.getsource(oracle_kit)) if kit_names else None
     kit_statements = [(kit, st) for st in kit.statements] if kit else []
     oracle_statements = [(oracle, st) for st in body]
-    is_import = lambda pair: isinstance(pair[1], (ast.Import, ast.ImportFrom))  # noqa: E731
+
+    def is_import(pair: tuple[_CompactSource, ast.stmt]) -> bool:
+        return isinstance(pair[1], (ast.Import, ast.ImportFrom))
+
     # Imports first (the kit's, then the oracle's), as one would write them; then the helpers, then the rest.
-    ordered = [p for p in kit_statements + oracle_statements if is_import(p)] + \
-        [p for p in kit_statements if not is_import(p)] + [p for p in oracle_statements if not is_import(p)]
+    ordered = (
+        [p for p in kit_statements + oracle_statements if is_import(p)]
+        + [p for p in kit_statements if not is_import(p)]
+        + [p for p in oracle_statements if not is_import(p)]
+    )
     kept = {id(st) for st in _keep_needed([st for _, st in ordered], {"solve"})}
     ordered = [p for p in ordered if id(p[1]) in kept]
     imports = "\n".join(src.text(st) for src, st in ordered if is_import((src, st)))
-    rest = [src.text(st) for src, st in ordered if not is_import((src, st))]
+    switches = near_miss_switches(path.parent)  # the near miss's flips: folded out of what the teacher writes
+    rest = [
+        _solve_text(src, st, switches) if src is oracle else src.text(st)
+        for src, st in ordered
+        if not is_import((src, st))
+    ]
     return single_quoted("\n\n".join(([imports] if imports else []) + rest))
+
+
+def _solve_text(source: _CompactSource, statement: ast.stmt, switches: set[str]) -> str:
+    """A statement of the oracle as the teacher writes it: `solve` with the near miss's switches folded away."""
+    if not (isinstance(statement, ast.FunctionDef) and statement.name == "solve" and switches):
+        return source.text(statement)
+    values = switch_defaults(statement, switches)
+    return fold_solve(statement, values, source.text, source.rows) if values else source.text(statement)
 
 
 def single_quoted(code: str) -> str:
@@ -487,5 +603,5 @@ def describe_call(name: str, arguments: dict, first: bool) -> str:
         return f"There are more pages; next is page {arguments['page']} of {name}."
     for prefix, verb in _VERBS:
         if name.startswith(prefix):
-            return f"{verb} {name[len(prefix):].replace('_', ' ')}: {name}({shown})."
+            return f"{verb} {name[len(prefix) :].replace('_', ' ')}: {name}({shown})."
     return f"This case needs a change: {name}({shown})."

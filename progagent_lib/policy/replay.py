@@ -3,12 +3,13 @@
 Each turn is parsed exactly as a local model's output is (`parse_tool_calls`), so replaying a model's
 raw generations reproduces its episode against a fresh environment.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
 
 from ..harness.parsing import parse_tool_calls
-from ..harness.turn import PolicyTurn
+from ..harness.turn import Turn
 
 
 class ReplayPolicy:
@@ -32,8 +33,9 @@ class _Replay:
     def __init__(self, texts: list[str]):
         self.remaining = list(texts)
 
-    def act(self, messages: list[dict], tools: list[dict]) -> PolicyTurn:
+    def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         raw = self.remaining.pop(0) if self.remaining else ""
         parsed = parse_tool_calls(raw, tools)
-        return PolicyTurn(text=parsed.content, tool_calls=parsed.tool_calls, parse_errors=parsed.errors,
-                          reasoning=parsed.reasoning, raw=raw)
+        return Turn(
+            text=parsed.content, tool_calls=parsed.tool_calls, parse_errors=parsed.errors, reasoning=parsed.reasoning
+        )

@@ -34,6 +34,7 @@ built around that text.
 The kernel side is `kernel_side/tools_proxy.py`, imported in the kernel from the sandbox's copy of
 `kernel_side` (the kernel cannot import progagent_lib: the sandbox hides the project tree).
 """
+
 from __future__ import annotations
 
 import inspect
@@ -48,7 +49,8 @@ from json.decoder import JSONDecoder
 from typing import Any, Iterable, Protocol
 
 from ..task import ToolError
-from ..task.environment import MAX_ERROR_CHARS, Environment, bounded_text, loggable_arguments, result_json
+from ..task.environment import Environment, loggable_arguments
+from ..task.tool_replies import MAX_ERROR_CHARS, bounded_text, result_json
 from .error_modes import ERROR_MODES, check_error_mode, looks_like_error
 from .kernel_side import call_code
 
@@ -59,16 +61,16 @@ from .kernel_side import call_code
 # the host a few times its size at most (the frame, its decoded text, the parsed strings, the call
 # log's digest of a long argument).
 MAX_FRAME = 4 << 20
-MAX_DEPTH = 32             # nesting of a request's JSON (arguments are flat records in practice)
+MAX_DEPTH = 32  # nesting of a request's JSON (arguments are flat records in practice)
 # Values (containers and scalars) of one request, counted before parsing as the `[`, `{` and `,` outside
 # strings, plus one (an upper bound: each value opens a container, follows a comma, or is the first).
 # A record of arguments holds a few dozen; 100 000 parsed values cost the host some 20 MB at most (an
 # object of 100 000 keys and numbers), and the rest of a frame can only be strings, about their size.
 MAX_VALUES = 100_000
-READ_BUFFER = 1 << 16      # bytes read at once: an ordinary frame, header and body, in one read
+READ_BUFFER = 1 << 16  # bytes read at once: an ordinary frame, header and body, in one read
 MAX_CALL_RECORDS = 10_000  # tool calls kept per program; beyond that they are only counted
-CALL_GRACE = 2.0           # seconds a program's end waits for a tool call still running on the host
-FRAME_IDLE = 2.0           # seconds a started frame may pause; longer and the stream is out of step for good
+CALL_GRACE = 2.0  # seconds a program's end waits for a tool call still running on the host
+FRAME_IDLE = 2.0  # seconds a started frame may pause; longer and the stream is out of step for good
 
 
 class ToolSource(Protocol):
@@ -124,16 +126,23 @@ class ToolRouter:
         for source in extra_sources:
             for name, spec in source.tool_specs.items():
                 if name in self.sources:
-                    raise ValueError(f"tool name {name!r} is offered twice (by the environment or another source); "
-                                     "rename it in one of the sources")
+                    raise ValueError(
+                        f"tool name {name!r} is offered twice (by the environment or another source); "
+                        "rename it in one of the sources"
+                    )
                 self.sources[name] = source
                 self.specs[name] = spec
             self._takes_deadline[id(source)] = _accepts_deadline(source)  # once: inspect.signature is slow
 
     def spec_payload(self) -> list[dict]:
-        return [{"name": name, "description": getattr(spec, "description", "") or "",
-                 "parameters": getattr(spec, "parameters", None) or {"type": "object", "properties": {}}}
-                for name, spec in self.specs.items()]
+        return [
+            {
+                "name": name,
+                "description": getattr(spec, "description", "") or "",
+                "parameters": getattr(spec, "parameters", None) or {"type": "object", "properties": {}},
+            }
+            for name, spec in self.specs.items()
+        ]
 
     def call(self, name: str, arguments: dict, deadline: float | None = None) -> tuple[Any, str | None]:
         """Run one call by `deadline` (time.monotonic). Returns (result, error message or None) after error_mode.
@@ -144,7 +153,9 @@ class ToolRouter:
         result, _, error = self.call_json(name, arguments, deadline)
         return result, error
 
-    def call_json(self, name: str, arguments: dict, deadline: float | None = None) -> tuple[Any, str | None, str | None]:
+    def call_json(
+        self, name: str, arguments: dict, deadline: float | None = None
+    ) -> tuple[Any, str | None, str | None]:
         """`call`, as (result, the result's JSON text or None, error message or None).
 
         The text (compact, ASCII, what `Environment.call_tool_json` writes) comes with results of the
@@ -172,7 +183,7 @@ class ToolRouter:
                     result, is_error = source.call(name, arguments, deadline=deadline)
                 else:
                     result, is_error = source.call(name, arguments)
-            except Exception as exc:  # a broken source must not take the episode down
+            except Exception as exc:  # noqa: BLE001 - a broken source must not take the episode down
                 result, is_error = f"{name} failed with {type(exc).__name__}: {exc}", True
         if is_error:
             message = bounded_text(result if isinstance(result, str) else json.dumps(result, default=str))
@@ -341,8 +352,12 @@ class BridgeServer:
             try:
                 if isinstance(body, int):
                     self.bad_frames += 1
-                    frame = _encode({"id": None, "error": f"malformed bridge request: a frame of {body} bytes "
-                                                          f"(at most {MAX_FRAME})"})
+                    frame = _encode(
+                        {
+                            "id": None,
+                            "error": f"malformed bridge request: a frame of {body} bytes (at most {MAX_FRAME})",
+                        }
+                    )
                 else:
                     frame = self._answer(body)
                 del body
@@ -365,8 +380,12 @@ class BridgeServer:
         try:
             return self._handle(request, request_id)
         except Exception as exc:  # noqa: BLE001 - a host-side bug in one call must not stop the others
-            return _encode({"id": request_id,
-                            "error": bounded_text(f"the host failed to run the call: {type(exc).__name__}: {exc}")})
+            return _encode(
+                {
+                    "id": request_id,
+                    "error": bounded_text(f"the host failed to run the call: {type(exc).__name__}: {exc}"),
+                }
+            )
 
     def _handle(self, request: dict, request_id: int | str | None) -> bytes:
         router = self.router
@@ -376,12 +395,21 @@ class BridgeServer:
             return _encode({"id": request_id, "result": router.spec_payload()})
         name, arguments = request.get("name"), request.get("arguments")
         if not isinstance(name, str) or not isinstance(arguments, dict):
-            return _encode({"id": request_id, "error": "a tool call needs a tool name (a string) and its arguments "
-                                                       "(an object of named values)"})
+            return _encode(
+                {
+                    "id": request_id,
+                    "error": "a tool call needs a tool name (a string) and its arguments (an object of named values)",
+                }
+            )
         with self._in_call:
             if not self._gate.is_set():
-                return _encode({"id": request_id, "error": "tools can only be called while a program runs "
-                                                           "(not from a thread left running after it ended)"})
+                return _encode(
+                    {
+                        "id": request_id,
+                        "error": "tools can only be called while a program runs "
+                        "(not from a thread left running after it ended)",
+                    }
+                )
             started = time.perf_counter()
             result, text, error = router.call_json(name, arguments, deadline=self._deadline)
             seconds = time.perf_counter() - started
@@ -392,7 +420,9 @@ class BridgeServer:
                 error = error[:MAX_ERROR_CHARS]
                 self._record(BridgeCall(name[:200], loggable_arguments(arguments), len(error), seconds, True, error))
             elif text is not None:  # the environment's JSON text of the result, framed as it is
-                body = f'{{"id":{request_id if type(request_id) is int else _dumps(request_id)},"result":{text}}}'.encode()
+                body = (
+                    f'{{"id":{request_id if type(request_id) is int else _dumps(request_id)},"result":{text}}}'.encode()
+                )
                 frame = _HEADER.pack(len(body)) + body
                 self._record(BridgeCall(name[:200], loggable_arguments(arguments), len(text), seconds, False))
             else:
@@ -454,7 +484,7 @@ class _FrameReader:
             (length,) = _HEADER.unpack_from(self.buffer, start)
             if length <= available - 4:  # the whole frame is in: the path of every ordinary call
                 self.start = start + 4 + length
-                return bytes(self.view[start + 4:self.start])
+                return bytes(self.view[start + 4 : self.start])
         self.sock.settimeout(FRAME_IDLE)
         try:
             return self._rest_of_frame()
@@ -462,7 +492,7 @@ class _FrameReader:
             self.sock.settimeout(None)
 
     def _recv(self) -> None:
-        got = self.sock.recv_into(self.view[self.end:])
+        got = self.sock.recv_into(self.view[self.end :])
         if not got:
             raise ConnectionError("bridge closed")
         self.end += got
@@ -471,15 +501,15 @@ class _FrameReader:
         """Read until buffer[start:] holds `n` bytes (n <= the buffer's size)."""
         while self.end - self.start < n:
             if self.start + n > len(self.buffer):  # move what is pending to the front to make room
-                pending = bytes(self.view[self.start:self.end])
-                self.buffer[:len(pending)] = pending
+                pending = bytes(self.view[self.start : self.end])
+                self.buffer[: len(pending)] = pending
                 self.start, self.end = 0, len(pending)
             self._recv()
 
     def _take(self, length: int) -> bytes:
         start = self.start + 4
         self.start = start + length
-        return bytes(self.view[start:self.start])
+        return bytes(self.view[start : self.start])
 
     def _rest_of_frame(self) -> bytes | bytearray | int:
         self._fill(4)
@@ -493,7 +523,7 @@ class _FrameReader:
             return self._take(length)
         body = bytearray(length)
         have = self.end - self.start - 4  # less than `length`: the frame is larger than the buffer
-        body[:have] = self.view[self.start + 4:self.end]
+        body[:have] = self.view[self.start + 4 : self.end]
         self.start = self.end = 0
         view = memoryview(body)
         while have < length:  # into the frame's own buffer, and no further: what follows stays in the socket
@@ -529,9 +559,12 @@ def _encode(reply: dict) -> bytes:
     try:
         body = _dumps(reply).encode()
     except Exception as exc:  # noqa: BLE001 - also a result whose str() raises: the kernel must get a reply
-        body = _dumps({"id": reply.get("id"),
-                       "error": bounded_text(f"the tool's result cannot be sent as JSON: {type(exc).__name__}: {exc}")
-                       }).encode()
+        body = _dumps(
+            {
+                "id": reply.get("id"),
+                "error": bounded_text(f"the tool's result cannot be sent as JSON: {type(exc).__name__}: {exc}"),
+            }
+        ).encode()
     return _HEADER.pack(len(body)) + body
 
 
@@ -550,6 +583,21 @@ def output_guard_code(limit: int) -> str:
     return call_code("output_guard", "install", int(limit))
 
 
-__all__ = ["BridgeServer", "ToolRouter", "BridgeCall", "ToolSource", "ERROR_MODES", "looks_like_error", "parse_request",
-           "BadFrame", "check_shape", "MAX_FRAME", "MAX_DEPTH", "MAX_VALUES", "MAX_CALL_RECORDS", "install_code", "output_guard_code",
-           "PRELOAD_SPECS_CODE"]
+__all__ = [
+    "BridgeServer",
+    "ToolRouter",
+    "BridgeCall",
+    "ToolSource",
+    "ERROR_MODES",
+    "looks_like_error",
+    "parse_request",
+    "BadFrame",
+    "check_shape",
+    "MAX_FRAME",
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "MAX_CALL_RECORDS",
+    "install_code",
+    "output_guard_code",
+    "PRELOAD_SPECS_CODE",
+]

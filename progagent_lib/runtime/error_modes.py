@@ -7,6 +7,7 @@ and by the harness session's direct task-tool calls, so both paths flag the same
 - `off` (the paper's ablation): failures come back as ordinary results;
 - `detect` (beyond the paper): also flags error-shaped payloads from servers that omit `isError`.
 """
+
 from __future__ import annotations
 
 import json

@@ -5,6 +5,7 @@ hand-written MCP servers); non-errors are ordinary results, several of them deli
 an error (a field named `error_rate`, a log line that mentions an error, a ticket titled "Error in
 invoice", `{"errors": []}`, a status of "resolved").
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ ERRORS = [
     "Error: no such table: orders",
     "ERROR - connection refused",
     "error: unknown option --foo",
-    "Traceback (most recent call last):\n  File \"x.py\", line 1\nZeroDivisionError: division by zero",
+    'Traceback (most recent call last):\n  File "x.py", line 1\nZeroDivisionError: division by zero',
     "Exception: the service is unavailable",
     "404 Not Found",
     "500 Internal Server Error",
@@ -88,4 +89,6 @@ class DetectionReport:
 def evaluate_detection() -> DetectionReport:
     missed = [p for p in ERRORS if looks_like_error(p) is None]
     false_alarms = [p for p in NON_ERRORS if looks_like_error(p) is not None]
-    return DetectionReport(len(ERRORS) - len(missed), len(ERRORS), len(false_alarms), len(NON_ERRORS), missed, false_alarms)
+    return DetectionReport(
+        len(ERRORS) - len(missed), len(ERRORS), len(false_alarms), len(NON_ERRORS), missed, false_alarms
+    )

@@ -17,6 +17,7 @@ hosts on one machine never hand out the same uid; a lease whose host died is tak
 cgroup), its tmpfs unmounted and its workspace deleted, so nothing of an earlier episode is left
 that the uid could reach.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,8 +47,9 @@ def configured_range() -> range:
     try:
         start, count = (int(part) for part in text.split(":"))
     except ValueError:
-        raise IdentityUnavailable(f"{RANGE_VARIABLE} must be START:COUNT (e.g. {DEFAULT_START}:{DEFAULT_COUNT}), "
-                                  f"got {text!r}") from None
+        raise IdentityUnavailable(
+            f"{RANGE_VARIABLE} must be START:COUNT (e.g. {DEFAULT_START}:{DEFAULT_COUNT}), got {text!r}"
+        ) from None
     if start < 1000 or count < 1 or start + count > 2**31:
         raise IdentityUnavailable(f"{RANGE_VARIABLE}={text!r}: the range must lie within [1000, 2^31)")
     return range(start, start + count)
@@ -91,13 +93,17 @@ def check_range() -> range:
     for path, column in (("/etc/passwd", 2), ("/etc/group", 2)):
         clash = [i for i in _ids_in(path, column) if i in ids]
         if clash:
-            raise IdentityUnavailable(f"{path} has id {clash[0]} inside the sandbox uid range "
-                                      f"{ids.start}:{len(ids)}; set {RANGE_VARIABLE}=START:COUNT to a free range")
+            raise IdentityUnavailable(
+                f"{path} has id {clash[0]} inside the sandbox uid range "
+                f"{ids.start}:{len(ids)}; set {RANGE_VARIABLE}=START:COUNT to a free range"
+            )
     for path in ("/etc/subuid", "/etc/subgid"):
         for sub in _subordinate_ranges(path):
             if sub.start < ids.stop and ids.start < sub.stop:
-                raise IdentityUnavailable(f"{path} hands out {sub.start}:{len(sub)}, which overlaps the sandbox uid "
-                                          f"range {ids.start}:{len(ids)}; set {RANGE_VARIABLE}=START:COUNT to a free range")
+                raise IdentityUnavailable(
+                    f"{path} hands out {sub.start}:{len(sub)}, which overlaps the sandbox uid "
+                    f"range {ids.start}:{len(ids)}; set {RANGE_VARIABLE}=START:COUNT to a free range"
+                )
     _checked = ids
     return ids
 
@@ -122,8 +128,9 @@ def lease(runtime_root: Path) -> Identity:
         with os.fdopen(fd, "w") as handle:
             handle.write(str(os.getpid()))
         return Identity(uid, uid)
-    raise IdentityUnavailable(f"all {len(ids)} sandbox uids of {ids.start}:{len(ids)} are leased; "
-                              f"close sandboxes or widen {RANGE_VARIABLE}")
+    raise IdentityUnavailable(
+        f"all {len(ids)} sandbox uids of {ids.start}:{len(ids)} are leased; close sandboxes or widen {RANGE_VARIABLE}"
+    )
 
 
 def release(runtime_root: Path, identity: Identity) -> None:
@@ -136,7 +143,7 @@ def release(runtime_root: Path, identity: Identity) -> None:
 def sweep_leases(runtime_root: Path, alive) -> None:
     """Take back the leases of hosts that died (`alive(pid) -> bool`)."""
     folder = runtime_root / "ids"
-    for path in (folder.iterdir() if folder.is_dir() else []):
+    for path in folder.iterdir() if folder.is_dir() else []:
         try:
             owner = int(path.read_text() or "0")
         except (OSError, ValueError):

@@ -3,6 +3,7 @@
 The kernel talks zmq over ipc sockets (unix socket files in the sandbox's `ipc/` folder): TCP
 loopback does not exist inside the kernel's own network namespace.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -42,7 +43,7 @@ def _close_live_sessions() -> None:
     for session in list(_LIVE_SESSIONS):
         try:
             session.close()
-        except Exception:
+        except Exception:  # noqa: BLE001 - at exit, one session that cannot close must not keep the others open
             pass
 
 
@@ -97,8 +98,9 @@ def host_context() -> zmq.Context:
 
 
 OVERSIZED = f"a message over the host's {MAX_MESSAGE_BYTES >> 20} MiB bound, which cut the kernel's output channel"
-STRAYS = (f"more than {STRAY_MESSAGES} messages of no running program while this one ran, enough to crowd out "
-          "its own output")
+STRAYS = (
+    f"more than {STRAY_MESSAGES} messages of no running program while this one ran, enough to crowd out its own output"
+)
 
 
 class IOPubReader:
@@ -202,8 +204,12 @@ def _read_message(get, timeout: float) -> dict:
 
 
 def _checked(msg: object) -> dict:
-    if not isinstance(msg, dict) or not isinstance(msg.get("parent_header"), dict) \
-            or not isinstance(msg.get("msg_type"), str) or not isinstance(msg.get("content"), dict):
+    if (
+        not isinstance(msg, dict)
+        or not isinstance(msg.get("parent_header"), dict)
+        or not isinstance(msg.get("msg_type"), str)
+        or not isinstance(msg.get("content"), dict)
+    ):
         raise KernelProtocolError("a message without the Jupyter shape")
     return msg
 
@@ -211,7 +217,7 @@ def _checked(msg: object) -> dict:
 def _text(value: object, limit: int) -> str:
     text = value if isinstance(value, str) else ("" if value is None else repr(value)[:limit])
     if len(text) > limit:
-        text = f"{text[:limit // 2]}\n[... {len(text) - 2 * (limit // 2)} characters cut ...]\n{text[-(limit // 2):]}"
+        text = f"{text[: limit // 2]}\n[... {len(text) - 2 * (limit // 2)} characters cut ...]\n{text[-(limit // 2) :]}"
     return text
 
 
@@ -226,8 +232,11 @@ def bounded_error(content: dict, limit: int) -> dict:
             break
         traceback.insert(0, line)
         used += len(line)
-    return {"ename": _text(content.get("ename", ""), MAX_ENAME_CHARS), "evalue": _text(content.get("evalue", ""), limit),
-            "traceback": traceback}
+    return {
+        "ename": _text(content.get("ename", ""), MAX_ENAME_CHARS),
+        "evalue": _text(content.get("evalue", ""), limit),
+        "traceback": traceback,
+    }
 
 
 def _collect(msg: dict, output: BoundedText, outcome: CellOutcome) -> bool:
@@ -268,9 +277,9 @@ class BoundedText:
             take = text[: half - self.head_len]
             self.head.append(take)
             self.head_len += len(take)
-            text = text[len(take):]
+            text = text[len(take) :]
         if text:
-            self.tail = (self.tail + text)[-(self.limit // 2):] if self.limit // 2 else ""
+            self.tail = (self.tail + text)[-(self.limit // 2) :] if self.limit // 2 else ""
 
     @property
     def truncated(self) -> bool:
@@ -281,7 +290,9 @@ class BoundedText:
         if not self.truncated:
             return head + self.tail
         dropped = self.total - len(head) - len(self.tail)
-        return f"{head}\n[... {dropped} characters of output cut; print less, e.g. a summary or a slice ...]\n{self.tail}"
+        return (
+            f"{head}\n[... {dropped} characters of output cut; print less, e.g. a summary or a slice ...]\n{self.tail}"
+        )
 
 
 @dataclass
@@ -326,27 +337,54 @@ class KernelSession:
         for stale in self.sandbox.ipc.iterdir():
             stale.unlink()
         info = {
-            "transport": "ipc", "ip": str(self.sandbox.ipc / "k"), "shell_port": 1, "iopub_port": 2,
-            "stdin_port": 3, "control_port": 4, "hb_port": 5, "key": secrets.token_hex(32),
-            "signature_scheme": "hmac-sha256", "kernel_name": "",
+            "transport": "ipc",
+            "ip": str(self.sandbox.ipc / "k"),
+            "shell_port": 1,
+            "iopub_port": 2,
+            "stdin_port": 3,
+            "control_port": 4,
+            "hb_port": 5,
+            "key": secrets.token_hex(32),
+            "signature_scheme": "hmac-sha256",
+            "kernel_name": "",
         }
         connection_file = self.sandbox.ipc / "kernel.json"
         connection_file.write_text(json.dumps(info))
         self.bridge = BridgeServer(self.router)
         kernel_fd = self.bridge.kernel_fd
-        argv = [self.python, "-I", "-m", "ipykernel_launcher", "-f", str(connection_file),
-                "--HistoryManager.enabled=False", "--IPKernelApp.log_level=ERROR", "--colors=NoColor", "--InteractiveShell.xmode=Plain",
-                "--InteractiveShell.cache_size=0", "--InteractiveShell.banner1=''"]
+        argv = [
+            self.python,
+            "-I",
+            "-m",
+            "ipykernel_launcher",
+            "-f",
+            str(connection_file),
+            "--HistoryManager.enabled=False",
+            "--IPKernelApp.log_level=ERROR",
+            "--colors=NoColor",
+            "--InteractiveShell.xmode=Plain",
+            "--InteractiveShell.cache_size=0",
+            "--InteractiveShell.banner1=''",
+        ]
         # Something must end the kernel when this host process goes away: confined, the sandbox's waiter
         # does (`kernel_side/launcher.py`; ipykernel's own poller would take the sandbox's init for a lost parent).
         env = self.sandbox.environment(self.sandbox.confinement.kernel_environment())
-        self.process = self.sandbox.popen(argv, env=env, pass_fds=(kernel_fd,), deny_unix_sockets=False, stdin=subprocess.DEVNULL,
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.process = self.sandbox.popen(
+            argv,
+            env=env,
+            pass_fds=(kernel_fd,),
+            deny_unix_sockets=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         # The kernel's own stdout/stderr (start-up errors, and an echo of what programs write to
         # file descriptors 1 and 2) is drained at once, keeping only its end: a full pipe would block
         # the kernel, a file would grow without bound.
         self._log = deque(maxlen=64)
-        threading.Thread(target=_drain, args=(self.process.stdout, self._log), name="ptc-kernel-log", daemon=True).start()
+        threading.Thread(
+            target=_drain, args=(self.process.stdout, self._log), name="ptc-kernel-log", daemon=True
+        ).start()
         self.bridge.release_kernel_end()
         client = BlockingKernelClient(context=host_context())
         client.load_connection_info(info)
@@ -357,16 +395,22 @@ class KernelSession:
         while True:
             if self.process.poll() is not None:
                 self._stop_client()
-                raise KernelStartError(f"the kernel exited with code {self.process.returncode} during start-up:\n{self.log_tail()}")
+                raise KernelStartError(
+                    f"the kernel exited with code {self.process.returncode} during start-up:\n{self.log_tail()}"
+                )
             try:
                 client.wait_for_ready(timeout=0.5)
                 break
             except RuntimeError:
                 if time.monotonic() > deadline:
                     self.kill()
-                    raise KernelStartError(f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}") from None
+                    raise KernelStartError(
+                        f"the kernel did not answer within {STARTUP_TIMEOUT:.0f} s:\n{self.log_tail()}"
+                    ) from None
         deny_unix_sockets = self.sandbox.confinement.kernel_deny_unix_sockets()
-        self.send_silent(import_path_code(self.sandbox.lib) + install_code(kernel_fd, deny_unix_sockets) + self.extra_setup)
+        self.send_silent(
+            import_path_code(self.sandbox.lib) + install_code(kernel_fd, deny_unix_sockets) + self.extra_setup
+        )
 
     def log_tail(self, chars: int = 3000) -> str:
         time.sleep(0.05)  # let the drain thread catch the last words of a kernel that just exited
@@ -387,7 +431,7 @@ class KernelSession:
         if self.client is not None:
             try:
                 self.client.stop_channels()
-            except Exception:
+            except Exception:  # noqa: BLE001 - channels of a dead kernel may fail to stop; the client is dropped
                 pass
             self.client = None
 
@@ -403,7 +447,7 @@ class KernelSession:
                     pass
             try:
                 self.process.wait(timeout=5)
-            except Exception:
+            except Exception:  # noqa: BLE001 - killed above; a wait that fails leaves nothing more to do
                 pass
         if self.bridge is not None:
             self._dead_calls.extend(self.bridge.take_calls())
@@ -468,8 +512,11 @@ class KernelSession:
             except KernelProtocolError as exc:
                 self.restart()
                 outcome = CellOutcome(kernel_died=True, protocol_error=str(exc), seconds=time.monotonic() - started)
-                outcome.error = {"ename": "KernelProtocolError", "traceback": [],
-                                 "evalue": f"the kernel sent messages the host could not read ({exc}); it was restarted"}
+                outcome.error = {
+                    "ename": "KernelProtocolError",
+                    "traceback": [],
+                    "evalue": f"the kernel sent messages the host could not read ({exc}); it was restarted",
+                }
                 return outcome
         finally:
             if self.bridge is not None:
@@ -498,8 +545,10 @@ class KernelSession:
         outcome.restarted_before = restarted_for is not None
         outcome.output = strip_ansi(output.text())
         if restarted_for:
-            note = ("[the kernel was restarted before this program ran: what an earlier program left running sent "
-                    f"{restarted_for}]")
+            note = (
+                "[the kernel was restarted before this program ran: what an earlier program left running sent "
+                f"{restarted_for}]"
+            )
             outcome.output += note if outcome.output.endswith("\n") or not outcome.output else "\n" + note
         outcome.truncated = output.truncated
         outcome.seconds = time.monotonic() - started

@@ -11,6 +11,7 @@ server's tools as `tools.<name>` in the kernel beside the task's own tools.
         result, is_error = source.call("add_note", {"text": "hi"})
         source.call_tool("add_note", {"text": "hi"})  # the MCP result itself: text, structured content, isError
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -45,19 +46,25 @@ class MCPToolSpec:
     output_schema: dict | None = None
 
     def openai_schema(self) -> dict:
-        return {"type": "function", "function": {"name": self.name, "description": self.description, "parameters": self.parameters}}
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
 
 
 def is_url(server: str) -> bool:
     return server.startswith(("http://", "https://"))
 
 
-def stdio_parameters(server: str | Sequence[str], *, env: dict[str, str] | None = None,
-                     cwd: str | Path | None = None) -> StdioServerParameters:
+def stdio_parameters(
+    server: str | Sequence[str], *, env: dict[str, str] | None = None, cwd: str | Path | None = None
+) -> StdioServerParameters:
     """The SDK's launch parameters for a server command line (a string is split like a shell would)."""
     argv = shlex.split(server) if isinstance(server, str) else list(server)
     if not argv:
-        raise ValueError("empty MCP server command: pass a command line such as 'python notes_server.py' or an http(s) URL")
+        raise ValueError(
+            "empty MCP server command: pass a command line such as 'python notes_server.py' or an http(s) URL"
+        )
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
 
 
@@ -77,7 +84,11 @@ def decode_result(result: mcp_types.CallToolResult, output_schema: dict | None =
         else:
             others.append(block.model_dump(mode="json", by_alias=True, exclude_none=True))
     if others:  # images, resources: keep them whole beside any text
-        return ([{"type": "text", "text": t} for t in texts] + others) if texts else (others[0] if len(others) == 1 else others)
+        return (
+            ([{"type": "text", "text": t} for t in texts] + others)
+            if texts
+            else (others[0] if len(others) == 1 else others)
+        )
     text = "\n".join(texts)
     try:
         return json.loads(text)
@@ -102,8 +113,15 @@ class MCPToolSource:
         call_timeout: seconds one tool call may take before `call` gives up.
     """
 
-    def __init__(self, server: str | Sequence[str], *, env: dict[str, str] | None = None,
-                 cwd: str | Path | None = None, connect_timeout: float = 60.0, call_timeout: float = 300.0):
+    def __init__(
+        self,
+        server: str | Sequence[str],
+        *,
+        env: dict[str, str] | None = None,
+        cwd: str | Path | None = None,
+        connect_timeout: float = 60.0,
+        call_timeout: float = 300.0,
+    ):
         self.server = server if isinstance(server, str) else shlex.join(server)
         self.call_timeout = call_timeout
         if isinstance(server, str) and is_url(server):
@@ -126,12 +144,16 @@ class MCPToolSource:
             self.tool_specs = self._ready.result(timeout=connect_timeout)
         except FutureTimeout:
             self.close()
-            raise MCPConnectionError(f"MCP server {self.server!r} did not answer within {connect_timeout:g}s; "
-                                     "check that it speaks MCP on stdio (or at that URL) and starts quickly") from None
+            raise MCPConnectionError(
+                f"MCP server {self.server!r} did not answer within {connect_timeout:g}s; "
+                "check that it speaks MCP on stdio (or at that URL) and starts quickly"
+            ) from None
         except BaseException as exc:
             self.close()
-            raise MCPConnectionError(f"cannot connect to MCP server {self.server!r}: {_describe(exc)}. "
-                                     "Check the command line (or URL) and the server's own error output") from exc
+            raise MCPConnectionError(
+                f"cannot connect to MCP server {self.server!r}: {_describe(exc)}. "
+                "Check the command line (or URL) and the server's own error output"
+            ) from exc
 
     async def _hold_connection(self) -> None:
         try:
@@ -149,8 +171,12 @@ class MCPToolSource:
         while True:
             page = await client.list_tools(cursor=cursor)
             for t in page.tools:
-                specs[t.name] = MCPToolSpec(t.name, t.description or "", dict(t.input_schema or {"type": "object"}),
-                                            dict(t.output_schema) if t.output_schema else None)
+                specs[t.name] = MCPToolSpec(
+                    t.name,
+                    t.description or "",
+                    dict(t.input_schema or {"type": "object"}),
+                    dict(t.output_schema) if t.output_schema else None,
+                )
             cursor = page.next_cursor
             if not cursor:
                 return specs
@@ -165,8 +191,9 @@ class MCPToolSource:
         result = self.call_tool(name, arguments, deadline)
         return decode_result(result, self.tool_specs[name].output_schema), bool(result.is_error)
 
-    def call_tool(self, name: str, arguments: dict | None = None,
-                  deadline: float | None = None) -> mcp_types.CallToolResult:
+    def call_tool(
+        self, name: str, arguments: dict | None = None, deadline: float | None = None
+    ) -> mcp_types.CallToolResult:
         """Call a tool; returns the server's result as it came (its text content, structured content and
         isError), for a client that shows the text to a model, as `call` decodes it for a program.
 
@@ -176,7 +203,9 @@ class MCPToolSource:
         if self._closed:
             raise MCPConnectionError(f"MCP server {self.server!r}: this connection is closed")
         if name not in self.tool_specs:
-            raise KeyError(f"MCP server {self.server!r} has no tool {name!r}; it offers: {', '.join(sorted(self.tool_specs))}")
+            raise KeyError(
+                f"MCP server {self.server!r} has no tool {name!r}; it offers: {', '.join(sorted(self.tool_specs))}"
+            )
         wait = self.call_timeout + 5
         if deadline is not None:
             wait = max(0.0, min(wait, deadline - time.monotonic()))
@@ -187,17 +216,23 @@ class MCPToolSource:
             future.cancel()
             if deadline is not None and time.monotonic() >= deadline:
                 return _error_result(f"{name} ran past the program's time limit and was abandoned")
-            raise MCPConnectionError(f"MCP tool {name!r} on {self.server!r} took longer than {self.call_timeout:g}s") from None
+            raise MCPConnectionError(
+                f"MCP tool {name!r} on {self.server!r} took longer than {self.call_timeout:g}s"
+            ) from None
         except MCPError as exc:
             if exc.code == mcp_types.CONNECTION_CLOSED or self._owner.done():
-                raise MCPConnectionError(f"MCP server {self.server!r} closed the connection ({exc.error.message}); "
-                                         "its tools are unavailable until it is reconnected") from exc
+                raise MCPConnectionError(
+                    f"MCP server {self.server!r} closed the connection ({exc.error.message}); "
+                    "its tools are unavailable until it is reconnected"
+                ) from exc
             # A protocol-level refusal of this call (invalid params, an internal error in the server):
             # to the program it is the tool failing, with the server's message.
             return _error_result(f"{name} was refused by the MCP server: {exc.error.message}")
         except Exception as exc:
             if self._owner.done():  # the server went away: say so rather than echo a stream error
-                raise MCPConnectionError(f"MCP server {self.server!r} closed the connection ({_describe(exc)})") from exc
+                raise MCPConnectionError(
+                    f"MCP server {self.server!r} closed the connection ({_describe(exc)})"
+                ) from exc
             raise
         return result
 
@@ -248,4 +283,4 @@ def _errlog():
                 return stream
         except (AttributeError, OSError, ValueError):
             continue
-    return open(os.devnull, "w")  # noqa: SIM115 - lives as long as the server process
+    return open(os.devnull, "w")

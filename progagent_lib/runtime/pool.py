@@ -5,6 +5,7 @@ bind-mounts the episode's workspace onto that slot; Landlock's rule on the slot 
 workspace, and nothing else of the episode (its database, its parent folders) becomes reachable.
 A kernel serves one episode only: it is never returned to the pool.
 """
+
 from __future__ import annotations
 
 import threading
@@ -62,7 +63,7 @@ class KernelPool(Closeable):
                     return
             try:
                 session = self._start_one()
-            except Exception as exc:  # keep the reason; acquire falls back to a synchronous start
+            except Exception as exc:  # noqa: BLE001 - keep the reason; acquire falls back to a synchronous start
                 self.errors.append(f"{type(exc).__name__}: {exc}")
                 with self._lock:
                     self._wake.wait(timeout=5.0)
@@ -101,4 +102,3 @@ class KernelPool(Closeable):
         for session in ready:
             session.close()
         self._filler.join(timeout=10)
-

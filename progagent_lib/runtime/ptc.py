@@ -1,4 +1,5 @@
 """`PTCRuntime`: one episode's persistent, confined Python kernel with the episode's tools inside it."""
+
 from __future__ import annotations
 
 import importlib
@@ -14,6 +15,11 @@ from .sandbox import GiB, ProcessLimits, Sandbox, SandboxUnavailable, confinemen
 from .terminal import TerminalResult, clean_bounded, run_terminal
 
 DEFAULT_MAX_OUTPUT_CHARS = 20_000
+# With no output bound (max_output_chars=None) a program's whole output comes back, up to this ceiling: the kernel is
+# untrusted, and what it prints must still fit the host's memory and one socket message (kernel.MAX_MESSAGE_BYTES,
+# 8 MiB: the kernel's guard sends at most this many characters from the head and as many from the tail, which stay
+# under it even where each is a 6-byte JSON escape).
+UNBOUNDED_OUTPUT_CEILING = 500_000
 NO_SPACE = "No space left on device"  # strerror(ENOSPC), in the OSError a write to a full filesystem raises
 TRACEBACK_LINES = 12
 
@@ -35,7 +41,7 @@ class ExecutionResult:
     """What one program produced. `observation` is the text a model should see.
 
     Every text in it has been through `textsafe.clean_text` (and is cut again if escaping lengthened it past
-    `max_output_chars`): nothing a program prints can move a reader's cursor, reverse text or send a terminal
+    the runtime's `output_limit`): nothing a program prints can move a reader's cursor, reverse text or send a terminal
     command, here or in the trajectory that records it.
     """
 
@@ -76,7 +82,7 @@ def _short_traceback(error: dict, limit: int) -> str:
         lines = ["Traceback (most recent call last, shortened):", *lines[-TRACEBACK_LINES:]]
     text = "\n".join(lines) or f"{error.get('ename')}: {error.get('evalue')}"
     if len(text) > limit:  # one line can carry the whole message
-        text = f"{text[:limit // 2]}\n[... {len(text) - 2 * (limit // 2)} characters of the error cut ...]\n{text[-(limit // 2):]}"
+        text = f"{text[: limit // 2]}\n[... {len(text) - 2 * (limit // 2)} characters of the error cut ...]\n{text[-(limit // 2) :]}"
     return text
 
 
@@ -89,7 +95,9 @@ class PTCRuntime(Closeable):
         error_mode: "is_error" (failing tools raise ToolError in the kernel), "off" (the failure text
             comes back as an ordinary value), "detect" (also raise on error-shaped results).
         timeout: default seconds per program; on expiry the program is interrupted, state is kept.
-        max_output_chars: bound of the output returned per program (head and tail are kept).
+        max_output_chars: bound of the output returned per program (head and tail are kept), the harness's
+            `output_bound`; None: the whole output, up to UNBOUNDED_OUTPUT_CEILING. The one limit every cut of
+            this runtime applies (`output_limit`): the kernel's guard, the host's reading, errors, the terminal.
         pool: a KernelPool to take a pre-started kernel from.
         mcp_servers: specs of MCP servers whose tools join `tools` (through MCPToolSource).
         extra_tool_sources: objects with `tool_specs` and `call(name, arguments) -> (result, is_error)`.
@@ -97,17 +105,34 @@ class PTCRuntime(Closeable):
         memory_limit, cpu_limit, max_processes, file_size_limit: the sandbox's bounds.
     """
 
-    def __init__(self, env: Any, error_mode: str = "is_error", timeout: float = 30.0,
-                 max_output_chars: int = DEFAULT_MAX_OUTPUT_CHARS, pool: Any = None, mcp_servers: Iterable[Any] = (),
-                 extra_tool_sources: Iterable[Any] = (), unsafe_no_sandbox: bool = False, memory_limit: int = 4 * GiB,
-                 cpu_limit: int = 3600, max_processes: int = 64, file_size_limit: int = 512 << 20,
-                 workspace: str | Path | None = None):
+    def __init__(
+        self,
+        env: Any,
+        error_mode: str = "is_error",
+        timeout: float = 30.0,
+        max_output_chars: int | None = DEFAULT_MAX_OUTPUT_CHARS,
+        pool: Any = None,
+        mcp_servers: Iterable[Any] = (),
+        extra_tool_sources: Iterable[Any] = (),
+        unsafe_no_sandbox: bool = False,
+        memory_limit: int = 4 * GiB,
+        cpu_limit: int = 3600,
+        max_processes: int = 64,
+        file_size_limit: int = 512 << 20,
+        workspace: str | Path | None = None,
+    ):
         self.env = env
         self.timeout = timeout
+        if max_output_chars is not None and (
+            isinstance(max_output_chars, bool) or not isinstance(max_output_chars, int) or max_output_chars < 1
+        ):
+            raise ValueError(f"max_output_chars must be characters >= 1 or None (no cut), got {max_output_chars!r}")
         self.max_output_chars = max_output_chars
+        self.output_limit = UNBOUNDED_OUTPUT_CEILING if max_output_chars is None else max_output_chars
         self.unsafe_no_sandbox = unsafe_no_sandbox
-        self.limits = ProcessLimits(memory_bytes=memory_limit, cpu_seconds=cpu_limit, file_bytes=file_size_limit,
-                             max_processes=max_processes)
+        self.limits = ProcessLimits(
+            memory_bytes=memory_limit, cpu_seconds=cpu_limit, file_bytes=file_size_limit, max_processes=max_processes
+        )
         workspace = workspace if workspace is not None else getattr(env, "workspace", None)
         if workspace is None:
             raise ValueError("PTCRuntime needs a workspace: pass an Environment or workspace=PATH")
@@ -134,12 +159,16 @@ class PTCRuntime(Closeable):
     def _open_session(self, pool: Any) -> KernelSession:
         if pool is not None:
             if pool.unsafe_no_sandbox != self.unsafe_no_sandbox:
-                raise ValueError(f"the pool's unsafe_no_sandbox={pool.unsafe_no_sandbox} differs from this runtime's "
-                                 f"unsafe_no_sandbox={self.unsafe_no_sandbox}")
+                raise ValueError(
+                    f"the pool's unsafe_no_sandbox={pool.unsafe_no_sandbox} differs from this runtime's "
+                    f"unsafe_no_sandbox={self.unsafe_no_sandbox}"
+                )
             session = pool.acquire(self.workspace)
             session.bind(self.router)
         else:
-            sandbox = Sandbox(workspace=self.workspace, limits=self.limits, confinement=confinement_for(self.unsafe_no_sandbox))
+            sandbox = Sandbox(
+                workspace=self.workspace, limits=self.limits, confinement=confinement_for(self.unsafe_no_sandbox)
+            )
             session = KernelSession(sandbox, router=self.router)
             try:
                 session.start()
@@ -151,7 +180,7 @@ class PTCRuntime(Closeable):
 
     def _prepare(self, session: KernelSession) -> None:
         """Code every (re)started kernel runs before the first program: tool docs, the output guard."""
-        session.extra_setup = PRELOAD_SPECS_CODE + output_guard_code(self.max_output_chars)
+        session.extra_setup = PRELOAD_SPECS_CODE + output_guard_code(self.output_limit)
         session.send_silent(session.extra_setup)
 
     # --- the public surface ------------------------------------------------------------------------------
@@ -159,29 +188,36 @@ class PTCRuntime(Closeable):
         """Run one program in the episode's kernel; variables persist between calls."""
         if self.closed:
             raise RuntimeError("this PTCRuntime is closed; start a new one for a new episode")
-        session = self.session
+        session, limit = self.session, self.output_limit
         try:
-            outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
+            outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, limit)
         except KernelStartError:
             # The kernel died while a setup cell was pending, or cannot come back: start over once.
             session.restart()
-            outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, self.max_output_chars)
+            outcome = session.run_cell(code, timeout if timeout is not None else self.timeout, limit)
             outcome.restarted_before = True
         error = None
         if outcome.error is not None:  # its fields arrive bounded (kernel.bounded_error)
-            limit = self.max_output_chars
             name, message = (clean_bounded(outcome.error[key], limit)[0] for key in ("ename", "evalue"))
             error = ErrorInfo(name, message, clean_bounded(_short_traceback(outcome.error, limit), limit)[0])
         elif outcome.kernel_died and not outcome.timed_out:
-            error = ErrorInfo("KernelDied", "the kernel process died while running the program "
-                              "(out of memory, a crash, or it was killed)", "")
+            error = ErrorInfo(
+                "KernelDied",
+                "the kernel process died while running the program (out of memory, a crash, or it was killed)",
+                "",
+            )
         not_recorded = session.calls_not_recorded
-        output, cut = clean_bounded(outcome.output, self.max_output_chars)
+        output, cut = clean_bounded(outcome.output, limit)
         full = any(NO_SPACE in text for text in (output, str(error or "")))
         return ExecutionResult(
-            output=output, error=error, timed_out=outcome.timed_out, truncated=outcome.truncated or cut,
-            tool_calls=session.take_calls(), kernel_restarted=outcome.kernel_died or outcome.restarted_before,
-            seconds=outcome.seconds, tool_calls_not_recorded=not_recorded,
+            output=output,
+            error=error,
+            timed_out=outcome.timed_out,
+            truncated=outcome.truncated or cut,
+            tool_calls=session.take_calls(),
+            kernel_restarted=outcome.kernel_died or outcome.restarted_before,
+            seconds=outcome.seconds,
+            tool_calls_not_recorded=not_recorded,
             storage_note=self.storage_note() if full else "",
         )
 
@@ -189,16 +225,24 @@ class PTCRuntime(Closeable):
         """What the model reads when a write hit the sandbox's bounds (ENOSPC from either bounded filesystem)."""
         quota = getattr(self.env, "workspace_quota", None)
         workspace = f"the workspace holds at most {quota >> 20} MiB, " if quota else ""
-        return (f"[the sandbox's storage is full: {workspace}its tmp folder at most {self.limits.tmp_bytes >> 20} MiB "
-                f"and {self.limits.tmp_files} files; delete files you no longer need]")
+        return (
+            f"[the sandbox's storage is full: {workspace}its tmp folder at most {self.limits.tmp_bytes >> 20} MiB "
+            f"and {self.limits.tmp_files} files; delete files you no longer need]"
+        )
 
     def terminal(self, command: str, timeout: float | None = None) -> TerminalResult:
         """Run a shell command in the workspace, under the same confinement as the kernel."""
         if self.closed:
             raise RuntimeError("this PTCRuntime is closed")
-        return run_terminal(self.workspace, command, timeout=timeout if timeout is not None else self.timeout,
-                            max_output_chars=self.max_output_chars, limits=self.limits, unsafe_no_sandbox=self.unsafe_no_sandbox,
-                            identity=self.session.sandbox.identity)
+        return run_terminal(
+            self.workspace,
+            command,
+            timeout=timeout if timeout is not None else self.timeout,
+            max_output_chars=self.output_limit,
+            limits=self.limits,
+            unsafe_no_sandbox=self.unsafe_no_sandbox,
+            identity=self.session.sandbox.identity,
+        )
 
     def close(self) -> None:
         if getattr(self, "closed", True):
@@ -210,9 +254,8 @@ class PTCRuntime(Closeable):
             for source in self._owned_sources:
                 try:
                     source.close()
-                except Exception:
+                except Exception:  # noqa: BLE001 - closing one tool source must not keep the others open
                     pass
-
 
 
 __all__ = ["PTCRuntime", "ExecutionResult", "ErrorInfo", "SandboxUnavailable", "KernelStartError"]

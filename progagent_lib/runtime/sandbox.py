@@ -25,6 +25,7 @@ A confined process (see `kernel_side/launcher.py`, which runs inside it before t
 The interpreter may live under a folder the sandbox's uid could not enter (/root, mode 0700, here): in
 the view, the folders above each mounted path are the view's own (mode 0755), so it starts all the same.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -52,8 +53,9 @@ GiB = 1 << 30
 MiB = 1 << 20
 # The launcher's command line: import `kernel_side/launcher.py` from the sandbox's copy of the package
 # (argv[1], see `kernel_side/__init__.py`) and run it on the configuration (argv[2]).
-LAUNCH = (f"import sys; sys.path.insert(0, sys.argv[1]); from {kernel_side.PACKAGE}.launcher import main; "
-          "main(sys.argv[2])")
+LAUNCH = (
+    f"import sys; sys.path.insert(0, sys.argv[1]); from {kernel_side.PACKAGE}.launcher import main; main(sys.argv[2])"
+)
 MS_NOSUID, MS_NODEV, MS_BIND, MS_SHARED = 2, 4, 4096, 1 << 20
 CGROUP_PIDS_ROOT = Path("/sys/fs/cgroup/pids")
 CGROUP_MEMORY_ROOT = Path("/sys/fs/cgroup/memory")
@@ -61,11 +63,33 @@ RUNTIME_ROOT = Path(os.environ.get("PROGAGENT_RUNTIME_DIR", Path(tempfile.gettem
 
 # Readable by every sandbox: the interpreter, its libraries and a few harmless system files.
 SYSTEM_READ_PATHS = [
-    "/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/sys/devices/system/cpu",
-    "/dev/urandom", "/dev/random", "/dev/zero",
-    "/etc/ld.so.cache", "/etc/localtime", "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts",
-    "/etc/resolv.conf", "/etc/ssl", "/etc/ca-certificates", "/etc/mime.types", "/etc/os-release", "/etc/bash.bashrc",
-    "/etc/inputrc", "/etc/profile", "/etc/alternatives", "/etc/matplotlibrc", "/etc/fonts",
+    "/usr",
+    "/lib",
+    "/lib64",
+    "/lib32",
+    "/bin",
+    "/sbin",
+    "/sys/devices/system/cpu",
+    "/dev/urandom",
+    "/dev/random",
+    "/dev/zero",
+    "/etc/ld.so.cache",
+    "/etc/localtime",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    "/etc/os-release",
+    "/etc/bash.bashrc",
+    "/etc/inputrc",
+    "/etc/profile",
+    "/etc/alternatives",
+    "/etc/matplotlibrc",
+    "/etc/fonts",
 ]
 SYSTEM_WRITE_PATHS = ["/dev/null"]
 
@@ -88,8 +112,11 @@ class ProcessLimits:
 
     def rlimits(self) -> dict[str, int]:
         return {
-            "RLIMIT_AS": self.memory_bytes, "RLIMIT_CPU": self.cpu_seconds, "RLIMIT_FSIZE": self.file_bytes,
-            "RLIMIT_NOFILE": self.open_files, "RLIMIT_CORE": 0,
+            "RLIMIT_AS": self.memory_bytes,
+            "RLIMIT_CPU": self.cpu_seconds,
+            "RLIMIT_FSIZE": self.file_bytes,
+            "RLIMIT_NOFILE": self.open_files,
+            "RLIMIT_CORE": 0,
         }
 
 
@@ -102,7 +129,13 @@ def hidden_paths() -> list[str]:
 
 def python_read_paths() -> list[str]:
     """The interpreter installation and the venv (but not the project tree the venv may sit in)."""
-    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, str(Path(sys.executable).resolve().parent)}
+    paths = {
+        sys.prefix,
+        sys.base_prefix,
+        sys.exec_prefix,
+        sys.base_exec_prefix,
+        str(Path(sys.executable).resolve().parent),
+    }
     return sorted(paths)
 
 
@@ -121,22 +154,30 @@ def landlock_abi() -> int:
 def check_available() -> None:
     """Raise SandboxUnavailable with what to do if this machine cannot confine a kernel."""
     if sys.platform != "linux":
-        raise SandboxUnavailable("the sandbox needs Linux (Landlock, namespaces, cgroups); pass unsafe_no_sandbox=True to run unconfined")
+        raise SandboxUnavailable(
+            "the sandbox needs Linux (Landlock, namespaces, cgroups); pass unsafe_no_sandbox=True to run unconfined"
+        )
     if os.geteuid() != 0:
         raise SandboxUnavailable(
             "the sandbox needs root (network namespace, pids cgroup); run as root (e.g. in a container) "
-            "or pass unsafe_no_sandbox=True to run the kernel unconfined")
+            "or pass unsafe_no_sandbox=True to run the kernel unconfined"
+        )
     abi = landlock_abi()
     if abi < 6:
         raise SandboxUnavailable(
             f"Landlock ABI {abi} found, 6 needed (Linux >= 6.12 with landlock in the LSM list); "
-            "pass unsafe_no_sandbox=True to run unconfined")
+            "pass unsafe_no_sandbox=True to run unconfined"
+        )
     if not (CGROUP_PIDS_ROOT / "cgroup.procs").exists():
-        raise SandboxUnavailable(f"no pids cgroup at {CGROUP_PIDS_ROOT} (needed to bound processes); "
-                                 "mount the cgroup v1 pids controller or pass unsafe_no_sandbox=True")
+        raise SandboxUnavailable(
+            f"no pids cgroup at {CGROUP_PIDS_ROOT} (needed to bound processes); "
+            "mount the cgroup v1 pids controller or pass unsafe_no_sandbox=True"
+        )
     if not Path("/proc/self/ns/mnt").exists():
-        raise SandboxUnavailable("no mount namespaces (/proc/self/ns/mnt), needed for the sandbox's private "
-                                 "filesystem view; pass unsafe_no_sandbox=True to run unconfined")
+        raise SandboxUnavailable(
+            "no mount namespaces (/proc/self/ns/mnt), needed for the sandbox's private "
+            "filesystem view; pass unsafe_no_sandbox=True to run unconfined"
+        )
     try:
         identities.check_range()
     except IdentityUnavailable as exc:
@@ -197,8 +238,10 @@ class ProcessGroup:
             self.path.mkdir(parents=True)
             (self.path / "pids.max").write_text(str(max_processes))
         except OSError as exc:
-            raise SandboxUnavailable(f"cannot create the pids cgroup {self.path} ({exc}); the sandbox needs a writable "
-                                     "cgroup v1 pids hierarchy, or pass unsafe_no_sandbox=True") from exc
+            raise SandboxUnavailable(
+                f"cannot create the pids cgroup {self.path} ({exc}); the sandbox needs a writable "
+                "cgroup v1 pids hierarchy, or pass unsafe_no_sandbox=True"
+            ) from exc
         self.memory_path = _memory_cgroup(self.path.name, memory_bytes) if memory_bytes else None
 
     def procs_files(self) -> list[str]:
@@ -274,18 +317,18 @@ def sweep_orphans() -> None:
         return
     _swept = True
     groups = CGROUP_PIDS_ROOT / "progagent"
-    for path in (groups.iterdir() if groups.is_dir() else []):
+    for path in groups.iterdir() if groups.is_dir() else []:
         owner = path.name.split("-", 1)[0]
         if path.is_dir() and owner.isdigit() and not pid_alive(int(owner)):
             group = ProcessGroup.__new__(ProcessGroup)
             group.path = path
             group.remove()
     memory_parent = _own_memory_cgroup()
-    for path in (memory_parent.glob("progagent-*") if memory_parent is not None else []):
+    for path in memory_parent.glob("progagent-*") if memory_parent is not None else []:
         owner = path.name.split("-")[1]
         if owner.isdigit() and not pid_alive(int(owner)):
             _rmdir_cgroup(path)
-    for path in (RUNTIME_ROOT.iterdir() if RUNTIME_ROOT.is_dir() else []):
+    for path in RUNTIME_ROOT.iterdir() if RUNTIME_ROOT.is_dir() else []:
         parts = path.name.split("-")
         if len(parts) >= 3 and parts[1].isdigit() and not pid_alive(int(parts[1])):
             _remove_root(path)
@@ -326,8 +369,15 @@ class Confinement(ABC):
         """The cgroup that bounds and can kill the sandbox's processes (None: only the process group)."""
 
     @abstractmethod
-    def popen(self, sandbox: "Sandbox", argv: list[str], env: dict[str, str], pass_fds: tuple[int, ...],
-              deny_unix_sockets: bool, **popen_kwargs) -> subprocess.Popen:
+    def popen(
+        self,
+        sandbox: "Sandbox",
+        argv: list[str],
+        env: dict[str, str],
+        pass_fds: tuple[int, ...],
+        deny_unix_sockets: bool,
+        **popen_kwargs,
+    ) -> subprocess.Popen:
         """Start `argv` with `env` in `sandbox.cwd`."""
 
     @abstractmethod
@@ -372,15 +422,23 @@ class LandlockConfinement(Confinement):
     def popen(self, sandbox, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs):
         config = sandbox.launcher_config(argv, env, list(pass_fds), deny_unix_sockets)
         launcher = [sys.executable, "-I", "-S", "-c", LAUNCH, str(sandbox.lib), json.dumps(config)]
-        return subprocess.Popen(launcher, cwd=sandbox.root, env={"PATH": "/usr/bin:/bin"}, pass_fds=pass_fds,
-                                start_new_session=True, **popen_kwargs)
+        return subprocess.Popen(
+            launcher,
+            cwd=sandbox.root,
+            env={"PATH": "/usr/bin:/bin"},
+            pass_fds=pass_fds,
+            start_new_session=True,
+            **popen_kwargs,
+        )
 
     def mount_workspace(self, slot: Path, workspace: Path) -> bool:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.mount(str(workspace).encode(), str(slot).encode(), None, MS_BIND, None) != 0:
             err = ctypes.get_errno()
-            raise SandboxUnavailable(f"cannot bind-mount {workspace} onto {slot}: {os.strerror(err)}; "
-                                     "a kernel pool needs root with CAP_SYS_ADMIN")
+            raise SandboxUnavailable(
+                f"cannot bind-mount {workspace} onto {slot}: {os.strerror(err)}; "
+                "a kernel pool needs root with CAP_SYS_ADMIN"
+            )
         return True
 
     def main_pids(self, process: subprocess.Popen) -> tuple[int, ...]:
@@ -402,8 +460,10 @@ class LandlockConfinement(Confinement):
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.mount(b"progagent-sandbox", str(root).encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options) != 0:
             err = ctypes.get_errno()
-            raise SandboxUnavailable(f"cannot mount the sandbox's bounded tmpfs on {root}: {os.strerror(err)}; "
-                                     "the sandbox needs root with CAP_SYS_ADMIN, or pass unsafe_no_sandbox=True")
+            raise SandboxUnavailable(
+                f"cannot mount the sandbox's bounded tmpfs on {root}: {os.strerror(err)}; "
+                "the sandbox needs root with CAP_SYS_ADMIN, or pass unsafe_no_sandbox=True"
+            )
         if libc.mount(None, str(root).encode(), None, MS_SHARED, None) != 0:
             err = ctypes.get_errno()
             _unmount(root)
@@ -427,7 +487,9 @@ class Unconfined(Confinement):
         return None
 
     def popen(self, sandbox, argv, env, pass_fds, deny_unix_sockets, **popen_kwargs):
-        return subprocess.Popen(argv, cwd=sandbox.cwd, env=env, pass_fds=pass_fds, start_new_session=True, **popen_kwargs)
+        return subprocess.Popen(
+            argv, cwd=sandbox.cwd, env=env, pass_fds=pass_fds, start_new_session=True, **popen_kwargs
+        )
 
     def mount_workspace(self, slot: Path, workspace: Path) -> bool:
         slot.rmdir()
@@ -516,11 +578,20 @@ class Sandbox:
         """A scrubbed environment: nothing of the host's leaks in (no keys, no paths to the project)."""
         bin_dir = str(Path(sys.executable).parent)
         env = {
-            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin", "HOME": str(self.tmp), "TMPDIR": str(self.tmp),
-            "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1",
-            "IPYTHONDIR": str(self.tmp / ".ipython"), "MPLCONFIGDIR": str(self.tmp / ".mpl"), "MPLBACKEND": "Agg",
-            "JUPYTER_RUNTIME_DIR": str(self.tmp / ".jupyter"), "JUPYTER_PLATFORM_DIRS": "1",
-            "TERM": "dumb", "NO_COLOR": "1",
+            "PATH": f"{bin_dir}:/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(self.tmp),
+            "TMPDIR": str(self.tmp),
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            "PYTHONUNBUFFERED": "1",
+            "IPYTHONDIR": str(self.tmp / ".ipython"),
+            "MPLCONFIGDIR": str(self.tmp / ".mpl"),
+            "MPLBACKEND": "Agg",
+            "JUPYTER_RUNTIME_DIR": str(self.tmp / ".jupyter"),
+            "JUPYTER_PLATFORM_DIRS": "1",
+            "TERM": "dumb",
+            "NO_COLOR": "1",
             # glibc reserves 64 MiB of address space per thread arena; with RLIMIT_AS that would
             # leave a threaded kernel little room for the program's own data.
             "MALLOC_ARENA_MAX": "2",
@@ -528,8 +599,9 @@ class Sandbox:
         env.update(extra or {})
         return env
 
-    def launcher_config(self, argv: list[str], env: dict[str, str], inherit_fds: list[int],
-                        deny_unix_sockets: bool = True) -> dict:
+    def launcher_config(
+        self, argv: list[str], env: dict[str, str], inherit_fds: list[int], deny_unix_sockets: bool = True
+    ) -> dict:
         write_paths = [str(self.tmp), str(self.ipc), str(self.bind_root), *SYSTEM_WRITE_PATHS]
         if self.workspace is not None:
             write_paths.append(str(self.workspace))
@@ -548,8 +620,15 @@ class Sandbox:
             "deny_unix_sockets": deny_unix_sockets,
         }
 
-    def popen(self, argv: list[str], *, env: dict[str, str] | None = None, pass_fds: tuple[int, ...] = (),
-              deny_unix_sockets: bool = True, **popen_kwargs) -> subprocess.Popen:
+    def popen(
+        self,
+        argv: list[str],
+        *,
+        env: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
+        deny_unix_sockets: bool = True,
+        **popen_kwargs,
+    ) -> subprocess.Popen:
         """Start `argv` inside the sandbox, under its confinement.
 
         `deny_unix_sockets=False` is for the kernel, which must bind its zmq sockets first and then

@@ -1,4 +1,5 @@
 """`terminal(command)`: a shell command in the episode's workspace, under the kernel's confinement."""
+
 from __future__ import annotations
 
 import os
@@ -44,9 +45,16 @@ def clean_bounded(text: str, limit: int) -> tuple[str, bool]:
     return bounded.text(), True
 
 
-def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, max_output_chars: int = 20_000,
-                 limits: ProcessLimits | None = None, unsafe_no_sandbox: bool = False,
-                 identity: Identity | None = None) -> TerminalResult:
+def run_terminal(
+    workspace: str | Path,
+    command: str,
+    *,
+    timeout: float = 30.0,
+    max_output_chars: int = 20_000,
+    limits: ProcessLimits | None = None,
+    unsafe_no_sandbox: bool = False,
+    identity: Identity | None = None,
+) -> TerminalResult:
     """Run `command` with bash in `workspace`; every process it starts is killed when it ends or times out.
 
     `identity`: the uid/gid to run as, that of the episode's kernel (`PTCRuntime.terminal` passes it), so
@@ -55,14 +63,22 @@ def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, 
     The output is cleaned (textsafe.clean_text: escape sequences removed, other control characters escaped)."""
     from .kernel import BoundedText
 
-    sandbox = Sandbox(workspace=Path(workspace).resolve(), limits=limits or ProcessLimits(),
-                      confinement=confinement_for(unsafe_no_sandbox), identity=identity)
+    sandbox = Sandbox(
+        workspace=Path(workspace).resolve(),
+        limits=limits or ProcessLimits(),
+        confinement=confinement_for(unsafe_no_sandbox),
+        identity=identity,
+    )
     started = time.monotonic()
     output = BoundedText(max_output_chars)
     timed_out = False
     try:
-        process = sandbox.popen(["/bin/bash", "--noprofile", "--norc", "-c", command], stdin=subprocess.DEVNULL,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        process = sandbox.popen(
+            ["/bin/bash", "--noprofile", "--norc", "-c", command],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         selector = selectors.DefaultSelector()
         selector.register(process.stdout, selectors.EVENT_READ)
         deadline = started + timeout
@@ -96,5 +112,6 @@ def run_terminal(workspace: str | Path, command: str, *, timeout: float = 30.0, 
     finally:
         sandbox.cleanup()
     text, cut = clean_bounded(output.text(), max_output_chars)
-    return TerminalResult(text, None if timed_out else exit_code, timed_out, output.truncated or cut,
-                          time.monotonic() - started)
+    return TerminalResult(
+        text, None if timed_out else exit_code, timed_out, output.truncated or cut, time.monotonic() - started
+    )

@@ -5,6 +5,7 @@ each table declared in task.toml grows by the scale's row multiplier, and the wo
 solver check runs any policy under PTC at the largest scale and records whether it reached R = 1; a
 failing independent solver is a flag for a person to look at, not proof that the task is broken.
 """
+
 from __future__ import annotations
 
 import json
@@ -56,7 +57,7 @@ def audit_task(task: Any, policy: Any | None = None, *, seed: int = 0, solver_sc
         finally:
             env.close()
     report.findings.append(AuditFinding("same_instruction_and_tools", len(prompts) == 1 and len(schemas) == 1))
-    for table, base in task.config.get("tables", {}).items():
+    for table in task.config.get("tables", {}):
         counts = {s: rows[s][table] for s in SCALES}
         if any(c is None for c in counts.values()) or not counts["v0"]:
             continue  # a size knob for generated rows, not a table of that name
@@ -67,8 +68,14 @@ def audit_task(task: Any, policy: Any | None = None, *, seed: int = 0, solver_sc
     report.findings.append(AuditFinding("workspace_grows", files["v3"] > files["v0"], f"files per scale {files}"))
     if policy is not None:
         from ..harness.episode import run_episode
+        from ..harness.spec import DEFAULT_HARNESS
 
-        trajectory = run_episode(task, solver_scale, seed, "ptc", policy)
-        report.findings.append(AuditFinding("independent_solver", trajectory.reward == 1.0,
-                                            f"R={trajectory.reward}, R~={trajectory.score:.2f}, ended by {trajectory.end_reason}"))
+        trajectory = run_episode(task, solver_scale, seed, DEFAULT_HARNESS, policy)
+        report.findings.append(
+            AuditFinding(
+                "independent_solver",
+                trajectory.reward == 1.0,
+                f"R={trajectory.reward}, R~={trajectory.score:.2f}, ended by {trajectory.end_reason}",
+            )
+        )
     return report

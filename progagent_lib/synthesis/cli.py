@@ -1,11 +1,12 @@
 """`progagent synth | audit | filter | export | import`."""
+
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
 from ..cli import one_of, one_task, policy_spec, positive_int, scale_list, task_path
-from ..harness.spec import HARNESSES
+from ..harness.spec import DEFAULT_HARNESS, HARNESSES
 from ..task.ids import pool_root
 
 TASKS_HELP = "task ids, domains, task folders or folders of tasks (default: the pool, $PROGAGENT_TASKS or tasks/)"
@@ -22,24 +23,42 @@ def register(subparsers) -> None:
     synth.add_argument("--max-repairs", type=int, default=3)
     synth.add_argument("--staging", default="runs/synth/staging")
     synth.add_argument("--out", default="runs/synth/tasks", help="where certified tasks are copied")
-    synth.add_argument("--prompts", default=None, help="folder of edited prompt files (intents.md, construct.md, repair.md)")
-    synth.add_argument("--example", type=one_task, default="retail/restock_orders",
-                       help="task shown to the constructor as an example (default retail/restock_orders)")
+    synth.add_argument(
+        "--prompts", default=None, help="folder of edited prompt files (intents.md, construct.md, repair.md)"
+    )
+    synth.add_argument(
+        "--example",
+        type=one_task,
+        default="retail/restock_orders",
+        help="task shown to the constructor as an example (default retail/restock_orders)",
+    )
     synth.set_defaults(func=_synth)
 
     audit = subparsers.add_parser("audit", help="consistency checks across scales, and an independent PTC solver at v3")
     audit.add_argument("--tasks", nargs="+", type=task_path, default=[pool_root()], metavar="TASK", help=TASKS_HELP)
-    audit.add_argument("--policy", type=policy_spec, default=None,
-                       help="solver policy (oracle | hf:PATH | openai:URL#model); none: checks only")
+    audit.add_argument(
+        "--policy",
+        type=policy_spec,
+        default=None,
+        help="solver policy (oracle | hf:PATH | openai:URL#model); none: checks only",
+    )
     audit.set_defaults(func=_audit)
 
-    flt = subparsers.add_parser("filter", help="difficulty filter: keep tasks whose pass rate is in (low, high) at every scale")
+    flt = subparsers.add_parser(
+        "filter", help="difficulty filter: keep tasks whose pass rate is in (low, high) at every scale"
+    )
     flt.add_argument("--tasks", nargs="+", type=task_path, default=[pool_root()], metavar="TASK", help=TASKS_HELP)
     flt.add_argument("--policy", type=policy_spec, required=True, help="oracle | hf:PATH | openai:URL#model")
     flt.add_argument("--k", type=positive_int, default=8, help="rollouts per task and scale (default 8)")
-    flt.add_argument("--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default all four)")
-    flt.add_argument("--harness", type=one_of(HARNESSES, "harness"), default="ptc",
-                     help="dtc | ptc | hybrid (default ptc)")
+    flt.add_argument(
+        "--scales", type=scale_list, default="v0,v1,v2,v3", help="comma-separated scales (default all four)"
+    )
+    flt.add_argument(
+        "--harness",
+        type=one_of(HARNESSES, "harness"),
+        default=DEFAULT_HARNESS,
+        help=f"{' | '.join(HARNESSES)} (default {DEFAULT_HARNESS})",
+    )
     flt.add_argument("--low", type=float, default=0.0)
     flt.add_argument("--high", type=float, default=0.8)
     flt.add_argument("--workers", type=positive_int, default=1)
@@ -68,10 +87,23 @@ def _synth(args) -> int:
     from .pipeline import synthesize
 
     constructor = OpenAIConstructor(args.endpoint, args.model, args.api_key or os.environ.get("OPENAI_API_KEY"))
-    candidates = synthesize(constructor, args.domain, args.subcategory, args.intents, args.staging, args.out,
-                            example=args.example, max_repairs=args.max_repairs, prompts_dir=args.prompts)
+    candidates = synthesize(
+        constructor,
+        args.domain,
+        args.subcategory,
+        args.intents,
+        args.staging,
+        args.out,
+        example=args.example,
+        max_repairs=args.max_repairs,
+        prompts_dir=args.prompts,
+    )
     for c in candidates:
-        status = f"certified after {len(c.attempts)} round(s) -> {c.output}" if c.certified else f"FAILED after {len(c.attempts)} round(s)"
+        status = (
+            f"certified after {len(c.attempts)} round(s) -> {c.output}"
+            if c.certified
+            else f"FAILED after {len(c.attempts)} round(s)"
+        )
         print(f"{c.task_id}: {status}")
     return 0 if any(c.certified for c in candidates) else 1
 
@@ -89,7 +121,7 @@ def _audit(args) -> int:
     from ..policy.factory import make_policy
     from .audit import audit_task
 
-    policy = make_policy(args.policy, "ptc") if args.policy else None
+    policy = make_policy(args.policy, DEFAULT_HARNESS) if args.policy else None
     failed = 0
     for task in _tasks(args.tasks):
         report = audit_task(task, policy)
@@ -104,8 +136,17 @@ def _filter(args) -> int:
     from .difficulty import difficulty_filter
 
     out = Path(args.out)
-    result = difficulty_filter(_tasks(args.tasks), args.policy, out / "rollouts.jsonl", k=args.k, scales=args.scales,
-                               harness=args.harness, low=args.low, high=args.high, workers=args.workers)
+    result = difficulty_filter(
+        _tasks(args.tasks),
+        args.policy,
+        out / "rollouts.jsonl",
+        k=args.k,
+        scales=args.scales,
+        harness=args.harness,
+        low=args.low,
+        high=args.high,
+        workers=args.workers,
+    )
     result.pass_rates.write_csv(out / "pass_rates.csv")
     result.decisions.write_csv(out / "decisions.csv")
     print_table(result.pass_rates)

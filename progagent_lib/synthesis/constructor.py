@@ -3,6 +3,7 @@
 `OpenAIConstructor` talks to any OpenAI-compatible endpoint (vLLM, SGLang, a hosted API). Tests use a
 scripted constructor in its place, because no remote model can be reached here.
 """
+
 from __future__ import annotations
 
 import time
@@ -20,8 +21,17 @@ class ConstructorError(Exception):
 class OpenAIConstructor:
     """Chat completions from an OpenAI-compatible endpoint, with retries and exponential back-off."""
 
-    def __init__(self, base_url: str, model: str, api_key: str | None = None, temperature: float = 0.7,
-                 max_tokens: int = 16000, retries: int = 4, backoff: float = 2.0, timeout: float = 600.0):
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str | None = None,
+        temperature: float = 0.7,
+        max_tokens: int = 16000,
+        retries: int = 4,
+        backoff: float = 2.0,
+        timeout: float = 600.0,
+    ):
         import httpx
         from openai import OpenAI
 
@@ -38,9 +48,10 @@ class OpenAIConstructor:
         for attempt in range(self.retries + 1):
             try:
                 response = self.client.chat.completions.create(
-                    model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens)
+                    model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens
+                )
                 return response.choices[0].message.content or ""
-            except Exception as exc:  # network errors, 5xx, rate limits: retry with back-off
+            except Exception as exc:  # noqa: BLE001 - network errors, 5xx, rate limits: retry with back-off
                 last = exc
                 if attempt < self.retries:
                     time.sleep(self.backoff * 2**attempt)

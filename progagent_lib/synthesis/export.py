@@ -16,6 +16,7 @@ task_verification.py embeds the oracle and the task's metadata; `import_authors`
 prompt.md keeps the `{name}` placeholders of a parametrised task; `python data.py OUT SEED` also writes the
 instance's params.json and rendered instruction.md, and `verify(env)` runs the oracle with `env.params`.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from pathlib import Path
 from ..task import SCALES, Task, load_task
 from ..task.scales import check_scale
 
-LIB_ROOT = Path(__file__).resolve().parents[1]          # progagent_lib/
+LIB_ROOT = Path(__file__).resolve().parents[1]  # progagent_lib/
 TEMPLATES = Path(__file__).parent / "templates"
 
 
@@ -44,9 +45,13 @@ def _copy_task_library(target: Path) -> None:
     (target / "progagent_lib").mkdir(parents=True)
     (target / "progagent_lib" / "__init__.py").write_text(
         "from .task import (Criterion, Environment, GenContext, SCALES, Task, TaskLoadError, ToolError, VerifyResult,\n"
-        "                   WorkspaceEnvironment, load_pool, load_task, paginate, tool)\n")
-    shutil.copytree(LIB_ROOT / "task", target / "progagent_lib" / "task",
-                    ignore=shutil.ignore_patterns("__pycache__", "cli.py", "certify.py"))
+        "                   WorkspaceEnvironment, load_pool, load_task, paginate, tool)\n"
+    )
+    shutil.copytree(
+        LIB_ROOT / "task",
+        target / "progagent_lib" / "task",
+        ignore=shutil.ignore_patterns("__pycache__", "cli.py", "certify.py"),
+    )
     shutil.copy2(TEMPLATES / "progagent_harbor.py", target / "progagent_harbor.py")
 
 
@@ -54,8 +59,15 @@ def _split_hidden_tables(db_path: Path) -> str:
     """Remove the verifier-only tables from db_path; return SQL that recreates them."""
     con = sqlite3.connect(db_path)
     try:
-        hidden = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '\\_%' ESCAPE '\\'")]
-        lines = [line for line in con.iterdump() if any(f'"{t}"' in line or f"TABLE {t} " in line or f"TABLE {t}(" in line for t in hidden)]
+        hidden = [
+            r[0]
+            for r in con.execute("SELECT name FROM sqlite_master WHERE type='table' AND name LIKE '\\_%' ESCAPE '\\'")
+        ]
+        lines = [
+            line
+            for line in con.iterdump()
+            if any(f'"{t}"' in line or f"TABLE {t} " in line or f"TABLE {t}(" in line for t in hidden)
+        ]
         for table in hidden:
             con.execute(f'DROP TABLE "{table}"')
         con.commit()
@@ -98,17 +110,21 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
         (app / "bin").mkdir()
         (app / "bin" / "tools").write_text(
             "#!/usr/bin/env python3\nimport os, sys\nsys.path.insert(0, os.path.join(os.environ.get('APP_DIR', '/app'), 'lib'))\n"
-            "from progagent_harbor import main\nsys.exit(main(sys.argv[1:]))\n")
+            "from progagent_harbor import main\nsys.exit(main(sys.argv[1:]))\n"
+        )
         (app / "bin" / "tools").chmod(0o755)
-        (folder / "environment" / "Dockerfile").write_text(textwrap.dedent("""\
+        (folder / "environment" / "Dockerfile").write_text(
+            textwrap.dedent("""\
             FROM python:3.11-slim
             COPY app /app
             ENV APP_DIR=/app PATH=/app/bin:$PATH
             WORKDIR /app/workspace
-            """))
+            """)
+        )
         (folder / "instruction.md").write_text(task.instruction(params) + INSTRUCTION_APPENDIX)
         limits = task.limits
-        (folder / "task.toml").write_text(textwrap.dedent(f"""\
+        (folder / "task.toml").write_text(
+            textwrap.dedent(f"""\
             version = "1.0"
 
             [metadata]
@@ -132,30 +148,35 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
             cpus = 1
             memory_mb = 4096
             allow_internet = false
-            """).replace("'", '"'))
+            """).replace("'", '"')
+        )
         tests = folder / "tests"
         tests.mkdir()
         (tests / "hidden_facts.sql").write_text(hidden_sql)
         shutil.copy2(TEMPLATES / "harbor_verify.py", tests / "verify.py")
-        (tests / "test.sh").write_text(textwrap.dedent("""\
+        (tests / "test.sh").write_text(
+            textwrap.dedent("""\
             #!/usr/bin/env bash
             # Scores the end state; writes 1 or 0 to $LOGS_DIR/verifier/reward.txt (default /logs).
             set -u
             here="$(cd "$(dirname "$0")" && pwd)"
             export TESTS_DIR="${TESTS_DIR:-$here}"
             python3 "$TESTS_DIR/verify.py" || { mkdir -p "${LOGS_DIR:-/logs}/verifier"; echo 0 > "${LOGS_DIR:-/logs}/verifier/reward.txt"; }
-            """))
+            """)
+        )
         solution = folder / "solution"
         solution.mkdir()
         shutil.copy2(task.root / "oracle.py", solution / "oracle.py")
         shutil.copy2(TEMPLATES / "harbor_solve.py", solution / "solve.py")
-        (solution / "solve.sh").write_text(textwrap.dedent("""\
+        (solution / "solve.sh").write_text(
+            textwrap.dedent("""\
             #!/usr/bin/env bash
             set -eu
             here="$(cd "$(dirname "$0")" && pwd)"
             export SOLUTION_DIR="${SOLUTION_DIR:-$here}"
             python3 "$SOLUTION_DIR/solve.py"
-            """))
+            """)
+        )
         for script in (tests / "test.sh", solution / "solve.sh"):
             script.chmod(0o755)
         folders.append(folder)
@@ -192,7 +213,9 @@ def export_authors(task: Task, out_root: str | Path) -> Path:
         shutil.copy2(task.root / "environment.py", target / "env.py")
         (target / "data.py").write_text(
             f'"""Data generator for {task.id} at scale {scale}: python data.py OUT_DIR [SEED]."""\n'
-            f'SCALE = "{scale}"\n\n' + _embed("generator", generator) + textwrap.dedent("""
+            f'SCALE = "{scale}"\n\n'
+            + _embed("generator", generator)
+            + textwrap.dedent("""
 
             if __name__ == "__main__":
                 import random, sqlite3, sys, tomllib
@@ -210,16 +233,20 @@ def export_authors(task: Task, out_root: str | Path) -> Path:
                 generate(GenContext(con, out / "workspace", SCALE, seed, random.Random(_seed_for(config["id"], seed)), config,
                                     params))
                 con.commit()
-            """))
+            """)
+        )
         (target / "task_verification.py").write_text(
             f'"""Verification for {task.id} at {scale}: the oracle, submitted through env.step."""\n'
-            f"TASK_TOML = {toml_text!r}\n\n" + _embed("oracle", oracle) + textwrap.dedent("""
+            f"TASK_TOML = {toml_text!r}\n\n"
+            + _embed("oracle", oracle)
+            + textwrap.dedent("""
 
             def verify(env):
                 \"\"\"Run the oracle against env's tools (with the instance's env.params) and submit its answer.\"\"\"
                 answer = solve(env.tools, **(getattr(env, "params", None) or {}))
                 return env.step({"name": "claim_done", "arguments": {"action": answer}})
-            """))
+            """)
+        )
     return folder
 
 
@@ -227,13 +254,20 @@ def import_authors(folder: str | Path, out_root: str | Path) -> Task:
     """Rebuild a native task folder from the authors' layout; checks the scales agree."""
     folder = Path(folder)
     scale_dirs = [folder / s for s in SCALES]
-    missing = [str(p / f) for p in scale_dirs for f in ("data.py", "env.py", "prompt.md", "task_verification.py") if not (p / f).is_file()]
+    missing = [
+        str(p / f)
+        for p in scale_dirs
+        for f in ("data.py", "env.py", "prompt.md", "task_verification.py")
+        if not (p / f).is_file()
+    ]
     if missing:
         raise ExportError(f"{folder}: missing {', '.join(missing[:4])}")
     for name in ("env.py", "prompt.md"):
         texts = {(p / name).read_text() for p in scale_dirs}
         if len(texts) != 1:
-            raise ExportError(f"{folder}: {name} differs between scales; the instruction and tools must not change with scale")
+            raise ExportError(
+                f"{folder}: {name} differs between scales; the instruction and tools must not change with scale"
+            )
     base = scale_dirs[0]
     verification = (base / "task_verification.py").read_text()
     namespace: dict = {}

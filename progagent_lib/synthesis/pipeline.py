@@ -4,6 +4,7 @@ Each candidate is written to a staging folder and certified at every scale. On f
 certification report and the oracle's execution trace go back to the constructor, for a bounded number
 of repair rounds. A candidate that certifies is copied into the output pool.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,8 +33,10 @@ class Intent:
     def describe_parameters(self) -> str:
         if not self.parameters:
             return "(none proposed: choose two or three that change the correct work, with four or more values each)"
-        return "\n".join(f"- {p.get('name')}: values {json.dumps(p.get('values'))}; {p.get('changes', '')}".rstrip("; ")
-                         for p in self.parameters)
+        return "\n".join(
+            f"- {p.get('name')}: values {json.dumps(p.get('values'))}; {p.get('changes', '')}".rstrip("; ")
+            for p in self.parameters
+        )
 
 
 @dataclass
@@ -79,8 +82,9 @@ def _intent(item) -> Intent | None:
     if not isinstance(item, dict) or not isinstance(item.get("request"), str):
         return None
     parameters = item.get("parameters") or []
-    if not isinstance(parameters, list) or not all(isinstance(p, dict) and isinstance(p.get("name"), str)
-                                                   and isinstance(p.get("values"), list) for p in parameters):
+    if not isinstance(parameters, list) or not all(
+        isinstance(p, dict) and isinstance(p.get("name"), str) and isinstance(p.get("values"), list) for p in parameters
+    ):
         return None
     return Intent(item["request"], parameters)
 
@@ -96,8 +100,10 @@ def propose_intents(constructor: Constructor, domain: str, subcategory: str, n: 
         items = None
     intents = [_intent(i) for i in items] if isinstance(items, list) else [None]
     if None in intents:
-        raise ConstructorError('Stage I answer is not a JSON list of {"request": ..., "parameters": [{"name", "values", '
-                               f'"changes"}}]}} objects: {answer[:200]!r}')
+        raise ConstructorError(
+            'Stage I answer is not a JSON list of {"request": ..., "parameters": [{"name", "values", '
+            f'"changes"}}]}} objects: {answer[:200]!r}'
+        )
     return intents[:n]
 
 
@@ -106,18 +112,21 @@ def oracle_trace(task: Task, scale: str, seed: int, max_calls: int = 40) -> str:
     lines = []
     try:
         env = task.instantiate(scale, seed)
-    except Exception:
+    except Exception:  # noqa: BLE001 - a made task's generator may raise anything: its traceback is the report
         return "the environment could not be built:\n" + traceback.format_exc(limit=6)
     try:
         answer = task.oracle(env.tools)
         lines.append(f"final response: {answer!r:.300}")
         lines.append(env.verify(answer).summary())
-    except Exception:
+    except Exception:  # noqa: BLE001 - a made task's oracle may raise anything: its traceback is the report
         lines.append("the oracle raised:\n" + traceback.format_exc(limit=6))
     finally:
         calls = env.call_log
         env.close()
-    shown = [f"  {c.name}({json.dumps(c.arguments)[:120]}) -> {'ok' if c.ok else 'ERROR ' + str(c.error)[:160]}" for c in calls[:max_calls]]
+    shown = [
+        f"  {c.name}({json.dumps(c.arguments)[:120]}) -> {'ok' if c.ok else 'ERROR ' + str(c.error)[:160]}"
+        for c in calls[:max_calls]
+    ]
     more = [f"  ... {len(calls) - max_calls} more calls"] if len(calls) > max_calls else []
     return "\n".join([f"{len(calls)} tool calls:"] + shown + more + lines)
 
@@ -130,9 +139,21 @@ def _example_task(root: Path) -> str:
     return "\n".join(f"=== FILE: {name} ===\n{(root / name).read_text()}" for name in REQUIRED_FILES)
 
 
-def construct_task(constructor: Constructor, domain: str, subcategory: str, intent: Intent | str, task_id: str,
-                   staging_root: Path, out_root: Path, example: Path, max_repairs: int = 3,
-                   scales=SCALES, seeds=(0, 1), prompts_dir=None, require_parameters: bool = True) -> Candidate:
+def construct_task(
+    constructor: Constructor,
+    domain: str,
+    subcategory: str,
+    intent: Intent | str,
+    task_id: str,
+    staging_root: Path,
+    out_root: Path,
+    example: Path,
+    max_repairs: int = 3,
+    scales=SCALES,
+    seeds=(0, 1),
+    prompts_dir=None,
+    require_parameters: bool = True,
+) -> Candidate:
     """Build one candidate, certify it, repair it until it passes or the rounds run out.
 
     With `require_parameters` a candidate that draws no instance parameters is sent back for repair like any
@@ -140,9 +161,19 @@ def construct_task(constructor: Constructor, domain: str, subcategory: str, inte
     intent = intent if isinstance(intent, Intent) else Intent(intent)
     staging = staging_root / task_id
     candidate = Candidate(task_id, intent.request, str(staging), parameters=intent.parameters)
-    messages = [{"role": "user", "content": load_prompt("construct.md", prompts_dir).format(
-        domain=domain, subcategory=subcategory, intent=intent.request, task_id=task_id,
-        parameters=intent.describe_parameters(), example=_example_task(example))}]
+    messages = [
+        {
+            "role": "user",
+            "content": load_prompt("construct.md", prompts_dir).format(
+                domain=domain,
+                subcategory=subcategory,
+                intent=intent.request,
+                task_id=task_id,
+                parameters=intent.describe_parameters(),
+                example=_example_task(example),
+            ),
+        }
+    ]
     for round_ in range(max_repairs + 1):
         answer = constructor.complete(messages)
         messages.append({"role": "assistant", "content": answer})
@@ -162,14 +193,21 @@ def construct_task(constructor: Constructor, domain: str, subcategory: str, inte
             report = certify_task(task, scales, seeds)
             problems = [f"{c.scale}/{c.seed} {c.name}: {c.detail}" for c in report.failures()]
             if require_parameters and not task.parametrised:
-                problems.append("all/- params: generator.py defines no params(ctx), so one fixed program passes every "
-                                "instance; draw the request's parameters and name them in prompt.md as {name}")
+                problems.append(
+                    "all/- params: generator.py defines no params(ctx), so one fixed program passes every "
+                    "instance; draw the request's parameters and name them in prompt.md as {name}"
+                )
             failed = report.failures()
             if failed:
-                trace_scale, trace_seed = failed[0].scale if failed[0].scale in SCALES else trace_scale, failed[0].seed or 0
+                trace_scale, trace_seed = (
+                    failed[0].scale if failed[0].scale in SCALES else trace_scale,
+                    failed[0].seed or 0,
+                )
             trace = oracle_trace(task, trace_scale, trace_seed) if problems else ""
-            report_text = _report_text(report) + ("\n- " + problems[-1] if require_parameters and not task.parametrised else "")
-        except Exception as exc:  # a candidate that does not even load is repaired like any other
+            report_text = _report_text(report) + (
+                "\n- " + problems[-1] if require_parameters and not task.parametrised else ""
+            )
+        except Exception as exc:  # noqa: BLE001 - a candidate that does not even load is repaired like any other
             problems = [f"{type(exc).__name__}: {exc}"]
             report_text, trace = problems[0], "(the task did not load, so the oracle did not run)"
         candidate.attempts.append(Attempt(round_, not problems, problems[:20]))
@@ -181,8 +219,14 @@ def construct_task(constructor: Constructor, domain: str, subcategory: str, inte
             shutil.copytree(staging, target)
             candidate.output = str(target)
             return candidate
-        messages.append({"role": "user", "content": load_prompt("repair.md", prompts_dir).format(
-            report=report_text, scale=trace_scale, seed=trace_seed, trace=trace)})
+        messages.append(
+            {
+                "role": "user",
+                "content": load_prompt("repair.md", prompts_dir).format(
+                    report=report_text, scale=trace_scale, seed=trace_seed, trace=trace
+                ),
+            }
+        )
     return candidate
 
 
@@ -190,9 +234,20 @@ def slugify(text: str, limit: int = 40) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")[:limit].rstrip("_") or "task"
 
 
-def synthesize(constructor: Constructor, domain: str, subcategory: str, n_intents: int, staging_root: str | Path,
-               out_root: str | Path, example: str | Path = "tasks/retail/restock_orders", max_repairs: int = 3,
-               scales=SCALES, seeds=(0, 1), prompts_dir=None, progress: bool = True) -> list[Candidate]:
+def synthesize(
+    constructor: Constructor,
+    domain: str,
+    subcategory: str,
+    n_intents: int,
+    staging_root: str | Path,
+    out_root: str | Path,
+    example: str | Path = "tasks/retail/restock_orders",
+    max_repairs: int = 3,
+    scales=SCALES,
+    seeds=(0, 1),
+    prompts_dir=None,
+    progress: bool = True,
+) -> list[Candidate]:
     """The whole pipeline for one domain and subcategory; writes synth_report.json in staging_root."""
     from tqdm.auto import tqdm
 
@@ -201,8 +256,22 @@ def synthesize(constructor: Constructor, domain: str, subcategory: str, n_intent
     candidates = []
     for intent in tqdm(intents, desc=f"synth {domain}", unit="task", disable=not progress):
         task_id = f"{slugify(domain)}/{slugify(intent.request)}"
-        candidates.append(construct_task(constructor, domain, subcategory, intent, task_id, staging_root, out_root,
-                                         Path(example), max_repairs, scales, seeds, prompts_dir))
+        candidates.append(
+            construct_task(
+                constructor,
+                domain,
+                subcategory,
+                intent,
+                task_id,
+                staging_root,
+                out_root,
+                Path(example),
+                max_repairs,
+                scales,
+                seeds,
+                prompts_dir,
+            )
+        )
     staging_root.mkdir(parents=True, exist_ok=True)
     (staging_root / "synth_report.json").write_text(json.dumps([asdict(c) for c in candidates], indent=2))
     return candidates

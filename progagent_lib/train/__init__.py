@@ -6,6 +6,7 @@
 Heavy imports (torch, trl) happen inside the functions, so `import progagent_lib.train` stays cheap. Models and
 generators live a floor below, in `progagent_lib.generation`; config validation on the ground floor (`progagent_lib.config`).
 """
+
 from .evaluate import EvalConfig, evaluate, pass_rate_table
 from .gspo import DynamicsLog, GSPORunConfig, LoraSettings, make_rollout_func, run_gspo
 from .pipeline import PipelineConfig, run_pipeline
@@ -13,7 +14,22 @@ from .rollout import EpisodeTokens, RolloutSpec, run_token_episode, run_token_ep
 from .sft import SFTRunConfig, build_sft_dataset, run_sft, select_sft_trajectories
 
 __all__ = [
-    "EvalConfig", "evaluate", "pass_rate_table", "DynamicsLog", "GSPORunConfig", "LoraSettings", "make_rollout_func",
-    "run_gspo", "PipelineConfig", "run_pipeline", "EpisodeTokens", "RolloutSpec", "run_token_episode",
-    "run_token_episodes", "SFTRunConfig", "build_sft_dataset", "run_sft", "select_sft_trajectories",
+    "EvalConfig",
+    "evaluate",
+    "pass_rate_table",
+    "DynamicsLog",
+    "GSPORunConfig",
+    "LoraSettings",
+    "make_rollout_func",
+    "run_gspo",
+    "PipelineConfig",
+    "run_pipeline",
+    "EpisodeTokens",
+    "RolloutSpec",
+    "run_token_episode",
+    "run_token_episodes",
+    "SFTRunConfig",
+    "build_sft_dataset",
+    "run_sft",
+    "select_sft_trajectories",
 ]

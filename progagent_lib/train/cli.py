@@ -8,6 +8,7 @@ each trained harness, in the folders `train pipeline` uses (so a later `train pi
 Multi-GPU runs go through accelerate, e.g.
 `accelerate launch --config_file configs/accelerate/deepspeed_zero3.yaml -m progagent_lib.train.cli gspo --config configs/gspo-gpu-paper.yaml`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ from ..task.ids import pool_root
 from ..task.scales import SCALES
 
 COMMANDS = ("sft", "gspo", "eval", "pipeline")
-PROFILE_STAGES = ("sft", "gspo")   # the stages `train sft|gspo --config PROFILE.yaml` run of a profile's pipeline
+PROFILE_STAGES = ("sft", "gspo")  # the stages `train sft|gspo --config PROFILE.yaml` run of a profile's pipeline
 
 
 def register(subparsers) -> None:
@@ -32,48 +33,94 @@ def register(subparsers) -> None:
 
 def _add_commands(parser: argparse.ArgumentParser) -> None:
     commands = parser.add_subparsers(dest="train_command", required=True)
-    helps = {"sft": "cold-start SFT on teacher trajectories", "gspo": "GSPO RL (resumes from the last checkpoint)",
-             "eval": "pass rate of a checkpoint under harnesses on held-out seeds",
-             "pipeline": "base -> SFT -> GSPO per trained harness, every stage evaluated on held-out seeds"}
+    helps = {
+        "sft": "cold-start SFT on teacher trajectories",
+        "gspo": "GSPO RL (resumes from the last checkpoint)",
+        "eval": "pass rate of a checkpoint under harnesses on held-out seeds",
+        "pipeline": "base -> SFT -> GSPO per trained harness, every stage evaluated on held-out seeds",
+    }
     for name in COMMANDS:
         sub = commands.add_parser(name, help=helps[name])
-        sub.add_argument("--config", required=True, type=existing_file,
-                         help="YAML preset, e.g. configs/cpu-smoke.yaml" + (" (a profile's pipeline config runs its "
-                              f"{name.upper()} stage)" if name in PROFILE_STAGES else ""))
+        sub.add_argument(
+            "--config",
+            required=True,
+            type=existing_file,
+            help="YAML preset, e.g. configs/cpu-smoke.yaml"
+            + (f" (a profile's pipeline config runs its {name.upper()} stage)" if name in PROFILE_STAGES else ""),
+        )
         sub.add_argument("--output-dir", help="override the config's output_dir")
-        sub.add_argument("--model", help="override the config's model: a registered name (smollm2), a folder, a GGUF file or a hub id")
+        sub.add_argument(
+            "--model",
+            help="override the config's model: a registered name (smollm2), a folder, a GGUF file or a hub id",
+        )
         if name != "sft":
-            sub.add_argument("--engine-url", help="generate through a `progagent engine serve` server at this URL "
-                             "(http://127.0.0.1:P/v1); its weights are replaced by the trained model's")
+            sub.add_argument(
+                "--engine-url",
+                help="generate through a `progagent engine serve` server at this URL "
+                "(http://127.0.0.1:P/v1); its weights are replaced by the trained model's",
+            )
         if name == "pipeline":
-            sub.add_argument("--engine", action="store_true",
-                             help="start an engine for the run (needs `make engine`) and generate through it")
-            sub.add_argument("--engine-kv-cache-gib", type=int, default=2, metavar="GIB",
-                             help="with --engine: its KV cache in GiB (default 2: ~90k tokens of smollm2; episodes "
-                                  "played in lockstep beyond it are preempted and recomputed)")
+            sub.add_argument(
+                "--engine",
+                action="store_true",
+                help="start an engine for the run (needs `make engine`) and generate through it",
+            )
+            sub.add_argument(
+                "--engine-kv-cache-gib",
+                type=int,
+                default=2,
+                metavar="GIB",
+                help="with --engine: its KV cache in GiB (default 2: ~90k tokens of smollm2; episodes "
+                "played in lockstep beyond it are preempted and recomputed)",
+            )
         if name == "gspo":
             sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")
         sub.set_defaults(func=run)
-    needs = commands.add_parser("needs", help="what the teacher's episodes need (turns, longest turn, context, SFT "
-                                              "length) per task and harness, against the model's positions")
-    needs.add_argument("--tasks", type=task_path, default=pool_root(), metavar="POOL",
-                       help="the task pool's folder (default $PROGAGENT_TASKS, else the repository's tasks/)")
-    needs.add_argument("--task", dest="task_ids", nargs="+", default=[], help="task ids under the pool (default: every task)")
-    needs.add_argument("--harness", type=harness_list, default="dtc,ptc,hybrid",
-                       help="comma-separated harnesses (default all three)")
-    needs.add_argument("--model", default="smollm2", help="whose tokenizer counts and whose positions (default smollm2; "
-                                                           "e.g. smollm2@32k)")
-    needs.add_argument("--scale", type=one_of(SCALES, "scale"), default=DEFAULT_SCALE,
-                       help=f"the scale the teacher plays (default {DEFAULT_SCALE})")
+    needs = commands.add_parser(
+        "needs",
+        help="what the teacher's episodes need (turns, longest turn, context, SFT "
+        "length) per task and harness, against the model's positions",
+    )
+    needs.add_argument(
+        "--tasks",
+        type=task_path,
+        default=pool_root(),
+        metavar="POOL",
+        help="the task pool's folder (default $PROGAGENT_TASKS, else the repository's tasks/)",
+    )
+    needs.add_argument(
+        "--task", dest="task_ids", nargs="+", default=[], help="task ids under the pool (default: every task)"
+    )
+    needs.add_argument(
+        "--harness", type=harness_list, default="dtc,ptc,hybrid", help="comma-separated harnesses (default all three)"
+    )
+    needs.add_argument(
+        "--model",
+        default="smollm2",
+        help="whose tokenizer counts and whose positions (default smollm2; e.g. smollm2@32k)",
+    )
+    needs.add_argument(
+        "--scale",
+        type=one_of(SCALES, "scale"),
+        default=DEFAULT_SCALE,
+        help=f"the scale the teacher plays (default {DEFAULT_SCALE})",
+    )
     needs.add_argument("--seed", type=int, default=0)
     needs.add_argument("--out", help="also write the table as CSV")
     needs.set_defaults(func=needs_command)
-    table = commands.add_parser("table", help="the cross-harness table of a pipeline run: every model (base, "
-                                              "memorization baseline, each recipe's stages) under every harness")
+    table = commands.add_parser(
+        "table",
+        help="the cross-harness table of a pipeline run: every model (base, "
+        "memorization baseline, each recipe's stages) under every harness",
+    )
     table.add_argument("run", help="the run's folder (its learning.jsonl) or a learning.jsonl file")
     table.add_argument("--decoding", default="greedy", choices=["greedy", "sampled"])
-    table.add_argument("--figure", metavar="PREFIX", help="also save the heatmap as PREFIX.png/.svg and the rows as "
-                                                          "PREFIX.csv (e.g. figures/cpu-cross/cross_harness_learning)")
+    table.add_argument(
+        "--figure",
+        metavar="PREFIX",
+        help="also save the heatmap as PREFIX.png/.svg and the rows as "
+        "PREFIX.csv (e.g. figures/cpu-cross/cross_harness_learning)",
+    )
     table.set_defaults(func=table_command)
 
 
@@ -83,7 +130,8 @@ def needs_command(args: argparse.Namespace) -> int:
     from tqdm.auto import tqdm
     from transformers import AutoConfig, AutoTokenizer
 
-    from ..generation.models import model_positions, resolve_model_source
+    from ..generation.rope import model_positions
+    from ..generation.sources import resolve_model_source
     from ..harness.chat_format import ChatFormat
     from .common import select_tasks
     from .feasibility import teacher_needs
@@ -98,14 +146,32 @@ def needs_command(args: argparse.Namespace) -> int:
         needs = teacher_needs(task, harness, chat, scale=args.scale, seed=args.seed)[0]
         rows.append({**asdict(needs), "fits_positions": positions is None or needs.context_tokens <= positions})
     table = pl.DataFrame(rows).sort("harness", "context_tokens")
-    summary = table.group_by("harness").agg(
-        pl.len().alias("tasks"), pl.col("turns").median().alias("median_turns"),
-        pl.col("context_tokens").min().alias("min_context"), pl.col("context_tokens").median().alias("median_context"),
-        pl.col("context_tokens").max().alias("max_context"), pl.col("fits_positions").sum().alias("fit"),
-        *(((pl.col("context_tokens") <= n).sum()).alias(f"fit_{n // 1024}k") for n in (8192, 16384, 32768))).sort("harness")
+    summary = (
+        table.group_by("harness")
+        .agg(
+            pl.len().alias("tasks"),
+            pl.col("turns").median().alias("median_turns"),
+            pl.col("context_tokens").min().alias("min_context"),
+            pl.col("context_tokens").median().alias("median_context"),
+            pl.col("context_tokens").max().alias("max_context"),
+            pl.col("fits_positions").sum().alias("fit"),
+            *(((pl.col("context_tokens") <= n).sum()).alias(f"fit_{n // 1024}k") for n in (8192, 16384, 32768)),
+        )
+        .sort("harness")
+    )
     with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, tbl_hide_dataframe_shape=True):
-        print(table.select("task_id", "harness", "turns", "longest_turn_tokens", "context_tokens", "sft_tokens",
-                           "reward", "fits_positions"))
+        print(
+            table.select(
+                "task_id",
+                "harness",
+                "turns",
+                "longest_turn_tokens",
+                "context_tokens",
+                "sft_tokens",
+                "reward",
+                "fits_positions",
+            )
+        )
         print(f"per harness ({args.model}: {positions} positions; {args.scale}, seed {args.seed}):")
         print(summary)
     if args.out:
@@ -147,7 +213,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         return _run(args)
-    except ConfigError as exc:   # a bad config: its field and allowed values, no traceback
+    except ConfigError as exc:  # a bad config: its field and allowed values, no traceback
         raise SystemExit(f"progagent train {args.train_command}: {exc}") from None
 
 
@@ -163,14 +229,19 @@ def is_profile_config(path: str | Path) -> bool:
 
 
 def _run(args: argparse.Namespace) -> int:
-    overrides = {"output_dir": args.output_dir, "model": getattr(args, "model", None),
-                 "engine_url": getattr(args, "engine_url", None)}
+    overrides = {
+        "output_dir": args.output_dir,
+        "model": getattr(args, "model", None),
+        "engine_url": getattr(args, "engine_url", None),
+    }
     command = args.train_command
     if command != "pipeline" and is_profile_config(args.config):
         if command not in PROFILE_STAGES:
-            raise UsageError(f"{command}: {args.config} is a profile's pipeline config; its evaluations run in "
-                             f"`progagent train pipeline --config {args.config}` (`train eval` takes an eval config, "
-                             "e.g. configs/eval-gpu-paper.yaml)")
+            raise UsageError(
+                f"{command}: {args.config} is a profile's pipeline config; its evaluations run in "
+                f"`progagent train pipeline --config {args.config}` (`train eval` takes an eval config, "
+                "e.g. configs/eval-gpu-paper.yaml)"
+            )
         return _profile_stage(args, overrides)
     if command == "sft":
         from .sft import SFTRunConfig, run_sft
@@ -180,8 +251,11 @@ def _run(args: argparse.Namespace) -> int:
         from .gspo import GSPORunConfig, run_gspo
 
         result = run_gspo(load_config(GSPORunConfig, args.config, overrides), resume=not args.no_resume)
-        result = {"global_step": result["global_step"], "final_model": result["final_model"],
-                  "last_step": result["dynamics"][-1] if result["dynamics"] else None}
+        result = {
+            "global_step": result["global_step"],
+            "final_model": result["final_model"],
+            "last_step": result["dynamics"][-1] if result["dynamics"] else None,
+        }
     elif command == "eval":
         from .evaluate import EvalConfig, evaluate, format_table
 
@@ -189,7 +263,7 @@ def _run(args: argparse.Namespace) -> int:
         print(format_table(table))
         return 0
     else:
-        from .pipeline import PipelineConfig, format_summary, run_pipeline
+        from .pipeline import PipelineConfig, run_pipeline
 
         from .feasibility import NotLearnableError
 
@@ -220,29 +294,39 @@ def _profile_stage(args: argparse.Namespace, overrides: dict) -> int:
 
     stage = args.train_command
     if getattr(args, "no_resume", False):
-        raise UsageError(f"gspo --no-resume: a profile's GSPO stage resumes from its folder; remove "
-                         f"the gspo-<harness> folders under the profile's output_dir to start over")
+        raise UsageError(
+            "gspo --no-resume: a profile's GSPO stage resumes from its folder; remove "
+            "the gspo-<harness> folders under the profile's output_dir to start over"
+        )
     config = load_config(PipelineConfig, args.config, overrides)
     recipe = Recipe(config)
     if stage == "gspo":
         missing = [h for h in config.rl_harnesses if not Path(recipe.model_for("sft", h)).is_dir()]
         if missing:
-            raise UsageError(f"gspo: {args.config} is a profile whose GSPO starts from its SFT model, and "
-                             f"{recipe.model_for('sft', missing[0])} does not exist yet: run "
-                             f"`progagent train sft --config {args.config}` first (or `train pipeline`)")
+            raise UsageError(
+                f"gspo: {args.config} is a profile whose GSPO starts from its SFT model, and "
+                f"{recipe.model_for('sft', missing[0])} does not exist yet: run "
+                f"`progagent train sft --config {args.config}` first (or `train pipeline`)"
+            )
     try:
         if config.check:
             recipe.check()
         else:
-            recipe.instances()   # the splits, proven disjoint from training, as the pipeline builds them first
+            recipe.instances()  # the splits, proven disjoint from training, as the pipeline builds them first
     except NotLearnableError as exc:
         raise SystemExit(f"progagent train {stage}: refused: {exc}") from None
     results = {}
     for harness in config.rl_harnesses:
         result = recipe.sft(harness) if stage == "sft" else recipe.gspo(harness)
-        results[harness] = result if stage == "sft" else {
-            "global_step": result["global_step"], "final_model": result["final_model"],
-            "last_step": result["dynamics"][-1] if result["dynamics"] else None}
+        results[harness] = (
+            result
+            if stage == "sft"
+            else {
+                "global_step": result["global_step"],
+                "final_model": result["final_model"],
+                "last_step": result["dynamics"][-1] if result["dynamics"] else None,
+            }
+        )
     print(json.dumps(results, indent=2, default=str))
     return 0
 

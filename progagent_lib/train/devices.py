@@ -9,6 +9,7 @@ NCCL path GRPOTrainer uses in server mode).
 Not run here: this machine has no GPU. `rank_device()` is exercised on CPU (it returns None); the push needs a
 GPU and a server, and is refused in one line without CUDA.
 """
+
 from __future__ import annotations
 
 import os
@@ -33,11 +34,13 @@ def push_checkpoint_to_trl_server(base_url: str, model_source: str, chat_templat
     """Load `model_source` on this rank's GPU and copy its weights into the `trl vllm-serve` server at `base_url`."""
     device = rank_device()
     if device is None:
-        raise RuntimeError(f"loading {model_source} into the trl vllm-serve server at {base_url} needs a GPU (TRL's "
-                           "weight sync is NCCL); on a CPU machine evaluate with transformers or the engine instead")
+        raise RuntimeError(
+            f"loading {model_source} into the trl vllm-serve server at {base_url} needs a GPU (TRL's "
+            "weight sync is NCCL); on a CPU machine evaluate with transformers or the engine instead"
+        )
     from trl.generation.vllm_client import VLLMClient
 
-    from ..generation.models import load_model
+    from ..generation.sources import load_model
 
     model, _ = load_model(model_source, chat_template=chat_template)
     model = model.to(device)

@@ -12,6 +12,7 @@ move or bound them:
 
 `episode_host(config)` gives the `env_host` that `run_token_episodes` and `Episode` take (None: here, unbounded).
 """
+
 from __future__ import annotations
 
 import threading
@@ -24,11 +25,11 @@ from .ranks import rank
 
 HELP = {
     "env_servers": "OpenEnv environment servers (`progagent openenv serve` on CPU nodes, http://HOST:PORT) that host "
-                   "the episodes, round-robin; the model generates here. Empty: episodes run here.",
+    "the episodes, round-robin; the model generates here. Empty: episodes run here.",
     "env_server_token_file": "A file holding the servers' bearer token (their --token-file); null: "
-                             "$PROGAGENT_OPENENV_TOKEN. Only with env_servers.",
+    "$PROGAGENT_OPENENV_TOKEN. Only with env_servers.",
     "max_local_kernels": "Local episodes (each may start one confined kernel) alive at once on this rank; a larger "
-                         "batch is played in waves. null: no bound. Unused with env_servers.",
+    "batch is played in waves. null: no bound. Unused with env_servers.",
 }
 
 
@@ -43,8 +44,9 @@ def check_env_hosts(config: Any) -> None:
         except ModuleNotFoundError as exc:
             if not (exc.name or "").startswith("openenv"):
                 raise
-            raise config_error(config, "env_servers", "needs OpenEnv's client: pip install openenv-core==0.3.0 "
-                               "(make install does)") from None
+            raise config_error(
+                config, "env_servers", "needs OpenEnv's client: pip install openenv-core==0.3.0 (make install does)"
+            ) from None
     for url in servers:
         try:
             check_server_url(url)
@@ -87,15 +89,25 @@ class LocalKernels:
         self.most_at_once = limit
         self._slots = threading.BoundedSemaphore(limit)
         self._count_lock = threading.Lock()
-        self._held: dict[int, int] = {}   # slots held per thread
+        self._held: dict[int, int] = {}  # slots held per thread
         self.live = self.peak = 0
 
-    def open(self, task: Any, scale: str, seed: int, spec: HarnessSpec, *, error_mode: str = "is_error",
-             session_kwargs: dict | None = None) -> tuple[Any, Session]:
+    def open(
+        self,
+        task: Any,
+        scale: str,
+        seed: int,
+        spec: HarnessSpec,
+        *,
+        error_mode: str = "is_error",
+        session_kwargs: dict | None = None,
+    ) -> tuple[Any, Session]:
         thread = threading.get_ident()
         if self._held.get(thread, 0) >= self.most_at_once:
-            raise RuntimeError(f"this thread already holds all {self.most_at_once} local kernel slots "
-                               "(max_local_kernels); it would wait for itself: play at most that many episodes at once")
+            raise RuntimeError(
+                f"this thread already holds all {self.most_at_once} local kernel slots "
+                "(max_local_kernels); it would wait for itself: play at most that many episodes at once"
+            )
         self._slots.acquire()
         self._count(+1, thread)
         try:

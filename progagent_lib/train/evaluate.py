@@ -1,22 +1,39 @@
 """A checkpoint's episodes on held-out seeds, under any harness: trajectories and the pass-rate table.
 
-Evaluation plays the same `Episode` as `progagent run` through the token adapter, and writes
+Evaluation plays the same `Episode` as `progagent run` through the token adapter (`evaluate`), or one turn at a time
+with any message-level policy (`evaluate_policy`: the oracle teacher, a baseline, an endpoint), and writes
 `trajectories.jsonl` in `progagent run`'s format (readable by `progagent_lib.harness.read_jsonl`), so the
 summary tables, the HTML view and the program-structure analysis read trained models' episodes too.
 """
+
 from __future__ import annotations
 
 import json
 from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from ..harness.spec import PAPER_HARNESSES
 from ..harness.trajectory import Trajectory, write_jsonl
 from ..runtime.error_modes import ERROR_MODES
 from ..task.scales import SCALES
-from ..config import (ConfigError, check_bool, check_budgets, check_choice, check_choices, check_engine, check_int,
-                     check_ints, check_number, check_task_ids, check_text, check_texts, check_url, config_error)
+from ..config import (
+    ConfigError,
+    check_bool,
+    check_budgets,
+    check_choice,
+    check_choices,
+    check_engine,
+    check_int,
+    check_ints,
+    check_number,
+    check_task_ids,
+    check_text,
+    check_texts,
+    check_url,
+    config_error,
+)
 from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
 from .env_hosts import HELP as ENV_HOST_HELP, check_env_hosts, episode_host
 from ..generation import generator_config, make_generator
@@ -30,52 +47,86 @@ TRAJECTORIES_FILE = "trajectories.jsonl"
 class EvalConfig:
     """A checkpoint's evaluation: which episodes, under which budgets, generated where."""
 
-    model: str = field(default="runs/gspo/final", metadata={
-        "help": "The model: a folder, a hub id or a registered name."})
-    stage: str = field(default="", metadata={
-        "help": "A label (base, sft, gspo, sft-ptc, ...) naming the policy 'hf:<model>@<stage>'; empty: no label."})
-    chat_template: str | None = field(default=None, metadata={
-        "help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."})
-    output_dir: str = field(default="runs/eval", metadata={
-        "help": "trajectories.jsonl, pass_rates.json/.md and chat_format.json."})
+    model: str = field(
+        default="runs/gspo/final", metadata={"help": "The model: a folder, a hub id or a registered name."}
+    )
+    stage: str = field(
+        default="",
+        metadata={
+            "help": "A label (base, sft, gspo, sft-ptc, ...) naming the policy 'hf:<model>@<stage>'; empty: no label."
+        },
+    )
+    chat_template: str | None = field(
+        default=None, metadata={"help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."}
+    )
+    output_dir: str = field(
+        default="runs/eval", metadata={"help": "trajectories.jsonl, pass_rates.json/.md and chat_format.json."}
+    )
     tasks_root: str = field(default="tasks", metadata={"help": "The task pool's folder."})
-    task_ids: list[str] = field(default_factory=list, metadata={
-        "help": "Evaluated tasks by id (domain/name); empty: every task under tasks_root."})
-    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"], metadata={
-        "help": "Harnesses every episode is played under: dtc, ptc, hybrid."})
+    task_ids: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Evaluated tasks by id (domain/name); empty: every task under tasks_root."},
+    )
+    harnesses: list[str] = field(
+        default_factory=lambda: list(PAPER_HARNESSES),
+        metadata={"help": "Harnesses every episode is played under: dtc, ptc, hybrid (or any registered one)."},
+    )
     scales: list[str] = field(default_factory=lambda: ["v0"], metadata={"help": "Scales (v0..v3) evaluated at."})
-    seeds: list[int] = field(default_factory=lambda: [1000, 1001], metadata={
-        "help": "Held-out instance seeds (training uses low seeds)."})
+    seeds: list[int] = field(
+        default_factory=lambda: [1000, 1001], metadata={"help": "Held-out instance seeds (training uses low seeds)."}
+    )
     # The pipeline's held-out splits name their instances one by one.
-    instances: list[list] = field(default_factory=list, metadata={
-        "help": "Explicit [task_id, scale, seed] instances; when given, they replace task_ids x scales x seeds."})
+    instances: list[list] = field(
+        default_factory=list,
+        metadata={
+            "help": "Explicit [task_id, scale, seed] instances; when given, they replace task_ids x scales x seeds."
+        },
+    )
     samples: int = field(default=1, metadata={"help": "Episodes per (task, scale, seed, harness)."})
     batch_size: int = field(default=8, metadata={"help": "Episodes played in lockstep (one generate call per turn)."})
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature (>= 0); 0: greedy."})
     max_turns: int | None = field(default=8, metadata={"help": "Assistant turns per episode (null: no limit)."})
-    max_new_tokens: int | None = field(default=256, metadata={
-        "help": "Tokens per assistant turn; a longer turn is cut (null: no limit)."})
-    max_context_tokens: int | None = field(default=8192, metadata={
-        "help": "Prompt + turns + observations; must fit the model's positions (null: no limit)."})
-    max_observation_chars: int | None = field(default=4000, metadata={
-        "help": "Characters of one observation, cut with a visible marker (null: no limit)."})
-    max_tool_calls: int | None = field(default=100, metadata={
-        "help": "Tool calls per episode, a program counting once (null: no limit)."})
+    max_new_tokens: int | None = field(
+        default=256, metadata={"help": "Tokens per assistant turn; a longer turn is cut (null: no limit)."}
+    )
+    max_context_tokens: int | None = field(
+        default=8192,
+        metadata={"help": "Prompt + turns + observations; must fit the model's positions (null: no limit)."},
+    )
+    max_observation_chars: int | None = field(
+        default=4000, metadata={"help": "Characters of one observation, cut with a visible marker (null: no limit)."}
+    )
+    max_tool_calls: int | None = field(
+        default=100, metadata={"help": "Tool calls per episode, a program counting once (null: no limit)."}
+    )
     # Where the episodes live (train.env_hosts): on environment servers, or here with a bounded number of kernels.
     env_servers: list[str] = field(default_factory=list, metadata={"help": ENV_HOST_HELP["env_servers"]})
     env_server_token_file: str | None = field(default=None, metadata={"help": ENV_HOST_HELP["env_server_token_file"]})
     max_local_kernels: int | None = field(default=None, metadata={"help": ENV_HOST_HELP["max_local_kernels"]})
-    error_mode: str = field(default="is_error", metadata={
-        "help": "How a failing tool shows: is_error (the paper's) | off | detect."})
-    vllm_server_base_url: str | None = field(default=None, metadata={
-        "help": "gpu-paper: a `trl vllm-serve` server holding `model` generates (not with engine_url)."})
-    engine_url: str | None = field(default=None, metadata={
-        "help": "A `progagent engine serve` server (http://127.0.0.1:P/v1) generates; None: transformers, here."})
-    engine_model: str | None = field(default=None, metadata={
-        "help": "The engine's served name (default: the model's short name); only with engine_url."})
-    engine_load_weights: bool = field(default=True, metadata={
-        "help": "Load `model`'s weights (a local folder) into the server before generating: the engine reloads them "
-                "from the folder; a trl vllm-serve server gets them through TRL's weight sync (needs a GPU)."})
+    error_mode: str = field(
+        default="is_error", metadata={"help": "How a failing tool shows: is_error (the paper's) | off | detect."}
+    )
+    vllm_server_base_url: str | None = field(
+        default=None,
+        metadata={"help": "gpu-paper: a `trl vllm-serve` server holding `model` generates (not with engine_url)."},
+    )
+    engine_url: str | None = field(
+        default=None,
+        metadata={
+            "help": "A `progagent engine serve` server (http://127.0.0.1:P/v1) generates; None: transformers, here."
+        },
+    )
+    engine_model: str | None = field(
+        default=None,
+        metadata={"help": "The engine's served name (default: the model's short name); only with engine_url."},
+    )
+    engine_load_weights: bool = field(
+        default=True,
+        metadata={
+            "help": "Load `model`'s weights (a local folder) into the server before generating: the engine reloads them "
+            "from the folder; a trl vllm-serve server gets them through TRL's weight sync (needs a GPU)."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the sampler."})
 
     def __post_init__(self) -> None:
@@ -91,11 +142,19 @@ class EvalConfig:
         if not isinstance(self.instances, (list, tuple)):
             raise config_error(self, "instances", "must be a list of [task_id, scale, seed] instances")
         for instance in self.instances:
-            if not (isinstance(instance, (list, tuple)) and len(instance) == 3 and isinstance(instance[0], str)
-                    and instance[1] in SCALES and isinstance(instance[2], int) and not isinstance(instance[2], bool)
-                    and instance[2] >= 0):
-                raise ConfigError(f"EvalConfig.instances: {instance!r} is not an instance; each must be [task_id, "
-                                  f"scale, seed] with scale one of {', '.join(SCALES)} and seed an integer >= 0")
+            if not (
+                isinstance(instance, (list, tuple))
+                and len(instance) == 3
+                and isinstance(instance[0], str)
+                and instance[1] in SCALES
+                and isinstance(instance[2], int)
+                and not isinstance(instance[2], bool)
+                and instance[2] >= 0
+            ):
+                raise ConfigError(
+                    f"EvalConfig.instances: {instance!r} is not an instance; each must be [task_id, "
+                    f"scale, seed] with scale one of {', '.join(SCALES)} and seed an integer >= 0"
+                )
         check_int(self, "samples", at_least=1)
         check_int(self, "batch_size", at_least=1)
         check_number(self, "temperature", at_least=0)
@@ -105,8 +164,12 @@ class EvalConfig:
         check_url(self, "vllm_server_base_url")
         check_engine(self)
         if self.engine_url and self.vllm_server_base_url:
-            raise config_error(self, "vllm_server_base_url", f"and engine_url={self.engine_url!r} name two generators; "
-                               "keep one (the engine: a `progagent engine serve` server)")
+            raise config_error(
+                self,
+                "vllm_server_base_url",
+                f"and engine_url={self.engine_url!r} name two generators; "
+                "keep one (the engine: a `progagent engine serve` server)",
+            )
         check_bool(self, "engine_load_weights")
         check_int(self, "seed", at_least=0)
 
@@ -122,7 +185,7 @@ class PassRateRow:
     harness: str
     scale: str
     episodes: int
-    errored: int          # infrastructure errors: not in the pass rate
+    errored: int  # infrastructure errors: not in the pass rate
     pass_rate: float
     mean_score: float
     claim_done_rate: float
@@ -137,15 +200,30 @@ def pass_rate_table(trajectories: list[Trajectory]) -> list[PassRateRow]:
     for (harness, scale), ts in sorted(groups.items()):
         scored = [t for t in ts if not t.errored]
         n = max(len(scored), 1)
-        rows.append(PassRateRow(harness, scale, len(ts), len(ts) - len(scored), sum(t.reward for t in scored) / n,
-                                sum(t.score for t in scored) / n, sum(t.end_reason == "claim_done" for t in scored) / n))
+        rows.append(
+            PassRateRow(
+                harness,
+                scale,
+                len(ts),
+                len(ts) - len(scored),
+                sum(t.reward for t in scored) / n,
+                sum(t.score for t in scored) / n,
+                sum(t.end_reason == "claim_done" for t in scored) / n,
+            )
+        )
     return rows
 
 
 def format_table(rows: list[PassRateRow]) -> str:
-    lines = ["| harness | scale | episodes | errored | pass rate | mean R~ | claim_done rate |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r.harness} | {r.scale} | {r.episodes} | {r.errored} | {r.pass_rate:.3f} | {r.mean_score:.3f} | "
-              f"{r.claim_done_rate:.3f} |" for r in rows]
+    lines = [
+        "| harness | scale | episodes | errored | pass rate | mean R~ | claim_done rate |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.harness} | {r.scale} | {r.episodes} | {r.errored} | {r.pass_rate:.3f} | {r.mean_score:.3f} | "
+        f"{r.claim_done_rate:.3f} |"
+        for r in rows
+    ]
     return "\n".join(lines)
 
 
@@ -159,27 +237,32 @@ def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any =
     off) or a `trl vllm-serve` server (the checkpoint pushed into it first, which needs a GPU: devices.py), where
     only the tokenizer is loaded here. In this process the model goes to this rank's GPU where there is one."""
     from ..harness.chat_format import ChatFormat
-    from ..generation.models import load_model
+    from ..generation.sources import load_model
     from .devices import push_checkpoint_to_trl_server, to_rank_device
 
-    choice = generator_config(model=config.model, temperature=max(config.temperature, 0.0), seed=config.seed,
-                              engine_url=config.engine_url, engine_model=config.engine_model,
-                              vllm_server_base_url=config.vllm_server_base_url)
+    choice = generator_config(
+        model=config.model,
+        temperature=max(config.temperature, 0.0),
+        seed=config.seed,
+        engine_url=config.engine_url,
+        engine_model=config.engine_model,
+        vllm_server_base_url=config.vllm_server_base_url,
+    )
     if choice.backend == "transformers":
         if model is None:
             model, tokenizer = load_model(config.model, chat_template=config.chat_template)
-        model = to_rank_device(model)   # this rank's GPU where there is one (devices.py)
+        model = to_rank_device(model)  # this rank's GPU where there is one (devices.py)
         model_config = model.config
     else:  # a server generates: only the tokenizer is needed here
         from transformers import AutoConfig, AutoTokenizer
 
-        from ..generation.models import resolve_model_source
+        from ..generation.sources import resolve_model_source
 
         source = Path(resolve_model_source(config.model, config.chat_template))
         if choice.backend == "engine" and config.engine_load_weights and any(source.glob("*.safetensors")):
             from ..engine.weights import reload_weights
 
-            reload_weights(config.engine_url, source)   # the server generates with the evaluated model's weights
+            reload_weights(config.engine_url, source)  # the server generates with the evaluated model's weights
         if choice.backend == "trl-vllm" and config.engine_load_weights and any(source.glob("*.safetensors")):
             push_checkpoint_to_trl_server(config.vllm_server_base_url, str(source), config.chat_template)
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
@@ -195,11 +278,18 @@ def checkpoint_policy(config: EvalConfig) -> Any:
     from ..policy.chat import ChatPolicy
 
     generator, chat, model_config = checkpoint_generator(config)
-    return ChatPolicy(generator, chat, max_new_tokens=config.max_new_tokens or 1024, name=policy_label(config),
-                      max_positions=model_positions(model_config))
+    return ChatPolicy(
+        generator,
+        chat,
+        max_new_tokens=config.max_new_tokens or 1024,
+        name=policy_label(config),
+        max_positions=model_positions(model_config),
+    )
 
 
-def evaluate(config: EvalConfig, model: Any = None, tokenizer: Any = None) -> tuple[list[Trajectory], list[PassRateRow]]:
+def evaluate(
+    config: EvalConfig, model: Any = None, tokenizer: Any = None
+) -> tuple[list[Trajectory], list[PassRateRow]]:
     """Play every (harness, task, scale, seed, sample) with the checkpoint; write trajectories and the table. Under
     several ranks, played and written once, by the main rank; every rank gets the trajectories and the table."""
     return on_main(_evaluate, config, model, tokenizer)
@@ -212,39 +302,110 @@ def _evaluate(config: EvalConfig, model: Any, tokenizer: Any) -> tuple[list[Traj
     torch.manual_seed(config.seed)
     generate, chat, _ = checkpoint_generator(config, model, tokenizer)
     limits = limits_of(config)
-    env_host = episode_host(config)   # environment servers (checked to answer now), bounded local kernels, or None
-    if config.instances:
-        tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))
-        by_id = {t.id: t for t in tasks}
-        specs = [RolloutSpec(by_id[str(task_id)], str(scale), int(seed), sample)
-                 for task_id, scale, seed in config.instances for sample in range(config.samples)]
-    else:
-        tasks = select_tasks(config.tasks_root, config.task_ids)
-        specs = [RolloutSpec(task, scale, seed, sample) for task in tasks
-                 for scale in config.scales for seed in config.seeds for sample in range(config.samples)]
+    env_host = episode_host(config)  # environment servers (checked to answer now), bounded local kernels, or None
+    tasks, specs = episode_specs(config)
     from .feasibility import check_template_on_teacher
 
     for harness in config.harnesses:  # before any generation: the template renders a teacher episode consistently
         check_template_on_teacher(chat, tasks[0], harness)
-    output_dir = Path(config.output_dir)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    out_file = output_dir / TRAJECTORIES_FILE
-    out_file.unlink(missing_ok=True)
+    out_file = _fresh_trajectories_file(config)
     trajectories: list[Trajectory] = []
     from tqdm.auto import tqdm
 
-    with tqdm(total=len(specs) * len(config.harnesses), desc=f"eval {config.stage or config.model}", leave=False) as bar:
+    with tqdm(
+        total=len(specs) * len(config.harnesses), desc=f"eval {config.stage or config.model}", leave=False
+    ) as bar:
         for harness in config.harnesses:
             for start in range(0, len(specs), config.batch_size):
-                batch = specs[start:start + config.batch_size]
-                episodes = run_token_episodes(batch, harness, chat, generate, limits, error_mode=config.error_mode,
-                                              policy_name=policy_label(config), env_host=env_host)
+                batch = specs[start : start + config.batch_size]
+                episodes = run_token_episodes(
+                    batch,
+                    harness,
+                    chat,
+                    generate,
+                    limits,
+                    error_mode=config.error_mode,
+                    policy_name=policy_label(config),
+                    env_host=env_host,
+                )
                 done = [e.trajectory for e in episodes]
                 write_jsonl(done, out_file)
                 trajectories += done
                 bar.update(len(batch))
+    (Path(config.output_dir) / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))
+    return trajectories, _write_pass_rates(config, trajectories)
+
+
+def evaluate_policy(config: EvalConfig, policy_for: Callable[[str], Any]) -> tuple[list[Trajectory], list[PassRateRow]]:
+    """`evaluate` for a message-level policy: every (harness, task, scale, seed, sample) of `config` played here by
+    `run_episode` with `policy_for(harness)` (e.g. `OracleTeacher`, `MemorizationPolicy`, or `lambda harness:
+    checkpoint_policy(config)`), under the config's budgets and error mode; trajectories.jsonl and the pass-rate
+    table written as `evaluate` writes them. Played once, by the main rank."""
+    return on_main(_evaluate_policy, config, policy_for)
+
+
+def _evaluate_policy(
+    config: EvalConfig, policy_for: Callable[[str], Any]
+) -> tuple[list[Trajectory], list[PassRateRow]]:
+    from ..harness.episode import run_episode
+
+    config.validate_tasks()
+    limits = limits_of(config)
+    _, specs = episode_specs(config)
+    out_file = _fresh_trajectories_file(config)
+    trajectories: list[Trajectory] = []
+    for harness in config.harnesses:
+        policy = policy_for(harness)
+        for wanted in specs:
+            trajectory = run_episode(
+                wanted.task,
+                wanted.scale,
+                wanted.seed,
+                harness,
+                policy,
+                limits,
+                sample=wanted.sample,
+                error_mode=config.error_mode,
+            )
+            write_jsonl(trajectory, out_file)
+            trajectories.append(trajectory)
+    return trajectories, _write_pass_rates(config, trajectories)
+
+
+def episode_specs(config: EvalConfig) -> tuple[list[Any], list[RolloutSpec]]:
+    """(tasks, one RolloutSpec per episode of each harness): the config's instances, else task_ids x scales x seeds,
+    each `samples` times."""
+    if config.instances:
+        tasks = select_tasks(config.tasks_root, list(dict.fromkeys(str(i[0]) for i in config.instances)))
+        by_id = {t.id: t for t in tasks}
+        specs = [
+            RolloutSpec(by_id[str(task_id)], str(scale), int(seed), sample)
+            for task_id, scale, seed in config.instances
+            for sample in range(config.samples)
+        ]
+    else:
+        tasks = select_tasks(config.tasks_root, config.task_ids)
+        specs = [
+            RolloutSpec(task, scale, seed, sample)
+            for task in tasks
+            for scale in config.scales
+            for seed in config.seeds
+            for sample in range(config.samples)
+        ]
+    return tasks, specs
+
+
+def _fresh_trajectories_file(config: EvalConfig) -> Path:
+    output_dir = Path(config.output_dir)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    out_file = output_dir / TRAJECTORIES_FILE
+    out_file.unlink(missing_ok=True)
+    return out_file
+
+
+def _write_pass_rates(config: EvalConfig, trajectories: list[Trajectory]) -> list[PassRateRow]:
     table = pass_rate_table(trajectories)
+    output_dir = Path(config.output_dir)
     (output_dir / "pass_rates.json").write_text(json.dumps([asdict(r) for r in table], indent=2))
     (output_dir / "pass_rates.md").write_text(format_table(table) + "\n")
-    (output_dir / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))
-    return trajectories, table
+    return table

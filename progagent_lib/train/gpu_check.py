@@ -17,6 +17,7 @@ skipped and measures nothing).
 
 It has not run yet: it was written on a machine without a GPU (docs/gpu.md).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,9 @@ from pathlib import Path
 
 import yaml
 
-MISMATCH_SLACK = (2.0, 0.02)   # step 2's gap <= 2 x step 1's + 0.02 nats per model token
+from ..harness.spec import BASELINE_HARNESS
+
+MISMATCH_SLACK = (2.0, 0.02)  # step 2's gap <= 2 x step 1's + 0.02 nats per model token
 SMALL_HUB_MODEL = "Qwen/Qwen3-0.6B"
 NO_GPU = "gpu-check: no CUDA GPU here (torch.cuda.is_available() is False); run `make gpu-check` on a GPU node"
 
@@ -38,7 +41,9 @@ def alternating_reward(prompts: list, completions: list, verifier_reward: list[f
 
 def choose_model(out: Path) -> tuple[str, float]:
     """(model source, learning rate): Qwen3-0.6B when cached, else a tiny model built into `out`."""
-    from ..generation.models import TinyModelConfig, build_tiny_model, hub_snapshot, save_model
+    from ..generation.model_folder import save_model
+    from ..generation.sources import hub_snapshot
+    from ..generation.tiny_model import TinyModelConfig, build_tiny_model
 
     if hub_snapshot(SMALL_HUB_MODEL) is not None:
         return SMALL_HUB_MODEL, 2e-5
@@ -46,19 +51,45 @@ def choose_model(out: Path) -> tuple[str, float]:
     if not (folder / "config.json").is_file():
         import torch
 
-        model, tokenizer = build_tiny_model("tasks", TinyModelConfig(
-            vocab_size=1024, hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=2,
-            num_key_value_heads=1, head_dim=64, max_position_embeddings=8192))
+        model, tokenizer = build_tiny_model(
+            "tasks",
+            TinyModelConfig(
+                vocab_size=1024,
+                hidden_size=128,
+                intermediate_size=256,
+                num_hidden_layers=2,
+                num_attention_heads=2,
+                num_key_value_heads=1,
+                head_dim=64,
+                max_position_embeddings=8192,
+            ),
+        )
         save_model(model.to(torch.bfloat16), tokenizer, folder)
     return str(folder), 1e-3
 
 
 def write_config(out: Path, model: str, learning_rate: float, server: str) -> Path:
     """A GSPO stage config: 2 optimizer steps, each on its own generation batch of one task's 4 episodes."""
-    config = {"model": model, "output_dir": str(out / "gspo"), "task_ids": ["retail/restock_orders"], "harness": "dtc",
-              "scales": ["v0"], "train_seeds": [0, 1], "num_generations": 4, "prompts_per_step": 1,
-              "num_iterations": 1, "max_steps": 2, "save_steps": 2, "max_turns": 2, "max_new_tokens": 64,
-              "max_context_tokens": 4096, "learning_rate": learning_rate, "sample_episodes": 1, "bf16": True}
+    # The baseline harness (DTC): its episodes start no kernel.
+    config = {
+        "model": model,
+        "output_dir": str(out / "gspo"),
+        "task_ids": ["retail/restock_orders"],
+        "harness": BASELINE_HARNESS,
+        "scales": ["v0"],
+        "train_seeds": [0, 1],
+        "num_generations": 4,
+        "prompts_per_step": 1,
+        "num_iterations": 1,
+        "max_steps": 2,
+        "save_steps": 2,
+        "max_turns": 2,
+        "max_new_tokens": 64,
+        "max_context_tokens": 4096,
+        "learning_rate": learning_rate,
+        "sample_episodes": 1,
+        "bf16": True,
+    }
     # the URL is the launched server's once `progagent launch` writes the trainer's copy
     config.update({"use_vllm": True} if server == "trl" else {"engine_url": "http://127.0.0.1:8000/v1"})
     path = out / "gpu-check.yaml"
@@ -73,12 +104,20 @@ def gpu_check_plan(config: Path, gpus: int):
     from .launch import LaunchOptions, plan_launch
 
     shared = gpus < 2
-    plan = plan_launch(LaunchOptions(config=str(config), server_gpus=(0,), train_gpus=(0,) if shared else (1,),
-                                     colocate=shared, server_port=free_port(), trainer_port=free_port(),
-                                     health_timeout=900.0))
+    plan = plan_launch(
+        LaunchOptions(
+            config=str(config),
+            server_gpus=(0,),
+            train_gpus=(0,) if shared else (1,),
+            colocate=shared,
+            server_port=free_port(),
+            trainer_port=free_port(),
+            health_timeout=900.0,
+        )
+    )
     argv = list(plan.trainer.argv)
     at = argv.index("progagent_lib.train.cli")
-    argv[at:at + 2] = ["progagent_lib.train.gpu_check", "train"]
+    argv[at : at + 2] = ["progagent_lib.train.gpu_check", "train"]
     return replace(plan, trainer=replace(plan.trainer, argv=argv))
 
 
@@ -86,14 +125,18 @@ def verdict(dynamics: list[dict]) -> tuple[bool, str]:
     """Whether step 2's sampler-trainer gap is as small as step 1's, and the line that says so."""
     gaps = [line.get("logp_mismatch_mean") for line in dynamics[:2]]
     if len(gaps) < 2 or any(gap is None for gap in gaps):
-        return False, (f"gpu-check: FAILED: {len(dynamics)} step line(s), gaps {gaps}: a step without the sampler "
-                       "comparison (no advantage, or no sampler log-probs); see the trainer's log")
+        return False, (
+            f"gpu-check: FAILED: {len(dynamics)} step line(s), gaps {gaps}: a step without the sampler "
+            "comparison (no advantage, or no sampler log-probs); see the trainer's log"
+        )
     first, second = gaps
     bound = MISMATCH_SLACK[0] * first + MISMATCH_SLACK[1]
     ok = second <= bound
-    return ok, (f"gpu-check: {'ok' if ok else 'FAILED'}: mean |logp_sampler - logp_trainer| per model token: step 1 "
-                f"{first:.4f}, step 2 {second:.4f} (bound {bound:.4f})"
-                + ("" if ok else ": the server generated step 2 with stale weights"))
+    return ok, (
+        f"gpu-check: {'ok' if ok else 'FAILED'}: mean |logp_sampler - logp_trainer| per model token: step 1 "
+        f"{first:.4f}, step 2 {second:.4f} (bound {bound:.4f})"
+        + ("" if ok else ": the server generated step 2 with stale weights")
+    )
 
 
 def check(out: Path) -> int:
@@ -119,8 +162,10 @@ def check(out: Path) -> int:
     print(f"gpu-check: {model} on {gpus} GPU(s), server {plan.servers[0].what}", flush=True)
     code = execute(plan, health_timeout=900.0, say=lambda text: print(text, flush=True))
     if code != 0:
-        print(f"gpu-check: FAILED: the trainer exited with {code}; its log ends:\n{log_tail(plan.trainer.log)}",
-              file=sys.stderr)
+        print(
+            f"gpu-check: FAILED: the trainer exited with {code}; its log ends:\n{log_tail(plan.trainer.log)}",
+            file=sys.stderr,
+        )
         return 1
     ok, line = verdict(DynamicsLog.read(out / "gspo" / DYNAMICS_FILE))
     print(line)
@@ -132,7 +177,7 @@ def train(config_path: str) -> int:
     from ..config import load_config
     from . import gspo
 
-    gspo.verifier_reward = alternating_reward   # read when run_gspo builds the trainer
+    gspo.verifier_reward = alternating_reward  # read when run_gspo builds the trainer
     gspo.run_gspo(load_config(gspo.GSPORunConfig, config_path), resume=False)
     return 0
 

@@ -18,6 +18,7 @@ exit (the trainers finishing, a process dying, SIGINT/SIGTERM/SIGHUP) stops ever
 child also gets SIGTERM should the launcher itself be killed. Where each process runs (host, GPUs, ports, pid, log)
 is written to `<output_dir>/launch/where.json` as it changes.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -41,9 +42,9 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 ZERO3_CONFIG = REPO / "configs" / "accelerate" / "deepspeed_zero3.yaml"
-DEFAULT_SERVER_PORT = 8000     # TRL's default; the gpu-paper profile's difficulty teacher is on 8001
-TRL_GROUP_PORT = 51216         # TRL's vllm_group_port (GRPOConfig's default): where the NCCL weight push meets
-DEFAULT_TRAINER_PORT = 29500   # accelerate's (torchrun's) main process port
+DEFAULT_SERVER_PORT = 8000  # TRL's default; the gpu-paper profile's difficulty teacher is on 8001
+TRL_GROUP_PORT = 51216  # TRL's vllm_group_port (GRPOConfig's default): where the NCCL weight push meets
+DEFAULT_TRAINER_PORT = 29500  # accelerate's (torchrun's) main process port
 ENGINE_SERVED_NAME = "policy"
 INSTALL_GPU = "`make install-gpu`, then run `.venv-gpu/bin/progagent launch ...`"
 STAGES = ("pipeline", "sft", "gspo", "eval")
@@ -66,12 +67,12 @@ class LaunchOptions:
     train_gpus: tuple[int, ...] = ()
     server_port: int = DEFAULT_SERVER_PORT
     trainer_port: int = DEFAULT_TRAINER_PORT
-    host: str = "127.0.0.1"                 # the server's bind address
-    server_url: str | None = None           # a server already running (on another node): start the trainers only
-    server_only: bool = False               # start the server only (the server node of a multi-node run)
-    colocate: bool = False                  # server and trainers share GPUs (engine server only: no NCCL)
+    host: str = "127.0.0.1"  # the server's bind address
+    server_url: str | None = None  # a server already running (on another node): start the trainers only
+    server_only: bool = False  # start the server only (the server node of a multi-node run)
+    colocate: bool = False  # server and trainers share GPUs (engine server only: no NCCL)
     gpu_memory_utilization: float | None = None
-    accelerate_config: str = "auto"         # "auto": ZeRO-3 for several processes, none for one; a file; "none"
+    accelerate_config: str = "auto"  # "auto": ZeRO-3 for several processes, none for one; a file; "none"
     num_machines: int = 1
     machine_rank: int = 0
     main_process_ip: str | None = None
@@ -83,16 +84,16 @@ class LaunchOptions:
 class ProcessPlan:
     """One process the launcher starts: its command, environment (on top of the launcher's), GPUs and ports."""
 
-    role: str                          # "server" | "trainer"
-    what: str                          # "trl vllm-serve" | "progagent engine serve" | "accelerate launch"
+    role: str  # "server" | "trainer"
+    what: str  # "trl vllm-serve" | "progagent engine serve" | "accelerate launch"
     argv: list[str]
     env: dict[str, str]
     gpus: list[int]
     ports: dict[str, int]
-    host: str                          # the address it listens on (server) or the node it runs on (trainer)
+    host: str  # the address it listens on (server) or the node it runs on (trainer)
     log: str
     processes: int = 1
-    url: str | None = None             # a server's base URL as the trainers reach it
+    url: str | None = None  # a server's base URL as the trainers reach it
     health_url: str | None = None
 
 
@@ -100,18 +101,18 @@ class ProcessPlan:
 class LaunchPlan:
     config: str
     stage: str
-    server_kind: str | None            # "trl" | "engine" | None (generation in the trainers' own processes)
-    model: str                         # as the config names it
-    positions: int | None              # the model's context (None: not known here)
-    budgets: dict[str, int]            # the config's context budgets, each checked against `positions`
+    server_kind: str | None  # "trl" | "engine" | None (generation in the trainers' own processes)
+    model: str  # as the config names it
+    positions: int | None  # the model's context (None: not known here)
+    budgets: dict[str, int]  # the config's context budgets, each checked against `positions`
     server_model: str | None
     servers: list[ProcessPlan]
     trainer: ProcessPlan | None
     server_url: str | None
-    overrides: dict[str, Any]          # the trainers' copy of the config: dotted field -> value
+    overrides: dict[str, Any]  # the trainers' copy of the config: dotted field -> value
     trainer_config: str
     where_file: str
-    missing: list[str] = field(default_factory=list)   # what this machine lacks (model files): refused at launch
+    missing: list[str] = field(default_factory=list)  # what this machine lacks (model files): refused at launch
 
     def processes(self) -> list[ProcessPlan]:
         return [*self.servers, *([self.trainer] if self.trainer else [])]
@@ -122,6 +123,7 @@ class LaunchPlan:
 
 # --- reading the config --------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class StageView:
     """What the launcher needs of a config, whatever its kind."""
@@ -130,10 +132,10 @@ class StageView:
     output_dir: str
     server_kind: str | None
     budgets: dict[str, int]
-    url_fields: list[str]              # the fields that hold the generation server's URL
+    url_fields: list[str]  # the fields that hold the generation server's URL
     engine_model_field: str | None
     tiny_positions: int | None
-    first_sft_model: str | None        # a pipeline's first recipe's SFT model (the server's start, once it exists)
+    first_sft_model: str | None  # a pipeline's first recipe's SFT model (the server's start, once it exists)
 
 
 def stage_of(data: Any, path: str) -> str:
@@ -142,15 +144,22 @@ def stage_of(data: Any, path: str) -> str:
         raise LaunchRefused(f"{path}: not a YAML mapping of config fields")
     if any(isinstance(data.get(section), dict) for section in ("sft", "gspo")):
         return "pipeline"
-    matching = [stage for stage, cls in _stage_classes().items()
-                if stage != "pipeline" and set(data) <= {f.name for f in dataclasses.fields(cls)}]
+    matching = [
+        stage
+        for stage, cls in _stage_classes().items()
+        if stage != "pipeline" and set(data) <= {f.name for f in dataclasses.fields(cls)}
+    ]
     if len(matching) == 1:
         return matching[0]
     if matching:
-        raise LaunchRefused(f"{path}: its fields fit several stages ({', '.join(matching)}); name one's own field "
-                            "(gspo: harness, sft: max_length, eval: samples)")
-    raise LaunchRefused(f"{path}: neither a pipeline config (with sft:/gspo: sections) nor an SFT, GSPO or evaluation "
-                        "config (configs/sft-gpu-paper.yaml, gspo-gpu-paper.yaml, eval-gpu-paper.yaml)")
+        raise LaunchRefused(
+            f"{path}: its fields fit several stages ({', '.join(matching)}); name one's own field "
+            "(gspo: harness, sft: max_length, eval: samples)"
+        )
+    raise LaunchRefused(
+        f"{path}: neither a pipeline config (with sft:/gspo: sections) nor an SFT, GSPO or evaluation "
+        "config (configs/sft-gpu-paper.yaml, gspo-gpu-paper.yaml, eval-gpu-paper.yaml)"
+    )
 
 
 def _stage_classes() -> dict[str, type]:
@@ -181,26 +190,51 @@ def read_stage(path: str, output_dir: str | None) -> tuple[str, StageView]:
 def _view(stage: str, config: Any) -> StageView:
     if stage == "pipeline":
         return _pipeline_view(config)
-    kind = ("trl" if (config.use_vllm if stage == "gspo" else getattr(config, "vllm_server_base_url", None))
-            else "engine" if getattr(config, "engine_url", None) else None)
+    kind = (
+        "trl"
+        if (config.use_vllm if stage == "gspo" else getattr(config, "vllm_server_base_url", None))
+        else "engine"
+        if getattr(config, "engine_url", None)
+        else None
+    )
     budget = "max_length" if stage == "sft" else "max_context_tokens"
     url_field = {"trl": "vllm_server_base_url", "engine": "engine_url"}.get(kind)
     tiny = config.tiny.max_position_embeddings if stage == "sft" and config.model == "tiny" else None
-    return StageView(config.model, config.output_dir, kind, _known({budget: getattr(config, budget)}),
-                     [url_field] if url_field else [], "engine_model" if kind == "engine" else None, tiny, None)
+    return StageView(
+        config.model,
+        config.output_dir,
+        kind,
+        _known({budget: getattr(config, budget)}),
+        [url_field] if url_field else [],
+        "engine_model" if kind == "engine" else None,
+        tiny,
+        None,
+    )
 
 
 def _pipeline_view(config: Any) -> StageView:
-    trl_fields = (["gspo.vllm_server_base_url"] if config.gspo.use_vllm else []) \
-        + (["eval.vllm_server_base_url"] if config.eval.vllm_server_base_url else [])
+    trl_fields = (["gspo.vllm_server_base_url"] if config.gspo.use_vllm else []) + (
+        ["eval.vllm_server_base_url"] if config.eval.vllm_server_base_url else []
+    )
     kind = "trl" if trl_fields else "engine" if config.engine_url else None
-    budgets = _known({"gspo.max_context_tokens": config.gspo.max_context_tokens,
-                      "eval.max_context_tokens": config.eval.max_context_tokens, "sft.max_length": config.sft.max_length})
+    budgets = _known(
+        {
+            "gspo.max_context_tokens": config.gspo.max_context_tokens,
+            "eval.max_context_tokens": config.eval.max_context_tokens,
+            "sft.max_length": config.sft.max_length,
+        }
+    )
     first = str(Path(config.output_dir) / f"sft-{config.rl_harnesses[0]}" / "final")
-    return StageView(config.model, config.output_dir, kind, budgets,
-                     trl_fields if kind == "trl" else ["engine_url"] if kind == "engine" else [],
-                     "engine_model" if kind == "engine" else None,
-                     config.sft.tiny.max_position_embeddings if config.model == "tiny" else None, first)
+    return StageView(
+        config.model,
+        config.output_dir,
+        kind,
+        budgets,
+        trl_fields if kind == "trl" else ["engine_url"] if kind == "engine" else [],
+        "engine_model" if kind == "engine" else None,
+        config.sft.tiny.max_position_embeddings if config.model == "tiny" else None,
+        first,
+    )
 
 
 def _known(budgets: dict[str, int | None]) -> dict[str, int]:
@@ -209,20 +243,27 @@ def _known(budgets: dict[str, int | None]) -> dict[str, int]:
 
 # --- the model: where its files are, and whether the context fits --------------------------------------------
 
+
 def model_here(model: str) -> tuple[int | None, str | None]:
     """(the model's positions or None, what is missing here or None). A source that cannot be used at all (a scaling
     its config cannot express, an unknown name) is refused."""
-    from ..generation.models import (ModelSourceError, download_command, hub_snapshot, is_hub_id, source_positions,
-                                     split_context)
+    from ..errors import ModelSourceError
+    from ..generation.rope import split_context
+    from ..generation.sources import download_command, hub_snapshot, is_hub_id, source_positions
 
     base = split_context(model.removeprefix("hf:"))[0]
     if is_hub_id(base) and hub_snapshot(base) is None:
-        return None, f"the model {base} is not in the Hugging Face cache: download it first with {download_command(base)}"
+        return (
+            None,
+            f"the model {base} is not in the Hugging Face cache: download it first with {download_command(base)}",
+        )
     try:
         positions = source_positions(model)
     except FileNotFoundError:
-        return None, (f"the model folder {base} does not exist yet: it is written by an earlier stage (run that first, "
-                      "e.g. `progagent launch --config configs/sft-gpu-paper.yaml ...`)")
+        return None, (
+            f"the model folder {base} does not exist yet: it is written by an earlier stage (run that first, "
+            "e.g. `progagent launch --config configs/sft-gpu-paper.yaml ...`)"
+        )
     except ModelSourceError as exc:
         raise LaunchRefused(f"model {model!r}: {exc}") from None
     return positions, None
@@ -233,16 +274,19 @@ def context_problem(budgets: dict[str, int], positions: int, model: str) -> str 
     over = {name: value for name, value in budgets.items() if value > positions}
     if not over:
         return None
-    from ..generation.models import split_context
+    from ..generation.rope import split_context
 
     base = split_context(model.removeprefix("hf:"))[0]
     wanted = f"{base}@{math.ceil(max(over.values()) / 1024)}k"
     named = ", ".join(f"{name}={value}" for name, value in over.items())
-    return (f"{named} exceeds the {positions} positions of {model}: name the model with a scaled context that "
-            f"holds it, e.g. model: {wanted} (YaRN), or lower the budget")
+    return (
+        f"{named} exceeds the {positions} positions of {model}: name the model with a scaled context that "
+        f"holds it, e.g. model: {wanted} (YaRN), or lower the budget"
+    )
 
 
 # --- GPUs and ports ------------------------------------------------------------------------------------------
+
 
 def parse_gpus(text: str) -> tuple[int, ...]:
     """`0`, `1-7`, `0,2-3` -> the GPU indices, sorted; ValueError with the spelling otherwise."""
@@ -266,8 +310,10 @@ def device_list(gpus: list[int] | tuple[int, ...]) -> str:
         return ",".join(str(g) for g in gpus)
     beyond = [g for g in gpus if g >= len(visible)]
     if beyond:
-        raise LaunchRefused(f"GPU {beyond[0]}: only {len(visible)} GPUs are visible to the launcher "
-                            f"(CUDA_VISIBLE_DEVICES={','.join(visible)}); indices count within that list")
+        raise LaunchRefused(
+            f"GPU {beyond[0]}: only {len(visible)} GPUs are visible to the launcher "
+            f"(CUDA_VISIBLE_DEVICES={','.join(visible)}); indices count within that list"
+        )
     return ",".join(visible[g] for g in gpus)
 
 
@@ -290,11 +336,16 @@ def _check_gpu_roles(options: LaunchOptions, kind: str | None) -> None:
         raise LaunchRefused("--train-gpus is missing: name the trainers' GPUs, e.g. --train-gpus 1-7")
     needs_server = kind is not None and not options.server_url
     if needs_server and not options.server_gpus:
-        raise LaunchRefused(f"the config generates through a {_kind_name(kind)} server: name its GPUs with "
-                            "--server-gpus (e.g. --server-gpus 0), or --server-url URL for one already running")
+        raise LaunchRefused(
+            f"the config generates through a {_kind_name(kind)} server: name its GPUs with "
+            "--server-gpus (e.g. --server-gpus 0), or --server-url URL for one already running"
+        )
     if options.server_gpus and not needs_server:
-        why = "--server-url names the server" if options.server_url else "the config generates in the trainers' " \
-              "processes (no use_vllm, vllm_server_base_url or engine_url)"
+        why = (
+            "--server-url names the server"
+            if options.server_url
+            else "the config generates in the trainers' processes (no use_vllm, vllm_server_base_url or engine_url)"
+        )
         raise LaunchRefused(f"--server-gpus is given but no server is started: {why}; drop --server-gpus")
     if options.server_only and options.train_gpus:
         raise LaunchRefused("--server-only starts no trainers: drop --train-gpus (the trainer nodes give theirs)")
@@ -306,14 +357,18 @@ def _check_gpu_roles(options: LaunchOptions, kind: str | None) -> None:
 def _check_overlap(options: LaunchOptions, kind: str | None) -> None:
     shared = sorted(set(options.server_gpus) & set(options.train_gpus))
     if options.colocate and kind != "engine":
-        raise LaunchRefused("--colocate shares GPUs between the server and the trainers, which only an engine server "
-                            "(engine_url, weights reloaded from a folder) allows; TRL's NCCL weight push cannot put two "
-                            "ranks on one GPU: drop --colocate and give them different GPUs")
+        raise LaunchRefused(
+            "--colocate shares GPUs between the server and the trainers, which only an engine server "
+            "(engine_url, weights reloaded from a folder) allows; TRL's NCCL weight push cannot put two "
+            "ranks on one GPU: drop --colocate and give them different GPUs"
+        )
     if shared and not options.colocate:
         example = "--server-gpus 0 --train-gpus 1-7"
-        raise LaunchRefused(f"GPU {','.join(map(str, shared))} is in both --server-gpus and --train-gpus: the vLLM "
-                            f"server and the trainers need different GPUs (TRL's NCCL weight push cannot put two ranks "
-                            f"on one GPU), e.g. {example}")
+        raise LaunchRefused(
+            f"GPU {','.join(map(str, shared))} is in both --server-gpus and --train-gpus: the vLLM "
+            f"server and the trainers need different GPUs (TRL's NCCL weight push cannot put two ranks "
+            f"on one GPU), e.g. {example}"
+        )
 
 
 def _kind_name(kind: str | None) -> str:
@@ -321,6 +376,7 @@ def _kind_name(kind: str | None) -> str:
 
 
 # --- the plan ------------------------------------------------------------------------------------------------
+
 
 def plan_launch(options: LaunchOptions) -> LaunchPlan:
     """The whole plan; LaunchRefused for bad input (everything this machine has no say in)."""
@@ -341,9 +397,22 @@ def plan_launch(options: LaunchOptions) -> LaunchPlan:
         overrides["output_dir"] = options.output_dir
     trainer_config = str(launch_dir / "config.yaml")
     trainer = None if options.server_only else _trainer(options, stage, trainer_config, launch_dir, missing is None)
-    plan = LaunchPlan(options.config, stage, view.server_kind, view.model, positions, view.budgets, server_model,
-                      servers, trainer, url, overrides, trainer_config, str(launch_dir / "where.json"),
-                      [missing] if missing else [])
+    plan = LaunchPlan(
+        options.config,
+        stage,
+        view.server_kind,
+        view.model,
+        positions,
+        view.budgets,
+        server_model,
+        servers,
+        trainer,
+        url,
+        overrides,
+        trainer_config,
+        str(launch_dir / "where.json"),
+        [missing] if missing else [],
+    )
     _check_distinct_ports(plan)
     return plan
 
@@ -366,25 +435,33 @@ def _server_model(view: StageView, missing: str | None) -> str | None:
     if view.first_sft_model and (Path(view.first_sft_model) / "config.json").is_file():
         return view.first_sft_model
     if view.model == "tiny":
-        raise LaunchRefused("the server needs a model folder at start, and the tiny model is built by the SFT stage: "
-                            "run SFT first (`progagent train sft --config ...`) or start from a saved model")
+        raise LaunchRefused(
+            "the server needs a model folder at start, and the tiny model is built by the SFT stage: "
+            "run SFT first (`progagent train sft --config ...`) or start from a saved model"
+        )
     if missing:
         return view.model
-    from ..generation.models import resolve_model_source
+    from ..generation.sources import resolve_model_source
 
     return resolve_model_source(view.model)
 
 
-def _servers(options: LaunchOptions, view: StageView, model: str | None, positions: int | None,
-             launch_dir: Path) -> tuple[list[ProcessPlan], str | None]:
+def _servers(
+    options: LaunchOptions, view: StageView, model: str | None, positions: int | None, launch_dir: Path
+) -> tuple[list[ProcessPlan], str | None]:
     if view.server_kind is None:
         return [], None
     if options.server_url:
         return [], options.server_url.rstrip("/")
     # How the trainers reach it: here on loopback; from other nodes (--server-only on all addresses) by this host's name.
     wildcard = options.host in ("0.0.0.0", "::")
-    reach = socket.gethostname() if wildcard and options.server_only \
-        else "127.0.0.1" if wildcard or options.host == "localhost" else options.host
+    reach = (
+        socket.gethostname()
+        if wildcard and options.server_only
+        else "127.0.0.1"
+        if wildcard or options.host == "localhost"
+        else options.host
+    )
     context = max([v for k, v in view.budgets.items() if k.endswith("max_context_tokens")], default=positions)
     if positions is not None and context is not None:
         context = min(context, positions)
@@ -396,21 +473,53 @@ def _servers(options: LaunchOptions, view: StageView, model: str | None, positio
 
 
 def _trl_server(options: LaunchOptions, model: str, context: int | None, reach: str, env: dict) -> ProcessPlan:
-    argv = [_venv_tool("trl"), "vllm-serve", "--model", model, "--host", options.host, "--port", str(options.server_port),
-            "--tensor-parallel-size", str(len(options.server_gpus))]
+    argv = [
+        _venv_tool("trl"),
+        "vllm-serve",
+        "--model",
+        model,
+        "--host",
+        options.host,
+        "--port",
+        str(options.server_port),
+        "--tensor-parallel-size",
+        str(len(options.server_gpus)),
+    ]
     if context:
         argv += ["--max-model-len", str(context)]
     if options.gpu_memory_utilization:
         argv += ["--gpu-memory-utilization", str(options.gpu_memory_utilization)]
     url = f"http://{_url_host(reach)}:{options.server_port}"
-    return ProcessPlan("server", "trl vllm-serve", argv, env, list(options.server_gpus),
-                       {"http": options.server_port, "nccl_weight_push": TRL_GROUP_PORT}, options.host, "",
-                       url=url, health_url=f"{url}/health")
+    return ProcessPlan(
+        "server",
+        "trl vllm-serve",
+        argv,
+        env,
+        list(options.server_gpus),
+        {"http": options.server_port, "nccl_weight_push": TRL_GROUP_PORT},
+        options.host,
+        "",
+        url=url,
+        health_url=f"{url}/health",
+    )
 
 
 def _engine_server(options: LaunchOptions, model: str, context: int | None, reach: str, env: dict) -> ProcessPlan:
-    argv = [sys.executable, "-m", "progagent_lib.cli", "engine", "serve", "--model", model,
-            "--host", options.host, "--port", str(options.server_port), "--served-model-name", ENGINE_SERVED_NAME]
+    argv = [
+        sys.executable,
+        "-m",
+        "progagent_lib.cli",
+        "engine",
+        "serve",
+        "--model",
+        model,
+        "--host",
+        options.host,
+        "--port",
+        str(options.server_port),
+        "--served-model-name",
+        ENGINE_SERVED_NAME,
+    ]
     if options.host not in ("127.0.0.1", "localhost", "::1"):
         argv.append("--allow-non-loopback")
     if context:
@@ -420,10 +529,20 @@ def _engine_server(options: LaunchOptions, model: str, context: int | None, reac
     if utilization:
         vllm_args += ["--gpu-memory-utilization", str(utilization)]
     if importlib.util.find_spec("vllm") is not None and not os.environ.get("PROGAGENT_ENGINE_PYTHON"):
-        env = {**env, "PROGAGENT_ENGINE_PYTHON": sys.executable}   # this environment has vLLM (.venv-gpu)
+        env = {**env, "PROGAGENT_ENGINE_PYTHON": sys.executable}  # this environment has vLLM (.venv-gpu)
     root = f"http://{_url_host(reach)}:{options.server_port}"
-    return ProcessPlan("server", "progagent engine serve", argv + ["--", *vllm_args], env, list(options.server_gpus),
-                       {"http": options.server_port}, options.host, "", url=f"{root}/v1", health_url=f"{root}/v1/models")
+    return ProcessPlan(
+        "server",
+        "progagent engine serve",
+        argv + ["--", *vllm_args],
+        env,
+        list(options.server_gpus),
+        {"http": options.server_port},
+        options.host,
+        "",
+        url=f"{root}/v1",
+        health_url=f"{root}/v1/models",
+    )
 
 
 def _url_host(host: str) -> str:
@@ -436,19 +555,35 @@ def _trainer(options: LaunchOptions, stage: str, config: str, launch_dir: Path, 
     accelerate_config = _accelerate_config(options.accelerate_config, processes)
     if accelerate_config:
         argv += ["--config_file", accelerate_config]
-    argv += ["--num_processes", str(processes), "--num_machines", str(options.num_machines),
-             "--machine_rank", str(options.machine_rank), "--main_process_port", str(options.trainer_port)]
+    argv += [
+        "--num_processes",
+        str(processes),
+        "--num_machines",
+        str(options.num_machines),
+        "--machine_rank",
+        str(options.machine_rank),
+        "--main_process_port",
+        str(options.trainer_port),
+    ]
     if options.main_process_ip:
         argv += ["--main_process_ip", options.main_process_ip]
-    if not accelerate_config:   # accelerate's defaults, stated so that it does not ask
+    if not accelerate_config:  # accelerate's defaults, stated so that it does not ask
         argv += ["--mixed_precision", "no", "--dynamo_backend", "no"]
     argv += ["-m", "progagent_lib.train.cli", stage, "--config", config]
     env = {"CUDA_VISIBLE_DEVICES": device_list(options.train_gpus), "PYTHONUNBUFFERED": "1"}
     if model_here_:
-        env["HF_HUB_OFFLINE"] = "1"   # every rank reads the cached model; none asks the hub
-    return ProcessPlan("trainer", "accelerate launch", argv, env, list(options.train_gpus),
-                       {"main_process": options.trainer_port}, socket.gethostname(), str(launch_dir / "trainer.log"),
-                       processes=len(options.train_gpus))
+        env["HF_HUB_OFFLINE"] = "1"  # every rank reads the cached model; none asks the hub
+    return ProcessPlan(
+        "trainer",
+        "accelerate launch",
+        argv,
+        env,
+        list(options.train_gpus),
+        {"main_process": options.trainer_port},
+        socket.gethostname(),
+        str(launch_dir / "trainer.log"),
+        processes=len(options.train_gpus),
+    )
 
 
 def _accelerate_config(choice: str, processes: int) -> str | None:
@@ -457,8 +592,9 @@ def _accelerate_config(choice: str, processes: int) -> str | None:
     if choice == "auto":
         return str(ZERO3_CONFIG.relative_to(REPO)) if Path.cwd() == REPO else str(ZERO3_CONFIG)
     if not Path(choice).is_file():
-        raise LaunchRefused(f"--accelerate-config {choice}: no such file (configs/accelerate/ holds deepspeed_zero3.yaml "
-                            "and fsdp.yaml)")
+        raise LaunchRefused(
+            f"--accelerate-config {choice}: no such file (configs/accelerate/ holds deepspeed_zero3.yaml and fsdp.yaml)"
+        )
     return choice
 
 
@@ -473,12 +609,15 @@ def _check_distinct_ports(plan: LaunchPlan) -> None:
     for process in plan.processes():
         for name, port in process.ports.items():
             if port in seen:
-                raise LaunchRefused(f"port {port} is planned twice ({seen[port]} and {process.role} {name}): give "
-                                    "--server-port and --trainer-port different values")
+                raise LaunchRefused(
+                    f"port {port} is planned twice ({seen[port]} and {process.role} {name}): give "
+                    "--server-port and --trainer-port different values"
+                )
             seen[port] = f"{process.role} {name}"
 
 
 # --- what this machine must have -----------------------------------------------------------------------------
+
 
 def machine_problems(plan: LaunchPlan) -> Iterator[str]:
     """Why this machine cannot start the plan, in the order a launch checks: model files, ports, vLLM, GPUs."""
@@ -491,16 +630,20 @@ def machine_problems(plan: LaunchPlan) -> Iterator[str]:
                 fix = f"pick another with {flag}" if flag else "stop what listens there (TRL's vllm_group_port)"
                 yield f"port {port} ({process.role} {name}) is already in use on {bind}: {fix}"
     if plan.servers and plan.server_kind == "trl" and importlib.util.find_spec("vllm") is None:
-        yield (f"the config has use_vllm: true (a `trl vllm-serve` server), and vLLM is not installed in this "
-               f"environment ({sys.prefix}): {INSTALL_GPU}")
+        yield (
+            f"the config has use_vllm: true (a `trl vllm-serve` server), and vLLM is not installed in this "
+            f"environment ({sys.prefix}): {INSTALL_GPU}"
+        )
     if plan.servers and plan.server_kind == "engine" and not _engine_installed():
         yield f"the config has engine_url (a `progagent engine serve` server), and vLLM is not installed: {INSTALL_GPU}"
     wanted = max((g for p in plan.processes() for g in p.gpus), default=None)
     if wanted is not None:
         count = gpu_count()
         if count <= wanted:
-            yield (f"GPU {wanted} is named, and this machine shows {count} NVIDIA GPU(s) (nvidia-smi -L): run on a GPU "
-                   "node, or name GPUs it has")
+            yield (
+                f"GPU {wanted} is named, and this machine shows {count} NVIDIA GPU(s) (nvidia-smi -L): run on a GPU "
+                "node, or name GPUs it has"
+            )
 
 
 def _engine_installed() -> bool:
@@ -521,6 +664,7 @@ def gpu_count() -> int:
 
 
 # --- running it ----------------------------------------------------------------------------------------------
+
 
 class Stopped(Exception):
     def __init__(self, signum: int):
@@ -544,8 +688,9 @@ def write_trainer_config(plan: LaunchPlan) -> Path:
     return path
 
 
-def execute(plan: LaunchPlan, *, health_timeout: float = 1800.0, poll: float = 1.0, grace: float = 30.0,
-            say=print) -> int:
+def execute(
+    plan: LaunchPlan, *, health_timeout: float = 1800.0, poll: float = 1.0, grace: float = 30.0, say=print
+) -> int:
     """Start the plan, watch it, stop it; the trainers' exit status (128 + signal when stopped by one)."""
     write_trainer_config(plan)
     running: list[tuple[ProcessPlan, subprocess.Popen]] = []
@@ -562,7 +707,9 @@ def execute(plan: LaunchPlan, *, health_timeout: float = 1800.0, poll: float = 1
         if plan.server_url and not plan.servers:
             _wait_healthy_url(_health_of(plan), health_timeout, poll)
         running.append((plan.trainer, _start(plan.trainer, record)))
-        say(f"trainers started: {plan.trainer.processes} process(es) on GPUs {_gpus(plan.trainer)} (log {plan.trainer.log})")
+        say(
+            f"trainers started: {plan.trainer.processes} process(es) on GPUs {_gpus(plan.trainer)} (log {plan.trainer.log})"
+        )
         code = _watch(running[:-1], running[-1][1], poll)
         record.status = "finished" if code == 0 else "failed"
         return code
@@ -573,7 +720,7 @@ def execute(plan: LaunchPlan, *, health_timeout: float = 1800.0, poll: float = 1
         record.status = "failed"
         raise
     finally:
-        for sig in previous:   # a second Ctrl-C must not cut the clean-up short
+        for sig in previous:  # a second Ctrl-C must not cut the clean-up short
             signal.signal(sig, signal.SIG_IGN)
         for process, popen in reversed(running):
             stop_group(popen, grace)
@@ -593,9 +740,15 @@ def _start(process: ProcessPlan, record: _Where) -> subprocess.Popen:
     Path(process.log).parent.mkdir(parents=True, exist_ok=True)
     with open(process.log, "ab") as log:
         # A session of its own, so that stopping it reaches every child (vLLM's workers, torchrun's ranks) at once.
-        popen = subprocess.Popen(process.argv, env={**os.environ, **process.env}, stdout=log, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, start_new_session=True,
-                                 preexec_fn=_die_with_launcher)  # noqa: PLW1509 (no threads start processes here)
+        popen = subprocess.Popen(
+            process.argv,
+            env={**os.environ, **process.env},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            preexec_fn=_die_with_launcher,
+        )
     record.started(process, popen.pid)
     return popen
 
@@ -603,7 +756,7 @@ def _start(process: ProcessPlan, record: _Where) -> subprocess.Popen:
 def _die_with_launcher() -> None:
     """In the child before exec: SIGTERM when the launcher dies (even by SIGKILL), so no server outlives it."""
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)   # PR_SET_PDEATHSIG
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
 
@@ -613,11 +766,15 @@ def _wait_healthy(server: ProcessPlan, popen: subprocess.Popen, timeout: float, 
     while not _answers(server.health_url):
         code = popen.poll()
         if code is not None:
-            raise LaunchFailed(f"the {server.what} server exited with code {code} before answering {server.health_url};"
-                               f" its log ends:\n{log_tail(server.log)}")
+            raise LaunchFailed(
+                f"the {server.what} server exited with code {code} before answering {server.health_url};"
+                f" its log ends:\n{log_tail(server.log)}"
+            )
         if time.monotonic() > deadline:
-            raise LaunchFailed(f"the {server.what} server did not answer {server.health_url} within {timeout:.0f} s "
-                               f"(--health-timeout); its log ends:\n{log_tail(server.log)}")
+            raise LaunchFailed(
+                f"the {server.what} server did not answer {server.health_url} within {timeout:.0f} s "
+                f"(--health-timeout); its log ends:\n{log_tail(server.log)}"
+            )
         time.sleep(poll)
 
 
@@ -648,8 +805,10 @@ def _watch(servers: list[tuple[ProcessPlan, subprocess.Popen]], trainer: subproc
             return trainer.returncode
         for process, popen in servers:
             if popen.poll() is not None:
-                raise LaunchFailed(f"the {process.what} server exited with code {popen.returncode} while the run was "
-                                   f"going; its log ends:\n{log_tail(process.log)}")
+                raise LaunchFailed(
+                    f"the {process.what} server exited with code {popen.returncode} while the run was "
+                    f"going; its log ends:\n{log_tail(process.log)}"
+                )
         time.sleep(poll)
 
 
@@ -661,7 +820,7 @@ def stop_group(popen: subprocess.Popen, grace: float = 30.0) -> None:
             popen.wait(timeout=grace)
         except subprocess.TimeoutExpired:
             pass
-    _signal_group(popen.pid, signal.SIGKILL)   # children the leader left behind go too
+    _signal_group(popen.pid, signal.SIGKILL)  # children the leader left behind go too
     popen.wait()
     _wait_group_gone(popen.pid, timeout=10.0)
 
@@ -696,6 +855,7 @@ def _signal_group(pgid: int, signum: int) -> None:
 
 def _stop_on_signals() -> dict[int, Any]:
     """SIGINT, SIGTERM and SIGHUP raise Stopped in the main thread, so that `execute`'s finally stops everything."""
+
     def stop(signum: int, frame: Any) -> None:
         raise Stopped(signum)
 
@@ -724,12 +884,31 @@ class _Where:
     def __init__(self, plan: LaunchPlan):
         self.path = Path(plan.where_file)
         self.status = "starting"
-        self.entries = {id(p): {"role": p.role, "what": p.what, "host": p.host, "node": socket.gethostname(),
-                                "gpus": p.gpus, "cuda_visible_devices": p.env.get("CUDA_VISIBLE_DEVICES"),
-                                "ports": p.ports, "url": p.url, "processes": p.processes, "pid": None,
-                                "log": p.log, "command": p.argv, "exit_code": None} for p in plan.processes()}
-        self.head = {"config": plan.config, "stage": plan.stage, "trainer_config": plan.trainer_config,
-                     "server_url": plan.server_url, "launcher_pid": os.getpid()}
+        self.entries = {
+            id(p): {
+                "role": p.role,
+                "what": p.what,
+                "host": p.host,
+                "node": socket.gethostname(),
+                "gpus": p.gpus,
+                "cuda_visible_devices": p.env.get("CUDA_VISIBLE_DEVICES"),
+                "ports": p.ports,
+                "url": p.url,
+                "processes": p.processes,
+                "pid": None,
+                "log": p.log,
+                "command": p.argv,
+                "exit_code": None,
+            }
+            for p in plan.processes()
+        }
+        self.head = {
+            "config": plan.config,
+            "stage": plan.stage,
+            "trainer_config": plan.trainer_config,
+            "server_url": plan.server_url,
+            "launcher_pid": os.getpid(),
+        }
         self.write()
 
     def started(self, process: ProcessPlan, pid: int) -> None:
@@ -746,34 +925,46 @@ class _Where:
     def write(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         partial = self.path.with_suffix(".json.partial")
-        partial.write_text(json.dumps({**self.head, "status": self.status, "processes": list(self.entries.values())},
-                                      indent=2) + "\n")
+        partial.write_text(
+            json.dumps({**self.head, "status": self.status, "processes": list(self.entries.values())}, indent=2) + "\n"
+        )
         partial.replace(self.path)
 
 
 # --- the plan in words ---------------------------------------------------------------------------------------
 
+
 def describe(plan: LaunchPlan) -> str:
     """The plan as `--dry-run` prints it: every process's command, environment, GPUs, ports and log."""
-    lines = [f"plan for {plan.config} ({plan.stage}) on {socket.gethostname()}",
-             f"  model: {plan.model} ({plan.positions or 'positions unknown here'}"
-             + (" positions" if plan.positions else "") + "; budgets "
-             + (", ".join(f"{k}={v}" for k, v in plan.budgets.items()) or "none") + ")"]
+    lines = [
+        f"plan for {plan.config} ({plan.stage}) on {socket.gethostname()}",
+        f"  model: {plan.model} ({plan.positions or 'positions unknown here'}"
+        + (" positions" if plan.positions else "")
+        + "; budgets "
+        + (", ".join(f"{k}={v}" for k, v in plan.budgets.items()) or "none")
+        + ")",
+    ]
     if plan.server_url and not plan.servers:
         lines.append(f"  server: already running at {plan.server_url} (--server-url)")
     for process in plan.processes():
         ports = ", ".join(f"{name} {port}" for name, port in process.ports.items())
         count = f", {process.processes} process(es)" if process.role == "trainer" else ""
-        lines += [f"  {process.role}: {process.what} on GPUs {_gpus(process)}{count}; ports: {ports}"
-                  + (f"; url {process.url} (health {process.health_url})" if process.url else ""),
-                  "    env: " + " ".join(f"{k}={v}" for k, v in process.env.items()),
-                  "    command: " + " ".join(_quote(a) for a in process.argv),
-                  f"    log: {process.log}"]
+        lines += [
+            f"  {process.role}: {process.what} on GPUs {_gpus(process)}{count}; ports: {ports}"
+            + (f"; url {process.url} (health {process.health_url})" if process.url else ""),
+            "    env: " + " ".join(f"{k}={v}" for k, v in process.env.items()),
+            "    command: " + " ".join(_quote(a) for a in process.argv),
+            f"    log: {process.log}",
+        ]
     if plan.trainer is not None:
-        lines.append(f"  trainers' config: {plan.trainer_config} = {plan.config} with "
-                     + (", ".join(f"{k}={v}" for k, v in plan.overrides.items()) or "no change"))
+        lines.append(
+            f"  trainers' config: {plan.trainer_config} = {plan.config} with "
+            + (", ".join(f"{k}={v}" for k, v in plan.overrides.items()) or "no change")
+        )
     elif plan.server_url:
-        lines.append(f"  trainer nodes: progagent launch --config {plan.config} --train-gpus ... --server-url {plan.server_url}")
+        lines.append(
+            f"  trainer nodes: progagent launch --config {plan.config} --train-gpus ... --server-url {plan.server_url}"
+        )
     lines.append(f"  where each process runs: {plan.where_file}")
     return "\n".join(lines)
 

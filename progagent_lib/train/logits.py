@@ -22,6 +22,7 @@ labelled positions (TRL's own path on Triton devices), each tile over the whole 
 in fp32, its gradient products in the autocast dtype (bf16: each tile's product rounded to bf16 once, as an
 autocast linear layer's backward does, and summed over tiles in fp32). Other devices keep TRL's kernel.
 """
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -31,9 +32,9 @@ import torch
 
 TRL_TILE_MODULE = "trl.kernels.chunked_logprob"
 TRL_TILE_NAME = "TOKEN_CHUNK_SIZE"
-TRL_HEAD_MODULE = "trl.trainer.utils"                  # add_fused_lm_head's module: the kernel and the compact switch
+TRL_HEAD_MODULE = "trl.trainer.utils"  # add_fused_lm_head's module: the kernel and the compact switch
 TRL_HEAD_NAMES = ("_ChunkedLogProbFunction", "_use_triton")
-OUTPUTS = ("entropy", "log_sum_sq_probs", "mean_logits", "is_top1")   # TRL's optional per-token outputs
+OUTPUTS = ("entropy", "log_sum_sq_probs", "mean_logits", "is_top1")  # TRL's optional per-token outputs
 
 
 def trl_tile_tokens() -> int:
@@ -56,7 +57,7 @@ def lm_head_tile(tokens: int | None) -> Iterator[None]:
     previous = getattr(module, TRL_TILE_NAME)
     trl_kernel, trl_use_triton = saved["_ChunkedLogProbFunction"], saved["_use_triton"]
 
-    class LMHead:   # what add_fused_lm_head calls: ours on a CPU, TRL's elsewhere
+    class LMHead:  # what add_fused_lm_head calls: ours on a CPU, TRL's elsewhere
         @staticmethod
         def apply(hidden, *args):
             return (TiledLogProbs if hidden.device.type == "cpu" else trl_kernel).apply(hidden, *args)
@@ -64,7 +65,7 @@ def lm_head_tile(tokens: int | None) -> Iterator[None]:
     if tokens is not None:
         setattr(module, TRL_TILE_NAME, tokens)
     head._ChunkedLogProbFunction = LMHead
-    head._use_triton = lambda device: device.type == "cpu" or trl_use_triton(device)   # compact: labelled positions
+    head._use_triton = lambda device: device.type == "cpu" or trl_use_triton(device)  # compact: labelled positions
     try:
         yield
     finally:
@@ -74,14 +75,19 @@ def lm_head_tile(tokens: int | None) -> Iterator[None]:
 
 
 def _tile_module():
-    return _trl_module(TRL_TILE_MODULE, [TRL_TILE_NAME], lambda value: isinstance(value, int),
-                       "TRL 1.16's positions per tile of its fused LM head",
-                       "logit_chunk_tokens cannot be applied; set it to null")
+    return _trl_module(
+        TRL_TILE_MODULE,
+        [TRL_TILE_NAME],
+        lambda value: isinstance(value, int),
+        "TRL 1.16's positions per tile of its fused LM head",
+        "logit_chunk_tokens cannot be applied; set it to null",
+    )
 
 
 def _head_module():
-    return _trl_module(TRL_HEAD_MODULE, TRL_HEAD_NAMES, callable, "TRL 1.16's fused LM head",
-                       "the CPU LM head cannot be installed")
+    return _trl_module(
+        TRL_HEAD_MODULE, TRL_HEAD_NAMES, callable, "TRL 1.16's fused LM head", "the CPU LM head cannot be installed"
+    )
 
 
 def _trl_module(path: str, names, valid, what: str, consequence: str):
@@ -93,8 +99,9 @@ def _trl_module(path: str, names, valid, what: str, consequence: str):
     if missing:
         import trl
 
-        raise RuntimeError(f"TRL {trl.__version__} has no {', '.join(f'{path}.{name}' for name in missing)} ({what}): "
-                           f"{consequence}")
+        raise RuntimeError(
+            f"TRL {trl.__version__} has no {', '.join(f'{path}.{name}' for name in missing)} ({what}): {consequence}"
+        )
     return module
 
 
@@ -133,7 +140,7 @@ class _Tiles:
     def in_compute_dtype(self, values):
         if self.product is None:
             return values
-        return self.product[:values.shape[0]].copy_(values)
+        return self.product[: values.shape[0]].copy_(values)
 
 
 def _forward_tile(z, work, targets, outputs: tuple[str, ...]) -> dict:
@@ -141,7 +148,7 @@ def _forward_tile(z, work, targets, outputs: tuple[str, ...]) -> dict:
     stats = {}
     if "mean_logits" in outputs:
         stats["mean_logits"] = z.mean(-1)
-    if "is_top1" in outputs:   # argmax is the first maximum: a tie with an earlier token is not a top-1 prediction
+    if "is_top1" in outputs:  # argmax is the first maximum: a tie with an earlier token is not a top-1 prediction
         stats["is_top1"] = z.argmax(-1) == targets
     logp = torch._log_softmax(z, -1, False, out=work)
     stats["log_z"] = z[:, 0] - logp[:, 0]
@@ -155,10 +162,10 @@ def _forward_tile(z, work, targets, outputs: tuple[str, ...]) -> dict:
 
 def _backward_tile(z, work, tanh, targets, log_z, entropy, grad_logprobs, grad_entropy, spec: dict):
     """d(loss)/d(raw logits) of one tile, in `work`, from its logits `z` (fp32; `z` is overwritten)."""
-    grad = torch._softmax(z, -1, False, out=work)                       # p
-    if grad_entropy is not None:   # d(entropy)/dz_j = -p_j (log p_j + entropy)
+    grad = torch._softmax(z, -1, False, out=work)  # p
+    if grad_entropy is not None:  # d(entropy)/dz_j = -p_j (log p_j + entropy)
         entropy_part = z.sub_((log_z - entropy).unsqueeze(-1)).mul_(grad).mul_(grad_entropy.unsqueeze(-1))
-    if grad_logprobs is not None:   # d(log p_target)/dz_j = 1[j = target] - p_j
+    if grad_logprobs is not None:  # d(log p_target)/dz_j = 1[j = target] - p_j
         grad.mul_(-grad_logprobs.unsqueeze(-1))
         grad.scatter_add_(-1, targets.unsqueeze(-1), grad_logprobs.unsqueeze(-1))
     else:
@@ -182,22 +189,33 @@ class TiledLogProbs(torch.autograd.Function):
     backward recomputes each tile's logits."""
 
     @staticmethod
-    def forward(ctx, hidden, weight, bias, targets, temperature, chunk_size, final_logit_softcapping=None,
-                logit_scale=1.0, outputs=OUTPUTS):
+    def forward(
+        ctx,
+        hidden,
+        weight,
+        bias,
+        targets,
+        temperature,
+        chunk_size,
+        final_logit_softcapping=None,
+        logit_scale=1.0,
+        outputs=OUTPUTS,
+    ):
         ctx.set_materialize_grads(False)
         dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else hidden.dtype
         spec = {"logit_scale": logit_scale, "softcap": final_logit_softcapping, "inv_t": 1.0 / temperature}
         n, tile = hidden.shape[0], trl_tile_tokens()
         w = weight.to(dtype)
-        b = None if bias is None else bias.float()   # added to the fp32 logits
+        b = None if bias is None else bias.float()  # added to the fp32 logits
         parts: dict[str, list] = {}
         if n:
             tiles = _Tiles(min(n, tile), weight.shape[0], dtype)
             with torch.autocast("cpu", enabled=False):
                 for start in range(0, n, tile):
-                    z, _ = tiles.logits_of(hidden[start:start + tile].to(dtype), w, b, spec)
-                    for name, value in _forward_tile(z, tiles.work[:z.shape[0]], targets[start:start + tile],
-                                                     outputs).items():
+                    z, _ = tiles.logits_of(hidden[start : start + tile].to(dtype), w, b, spec)
+                    for name, value in _forward_tile(
+                        z, tiles.work[: z.shape[0]], targets[start : start + tile], outputs
+                    ).items():
                         parts.setdefault(name, []).append(value)
 
         def joined(name, like=torch.float32):
@@ -205,8 +223,10 @@ class TiledLogProbs(torch.autograd.Function):
 
         log_z, log_probs = joined("log_z"), joined("log_probs")
         entropy = joined("entropy") if "entropy" in outputs else None
-        extra = {name: joined(name, torch.bool if name == "is_top1" else torch.float32) if name in outputs else None
-                 for name in ("log_sum_sq_probs", "mean_logits", "is_top1")}
+        extra = {
+            name: joined(name, torch.bool if name == "is_top1" else torch.float32) if name in outputs else None
+            for name in ("log_sum_sq_probs", "mean_logits", "is_top1")
+        }
         ctx.save_for_backward(hidden, weight, bias, targets, log_z, log_z if entropy is None else entropy)
         ctx.spec, ctx.dtype, ctx.tile, ctx.has_entropy = spec, dtype, tile, entropy is not None
         ctx.mark_non_differentiable(*(x for x in extra.values() if x is not None))
@@ -227,20 +247,28 @@ class TiledLogProbs(torch.autograd.Function):
             w = weight.to(dtype)
             b = None if bias is None else bias.float()
             tiles = _Tiles(min(n, tile), weight.shape[0], dtype)
-            weight_part = torch.empty(weight.shape, dtype=dtype) if grad_weight is not None and dtype != torch.float32 \
-                else None
+            weight_part = (
+                torch.empty(weight.shape, dtype=dtype) if grad_weight is not None and dtype != torch.float32 else None
+            )
             with torch.autocast("cpu", enabled=False):
                 for start in range(0, n, tile):
                     rows = slice(start, start + tile)
                     h = hidden[rows].to(dtype)
                     z, tanh = tiles.logits_of(h, w, b, ctx.spec)
                     grad = _backward_tile(
-                        z, tiles.work[:z.shape[0]], tanh, targets[rows], log_z[rows], entropy[rows],
+                        z,
+                        tiles.work[: z.shape[0]],
+                        tanh,
+                        targets[rows],
+                        log_z[rows],
+                        entropy[rows],
                         None if grad_logprobs is None else grad_logprobs[rows].float(),
-                        None if grad_entropy is None else grad_entropy[rows].float(), ctx.spec)
+                        None if grad_entropy is None else grad_entropy[rows].float(),
+                        ctx.spec,
+                    )
                     if grad_bias is not None:
                         grad_bias += grad.sum(0)
-                    grad = tiles.in_compute_dtype(grad)   # each product below rounded to the compute dtype once
+                    grad = tiles.in_compute_dtype(grad)  # each product below rounded to the compute dtype once
                     if grad_hidden is not None:
                         grad_hidden[rows] = torch.mm(grad, w)
                     if grad_weight is not None:
@@ -248,10 +276,17 @@ class TiledLogProbs(torch.autograd.Function):
                             grad_weight.addmm_(grad.t(), h)
                         else:
                             grad_weight += torch.mm(grad.t(), h, out=weight_part)
-        return (None if grad_hidden is None else grad_hidden.to(hidden.dtype),
-                None if grad_weight is None else grad_weight.to(weight.dtype),
-                None if grad_bias is None else grad_bias.to(bias.dtype),
-                None, None, None, None, None, None)
+        return (
+            None if grad_hidden is None else grad_hidden.to(hidden.dtype),
+            None if grad_weight is None else grad_weight.to(weight.dtype),
+            None if grad_bias is None else grad_bias.to(bias.dtype),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
 
 
 __all__ = ["TiledLogProbs", "lm_head_tile", "trl_tile_tokens"]

@@ -10,6 +10,7 @@ Trackers (`report_to` of SFTRunConfig and GSPORunConfig) are transformers' own i
 files under `<output_dir>/runs/` (`tensorboard --logdir <output_dir>`, offline); trackio logs locally unless told of a
 Space; wandb needs an account, or `WANDB_MODE=offline`.
 """
+
 from __future__ import annotations
 
 import importlib.util
@@ -30,8 +31,12 @@ def check_tracker_installed(config: Any, name: str = "report_to") -> None:
     tracker = getattr(config, name)
     packages = TRACKER_PACKAGES.get(tracker, ())
     if packages and not any(importlib.util.find_spec(p) for p in packages):
-        raise config_error(config, name, f"needs the {packages[0]} package, which is not installed: "
-                                         f"`pip install {packages[0]}`, or set {name}: none")
+        raise config_error(
+            config,
+            name,
+            f"needs the {packages[0]} package, which is not installed: "
+            f"`pip install {packages[0]}`, or set {name}: none",
+        )
 
 
 def training_progress(desc: str) -> Any:

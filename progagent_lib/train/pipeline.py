@@ -16,6 +16,7 @@ Under `torchrun`/`accelerate launch` with N ranks the run gives the single proce
 (SFT, GSPO, the control) is every rank's; the check, the splits, the teacher, every evaluation and every file of this
 module are the main rank's, their results broadcast; each trained model is complete on disk before any rank goes on.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,9 +25,18 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import (check_bool, check_choices, check_engine, check_int, check_nested, check_task_ids, check_text,
-                     config_error)
+from ..config import (
+    check_bool,
+    check_choices,
+    check_engine,
+    check_int,
+    check_nested,
+    check_task_ids,
+    check_text,
+    config_error,
+)
 from .evaluate import EvalConfig, evaluate
+from ..harness.spec import DEFAULT_HARNESS, HARNESSES
 from .common import HARNESS_NAMES, SHARED_STAGES, STAGES, limits_of, model_positions, select_tasks
 from .gspo import GSPORunConfig, run_gspo
 from .ranks import is_main, on_main
@@ -42,43 +52,81 @@ SPLITS_FILE = "splits.json"
 class PipelineConfig:
     """The three recipes on one base model: which stages run, on what, evaluated where."""
 
-    output_dir: str = field(default="runs/cpu-smoke-pipeline", metadata={
-        "help": "Every stage's folder, learning.jsonl, splits.json and seconds.json."})
-    model: str = field(default="smollm2", metadata={
-        "help": "The base model every recipe starts from: 'tiny' (built from sft.tiny), a registered name, a folder "
-                "or a hub id."})
-    chat_template: str | None = field(default=None, metadata={
-        "help": "None: the model's own or its registered choice; 'qwen3' or a .jinja path."})
-    rl_harnesses: list[str] = field(default_factory=lambda: ["ptc"], metadata={
-        "help": "The trained harnesses, one recipe (SFT then GSPO under it) each: dtc, ptc, hybrid."})
-    eval_harnesses: list[str] = field(default_factory=list, metadata={
-        "help": "The harnesses every stage of every recipe is evaluated under (its learning rows carry recipe and "
-                "harness); empty: each recipe under its own harness only."})
-    stages: list[str] = field(default_factory=lambda: list(STAGES), metadata={
-        "help": "The stages run, in order: base, memorize, sft, gspo, control (control needs gspo)."})
-    check: bool = field(default=True, metadata={
-        "help": "Refuse a config the teacher cannot finish under (every training and held-out task)."})
-    splits: SplitConfig = field(default_factory=SplitConfig, metadata={
-        "help": "The held-out instances every stage is evaluated on."})
-    sampled: int = field(default=4, metadata={
-        "help": "Sampled episodes per held-out instance at GSPO's temperature, beside the greedy one (0: greedy "
-                "only)."})
+    output_dir: str = field(
+        default="runs/cpu-smoke-pipeline",
+        metadata={"help": "Every stage's folder, learning.jsonl, splits.json and seconds.json."},
+    )
+    model: str = field(
+        default="smollm2",
+        metadata={
+            "help": "The base model every recipe starts from: 'tiny' (built from sft.tiny), a registered name, a folder "
+            "or a hub id."
+        },
+    )
+    chat_template: str | None = field(
+        default=None, metadata={"help": "None: the model's own or its registered choice; 'qwen3' or a .jinja path."}
+    )
+    rl_harnesses: list[str] = field(
+        default_factory=lambda: [DEFAULT_HARNESS],
+        metadata={"help": "The trained harnesses, one recipe (SFT then GSPO under it) each: dtc, ptc, hybrid."},
+    )
+    eval_harnesses: list[str] = field(
+        default_factory=list,
+        metadata={
+            "help": "The harnesses every stage of every recipe is evaluated under (its learning rows carry recipe and "
+            "harness); empty: each recipe under its own harness only."
+        },
+    )
+    stages: list[str] = field(
+        default_factory=lambda: list(STAGES),
+        metadata={"help": "The stages run, in order: base, memorize, sft, gspo, control (control needs gspo)."},
+    )
+    check: bool = field(
+        default=True,
+        metadata={"help": "Refuse a config the teacher cannot finish under (every training and held-out task)."},
+    )
+    splits: SplitConfig = field(
+        default_factory=SplitConfig, metadata={"help": "The held-out instances every stage is evaluated on."}
+    )
+    sampled: int = field(
+        default=4,
+        metadata={
+            "help": "Sampled episodes per held-out instance at GSPO's temperature, beside the greedy one (0: greedy "
+            "only)."
+        },
+    )
     # Each stage's weights are loaded into the engine first.
-    engine_url: str | None = field(default=None, metadata={
-        "help": "A `progagent engine serve --model <model>` server: GSPO's rollouts and every evaluation generate "
-                "there. None: transformers' generate in this process."})
-    engine_model: str | None = field(default=None, metadata={
-        "help": "The engine's served name (default: the model's short name); only with engine_url."})
-    sft: SFTRunConfig = field(default_factory=SFTRunConfig, metadata={
-        "help": "SFT settings (model, harnesses and output_dir are set per recipe)."})
-    sft_max_steps: dict[str, int] = field(default_factory=dict, metadata={
-        "help": "SFT's optimizer steps for some recipes, e.g. {ptc: 16}; the others take sft.max_steps. A recipe's "
-                "teacher episodes differ in how much of them the model writes (a DTC episode is mostly tool "
-                "output, a PTC one mostly program), so equal steps can leave one recipe unfit."})
-    gspo: GSPORunConfig = field(default_factory=GSPORunConfig, metadata={
-        "help": "GSPO settings (model, harness and output_dir are set per recipe)."})
-    eval: EvalConfig = field(default_factory=EvalConfig, metadata={
-        "help": "Evaluation settings (model, stage and output_dir are set per evaluation)."})
+    engine_url: str | None = field(
+        default=None,
+        metadata={
+            "help": "A `progagent engine serve --model <model>` server: GSPO's rollouts and every evaluation generate "
+            "there. None: transformers' generate in this process."
+        },
+    )
+    engine_model: str | None = field(
+        default=None,
+        metadata={"help": "The engine's served name (default: the model's short name); only with engine_url."},
+    )
+    sft: SFTRunConfig = field(
+        default_factory=SFTRunConfig,
+        metadata={"help": "SFT settings (model, harnesses and output_dir are set per recipe)."},
+    )
+    sft_max_steps: dict[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "SFT's optimizer steps for some recipes, e.g. {ptc: 16}; the others take sft.max_steps. A recipe's "
+            "teacher episodes differ in how much of them the model writes (a DTC episode is mostly tool "
+            "output, a PTC one mostly program), so equal steps can leave one recipe unfit."
+        },
+    )
+    gspo: GSPORunConfig = field(
+        default_factory=GSPORunConfig,
+        metadata={"help": "GSPO settings (model, harness and output_dir are set per recipe)."},
+    )
+    eval: EvalConfig = field(
+        default_factory=EvalConfig,
+        metadata={"help": "Evaluation settings (model, stage and output_dir are set per evaluation)."},
+    )
 
     def __post_init__(self) -> None:
         check_text(self, "output_dir")
@@ -92,8 +140,11 @@ class PipelineConfig:
         if unknown:
             raise config_error(self, "stages", f"unknown stage(s) {unknown}; stages are {list(STAGES)}")
         if "control" in self.stages and "gspo" not in self.stages:
-            raise config_error(self, "stages", "the control (SFT for as many optimizer steps as GSPO) needs the gspo "
-                               "stage; add gspo or drop control")
+            raise config_error(
+                self,
+                "stages",
+                "the control (SFT for as many optimizer steps as GSPO) needs the gspo stage; add gspo or drop control",
+            )
         check_bool(self, "check")
         check_nested(self, "splits", SplitConfig)
         check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
@@ -103,18 +154,23 @@ class PipelineConfig:
             raise config_error(self, "sft_max_steps", "must map trained harnesses to step counts, e.g. {ptc: 16}")
         for recipe, steps in self.sft_max_steps.items():
             if recipe not in self.rl_harnesses:
-                raise config_error(self, "sft_max_steps", f"names {recipe!r}, which is not a trained harness; "
-                                   f"rl_harnesses are {list(self.rl_harnesses)}")
+                raise config_error(
+                    self,
+                    "sft_max_steps",
+                    f"names {recipe!r}, which is not a trained harness; rl_harnesses are {list(self.rl_harnesses)}",
+                )
             if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
                 raise config_error(self, "sft_max_steps", f"{recipe}: {steps!r} is not a step count >= 1")
         check_nested(self, "gspo", GSPORunConfig)
         check_nested(self, "eval", EvalConfig)
         if self.engine_url and self.gspo.use_vllm:
-            raise config_error(self, "engine_url", "and gspo.use_vllm=True name two generators for GSPO's rollouts; "
-                               "keep one")
+            raise config_error(
+                self, "engine_url", "and gspo.use_vllm=True name two generators for GSPO's rollouts; keep one"
+            )
         if self.engine_url and self.eval.vllm_server_base_url:
-            raise config_error(self, "engine_url", "and eval.vllm_server_base_url name two generators for the "
-                               "evaluations; keep one")
+            raise config_error(
+                self, "engine_url", "and eval.vllm_server_base_url name two generators for the evaluations; keep one"
+            )
 
     def validate_tasks(self) -> None:
         """Every task id (SFT's, GSPO's, evaluation's, the held-out split's) exists under its tasks_root (when that
@@ -129,13 +185,13 @@ class Recipe:
     """The stages of one pipeline config, each resumable from what is on disk."""
 
     def __init__(self, config: PipelineConfig, output_dir: str | Path | None = None):
-        config.validate_tasks()   # every task id names a task of the pool, before any stage runs
+        config.validate_tasks()  # every task id names a task of the pool, before any stage runs
         self.config = config
         self.out = Path(output_dir or config.output_dir)
         self.out.mkdir(parents=True, exist_ok=True)
         seconds = self.out / "seconds.json"
         self.seconds: dict[str, float] = json.loads(seconds.read_text()) if seconds.exists() else {}
-        self.base_model = config.model   # "tiny": a from-scratch model built from config.sft.tiny
+        self.base_model = config.model  # "tiny": a from-scratch model built from config.sft.tiny
         # Who produced every row this recipe writes: the config (without where generation ran) and the checkout.
         self.identity = {"run": config_hash(config), "commit": commit_of()}
         self._instances: list[Instance] | None = None
@@ -156,11 +212,13 @@ class Recipe:
         """The GSPO and evaluation settings that make them generate through the pipeline's engine, if it has one."""
         if not self.config.engine_url:
             return {}
-        return {"engine_url": self.config.engine_url,
-                "engine_model": self.config.engine_model or Path(str(self.base_model)).name}
+        return {
+            "engine_url": self.config.engine_url,
+            "engine_model": self.config.engine_model or Path(str(self.base_model)).name,
+        }
 
     def _timed(self, name: str, started: float) -> None:
-        self.seconds[name] = time.perf_counter() - started   # the stage's latest run
+        self.seconds[name] = time.perf_counter() - started  # the stage's latest run
         if is_main():
             (self.out / "seconds.json").write_text(json.dumps(self.seconds, indent=2))
 
@@ -170,13 +228,14 @@ class Recipe:
         within the GSPO and evaluation limits, SFT's max_length and the model's positions, and every held-out task
         within the evaluation limits. The needs go to teacher_needs.json (with DTC/Hybrid on one training task).
         Checked once, on the main rank; its verdict reaches every rank."""
-        self.instances()   # built here on every rank: built inside the main rank's check, only the main rank would hold them
+        self.instances()  # built here on every rank: built inside the main rank's check, only the main rank would hold them
         return on_main(self._check)
 
     def _check(self) -> list[dict]:
         from ..harness.chat_format import ChatFormat
         from .feasibility import check_learnable, measure, problems_of
-        from ..generation.models import build_tiny_model, load_model
+        from ..generation.sources import load_model
+        from ..generation.tiny_model import build_tiny_model
 
         started = time.perf_counter()
         if self.base_model == "tiny":
@@ -186,7 +245,7 @@ class Recipe:
         positions = model_positions(model.config)
         del model
         chat = ChatFormat(tokenizer, model_name=self.base_model)
-        instances = self.instances()   # refuses a split that is empty or leaks a trained instance
+        instances = self.instances()  # refuses a split that is empty or leaks a trained instance
         training = self.training_tasks()
         trained_ids = {t.id for t in training}
         held_out_ids = sorted({i.task_id for i in instances} - trained_ids)
@@ -204,23 +263,50 @@ class Recipe:
         evaluated = [h for h in played if h not in trained]
         measured = measure(training, played, chat, scale=scale)
         measured_held_out = measure(held_out, played, chat, scale=scale)
-        others = [h for h in ("dtc", "ptc", "hybrid") if h not in played]
+        others = [h for h in HARNESSES if h not in played]
         shown = measure(training[:1], others, chat, scale=scale)
-        table = [{**asdict(n), "role": "train", "trained": n.harness in trained, "positions": positions,
-                  "fits": not (problems_of(n, train_budgets, self.config.sft.max_length, positions)
-                               if n.harness in trained else problems_of(n, eval_budgets, None, positions))}
-                 for n in measured + shown]
-        table += [{**asdict(n), "role": "held-out", "trained": False, "positions": positions,
-                   "fits": not problems_of(n, eval_budgets, None, positions)} for n in measured_held_out]
+        table = [
+            {
+                **asdict(n),
+                "role": "train",
+                "trained": n.harness in trained,
+                "positions": positions,
+                "fits": not (
+                    problems_of(n, train_budgets, self.config.sft.max_length, positions)
+                    if n.harness in trained
+                    else problems_of(n, eval_budgets, None, positions)
+                ),
+            }
+            for n in measured + shown
+        ]
+        table += [
+            {
+                **asdict(n),
+                "role": "held-out",
+                "trained": False,
+                "positions": positions,
+                "fits": not problems_of(n, eval_budgets, None, positions),
+            }
+            for n in measured_held_out
+        ]
         (self.out / "teacher_needs.json").write_text(json.dumps(table, indent=2))
         self._timed("check", started)
-        check_learnable(training, trained, chat, train_budgets, max_length=self.config.sft.max_length,
-                        model_positions=positions, measured=measured + shown)
+        check_learnable(
+            training,
+            trained,
+            chat,
+            train_budgets,
+            max_length=self.config.sft.max_length,
+            model_positions=positions,
+            measured=measured + shown,
+        )
         if evaluated:
-            check_learnable(training, evaluated, chat, eval_budgets, max_length=None, model_positions=positions,
-                            measured=measured)
-        check_learnable(held_out, played, chat, eval_budgets, max_length=None,
-                        model_positions=positions, measured=measured_held_out)
+            check_learnable(
+                training, evaluated, chat, eval_budgets, max_length=None, model_positions=positions, measured=measured
+            )
+        check_learnable(
+            held_out, played, chat, eval_budgets, max_length=None, model_positions=positions, measured=measured_held_out
+        )
         return table
 
     def played_harnesses(self) -> list[str]:
@@ -272,11 +358,17 @@ class Recipe:
         else:
             partial = path.with_suffix(".partial")
             partial.unlink(missing_ok=True)
-            trajectories = teacher_trajectories(replace(sft, harnesses=self.config.rl_harnesses), tasks, save_to=partial)
+            trajectories = teacher_trajectories(
+                replace(sft, harnesses=self.config.rl_harnesses), tasks, save_to=partial
+            )
             partial.rename(path)
         selected, report = select_sft_trajectories(
-            [t for t in trajectories if t.harness in self.config.rl_harnesses], min_score=sft.min_score,
-            per_harness=sft.per_harness, task_ids=sorted(t.id for t in tasks), harnesses=self.config.rl_harnesses)
+            [t for t in trajectories if t.harness in self.config.rl_harnesses],
+            min_score=sft.min_score,
+            per_harness=sft.per_harness,
+            task_ids=sorted(t.id for t in tasks),
+            harnesses=self.config.rl_harnesses,
+        )
         (self.out / "sft_selection.json").write_text(json.dumps(asdict(report), indent=2))
         self._timed("teacher", started)
         return {h: [t for t in selected if t.harness == h] for h in self.config.rl_harnesses}
@@ -285,9 +377,14 @@ class Recipe:
         """One harness's recipe, stage 1: SFT of the base model on that harness's teacher trajectories."""
         started = time.perf_counter()
         trajectories = trajectories if trajectories is not None else self.teacher()[harness]
-        config = replace(self.config.sft, model=self.base_model, chat_template=self.config.chat_template,
-                         harnesses=[harness], output_dir=str(self.out / f"sft-{harness}"),
-                         max_steps=self.config.sft_max_steps.get(harness, self.config.sft.max_steps))
+        config = replace(
+            self.config.sft,
+            model=self.base_model,
+            chat_template=self.config.chat_template,
+            harnesses=[harness],
+            output_dir=str(self.out / f"sft-{harness}"),
+            max_steps=self.config.sft_max_steps.get(harness, self.config.sft.max_steps),
+        )
         result = run_sft(config, trajectories, preselected=True)
         self._timed(f"sft_{harness}", started)
         return result
@@ -295,8 +392,13 @@ class Recipe:
     def gspo(self, harness: str) -> dict:
         """Stage 2: GSPO under the harness, from its own SFT model."""
         started = time.perf_counter()
-        config = replace(self.config.gspo, model=self.model_for("sft", harness), harness=harness,
-                         output_dir=str(self.out / f"gspo-{harness}"), **self.engine())
+        config = replace(
+            self.config.gspo,
+            model=self.model_for("sft", harness),
+            harness=harness,
+            output_dir=str(self.out / f"gspo-{harness}"),
+            **self.engine(),
+        )
         result = run_gspo(config)
         self._timed(f"gspo_{harness}", started)
         return result
@@ -307,8 +409,14 @@ class Recipe:
         started = time.perf_counter()
         trajectories = trajectories if trajectories is not None else self.teacher()[harness]
         steps = on_main(self.gspo_steps, harness)
-        config = replace(self.config.sft, model=self.model_for("sft", harness), chat_template=self.config.chat_template,
-                         harnesses=[harness], max_steps=steps, output_dir=str(self.out / f"control-{harness}"))
+        config = replace(
+            self.config.sft,
+            model=self.model_for("sft", harness),
+            chat_template=self.config.chat_template,
+            harnesses=[harness],
+            max_steps=steps,
+            output_dir=str(self.out / f"control-{harness}"),
+        )
         result = run_sft(config, trajectories, preselected=True)
         self._timed(f"control_{harness}", started)
         return result
@@ -344,26 +452,46 @@ class Recipe:
         harnesses = self.evaluated_under(harness, harnesses)
         name = f"{stage}-{harness}"
         reused = self._same_model_rows(stage, harness, harnesses, model)
-        if reused is not None:   # bit-identical weights (e.g. every GSPO step skipped): its episodes would be the same
+        if reused is not None:  # bit-identical weights (e.g. every GSPO step skipped): its episodes would be the same
             write_learning_rows(self.out / LEARNING_FILE, reused)
             self._timed(f"eval_{name}", started)
             return reused
         instances = [[i.task_id, i.scale, i.seed] for i in self.instances()]
         rows = []
-        decodings = [("greedy", 0.0, 1)] + ([("sampled", self.config.gspo.temperature, self.config.sampled)]
-                                            if self.config.sampled else [])
+        decodings = [("greedy", 0.0, 1)] + (
+            [("sampled", self.config.gspo.temperature, self.config.sampled)] if self.config.sampled else []
+        )
         for decoding, temperature, samples in decodings:
-            trajectories, _ = evaluate(replace(
-                self.config.eval, model=model, stage=name, chat_template=self.config.chat_template, harnesses=harnesses,
-                instances=instances, temperature=temperature, samples=samples,
-                output_dir=str(self.out / "eval" / name / decoding), **self.engine()))
+            trajectories, _ = evaluate(
+                replace(
+                    self.config.eval,
+                    model=model,
+                    stage=name,
+                    chat_template=self.config.chat_template,
+                    harnesses=harnesses,
+                    instances=instances,
+                    temperature=temperature,
+                    samples=samples,
+                    output_dir=str(self.out / "eval" / name / decoding),
+                    **self.engine(),
+                )
+            )
             errored = [t for t in trajectories if t.errored]
-            if trajectories and len(errored) == len(trajectories):   # e.g. the engine died: no row could mean anything
-                raise RuntimeError(f"evaluating {name} ({decoding}): all {len(trajectories)} episodes ended in an "
-                                   f"infrastructure error, e.g. {errored[0].error[:400]!r}; their trajectories are in "
-                                   f"{self.out / 'eval' / name / decoding}")
-            rows += self._rows(trajectories, stage=stage, recipe=harness, decoding=decoding, temperature=temperature,
-                               samples=samples, model=model)
+            if trajectories and len(errored) == len(trajectories):  # e.g. the engine died: no row could mean anything
+                raise RuntimeError(
+                    f"evaluating {name} ({decoding}): all {len(trajectories)} episodes ended in an "
+                    f"infrastructure error, e.g. {errored[0].error[:400]!r}; their trajectories are in "
+                    f"{self.out / 'eval' / name / decoding}"
+                )
+            rows += self._rows(
+                trajectories,
+                stage=stage,
+                recipe=harness,
+                decoding=decoding,
+                temperature=temperature,
+                samples=samples,
+                model=model,
+            )
         write_learning_rows(self.out / LEARNING_FILE, rows)
         self._timed(f"eval_{name}", started)
         return rows
@@ -387,16 +515,32 @@ class Recipe:
         wanted = {(h, d) for h in harnesses for d in decodings}
         learning = read_learning(self.out / LEARNING_FILE)
         for source, recipe in sources:
-            rows = [r for r in learning
-                    if r["stage"] == source and r.get("recipe") == recipe and r.get("run") == self.identity["run"]
-                    and r["harness"] in harnesses and r.get("decoding") in decodings]
+            rows = [
+                r
+                for r in learning
+                if r["stage"] == source
+                and r.get("recipe") == recipe
+                and r.get("run") == self.identity["run"]
+                and r["harness"] in harnesses
+                and r.get("decoding") in decodings
+            ]
             if {(r["harness"], r["decoding"]) for r in rows} != wanted:
                 continue
             mark = source if recipe == harness else f"{source}-{recipe}"
-            print(f"{stage}-{harness}: the same model as {mark}, under the same harnesses; its rows are {mark}'s "
-                  f"(same_weights_as: {mark})")
-            return [{**r, "stage": stage, "recipe": harness, "same_weights_as": mark,
-                     **({"model": model} if stage != "memorize" else {})} for r in rows]
+            print(
+                f"{stage}-{harness}: the same model as {mark}, under the same harnesses; its rows are {mark}'s "
+                f"(same_weights_as: {mark})"
+            )
+            return [
+                {
+                    **r,
+                    "stage": stage,
+                    "recipe": harness,
+                    "same_weights_as": mark,
+                    **({"model": model} if stage != "memorize" else {}),
+                }
+                for r in rows
+            ]
         return None
 
     def memorize(self, harness: str, harnesses: list[str] | None = None) -> list[dict]:
@@ -413,7 +557,7 @@ class Recipe:
         started = time.perf_counter()
         harnesses = self.evaluated_under(harness, harnesses)
         reused = self._same_model_rows("memorize", harness, harnesses, "")
-        if reused is not None:   # another recipe's replay under the same harnesses: the same episodes
+        if reused is not None:  # another recipe's replay under the same harnesses: the same episodes
             write_learning_rows(self.out / LEARNING_FILE, reused)
             self._timed(f"eval_memorize-{harness}", started)
             return reused
@@ -421,7 +565,9 @@ class Recipe:
         tasks = {t.id: t for t in self.training_tasks()}
         scale = self.config.sft.scales[0]
         training = [(tasks[task_id], scale, seed) for task_id in tasks for seed in sorted(trained.seeds[task_id])]
-        pool = {t.id: t for t in select_tasks(self.config.sft.tasks_root, sorted({i.task_id for i in self.instances()}))}
+        pool = {
+            t.id: t for t in select_tasks(self.config.sft.tasks_root, sorted({i.task_id for i in self.instances()}))
+        }
         limits = limits_of(self.config.eval)
         rows = []
         out = self.out / "eval" / f"memorize-{harness}" / "trajectories.jsonl"
@@ -433,12 +579,26 @@ class Recipe:
             policy = NearestMemorizationPolicy(played, training)
             trajectories = []
             for inst in tqdm(self.instances(), desc=f"memorization baseline ({played})", leave=False):
-                trajectory = run_episode(pool[inst.task_id], inst.scale, inst.seed, played, policy, limits,
-                                         error_mode=self.config.eval.error_mode)
+                trajectory = run_episode(
+                    pool[inst.task_id],
+                    inst.scale,
+                    inst.seed,
+                    played,
+                    policy,
+                    limits,
+                    error_mode=self.config.eval.error_mode,
+                )
                 write_jsonl(trajectory, out)
                 trajectories.append(trajectory)
-            rows += self._rows(trajectories, stage="memorize", recipe=harness, decoding="greedy", temperature=0.0,
-                               samples=1, model=policy.name)
+            rows += self._rows(
+                trajectories,
+                stage="memorize",
+                recipe=harness,
+                decoding="greedy",
+                temperature=0.0,
+                samples=1,
+                model=policy.name,
+            )
         write_learning_rows(self.out / LEARNING_FILE, rows)
         self._timed(f"eval_memorize-{harness}", started)
         return rows
@@ -464,7 +624,10 @@ def write_learning_rows(path: Path, rows: list[dict]) -> None:
 
     A file never holds two runs: when its rows came from another config or commit (`run`, `commit`), it is moved
     aside to learning.<run>.<commit>.jsonl first, and the new rows start a new file."""
-    key = lambda r: (r["stage"], r.get("recipe", r["harness"]), r["harness"], r.get("split"), r.get("decoding"))  # noqa: E731
+
+    def key(r: dict) -> tuple:
+        return r["stage"], r.get("recipe", r["harness"]), r["harness"], r.get("split"), r.get("decoding")
+
     existing = read_learning(path)
     identities = {(r.get("run"), r.get("commit")) for r in existing} | {(r.get("run"), r.get("commit")) for r in rows}
     if existing and len(identities) > 1:
@@ -491,7 +654,7 @@ def run_pipeline(config: PipelineConfig) -> dict:
     if config.check:
         recipe.check()
     else:
-        recipe.instances()   # the splits are built and proven disjoint from training before any compute
+        recipe.instances()  # the splits are built and proven disjoint from training before any compute
     teacher = recipe.teacher()
     rows = []
     for harness in config.rl_harnesses:
@@ -508,9 +671,13 @@ def run_pipeline(config: PipelineConfig) -> dict:
         if "control" in config.stages:
             recipe.control(harness, teacher[harness])
             rows += recipe.evaluate("control", harness)
-    summary = {"learning": rows, "seconds": recipe.seconds, "total_seconds": sum(recipe.seconds.values()),
-               **recipe.identity}
-    on_main(write_summary, recipe.out, summary)   # every rank returns once it is written (the CLI prints it)
+    summary = {
+        "learning": rows,
+        "seconds": recipe.seconds,
+        "total_seconds": sum(recipe.seconds.values()),
+        **recipe.identity,
+    }
+    on_main(write_summary, recipe.out, summary)  # every rank returns once it is written (the CLI prints it)
     return summary
 
 
@@ -521,5 +688,8 @@ def write_summary(out: Path, summary: dict) -> None:
 
 def format_summary(rows: list[dict], seconds: dict[str, float]) -> str:
     lines = [format_learning_table(rows)]
-    lines += ["", "Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + f"; total {sum(seconds.values()):.0f}"]
+    lines += [
+        "",
+        "Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + f"; total {sum(seconds.values()):.0f}",
+    ]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ With `bf16: true` the trainer (transformers' Trainer through accelerate, `mixed_
 backward under `torch.autocast(dtype=bfloat16)`; the weights, their gradients and AdamW's state stay fp32. On a CPU
 without bf16 instructions autocast would emulate it, slower than fp32: such a request is refused before any compute.
 """
+
 from __future__ import annotations
 
 import os
@@ -42,8 +43,10 @@ def check_bf16(requested: bool, where: str, *, cuda: bool | None = None, cpuinfo
 
         cuda = torch.cuda.is_available()
     if not cuda and not cpu_bf16_flags(cpuinfo):
-        raise ConfigError(f"{where}=True: this CPU has no bf16 instructions ({' or '.join(CPU_BF16_FLAGS)} in "
-                          "/proc/cpuinfo), so autocast would emulate bf16 more slowly than fp32; set it to false")
+        raise ConfigError(
+            f"{where}=True: this CPU has no bf16 instructions ({' or '.join(CPU_BF16_FLAGS)} in "
+            "/proc/cpuinfo), so autocast would emulate bf16 more slowly than fp32; set it to false"
+        )
     return True
 
 

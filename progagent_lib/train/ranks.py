@@ -9,6 +9,7 @@ once for all. A single process is rank 0 of 1, and every helper here is then a p
 The main rank may work for hours (an evaluation) while the others wait in `on_main`'s broadcast. That wait runs on a
 gloo group of its own with a long timeout (WAIT_SECONDS), so an NCCL default group's 10-minute timeout does not fire.
 """
+
 from __future__ import annotations
 
 import atexit
@@ -19,7 +20,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 T = TypeVar("T")
-WAIT_SECONDS = 7 * 24 * 3600   # how long a rank waits for the main one (an evaluation of the paper's scale: hours)
+WAIT_SECONDS = 7 * 24 * 3600  # how long a rank waits for the main one (an evaluation of the paper's scale: hours)
 _state: dict[str, Any] = {"main_only": False, "wait_group": None}
 
 
@@ -76,7 +77,7 @@ def on_main(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         _state["main_only"] = True
         try:
             payload[0] = (True, fn(*args, **kwargs))
-        except BaseException as exc:  # noqa: BLE001  (the others must hear of any failure, or they wait for ever)
+        except BaseException as exc:  # noqa: BLE001 - the others must hear of any failure, or they wait for ever
             failure = exc
             payload[0] = (False, _transportable(exc))
         finally:
@@ -95,7 +96,7 @@ def _transportable(exc: BaseException) -> BaseException:
     try:
         pickle.loads(pickle.dumps(exc))
         return exc
-    except Exception:  # noqa: BLE001  (whatever unpickling raises, the message still travels)
+    except Exception:  # noqa: BLE001 - whatever unpickling raises, the message still travels
         return RuntimeError(f"on the main rank: {type(exc).__name__}: {exc}")
 
 
@@ -128,5 +129,14 @@ def gather_lists(items: list[T]) -> list[T]:
     return gather_object(list(items))
 
 
-__all__ = ["WAIT_SECONDS", "barrier", "gather_lists", "is_main", "main_first", "on_main", "partial_state", "rank",
-           "world_size"]
+__all__ = [
+    "WAIT_SECONDS",
+    "barrier",
+    "gather_lists",
+    "is_main",
+    "main_first",
+    "on_main",
+    "partial_state",
+    "rank",
+    "world_size",
+]

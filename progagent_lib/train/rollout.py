@@ -13,19 +13,22 @@ trained, its group's mean reward) as it does an episode whose policy failed; the
     completion_ids = [turn 1 tokens][env block 1][turn 2 tokens][env block 2] ... [last turn tokens]
     env_mask       = [1 1 1 ... 1  ][0 0 ... 0  ][1 1 ... 1     ][0 0 ... 0  ] ... [1 ... 1        ]
 """
+
 from __future__ import annotations
 
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from ..harness.chat_format import ChatFormat
 from ..errors import PolicyError
 from ..generation.turns import TurnGenerator, TurnOutput, decode_turn
+from ..harness.end_reasons import is_truncated
 from ..harness.episode import INFRASTRUCTURE_END_REASONS, Episode, Limits
+from ..harness.summary import episode_summary
 from ..harness.trajectory import Trajectory
-from ..task.environment import describe_exception
+from ..task.verification import describe_exception
 
 
 @dataclass
@@ -45,7 +48,7 @@ class EpisodeTokens:
     prompt_ids: list[int]
     trajectory: Trajectory
     completion_ids: list[int] = field(default_factory=list)
-    env_mask: list[int] = field(default_factory=list)   # 1 = model token (trained), 0 = environment token
+    env_mask: list[int] = field(default_factory=list)  # 1 = model token (trained), 0 = environment token
     logprobs: list[float] = field(default_factory=list)
     seconds_generate: float = 0.0
     seconds_environment: float = 0.0
@@ -64,7 +67,7 @@ class EpisodeTokens:
 
     @property
     def truncated(self) -> bool:
-        return self.end_reason in ("max_turns", "max_context_tokens", "turn_cut", "max_tool_calls")
+        return is_truncated(self.end_reason)
 
 
 # The end reason of an errored episode: the one infrastructure reason, which `Trajectory.errored`, the
@@ -123,13 +126,9 @@ class TokenEpisode:
         tokens.logprobs += list(turn.logprobs)
         started = time.perf_counter()
         try:
-            policy_turn = decode_turn(self.chat, turn.token_ids, episode.tools, prompt_tokens=context)
-            if policy_turn.cut:  # the turn ran out of tokens before its end-of-turn token
-                episode.cut_turn(policy_turn)
-                return
             before = len(episode.messages)
-            episode.add_turn(policy_turn)
-            if episode.finished:
+            episode.add_turn(decode_turn(self.chat, turn.token_ids, episode.tools, prompt_tokens=context))
+            if episode.finished:  # claim_done, a budget, or a turn cut before its end-of-turn token
                 return
             assert len(episode.messages) > before
             block = self.chat.environment_tokens(self._rendered, episode.messages, episode.tools)
@@ -166,8 +165,14 @@ class _UnbuiltEpisode:
     """An episode whose environment or session could not be built: errored from the start, nothing to play."""
 
     def __init__(self, spec: RolloutSpec, harness: str, chat: ChatFormat, policy_name: str, exc: BaseException):
-        trajectory = Trajectory(task_id=getattr(spec.task, "id", str(spec.task)), scale=spec.scale, seed=spec.seed,
-                                harness=harness, policy=policy_name, sample=spec.sample)
+        trajectory = Trajectory(
+            task_id=getattr(spec.task, "id", str(spec.task)),
+            scale=spec.scale,
+            seed=spec.seed,
+            harness=harness,
+            policy=policy_name,
+            sample=spec.sample,
+        )
         mark_errored(trajectory, episode_error(exc, "starting"))
         try:  # the task's instruction, so the trainer gets a prompt as for any episode (its loss is masked)
             prompt = chat.prompt_ids([{"role": "user", "content": spec.task.instruction(spec.seed)}], None)
@@ -202,19 +207,40 @@ def run_token_episodes(
     in waves of that size, each in lockstep (lockstep needs the whole wave alive at once)."""
     at_once = getattr(env_host, "most_at_once", None)
     if at_once and len(specs) > at_once:
-        return [e for start in range(0, len(specs), at_once)
-                for e in run_token_episodes(specs[start:start + at_once], harness, chat, generate_turns, limits,
-                                            policy_name=policy_name, error_mode=error_mode,
-                                            session_kwargs=session_kwargs, env_host=env_host)]
+        return [
+            e
+            for start in range(0, len(specs), at_once)
+            for e in run_token_episodes(
+                specs[start : start + at_once],
+                harness,
+                chat,
+                generate_turns,
+                limits,
+                policy_name=policy_name,
+                error_mode=error_mode,
+                session_kwargs=session_kwargs,
+                env_host=env_host,
+            )
+        ]
     episodes: list[TokenEpisode | _UnbuiltEpisode] = []
     rounds = _rounds_bar(harness, limits)
     try:
         for spec in specs:
             episode = None
             try:
-                episode = Episode(spec.task, spec.scale, spec.seed, harness, limits=limits, policy_name=policy_name,
-                                  sample=spec.sample, error_mode=error_mode, session_kwargs=session_kwargs,
-                                  tokenizer=chat.tokenizer, env_host=env_host)
+                episode = Episode(
+                    spec.task,
+                    spec.scale,
+                    spec.seed,
+                    harness,
+                    limits=limits,
+                    policy_name=policy_name,
+                    sample=spec.sample,
+                    error_mode=error_mode,
+                    session_kwargs=session_kwargs,
+                    tokenizer=chat.tokenizer,
+                    env_host=env_host,
+                )
                 episodes.append(TokenEpisode(episode, chat))
             except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
                 if episode is not None:
@@ -255,12 +281,25 @@ def _rounds_bar(harness: str, limits: Limits) -> Any:
     (RANK, set by torchrun and accelerate), so that N ranks do not draw N bars."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=limits.max_turns, desc=f"{harness} turns", unit="turn", leave=False,
-                disable=os.environ.get("RANK", "0") != "0")
+    return tqdm(
+        total=limits.max_turns,
+        desc=f"{harness} turns",
+        unit="turn",
+        leave=False,
+        disable=os.environ.get("RANK", "0") != "0",
+    )
 
 
-def run_token_episode(task: Any, scale: str, seed: int, harness: str, chat: ChatFormat, generate_turns: TurnGenerator,
-                      limits: Limits, **kwargs: Any) -> EpisodeTokens:
+def run_token_episode(
+    task: Any,
+    scale: str,
+    seed: int,
+    harness: str,
+    chat: ChatFormat,
+    generate_turns: TurnGenerator,
+    limits: Limits,
+    **kwargs: Any,
+) -> EpisodeTokens:
     """Play one episode of `task` at (scale, seed) under `harness`."""
     return run_token_episodes([RolloutSpec(task, scale, seed)], harness, chat, generate_turns, limits, **kwargs)[0]
 
@@ -270,33 +309,14 @@ def teacher_scripts(chat: ChatFormat, trajectories: list[Trajectory]) -> list[li
     return [chat.assistant_turns(t.messages, t.tools) for t in trajectories]
 
 
-def episode_summary(episodes: list[EpisodeTokens]) -> dict[str, Any]:
-    """Means over a batch of episodes: the quantities of the paper's training-dynamics figures and more.
-
-    Errored episodes (infrastructure failures) are counted apart and left out of every mean."""
+def rollout_summary(episodes: list[EpisodeTokens]) -> dict[str, Any]:
+    """A training batch in numbers: the batch summary of its trajectories (`harness.summary.episode_summary`, the
+    one definition of every mean), plus what only the token adapter knows: tokens and seconds."""
     scored = [e for e in episodes if not e.errored]
-    n = max(len(scored), 1)
-    programs = [p for e in scored for p in e.trajectory.programs]
-    reasons: dict[str, int] = {}
-    for e in episodes:
-        reasons[e.end_reason] = reasons.get(e.end_reason, 0) + 1
     return {
-        "episodes": len(episodes),
-        "errored_episodes": len(episodes) - len(scored),
-        "mean_reward": sum(e.reward for e in scored) / n,
-        "mean_score": sum(e.score for e in scored) / n,
-        "tool_output_tokens_per_episode": sum(e.tool_output_tokens for e in scored) / n,
-        "tool_calls_per_episode": sum(e.tool_calls for e in scored) / n,
-        "model_tool_calls_per_episode": sum(e.model_tool_calls for e in scored) / n,
-        "runtime_errors_per_episode": sum(e.runtime_errors for e in scored) / n,
-        "malformed_calls_per_episode": sum(e.malformed_calls for e in scored) / n,
-        "dtc_like_program_share": (sum(p.dtc_like for p in programs) / len(programs)) if programs else 0.0,
-        "episode_length_tokens": sum(len(e.completion_ids) for e in scored) / n,
-        "generated_tokens": sum(sum(e.env_mask) for e in episodes),   # the model's tokens, errored episodes included
-        "turns_per_episode": sum(e.turns for e in scored) / n,
-        "truncation_rate": sum(e.truncated for e in scored) / n,
-        "claim_done_rate": sum(e.end_reason == "claim_done" for e in scored) / n,
-        "end_reasons": reasons,
+        **episode_summary([e.trajectory for e in episodes]),
+        "episode_length_tokens": sum(len(e.completion_ids) for e in scored) / max(len(scored), 1),
+        "generated_tokens": sum(sum(e.env_mask) for e in episodes),  # the model's tokens, errored episodes included
         "seconds_generate": sum(e.seconds_generate for e in episodes),
         "seconds_environment": sum(e.seconds_environment for e in episodes),
     }

@@ -9,6 +9,7 @@ torch's full `get_model_state_dict` for FSDP2 `fully_shard` modules, whoever app
 plain CPU model from those weights — merging LoRA adapters there, on gathered weights — and saves it with its tokenizer
 and `progagent_model.json`. Every rank then waits until the folder is complete, so no rank reads a half-written one.
 """
+
 from __future__ import annotations
 
 import copy
@@ -21,28 +22,28 @@ from .ranks import barrier, is_main
 def save_final(model: Any, tokenizer: Any, path: str | Path, *, accelerator: Any = None) -> Path:
     """Save `model` (as trained: wrapped by DDP, ZeRO-3 or FSDP, with or without LoRA) to `path` as a plain checkpoint.
     Every rank must call it; the main rank writes; all return once the folder is complete."""
-    from ..generation.models import save_model
+    from ..generation.model_folder import save_model
 
     path = Path(path)
     state_dict = full_state_dict(model, accelerator)
     if is_main():
         unwrapped = accelerator.unwrap_model(model) if accelerator is not None else getattr(model, "module", model)
         save_model(plain_model(unwrapped, state_dict), tokenizer, path)
-    barrier()   # the folder is complete before any rank reads it
+    barrier()  # the folder is complete before any rank reads it
     return path
 
 
 def full_state_dict(model: Any, accelerator: Any = None) -> dict[str, Any]:
     """The model's whole weights, gathered from every rank (a collective: every rank calls it). The main rank gets
     all of them; another rank may get none."""
-    if holds_shards(model):   # FSDP2: each parameter is a DTensor holding this rank's shard
+    if holds_shards(model):  # FSDP2: each parameter is a DTensor holding this rank's shard
         from torch.distributed.checkpoint.state_dict import (
             StateDictOptions,
             get_model_state_dict,
         )
 
         return get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
-    if accelerator is not None:   # DeepSpeed ZeRO-3, FSDP1 (FULL_STATE_DICT whatever the config's type), DDP
+    if accelerator is not None:  # DeepSpeed ZeRO-3, FSDP1 (FULL_STATE_DICT whatever the config's type), DDP
         return accelerator.get_state_dict(model)
     return getattr(model, "module", model).state_dict()
 
@@ -64,7 +65,7 @@ def plain_model(unwrapped: Any, state_dict: dict[str, Any]) -> Any:
     peft_configs = getattr(unwrapped, "peft_config", None)
     base = unwrapped.get_base_model() if peft_configs else unwrapped
     with torch.device("meta"), _no_zero3_partitioning():
-        model = AutoModelForCausalLM.from_config(copy.deepcopy(base.config))   # the trained model's stays its own
+        model = AutoModelForCausalLM.from_config(copy.deepcopy(base.config))  # the trained model's stays its own
     if peft_configs:
         from peft import get_peft_model
 
@@ -79,7 +80,7 @@ def plain_model(unwrapped: Any, state_dict: dict[str, Any]) -> Any:
     (model.get_base_model() if peft_configs else model).tie_weights()
     if peft_configs:
         model = model.merge_and_unload()
-    model.generation_config = copy.deepcopy(base.generation_config)   # the stop tokens load_model set
+    model.generation_config = copy.deepcopy(base.generation_config)  # the stop tokens load_model set
     metadata = getattr(base, "progagent_metadata", None)
     if metadata:
         model.progagent_metadata = metadata
@@ -94,7 +95,7 @@ def _no_zero3_partitioning() -> Any:
 
     try:
         from transformers.modeling_utils import set_zero3_state
-    except ImportError:   # a transformers without it: nothing to turn off
+    except ImportError:  # a transformers without it: nothing to turn off
         return contextlib.nullcontext()
     return set_zero3_state()
 

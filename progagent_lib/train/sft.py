@@ -3,6 +3,7 @@
 The dataset keeps trajectories whose dense score R~ reaches `min_score` (0.7 in the paper), the same number per
 harness, chosen round-robin over tasks so that every task is covered under every harness.
 """
+
 from __future__ import annotations
 
 import json
@@ -11,9 +12,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from ..harness.spec import PAPER_HARNESSES
 from ..task.scales import SCALES
-from ..config import (check_bool, check_choice, check_choices, check_int, check_ints, check_lr_scheduler, check_nested,
-                     check_number, check_task_ids, check_text, check_texts)
+from ..config import (
+    check_bool,
+    check_choice,
+    check_choices,
+    check_int,
+    check_ints,
+    check_lr_scheduler,
+    check_nested,
+    check_number,
+    check_task_ids,
+    check_text,
+    check_texts,
+)
 from .common import HARNESS_NAMES, select_tasks
 from .gspo import LoraSettings
 from .logits import lm_head_tile
@@ -21,58 +34,97 @@ from .monitoring import REPORT_TO, check_tracker_installed, training_progress
 from .precision import check_bf16, master_weights_dtype
 from .ranks import is_main, main_first, on_main
 from .saving import save_final
-from ..generation.models import TinyModelConfig, build_tiny_model, load_model
+from ..generation.sources import load_model
+from ..generation.tiny_model import TinyModelConfig, build_tiny_model
 
 
 @dataclass
 class SFTRunConfig:
     """Everything an SFT run needs."""
 
-    model: str = field(default="tiny", metadata={
-        "help": "'tiny': build a from-scratch model (see tiny); else a registered name, a folder or a hub id."})
-    chat_template: str | None = field(default=None, metadata={
-        "help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."})
-    tiny: TinyModelConfig = field(default_factory=TinyModelConfig, metadata={
-        "help": "The from-scratch model's size (read only when model is 'tiny')."})
+    model: str = field(
+        default="tiny",
+        metadata={
+            "help": "'tiny': build a from-scratch model (see tiny); else a registered name, a folder or a hub id."
+        },
+    )
+    chat_template: str | None = field(
+        default=None, metadata={"help": "None: the model's own (or its registered choice); 'qwen3' or a .jinja path."}
+    )
+    tiny: TinyModelConfig = field(
+        default_factory=TinyModelConfig,
+        metadata={"help": "The from-scratch model's size (read only when model is 'tiny')."},
+    )
     output_dir: str = field(default="runs/sft", metadata={"help": "The dataset report, logs and the final model."})
     tasks_root: str = field(default="tasks", metadata={"help": "The task pool's folder."})
-    task_ids: list[str] = field(default_factory=list, metadata={
-        "help": "Training tasks by id (domain/name); empty: every task under tasks_root."})
-    trajectories: list[str] = field(default_factory=list, metadata={
-        "help": "Teacher trajectories (JSON-lines files); empty: play the OracleTeacher now."})
-    harnesses: list[str] = field(default_factory=lambda: ["dtc", "ptc", "hybrid"], metadata={
-        "help": "Harnesses whose trajectories are trained on, the same number each: dtc, ptc, hybrid."})
-    scales: list[str] = field(default_factory=lambda: ["v0"], metadata={
-        "help": "Scales (v0..v3) of the teacher trajectories played here."})
-    seeds: list[int] = field(default_factory=lambda: [0], metadata={
-        "help": "Seeds of the teacher trajectories played here."})
-    min_score: float = field(default=0.7, metadata={
-        "help": "Keep trajectories with R~ >= this (the paper's 0.7), in [0, 1]."})
-    per_harness: int | None = field(default=None, metadata={
-        "help": "Trajectories per harness; None: as many as the smallest harness has."})
-    max_length: int | None = field(default=8192, metadata={
-        "help": "Tokens per trajectory; a longer teacher trajectory is refused, not cut (null: no limit)."})
+    task_ids: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Training tasks by id (domain/name); empty: every task under tasks_root."},
+    )
+    trajectories: list[str] = field(
+        default_factory=list,
+        metadata={"help": "Teacher trajectories (JSON-lines files); empty: play the OracleTeacher now."},
+    )
+    harnesses: list[str] = field(
+        default_factory=lambda: list(PAPER_HARNESSES),
+        metadata={
+            "help": "Harnesses whose trajectories are trained on, the same number each: dtc, ptc, hybrid (or any "
+            "registered one)."
+        },
+    )
+    scales: list[str] = field(
+        default_factory=lambda: ["v0"], metadata={"help": "Scales (v0..v3) of the teacher trajectories played here."}
+    )
+    seeds: list[int] = field(
+        default_factory=lambda: [0], metadata={"help": "Seeds of the teacher trajectories played here."}
+    )
+    min_score: float = field(
+        default=0.7, metadata={"help": "Keep trajectories with R~ >= this (the paper's 0.7), in [0, 1]."}
+    )
+    per_harness: int | None = field(
+        default=None, metadata={"help": "Trajectories per harness; None: as many as the smallest harness has."}
+    )
+    max_length: int | None = field(
+        default=8192,
+        metadata={"help": "Tokens per trajectory; a longer teacher trajectory is refused, not cut (null: no limit)."},
+    )
     num_train_epochs: float = field(default=1.0, metadata={"help": "Passes over the dataset (when max_steps is -1)."})
     max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: num_train_epochs decides."})
     learning_rate: float = field(default=1e-5, metadata={"help": "AdamW's peak learning rate (> 0)."})
-    lr_scheduler_type: str = field(default="linear", metadata={
-        "help": "A transformers scheduler: linear | constant | cosine | ... (transformers' SchedulerType)."})
+    lr_scheduler_type: str = field(
+        default="linear",
+        metadata={"help": "A transformers scheduler: linear | constant | cosine | ... (transformers' SchedulerType)."},
+    )
     warmup_steps: int = field(default=0, metadata={"help": "Steps of linear warm-up from 0."})
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay (>= 0)."})
     per_device_train_batch_size: int = field(default=1, metadata={"help": "Trajectories per forward pass."})
     gradient_accumulation_steps: int = field(default=1, metadata={"help": "Forward passes per optimizer step."})
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
-    bf16: bool = field(default=False, metadata={"help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."})
-    gradient_checkpointing: bool = field(default=False, metadata={
-        "help": "Recompute activations in the backward pass: less memory, slower."})
-    logit_chunk_tokens: int | None = field(default=None, metadata={
-        "help": "Positions per tile of the fused LM head in the loss (the full logits never exist; on a CPU "
-                "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
-                "null: TRL's 4096."})
+    bf16: bool = field(
+        default=False,
+        metadata={
+            "help": "bf16 autocast for forward and backward, fp32 weights and optimizer state: on a GPU, or a CPU with AVX-512 BF16/AMX (refused on a CPU without; train.precision)."
+        },
+    )
+    gradient_checkpointing: bool = field(
+        default=False, metadata={"help": "Recompute activations in the backward pass: less memory, slower."}
+    )
+    logit_chunk_tokens: int | None = field(
+        default=None,
+        metadata={
+            "help": "Positions per tile of the fused LM head in the loss (the full logits never exist; on a CPU "
+            "train.logits.TiledLogProbs); smaller: less memory, a CPU tile holding three tile x vocabulary arrays. "
+            "null: TRL's 4096."
+        },
+    )
     seed: int = field(default=0, metadata={"help": "Seed of the trainer (data order, dropout)."})
-    report_to: str = field(default="none", metadata={
-        "help": "A tracker the trainer's logs also go to: none | tensorboard (event files under <output_dir>/runs, "
-                "offline) | trackio | wandb (train.monitoring)."})
+    report_to: str = field(
+        default="none",
+        metadata={
+            "help": "A tracker the trainer's logs also go to: none | tensorboard (event files under <output_dir>/runs, "
+            "offline) | trackio | wandb (train.monitoring)."
+        },
+    )
 
     def __post_init__(self) -> None:
         check_text(self, "model")
@@ -111,9 +163,9 @@ class SFTRunConfig:
 
 @dataclass
 class SFTDatasetReport:
-    kept: dict[str, int]          # harness -> trajectories in the dataset
+    kept: dict[str, int]  # harness -> trajectories in the dataset
     dropped_low_score: int
-    available: dict[str, int]     # harness -> trajectories with R~ >= min_score
+    available: dict[str, int]  # harness -> trajectories with R~ >= min_score
     tasks: list[str]
 
 
@@ -131,20 +183,40 @@ def chat_row(trajectory: Any) -> dict:
     for message in _field(trajectory, "messages"):
         calls = None
         if message.get("tool_calls"):
-            calls = [{"id": c.get("id", ""), "type": "function",
-                      "function": {"name": c["function"]["name"],
-                                   "arguments": c["function"]["arguments"] if isinstance(c["function"]["arguments"], str)
-                                   else json.dumps(c["function"]["arguments"], ensure_ascii=False)}}
-                     for c in message["tool_calls"]]
-        messages.append({"role": message["role"], "content": message.get("content") or "",
-                         "reasoning_content": message.get("reasoning_content"), "tool_calls": calls,
-                         "tool_call_id": message.get("tool_call_id"), "name": message.get("name")})
+            calls = [
+                {
+                    "id": c.get("id", ""),
+                    "type": "function",
+                    "function": {
+                        "name": c["function"]["name"],
+                        "arguments": c["function"]["arguments"]
+                        if isinstance(c["function"]["arguments"], str)
+                        else json.dumps(c["function"]["arguments"], ensure_ascii=False),
+                    },
+                }
+                for c in message["tool_calls"]
+            ]
+        messages.append(
+            {
+                "role": message["role"],
+                "content": message.get("content") or "",
+                "reasoning_content": message.get("reasoning_content"),
+                "tool_calls": calls,
+                "tool_call_id": message.get("tool_call_id"),
+                "name": message.get("name"),
+            }
+        )
     return {"messages": messages, "tools": json.dumps(_field(trajectory, "tools"), ensure_ascii=False)}
 
 
-def select_sft_trajectories(trajectories: Iterable[Any], *, min_score: float = 0.7, per_harness: int | None = None,
-                            task_ids: list[str] | None = None,
-                            harnesses: list[str] | None = None) -> tuple[list[Any], SFTDatasetReport]:
+def select_sft_trajectories(
+    trajectories: Iterable[Any],
+    *,
+    min_score: float = 0.7,
+    per_harness: int | None = None,
+    task_ids: list[str] | None = None,
+    harnesses: list[str] | None = None,
+) -> tuple[list[Any], SFTDatasetReport]:
     """Keep R~ >= min_score; the same number per harness; every task covered under every harness."""
     by_harness: dict[str, dict[str, list[Any]]] = defaultdict(lambda: defaultdict(list))
     dropped = 0
@@ -157,21 +229,27 @@ def select_sft_trajectories(trajectories: Iterable[Any], *, min_score: float = 0
         raise ValueError(f"no trajectory has R~ >= {min_score}; play more teacher episodes or lower min_score")
     for harness in harnesses or []:
         if harness not in by_harness:
-            raise ValueError(f"harness {harness!r} keeps no trajectory with R~ >= {min_score}: its SFT dataset would be "
-                             "empty; add teacher episodes for it or drop it from harnesses")
+            raise ValueError(
+                f"harness {harness!r} keeps no trajectory with R~ >= {min_score}: its SFT dataset would be "
+                "empty; add teacher episodes for it or drop it from harnesses"
+            )
     tasks = sorted(task_ids or {t for per_task in by_harness.values() for t in per_task})
     for harness, per_task in by_harness.items():
         missing = [t for t in tasks if not per_task.get(t)]
         if missing:
-            raise ValueError(f"harness {harness!r} has no trajectory with R~ >= {min_score} for task(s) {missing}; "
-                             "every task must be covered: add teacher episodes for them or drop them from task_ids")
+            raise ValueError(
+                f"harness {harness!r} has no trajectory with R~ >= {min_score} for task(s) {missing}; "
+                "every task must be covered: add teacher episodes for them or drop them from task_ids"
+            )
     available = {h: sum(len(v) for t, v in per_task.items() if t in tasks) for h, per_task in by_harness.items()}
     count = per_harness or min(available.values())
     if count < len(tasks):
         raise ValueError(f"per_harness={count} is fewer than the {len(tasks)} tasks; every task needs one trajectory")
     if count > min(available.values()):
-        raise ValueError(f"per_harness={count} but harness {min(available, key=available.get)!r} has only "
-                         f"{min(available.values())} trajectories with R~ >= {min_score}")
+        raise ValueError(
+            f"per_harness={count} but harness {min(available, key=available.get)!r} has only "
+            f"{min(available.values())} trajectories with R~ >= {min_score}"
+        )
     selected = []
     for harness in sorted(by_harness):
         queues = {t: list(by_harness[harness][t]) for t in tasks}
@@ -185,7 +263,9 @@ def select_sft_trajectories(trajectories: Iterable[Any], *, min_score: float = 0
     return selected, report
 
 
-def build_sft_dataset(trajectories: Iterable[Any], chat: Any = None, *, max_length: int | None = None, **selection: Any):
+def build_sft_dataset(
+    trajectories: Iterable[Any], chat: Any = None, *, max_length: int | None = None, **selection: Any
+):
     """A `datasets.Dataset` and the selection report. With a `ChatFormat`, rows are tokenised here (input_ids and
     assistant_masks: exactly the spans the model generates turn by turn in rollouts); without, conversational rows."""
     from datasets import Dataset
@@ -198,10 +278,12 @@ def build_sft_dataset(trajectories: Iterable[Any], chat: Any = None, *, max_leng
         row = chat_row(trajectory)
         ids, mask = chat.tokenize_conversation(row["messages"], json.loads(row["tools"]))
         if max_length is not None and len(ids) > max_length:
-            raise ValueError(f"SFT max_length={max_length} is shorter than the {_field(trajectory, 'harness')} teacher "
-                             f"trajectory of {_field(trajectory, 'task_id')} (seed {_field(trajectory, 'seed')}), which "
-                             f"needs {len(ids)} tokens: cutting it would drop its claim_done. Raise max_length to at "
-                             f"least {len(ids)} or leave that task out")
+            raise ValueError(
+                f"SFT max_length={max_length} is shorter than the {_field(trajectory, 'harness')} teacher "
+                f"trajectory of {_field(trajectory, 'task_id')} (seed {_field(trajectory, 'seed')}), which "
+                f"needs {len(ids)} tokens: cutting it would drop its claim_done. Raise max_length to at "
+                f"least {len(ids)} or leave that task out"
+            )
         rows.append({"input_ids": ids, "assistant_masks": mask})
     return Dataset.from_list(rows), report
 
@@ -238,16 +320,29 @@ def sft_args(config: SFTRunConfig):
     on_cpu = not torch.cuda.is_available()
     return SFTConfig(
         # Rows come tokenised with their assistant masks (ChatFormat), so TRL neither renders nor truncates them.
-        output_dir=config.output_dir, assistant_only_loss=False, max_length=None,
-        num_train_epochs=config.num_train_epochs, max_steps=config.max_steps, learning_rate=config.learning_rate,
-        lr_scheduler_type=config.lr_scheduler_type, warmup_steps=config.warmup_steps,
-        weight_decay=config.weight_decay, per_device_train_batch_size=config.per_device_train_batch_size,
-        gradient_accumulation_steps=config.gradient_accumulation_steps, logging_steps=1, save_strategy="no",
+        output_dir=config.output_dir,
+        assistant_only_loss=False,
+        max_length=None,
+        num_train_epochs=config.num_train_epochs,
+        max_steps=config.max_steps,
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler_type,
+        warmup_steps=config.warmup_steps,
+        weight_decay=config.weight_decay,
+        per_device_train_batch_size=config.per_device_train_batch_size,
+        gradient_accumulation_steps=config.gradient_accumulation_steps,
+        logging_steps=1,
+        save_strategy="no",
         # The bar is train.monitoring's (a widget in notebooks), so transformers' own is off.
-        report_to=config.report_to, project="progagent", disable_tqdm=True,
-        seed=config.seed, use_cpu=on_cpu, bf16=check_bf16(config.bf16, "SFTRunConfig.bf16"),
+        report_to=config.report_to,
+        project="progagent",
+        disable_tqdm=True,
+        seed=config.seed,
+        use_cpu=on_cpu,
+        bf16=check_bf16(config.bf16, "SFTRunConfig.bf16"),
         # TRL turns checkpointing on by default (under its old name); on CPU with a tiny model it only costs time.
-        activation_checkpointing=config.gradient_checkpointing, dataset_num_proc=None,
+        activation_checkpointing=config.gradient_checkpointing,
+        dataset_num_proc=None,
     )
 
 
@@ -266,33 +361,50 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
     if is_main():
         (output_dir / "sft_config.json").write_text(json.dumps(asdict(config), indent=2))
     config.validate_tasks()
-    check_bf16(config.bf16, "SFTRunConfig.bf16")   # before any compute
+    check_bf16(config.bf16, "SFTRunConfig.bf16")  # before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
     model, tokenizer = initial_model(config, output_dir)
     chat = ChatFormat(tokenizer, model_name=config.model)
     if trajectories is None and config.trajectories:
         trajectories = load_trajectories(config.trajectories)
-    elif trajectories is None:   # played once, on the main rank, and written once; every rank trains on them
+    elif trajectories is None:  # played once, on the main rank, and written once; every rank trains on them
         trajectories = on_main(_play_teacher, config, tasks, output_dir / "teacher.jsonl")
     wanted = {t.id for t in tasks}
-    trajectories = [t for t in trajectories if _field(t, "task_id") in wanted and _field(t, "harness") in config.harnesses]
+    trajectories = [
+        t for t in trajectories if _field(t, "task_id") in wanted and _field(t, "harness") in config.harnesses
+    ]
     # Before any compute: the template renders a teacher episode the same whole and turn by turn.
     for harness in config.harnesses:
         sample = next((t for t in trajectories if _field(t, "harness") == harness), None)
         if sample is not None:
             chat.check_conversation(_field(sample, "messages"), _field(sample, "tools"))
-    selection = {"min_score": config.min_score, "task_ids": sorted(wanted), "harnesses": config.harnesses,
-                 "per_harness": None if preselected else config.per_harness}
+    selection = {
+        "min_score": config.min_score,
+        "task_ids": sorted(wanted),
+        "harnesses": config.harnesses,
+        "per_harness": None if preselected else config.per_harness,
+    }
     dataset, report = build_sft_dataset(trajectories, chat, max_length=config.max_length, **selection)
     peft_config = None
     if config.lora is not None:
         from peft import LoraConfig
 
-        peft_config = LoraConfig(r=config.lora.r, lora_alpha=config.lora.alpha, lora_dropout=config.lora.dropout,
-                                 target_modules=config.lora.target_modules, task_type="CAUSAL_LM")
-    trainer = SFTTrainer(model=model, args=sft_args(config), train_dataset=dataset, processing_class=tokenizer,
-                         peft_config=peft_config, callbacks=[training_progress("SFT")])
-    with lm_head_tile(config.logit_chunk_tokens):   # every forward and backward of the run
+        peft_config = LoraConfig(
+            r=config.lora.r,
+            lora_alpha=config.lora.alpha,
+            lora_dropout=config.lora.dropout,
+            target_modules=config.lora.target_modules,
+            task_type="CAUSAL_LM",
+        )
+    trainer = SFTTrainer(
+        model=model,
+        args=sft_args(config),
+        train_dataset=dataset,
+        processing_class=tokenizer,
+        peft_config=peft_config,
+        callbacks=[training_progress("SFT")],
+    )
+    with lm_head_tile(config.logit_chunk_tokens):  # every forward and backward of the run
         result = trainer.train()
     # The whole weights, gathered from every rank (ZeRO-3, FSDP), LoRA merged on them; every rank waits for the folder.
     final = save_final(trainer.model_wrapped, tokenizer, output_dir / "final", accelerator=trainer.accelerator)
@@ -300,11 +412,17 @@ def run_sft(config: SFTRunConfig, trajectories: list[Any] | None = None, *, pres
     if is_main():
         (output_dir / "log_history.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in logs))
     losses = [entry["loss"] for entry in logs]
-    summary = {"final_model": str(final), "dataset": asdict(report), "steps": trainer.state.global_step,
-               "first_loss": losses[0] if losses else None, "last_loss": losses[-1] if losses else None,
-               "train_seconds": result.metrics.get("train_runtime"), "chat_format": chat.describe(),
-               "tokens": sum(len(r) for r in dataset["input_ids"]),
-               "trained_tokens": sum(sum(m) for m in dataset["assistant_masks"])}
+    summary = {
+        "final_model": str(final),
+        "dataset": asdict(report),
+        "steps": trainer.state.global_step,
+        "first_loss": losses[0] if losses else None,
+        "last_loss": losses[-1] if losses else None,
+        "train_seconds": result.metrics.get("train_runtime"),
+        "chat_format": chat.describe(),
+        "tokens": sum(len(r) for r in dataset["input_ids"]),
+        "trained_tokens": sum(sum(m) for m in dataset["assistant_masks"]),
+    }
     if is_main():
         (output_dir / "sft_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
@@ -328,4 +446,3 @@ def initial_model(config: SFTRunConfig, output_dir: Path) -> tuple[Any, Any]:
 def _play_teacher(config: SFTRunConfig, tasks: list[Any], path: Path) -> list[Any]:
     path.unlink(missing_ok=True)
     return teacher_trajectories(config, tasks, save_to=path)
-

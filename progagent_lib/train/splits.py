@@ -12,6 +12,7 @@ A trained (task, parameters, seed) never lands in a held-out split: `make_splits
 `first_seed` up, skipping every trained seed of the task, and `check_disjoint` proves the result against the
 training instances (it runs on every split set that `make_splits` returns).
 """
+
 from __future__ import annotations
 
 import json
@@ -33,17 +34,24 @@ class SplitError(ConfigError):
 class SplitConfig:
     """How many held-out instances each split gets. Every field is validated in `__post_init__`."""
 
-    seeds_per_task: int = field(default=1, metadata={
-        "help": "(a) instances per trained task (same parameters as a trained instance)."})
-    params_per_task: int = field(default=1, metadata={
-        "help": "(b) instances per trained task (parameters no trained instance drew)."})
-    max_trained_tasks: int | None = field(default=None, metadata={
-        "help": "(a) and (b) on at most this many trained tasks, taken round-robin over their domains (None: every "
-                "trained task)."})
+    seeds_per_task: int = field(
+        default=1, metadata={"help": "(a) instances per trained task (same parameters as a trained instance)."}
+    )
+    params_per_task: int = field(
+        default=1, metadata={"help": "(b) instances per trained task (parameters no trained instance drew)."}
+    )
+    max_trained_tasks: int | None = field(
+        default=None,
+        metadata={
+            "help": "(a) and (b) on at most this many trained tasks, taken round-robin over their domains (None: every "
+            "trained task)."
+        },
+    )
     held_out_tasks: list[str] = field(default_factory=list, metadata={"help": "(c) task ids never trained on."})
     seeds_per_held_out_task: int = field(default=1, metadata={"help": "(c) instances per held-out task."})
-    first_seed: int = field(default=1000, metadata={
-        "help": "Held-out seeds are drawn from here up (training uses low seeds)."})
+    first_seed: int = field(
+        default=1000, metadata={"help": "Held-out seeds are drawn from here up (training uses low seeds)."}
+    )
     search: int = field(default=400, metadata={"help": "Seeds tried per task before a split is declared impossible."})
     scale: str = field(default="v0", metadata={"help": "The scale (v0..v3) every held-out instance is played at."})
 
@@ -52,7 +60,9 @@ class SplitConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise SplitError(f"splits.{name}={value!r}: must be an integer >= 0")
-        if self.max_trained_tasks is not None and (not isinstance(self.max_trained_tasks, int) or self.max_trained_tasks < 1):
+        if self.max_trained_tasks is not None and (
+            not isinstance(self.max_trained_tasks, int) or self.max_trained_tasks < 1
+        ):
             raise SplitError(f"splits.max_trained_tasks={self.max_trained_tasks!r}: must be an integer >= 1 or null")
         if not isinstance(self.search, int) or self.search < 1:
             raise SplitError(f"splits.search={self.search!r}: must be an integer >= 1")
@@ -72,7 +82,7 @@ class Instance:
     scale: str
     seed: int
     split: str
-    params: str = "{}"               # the instance's parameters as canonical JSON (what the split was decided on)
+    params: str = "{}"  # the instance's parameters as canonical JSON (what the split was decided on)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -111,8 +121,10 @@ def make_splits(tasks_by_id: dict[str, Any], trained: TrainedInstances, config: 
         raise SplitError(f"unknown task id(s) {unknown}: not in the pool")
     both = sorted(set(config.held_out_tasks) & set(trained.task_ids))
     if both:
-        raise SplitError(f"held-out task(s) {both} are also trained on: split (c) holds only tasks never trained "
-                         "(remove them from splits.held_out_tasks or from the training tasks)")
+        raise SplitError(
+            f"held-out task(s) {both} are also trained on: split (c) holds only tasks never trained "
+            "(remove them from splits.held_out_tasks or from the training tasks)"
+        )
     instances: list[Instance] = []
     for task_id in spread_over_domains(trained.task_ids, config.max_trained_tasks):
         task = tasks_by_id[task_id]
@@ -130,18 +142,26 @@ def make_splits(tasks_by_id: dict[str, Any], trained: TrainedInstances, config: 
                 break
         for split in ("seeds", "params"):
             if len(found[split]) < want[split]:
-                what = ("drew a trained instance's parameters again" if split == "seeds"
-                        else "drew parameters no trained instance had")
-                raise SplitError(f"split {SPLIT_LABELS[split]}: on {task_id}, only {len(found[split])} of seeds "
-                                 f"{config.first_seed}-{config.first_seed + config.search - 1} {what} (wanted "
-                                 f"{want[split]}); raise splits.search or lower splits.{'seeds' if split == 'seeds' else 'params'}_per_task")
+                what = (
+                    "drew a trained instance's parameters again"
+                    if split == "seeds"
+                    else "drew parameters no trained instance had"
+                )
+                raise SplitError(
+                    f"split {SPLIT_LABELS[split]}: on {task_id}, only {len(found[split])} of seeds "
+                    f"{config.first_seed}-{config.first_seed + config.search - 1} {what} (wanted "
+                    f"{want[split]}); raise splits.search or lower splits.{'seeds' if split == 'seeds' else 'params'}_per_task"
+                )
             instances += found[split]
     for task_id in config.held_out_tasks:
         task = tasks_by_id[task_id]
         for seed in range(config.first_seed, config.first_seed + config.seeds_per_held_out_task):
             instances.append(Instance(task_id, config.scale, seed, "tasks", params_key(task.params_for(seed))))
-    for split, wanted in (("seeds", config.seeds_per_task), ("params", config.params_per_task),
-                          ("tasks", config.seeds_per_held_out_task * bool(config.held_out_tasks))):
+    for split, wanted in (
+        ("seeds", config.seeds_per_task),
+        ("params", config.params_per_task),
+        ("tasks", config.seeds_per_held_out_task * bool(config.held_out_tasks)),
+    ):
         if wanted and not any(i.split == split for i in instances):
             raise SplitError(f"split {SPLIT_LABELS[split]} has no instance")
     order = {s: i for i, s in enumerate(SPLITS)}
@@ -164,7 +184,9 @@ def check_disjoint(instances: list[Instance], tasks_by_id: dict[str, Any], train
             raise SplitError(f"{where}: the task is not trained on (it belongs in split (c))")
         if inst.seed in seeds:
             raise SplitError(f"{where}: the seed is a training seed")
-        same = params_key(tasks_by_id[inst.task_id].params_for(inst.seed)) in trained_params(tasks_by_id[inst.task_id], seeds)
+        same = params_key(tasks_by_id[inst.task_id].params_for(inst.seed)) in trained_params(
+            tasks_by_id[inst.task_id], seeds
+        )
         if inst.split == "params" and same:
             raise SplitError(f"{where}: its parameters are a trained instance's")
         if inst.split == "seeds" and not same:
@@ -188,5 +210,17 @@ def domains(task_ids: Iterable[str]) -> set[str]:
     return {t.split("/")[0] for t in task_ids}
 
 
-__all__ = ["SPLITS", "SPLIT_LABELS", "Instance", "SplitConfig", "SplitError", "TrainedInstances", "check_disjoint",
-           "domains", "make_splits", "params_key", "spread_over_domains", "trained_params"]
+__all__ = [
+    "SPLITS",
+    "SPLIT_LABELS",
+    "Instance",
+    "SplitConfig",
+    "SplitError",
+    "TrainedInstances",
+    "check_disjoint",
+    "domains",
+    "make_splits",
+    "params_key",
+    "spread_over_domains",
+    "trained_params",
+]

@@ -11,10 +11,9 @@ from progagent_lib.benchmarks import (SUITES, BenchmarkError, GroundTruthPolicy,
 from progagent_lib.benchmarks.base import SuiteInfo  # noqa: E402
 from progagent_lib.benchmarks.run import CHECKER_RAISED  # noqa: E402
 from progagent_lib.harness import run_episode  # noqa: E402
-from progagent_lib.harness.session import ToolCall  # noqa: E402
 from progagent_lib.harness.summary import summarize  # noqa: E402
 from progagent_lib.harness.trajectory import read_jsonl  # noqa: E402
-from progagent_lib.harness.turn import PolicyTurn  # noqa: E402
+from progagent_lib.harness.turn import ToolCall, Turn  # noqa: E402
 from progagent_lib.task import ToolError  # noqa: E402
 
 
@@ -54,8 +53,8 @@ class Answer:
     name = "answer"
 
     def __init__(self, text: str, call: tuple[str, dict] | None = None):
-        self.turns = ([PolicyTurn(tool_calls=[ToolCall(*call)])] if call else []) + \
-            [PolicyTurn(tool_calls=[ToolCall("claim_done", {"action": text})])]
+        self.turns = ([Turn(tool_calls=[ToolCall(*call)])] if call else []) + \
+            [Turn(tool_calls=[ToolCall("claim_done", {"action": text})])]
 
     def act(self, messages, tools):
         return self.turns.pop(0)

@@ -14,9 +14,8 @@ from progagent_lib.benchmarks.bfcl import CHECKER, call_string, direct_verdict  
 from progagent_lib.benchmarks.ground_truth import GroundTruthEpisode  # noqa: E402
 from progagent_lib.harness import run_episode  # noqa: E402
 from progagent_lib.harness.episode import Limits  # noqa: E402
-from progagent_lib.harness.session import ToolCall  # noqa: E402
 from progagent_lib.harness.trajectory import read_jsonl  # noqa: E402
-from progagent_lib.harness.turn import PolicyTurn  # noqa: E402
+from progagent_lib.harness.turn import ToolCall, Turn  # noqa: E402
 from progagent_lib.task import Criterion, ToolError  # noqa: E402
 
 BASE_0 = "bfcl/base/multi_turn_base_0"          # 4 user turns over the file system (and Twitter)
@@ -59,7 +58,7 @@ class TwoUserTurnsTask(ExternalTask):
 @pytest.mark.parametrize("ends_turn", ["text", "claim_done"])
 def test_the_episode_appends_the_next_scripted_user_turn(ends_turn):
     # The model ends its first turn (a plain answer, or claim_done): the episode goes on with the user's next message.
-    end = PolicyTurn(text="done") if ends_turn == "text" else _calls(("claim_done", {"action": "done"}),
+    end = Turn(text="done") if ends_turn == "text" else _calls(("claim_done", {"action": "done"}),
                                                                       ("note", {"text": "not run"}))
     policy = Scripted([_calls(("note", {"text": "a"})), end, _calls(("note", {"text": "b"})),
                        _calls(("claim_done", {"action": "bye"}))])
@@ -106,15 +105,15 @@ class Scripted:
 
     name = "scripted"
 
-    def __init__(self, turns: list[PolicyTurn]):
+    def __init__(self, turns: list[Turn]):
         self.turns = list(turns)
 
     def act(self, messages, tools):
         return self.turns.pop(0)
 
 
-def _calls(*calls: tuple[str, dict]) -> PolicyTurn:
-    return PolicyTurn(tool_calls=[ToolCall(name, arguments) for name, arguments in calls])
+def _calls(*calls: tuple[str, dict]) -> Turn:
+    return Turn(tool_calls=[ToolCall(name, arguments) for name, arguments in calls])
 
 
 def test_a_wrong_call_sequence_fails_the_check(bench):
@@ -126,7 +125,7 @@ def test_a_wrong_call_sequence_fails_the_check(bench):
     assert wrong.reward == 0.0 and "instance_state_mismatch" in wrong.criteria[0]["detail"]
 
     # Answering the first turn in words only, then stopping early: BFCL's runner fails a conversation cut short.
-    words = run_episode(task, harness="dtc", policy=Scripted([PolicyTurn(text="I cannot do that.")] * 2 + [
+    words = run_episode(task, harness="dtc", policy=Scripted([Turn(text="I cannot do that.")] * 2 + [
         _calls(("claim_done", {"action": "bye"}))] * 2))
     assert words.reward == 0.0 and "empty_turn_model_response" in words.criteria[0]["detail"]
     assert [m["role"] for m in words.messages].count("user") == 4

@@ -8,8 +8,9 @@ import pytest
 
 pytest.importorskip("bfcl_eval")
 
+from progagent_lib.analysis.benchmark_figures import comparison_chart  # noqa: E402
 from progagent_lib.benchmarks import (FixedReferencePolicy, GroundTruthPolicy, compare_policies,  # noqa: E402
-                                      comparison_chart, comparison_table, load_suite)
+                                      comparison_table, load_suite)
 from progagent_lib.harness import Limits, run_episode  # noqa: E402
 from progagent_lib.stats import wilson_interval  # noqa: E402
 
@@ -48,7 +49,7 @@ def test_a_model_that_outgrows_its_context_is_truncated_not_errored(bench, tmp_p
     torch = pytest.importorskip("torch")
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
-    from progagent_lib.generation.models import train_tokenizer
+    from progagent_lib.generation.tiny_model import train_tokenizer
     from progagent_lib.harness.chat_format import ChatFormat
     from progagent_lib.generation import GeneratorConfig, make_generator
     from progagent_lib.policy.chat import ChatPolicy
@@ -75,7 +76,7 @@ def test_a_saved_checkpoint_plays_the_suite_as_a_row(bench, tmp_path):
     """`checkpoint_policy` (what notebook 09 builds for each stage's checkpoint) on a tiny model saved to a folder:
     one row of the table, under both harnesses, within the given budgets."""
     pytest.importorskip("torch")
-    from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+    from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
     from progagent_lib.train.evaluate import EvalConfig, checkpoint_policy
 
     task = bench.select(limit=1)[0]
@@ -119,7 +120,7 @@ def test_a_chat_policy_over_a_server_generates_for_several_episodes_at_once():
 
     from transformers import AutoTokenizer
 
-    from progagent_lib.generation.models import resolve_model_source
+    from progagent_lib.generation.sources import resolve_model_source
     from progagent_lib.generation.turns import TurnOutput
     from progagent_lib.harness.chat_format import ChatFormat
     from progagent_lib.policy.chat import ChatPolicy

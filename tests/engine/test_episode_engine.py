@@ -14,7 +14,8 @@ from progagent_lib import load_task
 from progagent_lib.harness import Limits, run_episode
 from progagent_lib.harness.chat_format import ChatFormat, ChatFormatError
 from progagent_lib.policy import OracleTeacher
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model, qwen3_chat_template
+from progagent_lib.generation.chat_templates import qwen3_chat_template
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 from progagent_lib.generation import ReplayTurns
 from progagent_lib.train.rollout import RolloutSpec, run_token_episodes
 

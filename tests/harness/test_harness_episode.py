@@ -2,9 +2,10 @@
 import json
 
 import pytest
+from IPython.core.formatters import DisplayFormatter
 
 from progagent_lib.harness import Limits, analyze_program, read_jsonl, run_episode, write_jsonl
-from progagent_lib.harness.view import trajectory_html
+from progagent_lib.harness.view import show_in_notebooks, trajectory_html
 from progagent_lib.policy import OracleTeacher, ReplayPolicy
 
 SCALES = ("v0", "v1", "v2", "v3")
@@ -136,7 +137,8 @@ def test_html_view_shows_turns_code_and_sizes(teacher_runs):
     assert page.count("<details>") >= 5 and "Turn 3" in page
     assert "tool-output tokens" in page and f"{t.calls[0].observation_tokens} tokens" in page
     assert "<span" in page and "solve" in page  # highlighted code
-    assert t._repr_html_() == page
+    formatter = DisplayFormatter()   # IPython's: what a notebook shows for a Trajectory
+    assert show_in_notebooks(formatter) and formatter.format(t)[0]["text/html"] == page
 
 
 def test_system_prompt_can_be_replaced_from_a_file(restock_task, tmp_path):

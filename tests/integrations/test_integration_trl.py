@@ -192,7 +192,7 @@ def test_grpo_trainer_two_steps_rewards_are_verifier_verdicts(tasks, tmp_path, n
     from transformers import TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    from progagent_lib.generation.models import load_model
+    from progagent_lib.generation.sources import load_model
 
     monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
     model, tokenizer = load_model("smollm2")

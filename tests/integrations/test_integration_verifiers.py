@@ -286,12 +286,11 @@ BAD_INPUT = textwrap.dedent(r'''
     # a tool called after the episode ended
     data = ve.make_data({"task": "retail/restock_orders", "scale": "v0", "seed": 0}, tasks_dir=tasks_dir)
     episode = ve.open_episode(data)
-    from progagent_lib.harness.session import ToolCall
-    from progagent_lib.harness.turn import PolicyTurn
-    episode.add_turn(PolicyTurn(tool_calls=[ToolCall("programmatic_tool_call", {"code": "print(1)"})]))
+    from progagent_lib.harness.turn import ToolCall, Turn
+    episode.add_turn(Turn(tool_calls=[ToolCall("programmatic_tool_call", {"code": "print(1)"})]))
     out["live"] = leftovers()
-    episode.add_turn(PolicyTurn(tool_calls=[ToolCall("claim_done", {"action": "done"})]))
-    out["after_end"] = error_of(lambda: episode.add_turn(PolicyTurn(tool_calls=[ToolCall("terminal", {"command": "ls"})])))
+    episode.add_turn(Turn(tool_calls=[ToolCall("claim_done", {"action": "done"})]))
+    out["after_end"] = error_of(lambda: episode.add_turn(Turn(tool_calls=[ToolCall("terminal", {"command": "ls"})])))
     trajectory = episode.to_trajectory()
     out["ended_reward"] = trajectory.reward
     out["after_ended_episode"] = leftovers()

@@ -23,7 +23,7 @@ import pytest
 
 from progagent_lib import load_task
 from progagent_lib.generation import TurnOutput
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 from progagent_lib.harness import read_jsonl
 from progagent_lib.harness.chat_format import ChatFormat
 from progagent_lib.harness.episode import Episode, run_episode
@@ -317,10 +317,9 @@ def test_a_full_or_absent_server_is_skipped_and_none_left_is_an_error_naming_the
 @pytest.mark.parametrize("error_mode", ["is_error", "off"])
 def test_the_configs_error_mode_is_the_servers(servers, token_file, task, error_mode):
     """A failing tool under the paper's isError ablation ("off") comes back as a plain result, remotely as here."""
-    from progagent_lib.harness.session import ToolCall
-    from progagent_lib.harness.turn import PolicyTurn
+    from progagent_lib.harness.turn import ToolCall, Turn
 
-    turn = PolicyTurn(tool_calls=[ToolCall("cancel_purchase_order", {"order_id": 987654})])
+    turn = Turn(tool_calls=[ToolCall("cancel_purchase_order", {"order_id": 987654})])
     host = EnvServers([servers[1][0]], token_file.read_text().strip())
     played = []
     for env_host in (None, host):

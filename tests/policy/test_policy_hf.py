@@ -15,7 +15,7 @@ def tiny(restock_task):
     from transformers import Qwen3Config, Qwen3ForCausalLM
 
     from progagent_lib.harness.spec import PROMPTS
-    from progagent_lib.generation.models import train_tokenizer
+    from progagent_lib.generation.tiny_model import train_tokenizer
 
     # A byte-level BPE with Qwen3's special tokens and chat template, trained here on a few of our texts.
     texts = [p.read_text() for p in PROMPTS.glob("*.md")] + [restock_task.prompt, str(restock_task.tool_schemas())] * 3

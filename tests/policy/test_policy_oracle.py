@@ -3,8 +3,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from progagent_lib import load_task
 from progagent_lib.policy import OracleTeacher, PolicyError, make_policy
 from progagent_lib.policy.oracle import inspection_program, oracle_program
+from progagent_lib.policy.switches import near_miss_switches
+from progagent_lib.task import find_task_dirs
+
+from conftest import TASKS_DIR
 
 
 def test_oracle_program_inlines_the_kit_and_compiles(restock_task):
@@ -158,3 +163,44 @@ def test_teacher_programs_are_smaller_than_the_sources_and_the_bench_runs(repo, 
     spec.loader.exec_module(bench)
     assert bench.main(["--tasks", str(repo / "tasks"), "--quick"]) == 0
     assert "ptc    largest program turn over 5 tasks (bytes)" in capsys.readouterr().out
+
+
+def test_a_near_miss_switch_is_folded_out_of_the_teachers_program(tmp_path):
+    """The oracle's switch for its near miss (`flip`) is a test fixture: the teacher writes the oracle with the switch
+    at its default, folded away, and statements that never read it keep their author's text."""
+    (tmp_path / "near_miss.py").write_text("flip = {'honour_hold': False, 'strict': False}\n")
+    (tmp_path / "oracle.py").write_text('''def solve(tools, limit, honour_hold=True, *, strict=True) -> str:
+    held = ["a"]  # kept as written
+    out = []
+    for item in tools.items():
+        if honour_hold and item in held:
+            continue
+        if item > limit or (item == limit and not strict):
+            out.append(item)
+    label = "strict" if strict else "loose"
+    if not honour_hold:
+        out.append("held")
+    return label + ",".join(out)
+''')
+    code = oracle_program(SimpleNamespace(root=tmp_path))
+    assert "honour_hold" not in code and "strict=" not in code and "def solve(tools, limit) -> str:" in code
+    assert "    held = ['a']\n" in code and "if item in held:" in code and "if item > limit:" in code
+    assert "label = 'strict'" in code and "append('held')" not in code
+    namespace = {}
+    exec(compile(code, "oracle", "exec"), namespace)
+    assert namespace["solve"](SimpleNamespace(items=lambda: ["a", "b", "c"]), "b") == "strictc"
+
+
+@pytest.mark.parametrize("task_dir", [p for p in find_task_dirs(TASKS_DIR) if near_miss_switches(p)],
+                         ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_the_teachers_program_solves_every_task_with_its_switches_folded(task_dir):
+    task = load_task(task_dir)
+    code = oracle_program(task)
+    assert not {name for name in near_miss_switches(task_dir) if name in code}
+    namespace = {}
+    exec(compile(code, "oracle", "exec"), namespace)
+    env = task.instantiate("v0", 0)
+    try:
+        assert env.verify(namespace["solve"](env.tools, **env.params)).reward == 1.0
+    finally:
+        env.close()

@@ -1,13 +1,15 @@
-"""The layer order of shared/DESIGN.md §1, checked on the import graph of progagent_lib (built with `ast`, lazy
-imports inside functions included, `if TYPE_CHECKING:` blocks left out):
+"""The layer order of shared/DESIGN.md §1, checked on the import graph of progagent_lib, built with `ast` from every
+import statement: at module level, lazy ones inside functions, and those under `if TYPE_CHECKING:` (a module that needs
+another's names only for its annotations still depends on it):
 
     ground (errors, textsafe, stats, cache, pyast) <- task, config <- runtime <- harness
         <- generation floor: generation (model sources, the generator interface and its implementations, make_generator)
                              <- policy (chat adapters over a generator, the teacher, baselines), engine (the vLLM process)
-        <- train, synthesis, analysis, integrations <- command lines (cli.py, *_cli.py)
+        <- train, synthesis, integrations, benchmarks <- analysis (tables and figures of what those produce)
+        <- command lines (cli.py, *_cli.py)
 
 No module imports a higher layer (KNOWN_UPWARD lists allowed exceptions: none are left; a new upward import fails), and
-no modules import each other in a circle."""
+no modules import each other in a circle, however lazily."""
 from __future__ import annotations
 
 import ast
@@ -16,9 +18,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2] / "progagent_lib"
 LAYERS = {"errors": 0, "textsafe": 0, "stats": 0, "cache": 0, "pyast": 0, "task": 1, "config": 1, "runtime": 2, "harness": 3,
-          "generation": 4, "policy": 5, "engine": 5, "train": 6, "synthesis": 6, "analysis": 6, "integrations": 6,
-          "benchmarks": 6}
-TOP = 7   # command lines sit on top of everything
+          "generation": 4, "policy": 5, "engine": 5, "train": 6, "synthesis": 6, "integrations": 6, "benchmarks": 6,
+          "analysis": 7}
+TOP = 8   # command lines sit on top of everything
 KNOWN_UPWARD: set[tuple[str, str]] = set()   # was 5 edges (engine and policy into train, harness.batch into policy)
 
 
@@ -34,12 +36,21 @@ def layer(module: str) -> int | None:
     return LAYERS.get(parts[1]) if len(parts) > 1 else None
 
 
-def _type_checking_nodes(tree: ast.AST) -> set[int]:
-    skipped = set()
+def imported_names(tree: ast.AST, package: str) -> list[str]:
+    """Every name an import statement anywhere in `tree` reaches (module level, inside functions, under
+    TYPE_CHECKING), absolute; `package` resolves relative imports. `from a import b` gives both `a` and `a.b`."""
+    targets: list[str] = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped |= {id(n) for child in node.body for n in ast.walk(child)}
-    return skipped
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+                stem = ".".join(base + ([node.module] if node.module else []))
+            else:
+                stem = node.module or ""
+            targets += ([stem] if node.module is not None else []) + [f"{stem}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Import):
+            targets += [a.name for a in node.names]
+    return targets
 
 
 def import_graph() -> dict[str, set[str]]:
@@ -55,26 +66,10 @@ def import_graph() -> dict[str, set[str]]:
     for path in files:
         module = module_name(path)
         package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-        tree = ast.parse(path.read_text())
-        skipped = _type_checking_nodes(tree)
-        for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
-            targets: list[str] = []
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    stem = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    stem = node.module or ""
-                targets = [f"{stem}.{a.name}" for a in node.names] if node.module is None else [stem]
-                targets += [f"{stem}.{a.name}" for a in node.names if node.module is not None]
-            elif isinstance(node, ast.Import):
-                targets = [a.name for a in node.names]
-            for target in targets:
-                resolved = resolve(target) if target.startswith("progagent_lib") else None
-                if resolved and resolved != module and resolved != "progagent_lib":
-                    graph[module].add(resolved)
+        for target in imported_names(ast.parse(path.read_text()), package):
+            resolved = resolve(target) if target.startswith("progagent_lib") else None
+            if resolved and resolved != module and resolved != "progagent_lib":
+                graph[module].add(resolved)
     return graph
 
 
@@ -138,3 +133,16 @@ def test_the_checks_can_fail():
     graph = {"progagent_lib.task.a": {"progagent_lib.train.b"}, "progagent_lib.train.b": {"progagent_lib.task.a"}}
     assert upward(graph) == {("progagent_lib.task.a", "progagent_lib.train.b")}
     assert cycles(graph) == [["progagent_lib.task.a", "progagent_lib.train.b"]]
+    a, b, c = (f"progagent_lib.harness.{name}" for name in "abc")
+    assert cycles({a: {b}, b: {c}, c: {a}}) == [[a, b, c]]   # a circle through three modules
+    assert upward({"progagent_lib.benchmarks.a": {"progagent_lib.analysis.b"}}) == \
+        {("progagent_lib.benchmarks.a", "progagent_lib.analysis.b")}
+
+
+def test_lazy_and_type_checking_imports_count():
+    source = ("from typing import TYPE_CHECKING\nfrom .trajectory import Trajectory\n"
+              "if TYPE_CHECKING:\n    from .view import Page\n"
+              "def show(t):\n    from ..analysis.style import harness_color\n    import progagent_lib.train.gspo\n")
+    names = imported_names(ast.parse(source), "progagent_lib.harness")
+    assert {"progagent_lib.harness.trajectory", "progagent_lib.harness.view", "progagent_lib.analysis.style",
+            "progagent_lib.train.gspo"} <= set(names)

@@ -159,9 +159,9 @@ class SometimesGivesUp:
 
 class GiveUp:
     def act(self, messages, tools):
-        from progagent_lib.policy import PolicyTurn
+        from progagent_lib.policy import Turn
 
-        return PolicyTurn(text="I cannot do this.", tool_calls=[])
+        return Turn(text="I cannot do this.", tool_calls=[])
 
 
 def test_difficulty_filter_keeps_only_tasks_in_range(tmp_path, restock_task):

@@ -24,7 +24,7 @@ PIPELINE_CONFIGS = ["cpu-smoke", "cpu-study", "cpu-dtc", "cpu-cross", "cpu-fast"
 def chat():
     from transformers import AutoTokenizer
 
-    from progagent_lib.generation.models import resolve_model_source
+    from progagent_lib.generation.sources import resolve_model_source
 
     return ChatFormat(AutoTokenizer.from_pretrained(resolve_model_source("smollm2")), model_name="smollm2")
 
@@ -41,7 +41,7 @@ def test_the_teacher_finishes_under_every_shipped_config(chat, name, harness, tm
     if harness not in config.rl_harnesses + config.eval_harnesses:
         pytest.skip(f"{name} neither trains nor evaluates {harness}")
     if config.model == "tiny":  # a from-scratch model: its own tokenizer, trained on the pool
-        from progagent_lib.generation.models import build_tiny_model
+        from progagent_lib.generation.tiny_model import build_tiny_model
 
         chat = ChatFormat(build_tiny_model(REPO / "tasks", config.sft.tiny)[1], model_name="tiny")
     recipe = Recipe(config, tmp_path)

@@ -16,7 +16,7 @@ from progagent_lib.analysis.profiles import (BenchmarkSettings, ComparisonSettin
 from progagent_lib.config import LR_SCHEDULERS, ConfigError, load_config
 from progagent_lib.train.evaluate import EvalConfig
 from progagent_lib.train.gspo import GSPORunConfig, LoraSettings
-from progagent_lib.generation.models import TinyModelConfig
+from progagent_lib.generation.tiny_model import TinyModelConfig
 from progagent_lib.train.pipeline import PipelineConfig
 from progagent_lib.train.sft import SFTRunConfig
 from progagent_lib.train.splits import SplitConfig, SplitError

@@ -3,7 +3,7 @@ import json
 
 from progagent_lib.cli import main
 from progagent_lib.harness import read_jsonl
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 
 
 def test_train_eval_cli_writes_the_pass_rate_table(tmp_path, repo, monkeypatch, capsys):

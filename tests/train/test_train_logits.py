@@ -10,7 +10,8 @@ SmolLM2's)."""
 import pytest
 import torch
 
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model, load_model
+from progagent_lib.generation.sources import load_model
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 from progagent_lib.train import gspo as gspo_module
 from progagent_lib.train.gspo import GSPORunConfig, grpo_args, run_gspo
 from progagent_lib.train.logits import lm_head_tile, trl_tile_tokens

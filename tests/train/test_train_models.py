@@ -2,8 +2,11 @@
 sources (the registered smollm2 converted from its GGUF file, GGUF paths, chat-template choice, errors)."""
 import torch
 
-from progagent_lib.generation.models import (MARKUP_TOKENS, PAD_TOKEN, TinyModelConfig, build_tiny_model, control_tokens, load_model,
-                                        qwen3_chat_template, save_model)
+from progagent_lib.generation.chat_templates import qwen3_chat_template
+from progagent_lib.generation.model_folder import save_model
+from progagent_lib.generation.sources import load_model
+from progagent_lib.generation.tiny_model import (MARKUP_TOKENS, PAD_TOKEN, TinyModelConfig, build_tiny_model,
+                                                 control_tokens)
 
 
 def test_tiny_model_round_trip(tmp_path, repo):
@@ -59,7 +62,7 @@ import pytest as _pytest
 def smollm2(tmp_path_factory):
     """Converts the shipped GGUF into a fresh cache, so the conversion itself is tested; ~30 s once."""
     _pytest.importorskip("gguf")
-    from progagent_lib.generation.models import REGISTERED_MODELS, resolve_model_source
+    from progagent_lib.generation.sources import REGISTERED_MODELS, resolve_model_source
 
     try:
         REGISTERED_MODELS["smollm2"].gguf_path()
@@ -81,7 +84,9 @@ def smollm2(tmp_path_factory):
 def test_smollm2_converts_once_into_a_plain_folder_with_its_template_recorded(smollm2):
     from pathlib import Path
 
-    from progagent_lib.generation.models import model_metadata, qwen3_chat_template, resolve_model_source
+    from progagent_lib.generation.chat_templates import qwen3_chat_template
+    from progagent_lib.generation.model_folder import model_metadata
+    from progagent_lib.generation.sources import resolve_model_source
 
     folder = Path(smollm2)
     assert folder.parent == Path(_os.environ["PROGAGENT_CACHE"]).resolve() / "models" and folder.name.startswith("smollm2-")
@@ -105,7 +110,7 @@ def test_converted_weights_are_the_gguf_weights(smollm2):
     import torch
     from transformers import AutoModelForCausalLM
 
-    from progagent_lib.generation.models import REGISTERED_MODELS, load_model
+    from progagent_lib.generation.sources import REGISTERED_MODELS, load_model
 
     gguf = REGISTERED_MODELS["smollm2"].gguf_path()
     direct = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
@@ -119,7 +124,8 @@ def test_smollm2_renders_tools_and_generates_until_end_of_turn(smollm2):
     import torch
     from trl.chat_template_utils import get_training_chat_template
 
-    from progagent_lib.generation.models import end_of_turn_token, load_model
+    from progagent_lib.generation.chat_templates import end_of_turn_token
+    from progagent_lib.generation.sources import load_model
 
     model, tokenizer = load_model("smollm2")
     assert tokenizer.convert_tokens_to_ids(["<|im_start|>", "<|im_end|>"]) == [1, 2]
@@ -152,7 +158,8 @@ def test_hf_policy_takes_the_registered_name(smollm2):
 
 
 def test_unknown_names_and_files_that_are_not_gguf_are_refused_by_name(tmp_path):
-    from progagent_lib.generation.models import ModelSourceError, registered_models, resolve_model_source
+    from progagent_lib.errors import ModelSourceError
+    from progagent_lib.generation.sources import registered_models, resolve_model_source
 
     assert "smollm2" in registered_models() and registered_models()["smollm2"].license == "Apache-2.0"
     with _pytest.raises(ModelSourceError, match="unknown model 'smolm2'.*smollm2"):
@@ -174,7 +181,9 @@ def test_unknown_names_and_files_that_are_not_gguf_are_refused_by_name(tmp_path)
 
 
 def test_chat_template_is_chosen_explicitly_and_a_missing_one_is_named(tmp_path, repo):
-    from progagent_lib.generation.models import ModelSourceError, model_metadata, qwen3_chat_template
+    from progagent_lib.errors import ModelSourceError
+    from progagent_lib.generation.chat_templates import qwen3_chat_template
+    from progagent_lib.generation.model_folder import model_metadata
 
     model, tokenizer = build_tiny_model(repo / "tasks", TinyModelConfig(vocab_size=600, num_hidden_layers=1),
                                         corpus=["a few words of text"] * 20)

@@ -39,11 +39,8 @@ def changed_share(start: str, final: str) -> float:
 def test_sft_from_a_bf16_checkpoint_moves_as_many_weights_as_from_its_fp32_copy(teacher, repo, tmp_path, monkeypatch):
     import torch
 
-    from progagent_lib.generation.models import (
-        TinyModelConfig,
-        build_tiny_model,
-        save_model,
-    )
+    from progagent_lib.generation.model_folder import save_model
+    from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
     from progagent_lib.train.sft import SFTRunConfig, run_sft
 
     monkeypatch.chdir(repo)

@@ -10,7 +10,7 @@ import pytest
 
 from progagent_lib.harness import Limits
 from progagent_lib.harness.chat_format import ChatFormat
-from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 from progagent_lib.generation import HFTurnGenerator, ReplayTurns, TurnOutput
 from progagent_lib.train.rollout import RolloutSpec, run_token_episode, run_token_episodes, teacher_scripts
 

@@ -52,7 +52,7 @@ def test_lora_is_merged_on_the_gathered_weights_and_tied_embeddings_stay_tied(tm
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM, Qwen3Config
 
-    from progagent_lib.generation.models import train_tokenizer
+    from progagent_lib.generation.tiny_model import train_tokenizer
     from progagent_lib.train.saving import save_final
 
     tokenizer = train_tokenizer(["select rows from the table where a < b"] * 8, 300)
@@ -183,7 +183,7 @@ def _fsdp2_case(out: Path, tokenizer, lora: bool) -> dict | None:
 
 
 def _worker(out: Path) -> None:
-    from progagent_lib.generation.models import train_tokenizer
+    from progagent_lib.generation.tiny_model import train_tokenizer
     from progagent_lib.train.ranks import is_main, partial_state
 
     partial_state()   # the gloo process group, as the pipeline makes it

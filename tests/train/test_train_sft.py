@@ -39,7 +39,7 @@ def teacher(restock_task):
 def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, teacher, tmp_path):
     from trl import SFTTrainer
 
-    from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+    from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
     from progagent_lib.train.sft import sft_args
 
     from progagent_lib.harness.chat_format import ChatFormat
@@ -67,7 +67,8 @@ def test_sft_on_teacher_trajectories_trains_only_assistant_tokens(restock_task, 
 def test_run_sft_with_lora_from_trajectory_files(teacher, tmp_path, repo, monkeypatch):
     from progagent_lib.harness.trajectory import write_jsonl
     from progagent_lib.train.gspo import LoraSettings
-    from progagent_lib.generation.models import TinyModelConfig, load_model
+    from progagent_lib.generation.sources import load_model
+    from progagent_lib.generation.tiny_model import TinyModelConfig
     from progagent_lib.train.sft import run_sft
 
     monkeypatch.chdir(repo)
@@ -87,7 +88,7 @@ def test_run_sft_with_lora_from_trajectory_files(teacher, tmp_path, repo, monkey
 
 def test_too_short_max_length_is_refused_with_the_length_needed(teacher):
     from progagent_lib.harness.chat_format import ChatFormat
-    from progagent_lib.generation.models import TinyModelConfig, build_tiny_model
+    from progagent_lib.generation.tiny_model import TinyModelConfig, build_tiny_model
 
     _, tokenizer = build_tiny_model("tasks", TinyModelConfig(vocab_size=1024, hidden_size=32, intermediate_size=64, head_dim=16))
     with pytest.raises(ValueError, match=r"max_length=512 .* needs \d+ tokens"):

@@ -9,7 +9,7 @@ from progagent_lib.policy import OracleTeacher
 @pytest.mark.slow
 def test_one_sft_step_then_one_gspo_step_on_smollm2(tmp_path, repo, monkeypatch, restock_task):
     from progagent_lib.train.gspo import GSPORunConfig, run_gspo
-    from progagent_lib.generation.models import model_metadata
+    from progagent_lib.generation.model_folder import model_metadata
     from progagent_lib.train.sft import SFTRunConfig, run_sft
 
     monkeypatch.chdir(repo)

@@ -15,6 +15,7 @@ The key is read from $VLLM_API_KEY, the same variable vLLM's own check reads: on
 the command line (which any local user can read from /proc). This file imports nothing from the project:
 it runs in the engine's environment, which has vLLM and not the workbench.
 """
+
 from __future__ import annotations
 
 import hmac
@@ -30,8 +31,10 @@ class RequireAPIKey:
     def __init__(self, app):
         key = os.environ.get(KEY_VARIABLE, "")
         if len(key) < 16:
-            raise RuntimeError(f"progagent_engine_auth: ${KEY_VARIABLE} must hold the server's API key (16 characters "
-                               "or more); start the server with `progagent engine serve`, which sets it")
+            raise RuntimeError(
+                f"progagent_engine_auth: ${KEY_VARIABLE} must hold the server's API key (16 characters "
+                "or more); start the server with `progagent engine serve`, which sets it"
+            )
         self.app = app
         self.expected = f"Bearer {key}".encode()
 
@@ -48,10 +51,21 @@ class RequireAPIKey:
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})  # policy violation, before the handshake
             return
-        status, error = (403, "Forbidden: the engine answers no web page (a request with an Origin header)") \
-            if from_a_page else (401, "Unauthorized: this engine needs its API key (Authorization: Bearer <key>)")
+        status, error = (
+            (403, "Forbidden: the engine answers no web page (a request with an Origin header)")
+            if from_a_page
+            else (401, "Unauthorized: this engine needs its API key (Authorization: Bearer <key>)")
+        )
         body = json.dumps({"error": error}).encode()
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"www-authenticate", b"Bearer"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})

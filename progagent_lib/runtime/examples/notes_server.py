@@ -9,6 +9,7 @@ of this project, so it behaves like a third-party server would.
 `legacy_lookup` imitates servers that report failure inside an ordinary result instead of setting
 `isError`, which is what the runtime's `detect` error mode is for.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -82,7 +83,9 @@ def legacy_lookup(key: str) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio")
+    parser.add_argument(
+        "--http", type=int, metavar="PORT", help="serve streamable HTTP on 127.0.0.1:PORT instead of stdio"
+    )
     args = parser.parse_args()
     if args.http:
         server.run("streamable-http", host="127.0.0.1", port=args.http)

@@ -13,6 +13,7 @@ import them on the host, where they run against a real bridge.
 - `tools_proxy.py`: the kernel's `tools` object; `output_guard.py`: the bound on what prints send;
 - `reaper.py`: reaps the kernel's children the host killed.
 """
+
 from pathlib import Path
 
 PACKAGE = "ptc_kernel_side"  # the name this package is imported under inside the sandbox
@@ -41,5 +42,7 @@ def call_code(module: str, function: str, *args: int | str | bool | None, result
     if not all(arg is None or isinstance(arg, (int, str, bool)) for arg in args):
         raise TypeError("kernel-side calls take ints, strings, booleans and None only")
     call = f"_ptc_call({', '.join(repr(arg) for arg in args)})"
-    return (f"from {PACKAGE}.{module} import {function} as _ptc_call\n"
-            f"{f'{result} = ' if result else ''}{call}\ndel _ptc_call\n")
+    return (
+        f"from {PACKAGE}.{module} import {function} as _ptc_call\n"
+        f"{f'{result} = ' if result else ''}{call}\ndel _ptc_call\n"
+    )

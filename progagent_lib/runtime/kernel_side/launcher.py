@@ -23,6 +23,7 @@ that reaps orphans), whose child, pid 2, becomes the program. Both relay the sig
 the sandbox if the host goes away. When pid 1 ends, the Linux kernel kills every process of the
 namespace.
 """
+
 import ctypes
 import json
 import os
@@ -76,7 +77,11 @@ def fail(step, detail=""):
 
 
 class RulesetAttr(ctypes.Structure):
-    _fields_ = [("handled_access_fs", ctypes.c_uint64), ("handled_access_net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+    _fields_ = [
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    ]
 
 
 class PathBeneathAttr(ctypes.Structure):
@@ -124,7 +129,9 @@ def drop_privileges(identity):
 
 
 def mount(source, target, fstype, flags, data=None):
-    encode = (lambda text: None if text is None else text.encode())
+    def encode(text):
+        return None if text is None else text.encode()
+
     if libc.mount(encode(source), encode(target), encode(fstype), flags, encode(data)) != 0:
         fail("mount", f"{source} -> {target} ({fstype}, flags {flags:#x})")
 
@@ -171,7 +178,13 @@ def build_view(view, read_paths, write_paths, hidden_paths=()):
             placed.append(path)
     for path in hidden_paths:
         if os.path.isdir(view + path):
-            mount("progagent-hidden", view + path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=4k,nr_inodes=1,mode=0755")
+            mount(
+                "progagent-hidden",
+                view + path,
+                "tmpfs",
+                MS_RDONLY | MS_NOSUID | MS_NODEV,
+                "size=4k,nr_inodes=1,mode=0755",
+            )
     os.chdir(view)
     machine = os.uname().machine
     if machine not in SYS_PIVOT_ROOT or libc.syscall(SYS_PIVOT_ROOT[machine], b".", b".") != 0:

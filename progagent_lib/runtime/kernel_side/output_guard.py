@@ -11,6 +11,7 @@ header of the program running *now*, so a thread started by program 1 would writ
 observation. Threads started by a program are tagged with its number; what a thread prints while another
 program runs (or none) is dropped, and the program that was running is told how much.
 """
+
 import contextlib
 import sys
 import threading
@@ -69,8 +70,10 @@ def install(limit, shell=None):
             dropped = state["seen"] - limit - len(tail)
             original(sys.stdout, f"\n[... {dropped} characters of output cut ...]\n" + tail)
         if state["stray"]:
-            original(sys.stdout, f"\n[{state['stray']} characters printed meanwhile by threads of earlier programs "
-                                 "were dropped]\n")
+            original(
+                sys.stdout,
+                f"\n[{state['stray']} characters printed meanwhile by threads of earlier programs were dropped]\n",
+            )
         state["seen"], state["tail"], state["tail_len"], state["stray"] = 0, [], 0, 0
         # Between two programs no thread is current: ipykernel gives the next request's parent header
         # to every write before `pre_run_cell` runs, so a thread's print in that gap would land in it.

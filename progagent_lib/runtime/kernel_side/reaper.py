@@ -3,6 +3,7 @@
 Runs inside the kernel (see `kernel_side/__init__.py`): killed children stay zombies, counted against
 the sandbox's process limit, until their parent waits for them.
 """
+
 import os
 
 

@@ -30,25 +30,71 @@ Two filters, stacked (a later filter can only add refusals):
   the process is covered. socketpair() stays allowed: it makes an unconnected pair, reaching
   nothing, and Python's asyncio and multiprocessing pipes rely on it.
 """
+
 import ctypes
 import platform
 
 # Per machine: AUDIT_ARCH and the numbers of the system calls the filters look at. Others: refuse to pretend.
 _SECCOMP_ARCH = {
-    "x86_64": {"arch": 0xC000003E, "seccomp": 317, "socket": 41, "clone": 56, "unshare": 272, "clone3": 435,
-               "io_uring": (425, 426, 427),
-               "crossing": {"add_key": 248, "request_key": 249, "keyctl": 250, "inotify_init": 253,
-                            "inotify_init1": 294, "inotify_add_watch": 254, "fanotify_init": 300, "fanotify_mark": 301,
-                            "name_to_handle_at": 303, "open_by_handle_at": 304, "perf_event_open": 298, "bpf": 321,
-                            "userfaultfd": 323, "syslog": 103, "ptrace": 101, "process_vm_readv": 310,
-                            "process_vm_writev": 311, "kcmp": 312, "pidfd_getfd": 438}},
-    "aarch64": {"arch": 0xC00000B7, "seccomp": 277, "socket": 198, "clone": 220, "unshare": 97, "clone3": 435,
-                "io_uring": (425, 426, 427),
-                "crossing": {"add_key": 217, "request_key": 218, "keyctl": 219, "inotify_init1": 26,
-                             "inotify_add_watch": 27, "fanotify_init": 262, "fanotify_mark": 263,
-                             "name_to_handle_at": 264, "open_by_handle_at": 265, "perf_event_open": 241, "bpf": 280,
-                             "userfaultfd": 282, "syslog": 116, "ptrace": 117, "process_vm_readv": 270,
-                             "process_vm_writev": 271, "kcmp": 272, "pidfd_getfd": 438}},
+    "x86_64": {
+        "arch": 0xC000003E,
+        "seccomp": 317,
+        "socket": 41,
+        "clone": 56,
+        "unshare": 272,
+        "clone3": 435,
+        "io_uring": (425, 426, 427),
+        "crossing": {
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+            "inotify_init": 253,
+            "inotify_init1": 294,
+            "inotify_add_watch": 254,
+            "fanotify_init": 300,
+            "fanotify_mark": 301,
+            "name_to_handle_at": 303,
+            "open_by_handle_at": 304,
+            "perf_event_open": 298,
+            "bpf": 321,
+            "userfaultfd": 323,
+            "syslog": 103,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "kcmp": 312,
+            "pidfd_getfd": 438,
+        },
+    },
+    "aarch64": {
+        "arch": 0xC00000B7,
+        "seccomp": 277,
+        "socket": 198,
+        "clone": 220,
+        "unshare": 97,
+        "clone3": 435,
+        "io_uring": (425, 426, 427),
+        "crossing": {
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+            "inotify_init1": 26,
+            "inotify_add_watch": 27,
+            "fanotify_init": 262,
+            "fanotify_mark": 263,
+            "name_to_handle_at": 264,
+            "open_by_handle_at": 265,
+            "perf_event_open": 241,
+            "bpf": 280,
+            "userfaultfd": 282,
+            "syslog": 116,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "kcmp": 272,
+            "pidfd_getfd": 438,
+        },
+    },
 }
 _SECCOMP_RET_ALLOW = 0x7FFF0000
 _SECCOMP_RET_EPERM = 0x00050000 | 1
@@ -78,9 +124,11 @@ def seccomp_program(machine, base=True, deny_unix_sockets=False):
     if base:
         checks += [(n, _SECCOMP_RET_EPERM, None) for n in nr["io_uring"]]
         checks += [(n, _SECCOMP_RET_EPERM, None) for n in nr["crossing"].values()]
-        checks += [(nr["clone3"], _SECCOMP_RET_ENOSYS, None),
-                   (nr["unshare"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER)),
-                   (nr["clone"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER))]
+        checks += [
+            (nr["clone3"], _SECCOMP_RET_ENOSYS, None),
+            (nr["unshare"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER)),
+            (nr["clone"], _SECCOMP_RET_EPERM, ("arg0_has", _SECCOMP_CLONE_NEWUSER)),
+        ]
     if deny_unix_sockets:
         checks.append((nr["socket"], _SECCOMP_RET_EPERM, ("arg0_eq", _SECCOMP_AF_UNIX)))
     program = [
@@ -98,8 +146,13 @@ def seccomp_program(machine, base=True, deny_unix_sockets=False):
             test = JEQ_K if condition[0] == "arg0_eq" else JSET_K
             # Not this call: skip the 4 instructions below. This call: load arg0, refuse if it matches,
             # else allow (the checks are on distinct numbers, so nothing later could refuse it).
-            program += [(JEQ_K, 0, 4, number), (LD_W_ABS, 0, 0, ARG0_LOW), (test, 0, 1, condition[1]),
-                        (RET_K, 0, 0, refusal), (RET_K, 0, 0, _SECCOMP_RET_ALLOW)]
+            program += [
+                (JEQ_K, 0, 4, number),
+                (LD_W_ABS, 0, 0, ARG0_LOW),
+                (test, 0, 1, condition[1]),
+                (RET_K, 0, 0, refusal),
+                (RET_K, 0, 0, _SECCOMP_RET_ALLOW),
+            ]
     program.append((RET_K, 0, 0, _SECCOMP_RET_ALLOW))
     return program
 
@@ -114,8 +167,12 @@ def install_filter(base=True, deny_unix_sockets=False):
     SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 1, 1
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS, required for an unprivileged filter
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.syscall(_SECCOMP_ARCH[machine]["seccomp"], SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC,
-                    ctypes.byref(prog)) != 0:
+    if (
+        libc.syscall(
+            _SECCOMP_ARCH[machine]["seccomp"], SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, ctypes.byref(prog)
+        )
+        != 0
+    ):
         raise OSError(ctypes.get_errno(), "seccomp(SECCOMP_SET_MODE_FILTER) failed")
 
 

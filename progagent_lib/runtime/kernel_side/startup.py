@@ -2,6 +2,7 @@
 
 Runs inside the kernel (see `kernel_side/__init__.py`).
 """
+
 import os
 import sys
 

@@ -9,6 +9,7 @@ A call is on the path of every tool use, so it does little: the request formatte
 arguments' JSON, one `sendall` of header and body, one `recv` that normally brings the whole reply,
 taken from that one buffer, and JSON by the C encoder and scanner directly.
 """
+
 import inspect
 import itertools
 import json
@@ -26,12 +27,14 @@ def _json_codec():
     except ImportError:
         c_make_encoder = None
     if c_make_encoder is None:
+
         def dumps(value):
             return json.dumps(value, separators=(",", ":"))
     else:
         # No cycle check: arguments that hold themselves end in RecursionError rather than ValueError.
-        encoder = c_make_encoder(None, json.JSONEncoder().default, encode_basestring_ascii, None, ":", ",",
-                                 False, False, True)
+        encoder = c_make_encoder(
+            None, json.JSONEncoder().default, encode_basestring_ascii, None, ":", ",", False, False, True
+        )
 
         def dumps(value):
             return "".join(encoder(value, 0))
@@ -74,7 +77,7 @@ def install(fd, max_frame=None):
             data = data + chunk if data else chunk
             if len(data) < n:  # a large reply: the rest into one buffer of its size, and no further
                 whole = bytearray(n)
-                whole[:len(data)] = data
+                whole[: len(data)] = data
                 view, got = memoryview(whole), len(data)
                 while got < n:
                     more = replies.recv_into(view[got:])
@@ -101,8 +104,10 @@ def install(fd, max_frame=None):
         else:
             body = f'{{"id":{request_id},"name":{name_json},"arguments":{dumps(message)}}}'.encode()
         if max_frame is not None and len(body) > max_frame:  # the host would refuse it unread
-            raise ToolError(f"the call's arguments are {len(body)} bytes as JSON, more than the tool bridge carries "
-                            f"({max_frame}); write a large text into the workspace's files directly")
+            raise ToolError(
+                f"the call's arguments are {len(body)} bytes as JSON, more than the tool bridge carries "
+                f"({max_frame}); write a large text into the workspace's files directly"
+            )
         with lock:
             sock.sendall(header.pack(len(body)) + body)
             while True:  # skip replies to calls abandoned by an interrupt
@@ -136,8 +141,9 @@ def install(fd, max_frame=None):
             default = inspect.Parameter.empty if pname in required else pschema.get("default", None)
             params.append((pname in required and "default" not in pschema, pname, default))
         params.sort(key=lambda p: not p[0])  # required parameters first
-        signature = inspect.Signature([inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d)
-                                       for _, n, d in params])
+        signature = inspect.Signature(
+            [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=d) for _, n, d in params]
+        )
         names = [n for _, n, _ in params]
         known = frozenset(names)
         name = spec["name"]
@@ -215,8 +221,10 @@ def install(fd, max_frame=None):
                 fn = make_tool(spec)
                 cls._functions[spec["name"]] = fn
                 setattr(cls, spec["name"], staticmethod(fn))  # so that help(tools) shows every tool
-            summary = "\n".join(f"  {n}: {(f.__doc__ or '').splitlines()[0] if f.__doc__ else ''}"
-                                for n, f in sorted(cls._functions.items()))
+            summary = "\n".join(
+                f"  {n}: {(f.__doc__ or '').splitlines()[0] if f.__doc__ else ''}"
+                for n, f in sorted(cls._functions.items())
+            )
             cls.__doc__ = (Tools.__doc__ or "") + "\nAvailable tools:\n" + summary
 
     return Tools(), ToolError

@@ -5,6 +5,7 @@ The verifier-only facts (tables starting with "_") are kept out of the agent's i
 in hidden_facts.sql; they are restored into a copy of the end-state database before scoring.
 Writes the binary reward to $LOGS_DIR/verifier/reward.txt and the details to reward.json.
 """
+
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ LOGS = Path(os.environ.get("LOGS_DIR", "/logs"))
 TESTS = Path(os.environ.get("TESTS_DIR", Path(__file__).resolve().parent))
 sys.path.insert(0, str(APP / "lib"))
 
-from progagent_lib.task.environment import Environment  # noqa: E402
+from progagent_lib.task.environment import Environment  # noqa: E402 - importable once sys.path holds the app's lib
 
 
 def main() -> int:
@@ -36,8 +37,11 @@ def main() -> int:
     spec = importlib.util.spec_from_file_location("task_environment", APP / "task" / "environment.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    cls = next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Environment)
-               and v.__module__ == module.__name__)
+    cls = next(
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, Environment) and v.__module__ == module.__name__
+    )
     env = cls(db, APP / "workspace")
     params = APP / "task" / "params.json"  # the instance's parameters, for a parametrised task
     env.params = json.loads(params.read_text()) if params.is_file() else {}

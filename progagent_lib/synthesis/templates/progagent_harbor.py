@@ -1,18 +1,19 @@
 """Call the task's tools from a shell inside the Harbor container.
 
-    tools                      # list tools with their descriptions
-    tools NAME --help          # one tool's parameters
-    tools NAME '{"page": 2}'   # call with JSON arguments; prints the JSON result
+tools                      # list tools with their descriptions
+tools NAME --help          # one tool's parameters
+tools NAME '{"page": 2}'   # call with JSON arguments; prints the JSON result
 """
+
 import json
 import os
 import sys
 from pathlib import Path
 
-APP = Path(os.environ.get("APP_DIR", "/app"))
-
 from progagent_lib.task.environment import Environment
 from progagent_lib.task.tools import ToolError
+
+APP = Path(os.environ.get("APP_DIR", "/app"))
 
 
 def load_env():
@@ -21,8 +22,11 @@ def load_env():
     spec = importlib.util.spec_from_file_location("task_environment", APP / "task" / "environment.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    cls = next(v for v in vars(module).values() if isinstance(v, type) and issubclass(v, Environment)
-               and v.__module__ == module.__name__)
+    cls = next(
+        v
+        for v in vars(module).values()
+        if isinstance(v, type) and issubclass(v, Environment) and v.__module__ == module.__name__
+    )
     env = cls(APP / "state" / "data.db", APP / "workspace")
     params = APP / "task" / "params.json"  # the instance's parameters, for a parametrised task
     env.params = json.loads(params.read_text()) if params.is_file() else {}
@@ -49,4 +53,3 @@ def main(argv):
         print(f"error: {exc}", file=sys.stderr)
         return 1
     return 0
-
