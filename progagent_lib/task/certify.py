@@ -20,10 +20,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from .scales import SCALES
 from .task import Task, TaskLoadError, find_task_dirs, state_fingerprint
+
+if TYPE_CHECKING:
+    import polars as pl
 
 MIN_PARAM_DRAWS = 4  # distinct parameter draws a parametrised task is certified on
 MIN_PARAM_VALUES = 4  # values each parameter must take across the draws checked by `param_ranges`
@@ -78,7 +81,7 @@ class CertifyReport:
     def add(self, *args, **kwargs) -> None:
         self.checks.append(Check(*args, **kwargs))
 
-    def table(self):
+    def table(self) -> pl.DataFrame:
         """One row per task: per scale "ok" or the failed checks, the instances (seeds, each its own parameter
         draw for a parametrised task) certified, and the first problem found."""
         import polars as pl
@@ -253,14 +256,13 @@ def _certify_instance(task: Task, scale: str, seed: int, report: CertifyReport) 
         report.add(task.id, scale, seed, "empty_R0", empty.reward == 0.0, f"an empty answer scored R={empty.reward}")
     finally:
         env.close()
-    if task.has_near_miss:
-        _certify_near_miss(task, scale, seed, report)
     return instruction, schemas
 
 
 def _certify_near_miss(task: Task, scale: str, seed: int, report: CertifyReport) -> None:
-    """The task's near miss (a plausible wrong program) fails at every scale, and at v0 it is near: some criterion
-    passes (at larger scales one mistake may reach every criterion)."""
+    """The task's near miss (a plausible wrong program) fails on the first certified instance of every scale, and at
+    v0 it is near: some criterion passes (at larger scales one mistake may reach every criterion). Other instances are
+    not asked: a draw of the data or the request may make its one mistake harmless there, or touch every criterion."""
     env = task.instantiate(scale, seed)
     try:
         result = env.verify(task.near_miss(env.tools))
@@ -310,6 +312,8 @@ def certify_task(
                 instruction, schemas = _certify_instance(task, scale, seed, report)
                 if seed == seeds[0]:  # the same instance at every scale: its instruction and schemas must agree
                     seen[scale] = (instruction, schemas)
+                    if task.has_near_miss:  # one plausible mistake, shown on one instance per scale
+                        _certify_near_miss(task, scale, seed, report)
                 if task.parametrised:
                     _certify_other_draw(
                         task, scale, seed, seeds[seeds.index(seed) + 1 :] + seeds[: seeds.index(seed)], report
