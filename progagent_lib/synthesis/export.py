@@ -153,6 +153,8 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
         tests = folder / "tests"
         tests.mkdir()
         (tests / "hidden_facts.sql").write_text(hidden_sql)
+        reference = task.reference_dir(scale, seed)
+        shutil.copytree(reference, tests / "reference", ignore=shutil.ignore_patterns("READY"))
         shutil.copy2(TEMPLATES / "harbor_verify.py", tests / "verify.py")
         (tests / "test.sh").write_text(
             textwrap.dedent("""\
@@ -242,8 +244,23 @@ def export_authors(task: Task, out_root: str | Path) -> Path:
             + textwrap.dedent("""
 
             def verify(env):
-                \"\"\"Run the oracle against env's tools (with the instance's env.params) and submit its answer.\"\"\"
+                \"\"\"Run the oracle against env's tools (with the instance's env.params) and submit its answer.
+
+                The oracle's final state is what the criteria compare with: it is kept as the reference first.\"\"\"
+                import shutil
+                import sqlite3
+                import tempfile
+                from pathlib import Path
+
                 answer = solve(env.tools, **(getattr(env, "params", None) or {}))
+                reference = Path(tempfile.mkdtemp(prefix="reference-"))
+                env.db.commit()
+                copy = sqlite3.connect(reference / "data.db")
+                env.db.backup(copy)
+                copy.close()
+                shutil.copytree(env.workspace, reference / "workspace")
+                (reference / "answer.txt").write_text(answer)
+                env.use_reference(reference)
                 return env.step({"name": "claim_done", "arguments": {"action": answer}})
             """)
         )

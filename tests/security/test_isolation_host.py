@@ -194,11 +194,11 @@ def test_report_field_past_the_csv_limit_scores_zero_with_the_exception_named(pa
         answer = payment_task.oracle(env.tools)
         assert env.verify(answer).reward == 1.0
         (env.workspace / REPORT).write_text('invoice_no,amount_paid,discount\n"' + "x" * 140_000 + '",1,0\n')
-        verdict = env.verify(answer)  # the task reads it with csv.DictReader and does not expect csv.Error
-        assert (verdict.reward, verdict.score) == (0.0, 0.0)
-        [failed] = verdict.criteria
-        assert (failed.name, failed.passed, failed.weight) == (VERIFIER_FAILED, False, 1.0)
-        assert failed.detail == "criteria() raised _csv.Error: field larger than field limit (131072)"
+        verdict = env.verify(answer)  # file_matches reads it with the csv module, which raises csv.Error
+        assert verdict.reward == 0.0
+        failed = [c for c in verdict.criteria if not c.passed]
+        assert [c.name for c in failed] == ["run_file_written"], verdict.summary()
+        assert failed[0].detail == f"{REPORT} not readable as CSV: field larger than field limit (131072)"
     finally:
         env.close()
 

@@ -1,4 +1,5 @@
 """Synthesis pipeline (with a scripted constructor), and export to Harbor / the authors' layout."""
+import importlib.util
 import json
 import os
 import shutil
@@ -32,7 +33,9 @@ class ScriptedConstructor:
     """Stands in for the remote constructor model, which cannot be reached from tests.
 
     It answers Stage I with two intents; the first construction is correct, the second has an oracle
-    bug (no case-pack rounding) that certification catches and the repair round fixes.
+    bug that certification catches and the repair round fixes: its report goes under a fixed name, not the one asked
+    for. (An oracle bug that only changes values, such as no case-pack rounding, is not caught: the oracle's state is
+    the verifier's truth, see docs/tasks.md.)
     """
 
     def __init__(self):
@@ -49,7 +52,7 @@ class ScriptedConstructor:
         task_id = next(line.split(": ", 1)[1] for line in messages[0]["content"].splitlines() if line.startswith("Task id to use:"))
         if "supplier_dispute" in task_id and len(messages) == 1:
             return answer_from(EXAMPLE, task_id, lambda s: s.replace(
-                'quantity = math.ceil(need / chosen["case_pack"]) * chosen["case_pack"]', "quantity = need"))
+                "tools.write_file(path=report_name,", "tools.write_file(path='report.csv',"))
         return answer_from(EXAMPLE, task_id)
 
 
@@ -62,8 +65,8 @@ def test_pipeline_certifies_a_task_and_repairs_a_broken_one(tmp_path, monkeypatc
     assert first.certified and len(first.attempts) == 1
     assert second.certified and [a.passed for a in second.attempts] == [False, True]
     assert any("oracle_R1" in p for p in second.attempts[0].problems)
-    repair_prompt = constructor.requests[-1][-1]["content"]
-    assert "quantities_rounded_to_case_packs" in repair_prompt and "create_purchase_order" in repair_prompt
+    feedback = "\n".join(m["content"] for m in constructor.requests[-1])  # the repair round's messages
+    assert "the reference solution wrote no such file" in feedback and "create_purchase_order" in feedback
     assert load_task(second.output).id == "retail/restock_after_a_supplier_dispute"
     # Stage I's proposed parameters reach construction and the report
     assert "target_pct: values [100, 110, 120, 150]" in constructor.requests[1][0]["content"]
@@ -134,6 +137,15 @@ def test_authors_layout_round_trip_keeps_certification(tmp_path, restock_task, m
     exported = export_authors(restock_task, tmp_path / "authors")
     assert sorted(p.name for p in exported.iterdir()) == ["v0", "v1", "v2", "v3"]
     assert {p.name for p in (exported / "v2").iterdir()} == {"data.py", "env.py", "prompt.md", "task_verification.py"}
+    spec = importlib.util.spec_from_file_location("authors_verification", exported / "v0" / "task_verification.py")
+    verification = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(verification)
+    env = restock_task.instantiate("v0", 0)
+    try:  # their verification plays the oracle and keeps its state as the truth the criteria compare with
+        reward, info = verification.verify(env)
+        assert reward == 1.0, info
+    finally:
+        env.close()
     back = import_authors(exported, tmp_path / "native")
     assert back.id == restock_task.id and back.prompt == restock_task.prompt
     assert certify_task(back, scales=("v0", "v3"), seeds=(0,)).passed

@@ -2,7 +2,8 @@
 """Harbor verifier: score the container's end state with the task's own criteria.
 
 The verifier-only facts (tables starting with "_") are kept out of the agent's image and shipped here,
-in hidden_facts.sql; they are restored into a copy of the end-state database before scoring.
+in hidden_facts.sql; they are restored into a copy of the end-state database before scoring. The reference state
+(what the task's oracle leaves, which its criteria compare with) is shipped here too, in reference/.
 Writes the binary reward to $LOGS_DIR/verifier/reward.txt and the details to reward.json.
 """
 
@@ -35,6 +36,7 @@ def main() -> int:
     con.commit()
     con.close()
     spec = importlib.util.spec_from_file_location("task_environment", APP / "task" / "environment.py")
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     cls = next(
@@ -45,6 +47,8 @@ def main() -> int:
     env = cls(db, APP / "workspace")
     params = APP / "task" / "params.json"  # the instance's parameters, for a parametrised task
     env.params = json.loads(params.read_text()) if params.is_file() else {}
+    if (TESTS / "reference").is_dir():  # the state the task's oracle leaves: the truth its criteria compare with
+        env.use_reference(TESTS / "reference")
     answer_file = APP / "final_response.md"
     answer = answer_file.read_text() if answer_file.is_file() else ""
     result = env.verify(answer)
