@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install engine verifiers install-gpu gpu-check reproduce study dtc-sft cross test lab certify stats bench \
+.PHONY: install engine verifiers install-gpu gpu-check reproduce study dtc-sft cross lint test lab certify stats bench \
 	bench-engine clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml setup.py
@@ -114,8 +114,14 @@ dtc-sft: install engine
 cross: install engine
 	$(VENV)/bin/progagent train pipeline --config configs/cpu-cross.yaml --engine --engine-kv-cache-gib 4
 
-# The test suite, then every notebook under the small `ci` profile through nbval (one pytest run, one summary).
-test: install engine verifiers
+# The library's lint, format and type checks (pyproject.toml: [tool.ruff], [tool.mypy]); `make test` runs them first.
+lint: install
+	$(VENV)/bin/ruff check progagent_lib
+	$(VENV)/bin/ruff format --check progagent_lib
+	$(VENV)/bin/mypy
+
+# The lint, then the test suite and every notebook under the small `ci` profile through nbval (one pytest run).
+test: lint engine verifiers
 	PROGAGENT_PROFILE=ci $(PY) -m pytest -q tests --nbval-lax notebooks
 
 # JupyterLab in the repository on 127.0.0.1 (a token in the printed URL); notebooks open with the progagent kernel.

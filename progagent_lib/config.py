@@ -13,13 +13,16 @@ import math
 import types
 import typing
 from pathlib import Path
-from typing import Any, Iterable, TypeVar
+from typing import TYPE_CHECKING, Any, Iterable, TypeVar
 
 import yaml
 
 from .errors import ConfigError
 
-C = TypeVar("C")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+C = TypeVar("C", bound="DataclassInstance")
 
 
 def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
@@ -43,12 +46,12 @@ def from_dict(cls: type[C], data: dict[str, Any], where: str = "config") -> C:
         raise type(exc)(f"{where}: {exc}") from None
 
 
-def _dataclass_in(hint: Any) -> type | None:
-    if dataclasses.is_dataclass(hint):
+def _dataclass_in(hint: Any) -> type[DataclassInstance] | None:
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return hint
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         for arg in typing.get_args(hint):
-            if dataclasses.is_dataclass(arg):
+            if isinstance(arg, type) and dataclasses.is_dataclass(arg):
                 return arg
     return None
 

@@ -12,10 +12,26 @@ from __future__ import annotations
 
 import ast
 import threading
+from typing import Literal, overload
 
 _LOCK = threading.Lock()
+
+
+@overload
+def parse(source: str, mode: Literal["exec"] = "exec") -> ast.Module: ...
+@overload
+def parse(source: str, mode: Literal["eval"]) -> ast.Expression: ...
+@overload
+def parse(source: str, mode: str) -> ast.AST: ...
 
 
 def parse(source: str, mode: str = "exec") -> ast.AST:
     with _LOCK:
         return ast.parse(source, mode=mode)
+
+
+def end_line(node: ast.stmt | ast.expr) -> int:
+    """The last line of a node that `parse` made; only nodes built by hand lack a position."""
+    if node.end_lineno is None:
+        raise ValueError(f"{type(node).__name__} node has no end position: pass a node from pyast.parse")
+    return node.end_lineno

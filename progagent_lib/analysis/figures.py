@@ -6,6 +6,8 @@ A table without rows is refused (`style.NoFigureData`): a figure is never drawn 
 
 from __future__ import annotations
 
+from typing import cast
+
 import altair as alt
 import polars as pl
 
@@ -58,7 +60,7 @@ def _growth(per_scale: pl.DataFrame, column: str) -> str:
     values = per_scale.sort(pl.col("scale").replace_strict({s: i for i, s in enumerate(SCALE_ORDER)}, default=99))[
         column
     ]
-    first, last = values.first(), values.last()
+    first, last = cast(float, values.first()), cast(float, values.last())  # means: numbers, not any polars literal
     return f"grows ~x{last / first:.0f}" if first else "per scale"
 
 

@@ -355,7 +355,7 @@ class ProfileSettings:
 def load_profile(name: str | None = None, run_dir: str | Path | None = None, path: str | Path | None = None) -> Profile:
     """Load a profile by name (default: $PROGAGENT_PROFILE, else cpu-smoke). Profiles may `extends:` another."""
     name = name or os.environ.get("PROGAGENT_PROFILE", "cpu-smoke")
-    path = Path(path or os.environ.get("PROGAGENT_PROFILES", DEFAULT_PROFILES))
+    path = Path(path) if path else Path(os.environ.get("PROGAGENT_PROFILES", DEFAULT_PROFILES))
     try:
         profiles = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
@@ -365,7 +365,8 @@ def load_profile(name: str | None = None, run_dir: str | Path | None = None, pat
     if name not in profiles:
         raise ProfileError(f"no profile {name!r} in {path}; known: {', '.join(profiles)}")
     settings: dict = {}
-    chain, current = [], name
+    chain: list[str] = []
+    current = name
     while current:
         if current in chain:
             raise ProfileError(f"profile {name!r}: 'extends' loops through {chain}")

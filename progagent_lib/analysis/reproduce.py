@@ -81,6 +81,7 @@ def reproduce(
             print(f"engine: starting vLLM for {model} (profile {prof.name}) ...", flush=True)
             server = stack.enter_context(EngineServer(str(model), free_port()))
             seconds["engine_start"] = time.perf_counter() - started
+            assert server.served_name is not None  # EngineServer names the model when it is made
             print(
                 f"engine: {server.base_url} serves {server.served_name!r} ({seconds['engine_start']:.0f}s)", flush=True
             )

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import altair as alt
 import polars as pl
@@ -82,7 +83,7 @@ def y_scale(values: pl.Series, unit_interval: bool = False) -> alt.Scale:
     values = values.drop_nulls()
     low, high = (values.min(), values.max()) if values.len() else (None, None)
     if low is not None and low == high:
-        value = float(low)
+        value = float(cast(float, low))  # a numeric column's minimum (polars types it any literal)
         pad = abs(value) * 0.5 or 1.0
         return alt.Scale(domain=[max(value - pad, 0.0) if value >= 0 else value - pad, value + pad])
     return alt.Scale(zero=False)
@@ -92,7 +93,7 @@ def step_axis(steps: pl.Series, title: str = "Step", **scale) -> alt.X:
     """The x axis of a per-step panel: whole steps only. Over a few steps every step is a tick (over 1..2 Vega put
     a tick at 1.5 and printed it '2' twice)."""
     steps = steps.drop_nulls()
-    low, high = (int(steps.min()), int(steps.max())) if steps.len() else (0, 0)
+    low, high = (int(cast(float, steps.min())), int(cast(float, steps.max()))) if steps.len() else (0, 0)
     values = list(range(low, high + 1)) if high - low <= 12 else alt.Undefined
     return alt.X(
         "step:Q",

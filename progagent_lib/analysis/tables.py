@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import polars as pl
 
@@ -54,7 +54,7 @@ def program_structure_shares(trajectories: Iterable[Any], source: str) -> pl.Dat
         {
             "source": source,
             "construct": label,
-            "share": float((programs[column] > 0).mean()) if programs.height else 0.0,
+            "share": cast(float, (programs[column] > 0).mean()) if programs.height else 0.0,  # of a bool column
         }
         for column, label in CONSTRUCTS.items()
     ]
@@ -62,7 +62,7 @@ def program_structure_shares(trajectories: Iterable[Any], source: str) -> pl.Dat
         {
             "source": source,
             "construct": "DTC-like",
-            "share": float(programs["dtc_like"].mean()) if programs.height else 0.0,
+            "share": cast(float, programs["dtc_like"].mean()) if programs.height else 0.0,
         }
     )
     return pl.DataFrame(rows)

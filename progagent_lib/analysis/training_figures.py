@@ -16,9 +16,10 @@ import json
 import math
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import altair as alt
 import polars as pl
@@ -339,14 +340,14 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
     runs = [name] if name in steps.columns else []
     logged = [c for p in shown for c in p.lines if present(c)]
     drawn = steps.filter(pl.any_horizontal(pl.col(logged).is_not_null()))  # the legend: runs that logged some
-    if name == "harness" and runs:
-        color = harness_color(drawn)
-    elif runs:
-        color = alt.Color(f"{name}:N", title=name.replace("_", " ").capitalize())
-    else:
-        color = alt.value("#4c78a8")
+    color: alt.Color | Mapping[str, object] = alt.value("#4c78a8")
     if runs:  # the bands share the legend: draw its symbols opaque
-        color = color.legend(symbolOpacity=1)
+        by_run = (
+            harness_color(drawn)
+            if name == "harness"
+            else alt.Color(f"{name}:N", title=name.replace("_", " ").capitalize())
+        )
+        color = by_run.legend(symbolOpacity=1)
     # every panel over the run's steps (a mismatch is logged on a batch's first step only)
     x = step_axis(steps["step"], domain=[steps["step"].min(), steps["step"].max()])
     charts = []
@@ -359,12 +360,10 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
             .with_columns(pl.col("column").replace_strict(panel.lines).alias("statistic"))
             .sort(*runs, "step")
         )
-        banded = panel.band is not None and all(present(c) for c in panel.band)
-        values = pl.concat(
-            [long["value"].cast(pl.Float64), *[steps[c].cast(pl.Float64) for c in (panel.band if banded else ())]]
-        )
+        band_columns = panel.band if panel.band is not None and all(present(c) for c in panel.band) else ()
+        values = pl.concat([long["value"].cast(pl.Float64), *[steps[c].cast(pl.Float64) for c in band_columns]])
         y = alt.Y("value:Q", title=panel.y_title, scale=y_scale(values, panel.unit_interval))
-        encoding = {
+        encoding: dict[str, Any] = {  # keyword arguments of encode: channels of several types
             "x": x,
             "y": y,
             "color": color,
@@ -383,8 +382,8 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
         chart = alt.Chart(long).mark_line().encode(**encoding) + alt.Chart(long).mark_point(
             filled=True, size=25
         ).encode(**points)
-        if banded:
-            low, high = panel.band
+        if band_columns:
+            low, high = band_columns
             band = alt.Chart(steps.select(*runs, "step", low, high).drop_nulls().sort(*runs, "step")).encode(
                 x=x, y=alt.Y(f"{low}:Q", title=panel.y_title), y2=f"{high}:Q", color=color
             )

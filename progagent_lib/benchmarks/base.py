@@ -19,7 +19,7 @@ import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ..task import Environment, ToolDefinitionError, ToolSpec
 from ..task.task import episodes_root, sweep_episode_copies
@@ -163,7 +163,7 @@ class ExternalEnvironment(Environment):
         self.instruction = instruction
         # The suite's tools, on this instance: the base class finds a tool's spec in `tool_specs` and runs
         # `getattr(self, name)(**arguments)`.
-        self.tool_specs = {}
+        self.tool_specs = {}  # type: ignore[misc]  # per instance: each external task has its own tools
         for tool in tools:
             if hasattr(Environment, tool.name) or tool.name.startswith("_") or tool.name in vars(self):
                 self.close()
@@ -209,7 +209,7 @@ class Benchmark:
 
     name: str
     tasks: dict[str, ExternalTask]
-    system_prompts: dict[str, str | None] = field(default_factory=dict)  # harness -> prompt file
+    system_prompts: Mapping[str, str | None] = field(default_factory=dict)  # harness -> prompt file
     skipped: dict[str, str] = field(default_factory=dict)  # task id -> why the suite offers it no episode
 
     def select(self, task_ids: list[str] | None = None, limit: int | None = None) -> list[ExternalTask]:

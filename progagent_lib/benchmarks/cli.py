@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from ..cli import harness_list, policy_or, positive_int
 from ..harness.spec import HARNESSES
@@ -113,7 +114,7 @@ def run_command(args) -> int:
     from .run import bench_table, failing, run_benchmark
 
     harnesses = args.harness
-    options = {"injections": True} if args.injections else {}
+    options: dict[str, Any] = {"injections": True} if args.injections else {}  # load_suite's keyword arguments
     if args.parts:
         options["suites"] = [p.strip() for p in args.parts.split(",") if p.strip()]
     try:
@@ -131,6 +132,7 @@ def run_command(args) -> int:
             file=sys.stderr,
         )
         return 2
+    policies: dict[str, Any]  # harness -> policy: the suite's reference, a fixed replay or a model
     if args.policy == NAME:
         policies = {h: GroundTruthPolicy(h) for h in harnesses}
     elif args.policy == FIXED_NAME:

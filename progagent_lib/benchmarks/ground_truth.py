@@ -70,7 +70,8 @@ class FixedReferencePolicy:
         self._references: dict[str, Reference] = {}
 
     def start_episode(self, task: Any, params: dict | None = None) -> "GroundTruthEpisode":
-        source = self.sources.get(getattr(task, "group", None))
+        group = getattr(task, "group", None)  # a task of ours has no part: refused below
+        source = self.sources.get(group) if isinstance(group, str) else None
         if source is None or not hasattr(source, "reference"):
             raise PolicyError(
                 f"{FIXED_NAME} plays external benchmark tasks only; no part holds {getattr(task, 'id', task)!r}"

@@ -182,6 +182,7 @@ class EngineServer:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def command(self) -> list[str]:
+        assert self.served_name is not None  # __post_init__ names it
         if self.max_model_len is None:  # a scaled-RoPE model (smollm2@32k) is served at its scaled positions
             self.max_model_len = served_positions(self.model_path or resolve_model_source(self.model))
         args = [
@@ -248,6 +249,7 @@ class EngineServer:
             env.pop(leaked, None)
         # vLLM's own check (/v1) and the middleware (every route) read the key from here.
         env.update(VLLM_API_KEY=self.api_key, PYTHONPATH=str(vllm_side.FOLDER))
+        assert self.log_path is not None  # __post_init__ chooses one
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._stop_on_sigterm()
         with open(self.log_path, "wb") as log:
@@ -296,6 +298,7 @@ class EngineServer:
             signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
     def _wait_ready(self) -> None:
+        assert self.process is not None  # start() launched it
         deadline = time.monotonic() + self.startup_timeout
         with httpx.Client(timeout=5.0) as client:
             while True:
@@ -331,6 +334,7 @@ class EngineServer:
                 time.sleep(1.0)
 
     def log_tail(self, lines: int = 40) -> str:
+        assert self.log_path is not None  # __post_init__ chooses one
         try:
             text = self.log_path.read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -351,6 +355,7 @@ class EngineServer:
 
     def wait(self) -> int:
         """Block until the server exits; its exit code."""
+        assert self.process is not None, "the server was never started; call start() first"
         return self.process.wait()
 
     def stop(self, grace: float = 30.0) -> None:

@@ -12,8 +12,15 @@ from typing import Any
 from ..errors import ModelSourceError
 
 
+def _package_folder(name: str) -> Path:
+    """The folder of an installed package, found without importing it."""
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin is not None, f"{name} is not installed (pip install -r requirements.txt)"
+    return Path(spec.origin).parent
+
+
 # Found without importing trl, so that `progagent --help` stays fast.
-QWEN3_CHAT_TEMPLATE_PATH = Path(importlib.util.find_spec("trl").origin).parent / "chat_templates" / "qwen3.jinja"
+QWEN3_CHAT_TEMPLATE_PATH = _package_folder("trl") / "chat_templates" / "qwen3.jinja"
 CHAT_TEMPLATE_CHOICES = (
     '"model" (the tokenizer\'s own) | "qwen3" (TRL\'s bundled Qwen3 template) | a path to a .jinja file'
 )

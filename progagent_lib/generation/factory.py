@@ -79,6 +79,7 @@ def make_generator(
     if config.backend == "engine":
         from .engine_client import EngineTurnGenerator
 
+        assert config.url is not None and config.served_model is not None  # GeneratorConfig checks both
         return EngineTurnGenerator(
             config.url,
             config.served_model,
@@ -92,7 +93,7 @@ def make_generator(
         if vllm_client is None:
             from trl.generation.vllm_client import VLLMClient
 
-            vllm_client = VLLMClient(**({"base_url": config.url} if config.url else {}))
+            vllm_client = VLLMClient(base_url=config.url) if config.url else VLLMClient()
         return VLLMServerTurnGenerator(vllm_client, temperature=config.temperature)
     if model is None:
         raise ValueError("make_generator: backend 'transformers' needs the model (model=...)")

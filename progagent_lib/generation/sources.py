@@ -243,5 +243,5 @@ def load_model(
     }
     if str(source) in REGISTERED_MODELS:
         metadata["registered_name"] = str(source)
-    model.progagent_metadata = metadata
+    model.progagent_metadata = metadata  # type: ignore[assignment]  # nn.Module types attributes as tensors/modules
     return model, tokenizer

@@ -15,12 +15,15 @@ parsed for tool calls. Training (`train.rollout`) and the chat policy (`policy.c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import PolicyError
 from ..harness.chat_format import ChatFormat
 from ..harness.parsing import parse_tool_calls
 from ..harness.turn import Turn
+
+if TYPE_CHECKING:
+    import torch
 
 
 @dataclass
@@ -86,7 +89,8 @@ class HFTurnGenerator:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
         self.model, self.chat = model, chat
         self.temperature, self.do_sample, self.top_p = temperature, do_sample and temperature > 0, top_p
-        self.seed, self._rng = seed, None  # seed: the sampler's own torch.Generator (None: torch's global one)
+        self.seed = seed  # seed: the sampler's own torch.Generator (None: torch's global one)
+        self._rng: torch.Generator | None = None  # made at the first draw
         tokenizer = chat.tokenizer
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else chat.end_of_turn
 

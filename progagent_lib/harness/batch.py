@@ -108,7 +108,7 @@ def run_batch(
     and not written, so a rerun retries it; an episode ended by an infrastructure error is written (errored)
     and also retried by a rerun.
     """
-    tasks = [t if isinstance(t, Task) else load_task(t) for t in tasks]
+    loaded = [t if isinstance(t, Task) else load_task(t) for t in tasks]
     harnesses = [get_harness(h).name for h in harnesses]
     policies = _policies_by_harness(policy, harnesses)
     names = {h: getattr(p, "name", type(p).__name__) for h, p in policies.items()}
@@ -118,7 +118,7 @@ def run_batch(
 
     wanted = [
         EpisodeSpec(t, s, seed, h, k)
-        for t in tasks
+        for t in loaded
         for s in scales
         for seed in seeds
         for h in harnesses
@@ -203,7 +203,8 @@ class TurnCounter:
     0/1 for the minutes one small-model episode takes): `turn 7/30` for one, `3 playing, turns 2-9` for several."""
 
     def __init__(self, bar: Any):
-        self.bar, self.turns, self.lock = bar, {}, threading.Lock()
+        self.bar, self.lock = bar, threading.Lock()
+        self.turns: dict[str, tuple[int, int | None]] = {}  # episode -> (turns played, its max_turns)
         self.drawn = 0.0  # when the postfix was last drawn: at most once per the bar's mininterval (an oracle's
         # turns take milliseconds; a notebook widget redrawn per turn floods the kernel's channel)
 

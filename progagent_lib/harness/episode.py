@@ -24,7 +24,8 @@ import inspect
 import json
 import time
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Protocol
 
 from ..errors import ContextFull, PolicyError
 from ..textsafe import clean_text
@@ -36,7 +37,19 @@ from .trajectory import CallRecord, Trajectory
 from .turn import ToolCall, Turn
 
 if TYPE_CHECKING:
-    from ..task import Task
+    from ..task import Environment
+
+
+class EpisodeTask(Protocol):
+    """What an episode asks of a task: one of ours (`task.Task`) or an external suite's (`benchmarks.ExternalTask`)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def limits(self) -> dict | None: ...
+
+    def instantiate(self, scale: str = "v0", seed: int = 0) -> "Environment": ...
 
 
 @dataclass(frozen=True)
@@ -50,7 +63,7 @@ class Limits:
     max_observation_chars: int | None = None  # one observation, cut with a visible marker
 
     @classmethod
-    def for_task(cls, task: "Task") -> "Limits":
+    def for_task(cls, task: EpisodeTask) -> "Limits":
         """Defaults, overridden by the task's `[limits]` table in task.toml."""
         known = {k: v for k, v in (task.limits or {}).items() if k in cls.__dataclass_fields__}
         return cls(**known)
@@ -96,7 +109,7 @@ class Episode:
 
     def __init__(
         self,
-        task: "Task",
+        task: EpisodeTask,
         scale: str = "v0",
         seed: int = 0,
         harness: str | HarnessSpec = DEFAULT_HARNESS,
@@ -105,7 +118,7 @@ class Episode:
         policy_name: str = "",
         sample: int = 0,
         error_mode: str = "is_error",
-        system_prompt: str | None = None,
+        system_prompt: str | Path | None = None,
         session_kwargs: dict | None = None,
         tokenizer: Any = None,
         env_host: Any = None,
@@ -214,9 +227,9 @@ class Episode:
             if follow_up is None:
                 self._end("no_tool_call")
                 return []
-            added = [self._add_user_message(follow_up)]
+            user_message = self._add_user_message(follow_up)
             self._check_budgets()
-            return added
+            return [user_message]
 
         added: list[dict] = []
         self.last_observations = []
@@ -361,7 +374,7 @@ class Episode:
 
 
 def run_episode(
-    task: "Task",
+    task: EpisodeTask,
     scale: str = "v0",
     seed: int = 0,
     harness: str | HarnessSpec = DEFAULT_HARNESS,
@@ -370,7 +383,7 @@ def run_episode(
     *,
     sample: int = 0,
     error_mode: str = "is_error",
-    system_prompt: str | None = None,
+    system_prompt: str | Path | None = None,
     session_kwargs: dict | None = None,
     tokenizer: Any = None,
     on_turn: Callable[[Episode], None] | None = None,
@@ -425,7 +438,7 @@ def run_episode(
         episode.close()
 
 
-def start_agent(policy: Any, task: "Task", params: dict) -> Any:
+def start_agent(policy: Any, task: EpisodeTask, params: dict) -> Any:
     """The per-episode player of `policy`: `start_episode(task, params)`, or `start_episode(task)` for a policy written
     before tasks had instance parameters (it reads the instruction from the messages), or the policy itself."""
     if not hasattr(policy, "start_episode"):

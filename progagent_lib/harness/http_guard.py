@@ -139,9 +139,9 @@ class RequestGuard:
         host = (headers.get(b"host") or [""])[0]
         if not self.is_allowed(split_host(host)):
             return 421, f"Host {host[:100]!r} is not a name this server answers to (see --allow-host)"
-        origin = (headers.get(b"origin") or [None])[0]
-        if origin is not None and not self.is_allowed(_origin_host(origin)):
-            return 403, f"Origin {origin[:100]!r} is not allowed: cross-site pages may not use this server"
+        origins = headers.get(b"origin")
+        if origins and not self.is_allowed(_origin_host(origins[0])):
+            return 403, f"Origin {origins[0][:100]!r} is not allowed: cross-site pages may not use this server"
         return None
 
     def is_allowed(self, host: tuple[str, str] | None) -> bool:
@@ -150,6 +150,7 @@ class RequestGuard:
     def _authorize(self, scope: dict, headers: dict[bytes, list[str]], send: Any) -> tuple[tuple[int, str] | None, Any]:
         """Check the token; a WebSocket authorized by its subprotocol gets that subprotocol accepted (a browser
         drops a handshake whose answer selects none of the subprotocols it offered)."""
+        assert self.token is not None  # __call__ authorizes only when a token is set
         given = (headers.get(b"authorization") or [""])[0].encode("latin-1")
         if hmac.compare_digest(given, b"Bearer " + self.token):
             return None, send

@@ -136,7 +136,7 @@ def analyze_program(code: str) -> ProgramStructure:
             structure.loops += 1
         elif isinstance(node, (ast.If, ast.IfExp)):
             structure.conditionals += 1
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))) and node.handlers:
+        elif isinstance(node, (ast.Try, ast.TryStar)) and node.handlers:
             structure.try_blocks += 1
         elif isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
             structure.comprehensions += 1

@@ -102,7 +102,7 @@ def _parse_bare_json(text: str, tools: list[dict] | None) -> list[ToolCall] | No
         return None
     if offered is not None and not all(i["name"] in offered for i in items):
         return None
-    calls = []
+    calls: list[ToolCall] = []
     for item in items:
         call = _call_from_object(item)
         if isinstance(call, str):

@@ -28,10 +28,10 @@ def read_token(token_file: str | None) -> str | None:
                 f"the token in {token_file} must have at least 16 characters (e.g. `openssl rand -hex 32`)"
             )
         return token
-    token = os.environ.get(TOKEN_ENV) or None
-    if token is not None and len(token) < 16:
+    from_env = os.environ.get(TOKEN_ENV) or None
+    if from_env is not None and len(from_env) < 16:
         raise ValueError(f"${TOKEN_ENV} must hold at least 16 characters (e.g. `openssl rand -hex 32`)")
-    return token
+    return from_env
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

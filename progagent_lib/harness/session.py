@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..runtime.bridge import ToolRouter  # applies the error mode, for direct calls as for calls in programs
@@ -106,7 +107,7 @@ class Session:
         """Every tool the model may call directly under this harness (OpenAI function format)."""
         return model_tool_schemas(self.harness, self.env.tool_schemas())
 
-    def system_prompt(self, override: str | None = None) -> str:
+    def system_prompt(self, override: str | Path | None = None) -> str:
         return self.harness.system_prompt(override)
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from math import comb
-from typing import Any, Iterable
+from typing import Any, Iterable, cast
 
 import polars as pl
 
@@ -110,7 +110,7 @@ def summarize(
         pl.len().alias("episodes"), pl.col("errored").sum().cast(pl.Int64).alias("errored")
     )
     per_seed = scored.group_by([*by, "seed"]).agg(pl.len().alias("n"), (pl.col("reward") >= 1.0).sum().alias("c"))
-    k = k or (int(per_seed["n"].min()) if not per_seed.is_empty() else 1)
+    k = k or (cast(int, per_seed["n"].min()) if not per_seed.is_empty() else 1)  # a count: polars types it any literal
     per_seed = per_seed.with_columns(
         pl.struct("n", "c")
         .map_elements(lambda r: pass_at_k(r["n"], r["c"], min(k, r["n"])), return_dtype=pl.Float64)

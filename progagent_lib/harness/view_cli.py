@@ -146,7 +146,13 @@ def export_command(args) -> int:
 # --- --serve ------------------------------------------------------------------------------------------------------
 
 
-def page_server(page: str, port: int = 0) -> http.server.ThreadingHTTPServer:
+class PageServer(http.server.ThreadingHTTPServer):
+    """The server of one page, with the URL (token included) that shows it."""
+
+    url: str
+
+
+def page_server(page: str, port: int = 0) -> PageServer:
     """A server on 127.0.0.1 that answers GET /<token> with the page and nothing else; `server.url` is its URL.
 
     Guarded as every server we start: the Host header must name this loopback port (a DNS-rebinding page, whose
@@ -156,8 +162,10 @@ def page_server(page: str, port: int = 0) -> http.server.ThreadingHTTPServer:
     body, token = page.encode("utf-8"), secrets.token_urlsafe(24)
 
     class PageHandler(http.server.BaseHTTPRequestHandler):
+        server: PageServer
+
         def do_GET(self) -> None:
-            port = self.server.server_address[1]
+            port = self.server.server_port
             allowed = {f"127.0.0.1:{port}", f"localhost:{port}"}
             hosts, origins = self.headers.get_all("Host") or [], self.headers.get_all("Origin") or []
             if len(hosts) != 1 or hosts[0] not in allowed:  # a header sent twice is refused too
@@ -181,7 +189,7 @@ def page_server(page: str, port: int = 0) -> http.server.ThreadingHTTPServer:
         def log_message(self, format: str, *args) -> None:  # quiet: the terminal shows the URL, not each request
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), PageHandler)
+    server = PageServer(("127.0.0.1", port), PageHandler)
     server.daemon_threads = True
     server.url = f"http://127.0.0.1:{server.server_address[1]}/{token}"
     return server

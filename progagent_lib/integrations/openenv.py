@@ -73,6 +73,7 @@ from openenv.core.env_server.mcp_types import ToolError as MCPToolError
 from openenv.core.env_server.mcp_types import ToolErrorType
 from openenv.core.env_server.types import EnvironmentMetadata
 from pydantic import BaseModel, Field
+from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import InvalidStatus
 
@@ -142,7 +143,7 @@ class ProgAgentAction(Action):
     cut: bool = Field(default=False, description="the turn hit its token budget before its end-of-turn token")
 
     @classmethod
-    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> Any:
         # OpenEnv's server validates every step payload with `action_cls.model_validate`, and routes the MCP
         # action types only when action_cls is the bare `Action`; this keeps both modes on one server.
         if cls is ProgAgentAction and isinstance(obj, dict) and obj.get("type") in _MCP_ACTIONS:
@@ -343,6 +344,7 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         error_mode = kwargs.get("error_mode", config.error_mode)  # a trainer's config names its own (train.env_hosts)
         if error_mode not in ERROR_MODES:
             raise ProgAgentEnvError(f"unknown error_mode {error_mode!r}; expected one of {', '.join(ERROR_MODES)}")
+        assert task_name is not None  # refused above when missing
         task = resolve_task(task_name, config.tasks_dir)
         overrides = {**_check_limits(config.limits), **_check_limits(kwargs.get("limits") or {})}  # the reset's win
         limits = dataclasses.replace(Limits.for_task(task), **overrides)
@@ -488,6 +490,7 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
     def _finish(self) -> Trajectory:
         """Score the ended episode and release it (kernel, state copy); append its trajectory if configured."""
         episode, self.episode = self.episode, None
+        assert episode is not None  # step finishes the episode it has just played
         trajectory = episode.to_trajectory()
         self.last = trajectory
         if self.config.trajectories:
@@ -505,8 +508,9 @@ class ProgAgentEnvironment(Environment[ProgAgentAction, ProgAgentObservation, Pr
         t = trajectory or (episode.trajectory if episode is not None else None)
         if t is None:
             return {}
-        metrics = episode_report(t)  # the report every adapter gives (harness.metrics)
+        metrics: dict[str, float | str | bool] = dict(episode_report(t))  # the report every adapter gives
         if trajectory is None:  # a live episode: its counters so far; no verdict yet
+            assert episode is not None  # t is its trajectory
             del metrics["reward"], metrics["score"]
             metrics["context_tokens"] = episode.context_tokens
         else:
@@ -669,6 +673,12 @@ def client_token(token: str | None = None) -> str:
 class BearerTokenClient:
     """Mixin for an OpenEnv `EnvClient`: its WebSocket handshake carries the server's token (`Authorization: Bearer`),
     from `token=` or $PROGAGENT_OPENENV_TOKEN. OpenEnv's own clients get it through `token_client(GenericEnvClient)`."""
+
+    # the EnvClient attributes `connect` reads and sets (openenv-core 0.3.0 sets them in its __init__)
+    _ws: ClientConnection | None
+    _ws_url: str
+    _connect_timeout: float
+    _max_message_size: int
 
     def __init__(self, *args: Any, token: str | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)

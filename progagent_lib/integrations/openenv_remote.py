@@ -193,6 +193,8 @@ class _EpisodeClient(ProgAgentEnvClient):
             ) from None
 
     async def _reason_for_closing(self) -> dict | None:
+        if self._ws is None:  # never connected: nothing to read
+            return None
         try:
             last = json.loads(await asyncio.wait_for(self._ws.recv(), timeout=1.0))
         except Exception:  # noqa: BLE001 - nothing buffered or unreadable: no reason to report

@@ -39,6 +39,7 @@ import logging
 import re
 import weakref
 from pathlib import Path
+from types import GenericAlias
 from typing import Any, Callable, Iterable, Literal, Union
 
 from ..harness.episode import INFRASTRUCTURE_END_REASONS, Episode, Limits
@@ -338,7 +339,7 @@ def _annotation(prop: dict) -> Any:
         members = tuple(_annotation({**prop, "type": k}) for k in kind)
         return Union[members] if len(members) > 1 else members[0]
     if kind == "array" and isinstance(prop.get("items"), dict) and prop["items"]:
-        return list[_annotation(prop["items"])]
+        return GenericAlias(list, (_annotation(prop["items"]),))  # list[item]: a hint built at run time
     return _JSON_TO_PY.get(kind, Any)
 
 

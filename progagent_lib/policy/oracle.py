@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import PolicyError
+from ..pyast import end_line
 from ..pyast import parse as parse_python
 from ..harness.episode import Limits
 from ..harness.spec import (
@@ -404,7 +405,7 @@ class _CompactSource:
                 and len(node.body) > 1
                 and _is_docstring(node.body[0])
             ):
-                self.drop.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+                self.drop.update(range(node.body[0].lineno, end_line(node.body[0]) + 1))
         for token in tokenize.generate_tokens(io.StringIO(source).readline):
             if token.type == tokenize.COMMENT:
                 row, col = token.start
@@ -431,8 +432,8 @@ class _CompactSource:
 
     def text(self, statement: ast.stmt) -> str:
         first = min([statement.lineno] + [d.lineno for d in getattr(statement, "decorator_list", [])])
-        kept = []
-        for row in range(first, statement.end_lineno + 1):
+        kept: list[str] = []
+        for row in range(first, end_line(statement) + 1):
             if row in self.drop:
                 continue
             line = self.lines[row - 1]

@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
+from ..pyast import end_line
 from ..pyast import parse as parse_python
 
 NEAR_MISS_FILE = "near_miss.py"
@@ -134,12 +135,12 @@ def _render(
         isinstance(statement, _BLOCKS)
         and statement.body[0].lineno > statement.lineno
         and not _reads_header(statement, names)
-        and not any(_reads(s, names) for s in statement.orelse if hasattr(statement, "orelse"))
+        and not any(_reads(s, names) for s in getattr(statement, "orelse", []))
     ):
         head = lines(statement.lineno, statement.body[0].lineno - 1)
         inner = [_render(s, names, values, text, lines) for s in statement.body]
         tail = (
-            lines(statement.body[-1].end_lineno + 1, statement.end_lineno) if getattr(statement, "orelse", None) else []
+            lines(end_line(statement.body[-1]) + 1, end_line(statement)) if getattr(statement, "orelse", None) else []
         )
         return "\n".join(head + [i for i in inner if i] + tail)
     folded = _Fold(values).visit(copy.deepcopy(statement))

@@ -46,7 +46,7 @@ import threading
 import time
 from dataclasses import dataclass
 from json.decoder import JSONDecoder
-from typing import Any, Iterable, Protocol
+from typing import Any, Iterable, Protocol, cast
 
 from ..task import ToolError
 from ..task.environment import Environment, loggable_arguments
@@ -82,6 +82,12 @@ class ToolSource(Protocol):
         ...
 
 
+class _SourceWithDeadline(ToolSource, Protocol):
+    """A ToolSource whose `call` also takes the program's deadline (time.monotonic), as MCPToolSource's does."""
+
+    def call(self, name: str, arguments: dict, deadline: float | None = None) -> tuple[Any, bool]: ...
+
+
 @dataclass
 class BridgeCall:
     """One tool call a program made through the bridge, as the host saw it (arguments bounded)."""
@@ -99,9 +105,6 @@ def _accepts_deadline(source: Any) -> bool:
         return "deadline" in inspect.signature(source.call).parameters
     except (TypeError, ValueError):
         return False
-
-
-_UNKNOWN = object()  # ToolRouter.sources' answer for a name no source offers
 
 
 class ToolRouter:
@@ -161,7 +164,9 @@ class ToolRouter:
         The text (compact, ASCII, what `Environment.call_tool_json` writes) comes with results of the
         environment's own tools, which encode their result anyway; None where it must still be encoded.
         """
-        source = self.sources.get(name, _UNKNOWN)
+        if name not in self.sources:
+            return None, None, f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.sources))}"
+        source = self.sources[name]
         text = None
         if source is None:
             try:
@@ -172,15 +177,14 @@ class ToolRouter:
                 is_error = False
             except ToolError as exc:
                 result, is_error = str(exc), True
-        elif source is _UNKNOWN:
-            return None, None, f"no tool named {name!r:.100}; available tools: {', '.join(sorted(self.sources))}"
         else:
             try:
                 takes_deadline = self._takes_deadline.get(id(source))
                 if takes_deadline is None:  # a source put in after the router was made
                     takes_deadline = self._takes_deadline[id(source)] = _accepts_deadline(source)
                 if deadline is not None and takes_deadline:
-                    result, is_error = source.call(name, arguments, deadline=deadline)
+                    timed_source = cast(_SourceWithDeadline, source)  # _accepts_deadline saw the parameter
+                    result, is_error = timed_source.call(name, arguments, deadline=deadline)
                 else:
                     result, is_error = source.call(name, arguments)
             except Exception as exc:  # noqa: BLE001 - a broken source must not take the episode down
@@ -241,7 +245,7 @@ def check_shape(body: bytes | bytearray) -> None:
     raise BadFrame(f"malformed bridge request: nested deeper than {MAX_DEPTH} levels")
 
 
-_scan_once = JSONDecoder().scan_once  # the C scanner (json.loads adds ~5 us of Python around it)
+_scan_once = JSONDecoder().scan_once  # type: ignore[attr-defined]  # not in typeshed; the C scanner (json.loads adds ~5 us of Python around it)
 
 
 def _loads(text: str) -> Any:

@@ -56,7 +56,7 @@ def configured_range() -> range:
 
 
 def _ids_in(path: str, column: int) -> list[int]:
-    ids = []
+    ids: list[int] = []
     try:
         lines = Path(path).read_text().splitlines()
     except OSError:
@@ -69,7 +69,7 @@ def _ids_in(path: str, column: int) -> list[int]:
 
 
 def _subordinate_ranges(path: str) -> list[range]:
-    ranges = []
+    ranges: list[range] = []
     try:
         lines = Path(path).read_text().splitlines()
     except OSError:

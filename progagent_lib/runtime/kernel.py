@@ -20,6 +20,7 @@ import time
 import weakref
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import zmq
 from jupyter_client.blocking import BlockingKernelClient
@@ -27,6 +28,9 @@ from jupyter_client.blocking import BlockingKernelClient
 from .bridge import BridgeServer, ToolRouter, install_code
 from .kernel_side import call_code, import_path_code
 from .sandbox import Sandbox
+
+if TYPE_CHECKING:
+    from jupyter_client.connect import KernelConnectionInfo
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[@-Z\\-_]")
 STARTUP_TIMEOUT = 30.0
@@ -225,7 +229,8 @@ def bounded_error(content: dict, limit: int) -> dict:
     """An `error` message's fields, each bounded: a program can raise an exception with any text."""
     lines = content.get("traceback")
     lines = lines[-200:] if isinstance(lines, list) else []
-    traceback, used = [], 0
+    traceback: list[str] = []
+    used = 0
     for line in reversed(lines):  # the last frames matter most
         line = strip_ansi(_text(line, limit))
         if used + len(line) > limit:
@@ -319,7 +324,7 @@ class KernelSession:
 
     def __post_init__(self) -> None:
         _LIVE_SESSIONS.add(self)
-        self.process = None
+        self.process: subprocess.Popen | None = None
         self.client: BlockingKernelClient | None = None
         self.iopub: IOPubReader | None = None
         self.bridge: BridgeServer | None = None
@@ -336,7 +341,7 @@ class KernelSession:
         self._shell_broken = False
         for stale in self.sandbox.ipc.iterdir():
             stale.unlink()
-        info = {
+        info: KernelConnectionInfo = {
             "transport": "ipc",
             "ip": str(self.sandbox.ipc / "k"),
             "shell_port": 1,
@@ -350,8 +355,8 @@ class KernelSession:
         }
         connection_file = self.sandbox.ipc / "kernel.json"
         connection_file.write_text(json.dumps(info))
-        self.bridge = BridgeServer(self.router)
-        kernel_fd = self.bridge.kernel_fd
+        self.bridge = bridge = BridgeServer(self.router)
+        kernel_fd = bridge.kernel_fd
         argv = [
             self.python,
             "-I",
@@ -369,7 +374,7 @@ class KernelSession:
         # Something must end the kernel when this host process goes away: confined, the sandbox's waiter
         # does (`kernel_side/launcher.py`; ipykernel's own poller would take the sandbox's init for a lost parent).
         env = self.sandbox.environment(self.sandbox.confinement.kernel_environment())
-        self.process = self.sandbox.popen(
+        self.process = process = self.sandbox.popen(
             argv,
             env=env,
             pass_fds=(kernel_fd,),
@@ -381,11 +386,9 @@ class KernelSession:
         # The kernel's own stdout/stderr (start-up errors, and an echo of what programs write to
         # file descriptors 1 and 2) is drained at once, keeping only its end: a full pipe would block
         # the kernel, a file would grow without bound.
-        self._log = deque(maxlen=64)
-        threading.Thread(
-            target=_drain, args=(self.process.stdout, self._log), name="ptc-kernel-log", daemon=True
-        ).start()
-        self.bridge.release_kernel_end()
+        self._log: deque[bytes] = deque(maxlen=64)
+        threading.Thread(target=_drain, args=(process.stdout, self._log), name="ptc-kernel-log", daemon=True).start()
+        bridge.release_kernel_end()
         client = BlockingKernelClient(context=host_context())
         client.load_connection_info(info)
         client.start_channels()
@@ -393,10 +396,10 @@ class KernelSession:
         self.iopub = IOPubReader(client)
         deadline = time.monotonic() + STARTUP_TIMEOUT
         while True:
-            if self.process.poll() is not None:
+            if process.poll() is not None:
                 self._stop_client()
                 raise KernelStartError(
-                    f"the kernel exited with code {self.process.returncode} during start-up:\n{self.log_tail()}"
+                    f"the kernel exited with code {process.returncode} during start-up:\n{self.log_tail()}"
                 )
             try:
                 client.wait_for_ready(timeout=0.5)
@@ -458,6 +461,7 @@ class KernelSession:
     def restart(self) -> None:
         self.kill()
         self.start()
+        assert self.bridge is not None  # start() made one
         self.bridge.open_gate()  # a restart happens while a program runs; run_cell closes it
 
     def close(self) -> None:
@@ -471,6 +475,7 @@ class KernelSession:
         self._pending.append(self._execute(code, silent=True, store_history=False, allow_stdin=False))
 
     def _execute(self, code: str, **kwargs) -> str:
+        assert self.client is not None, "the kernel is not started"
         try:
             return self.client.execute(code, **kwargs)
         except zmq.Again:
@@ -488,6 +493,7 @@ class KernelSession:
                 raise KernelStartError(f"a setup cell failed: {content.get('ename')}: {content.get('evalue')}")
 
     def _shell_reply(self, msg_id: str, deadline: float) -> dict | None:
+        assert self.client is not None, "the kernel is not started"
         while time.monotonic() < deadline and self.alive():
             try:
                 msg = _read_message(self.client.get_shell_msg, max(0.01, min(0.5, deadline - time.monotonic())))
@@ -556,7 +562,9 @@ class KernelSession:
 
     def _follow(self, msg_id: str, timeout: float, output: BoundedText, outcome: CellOutcome) -> None:
         """Read program `msg_id`'s messages until its `idle` status, or its deadline (interrupt, then restart)."""
-        self.iopub.follow(msg_id)
+        iopub = self.iopub  # the same reader until a restart, after which this returns
+        assert iopub is not None, "the kernel is not started"
+        iopub.follow(msg_id)
         deadline = time.monotonic() + timeout  # the program's own time, not the set-up's
         if self.bridge is not None:
             self.bridge.open_gate(deadline)  # host-side tool calls end by the program's deadline too
@@ -576,7 +584,7 @@ class KernelSession:
                 outcome.kernel_died = True
                 return
             try:
-                msg = self.iopub.get(min(0.25, deadline - now))
+                msg = iopub.get(min(0.25, deadline - now))
             except queue.Empty:
                 if not self.alive():
                     self.restart()
@@ -606,6 +614,7 @@ class KernelSession:
         if why is not None:
             self.restart()
             self._drain_pending(deadline)
+            assert self.iopub is not None  # restart() made one
             self.iopub.drain()
         return why
 
@@ -618,15 +627,18 @@ class KernelSession:
 
     def _pause_flood(self) -> str | None:
         """What the kernel sent while no program ran, if it calls for a restart; the rest is dropped undecoded."""
+        iopub = self.iopub
+        assert iopub is not None, "the kernel is not started"
         try:
-            self.iopub.drain()
+            iopub.drain()
         except KernelProtocolError as exc:
             return str(exc)
-        if not self.iopub.connection_lost():
+        if not iopub.connection_lost():
             return None
         return "" if self._exits_within(EXIT_GRACE) else OVERSIZED  # a kernel that died drops it too
 
     def _exits_within(self, seconds: float) -> bool:
+        assert self.process is not None, "the kernel is not started"
         try:
             self.process.wait(timeout=seconds)
         except subprocess.TimeoutExpired:
@@ -649,6 +661,7 @@ class KernelSession:
         return pids[-1] if len(pids) == self.sandbox.confinement.main_pid_count else None
 
     def interrupt(self) -> None:
+        assert self.process is not None, "the kernel is not started"
         try:
             os.kill(self.process.pid, signal.SIGINT)
         except ProcessLookupError:

@@ -97,7 +97,7 @@ def decode_result(result: mcp_types.CallToolResult, output_schema: dict | None =
 
 
 def _is_result_envelope(schema: dict | None) -> bool:
-    return bool(schema) and schema.get("type") == "object" and set(schema.get("properties", {})) == {"result"}
+    return schema is not None and schema.get("type") == "object" and set(schema.get("properties", {})) == {"result"}
 
 
 class MCPToolSource:

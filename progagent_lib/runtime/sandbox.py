@@ -278,8 +278,9 @@ class ProcessGroup:
 
     def remove(self) -> None:
         self.kill_all()
-        if getattr(self, "memory_path", None) is not None:
-            _rmdir_cgroup(self.memory_path)
+        memory_path = getattr(self, "memory_path", None)
+        if memory_path is not None:
+            _rmdir_cgroup(memory_path)
         _rmdir_cgroup(self.path)
 
 
@@ -668,6 +669,7 @@ class Sandbox:
 
     def _lend(self, workspace: Path) -> None:
         """Chown `workspace` to the sandbox's uid for its life; `cleanup` gives it back to its owner."""
+        assert self.identity is not None  # lent only by a sandbox with an identity of its own (bind_workspace)
         info = os.stat(workspace)
         self.lent = (workspace, info.st_uid, info.st_gid)
         identities.chown_tree(workspace, self.identity.uid, self.identity.gid)

@@ -79,10 +79,12 @@ def run_terminal(
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
         )
+        stdout = process.stdout
+        assert stdout is not None  # stdout=PIPE
         selector = selectors.DefaultSelector()
-        selector.register(process.stdout, selectors.EVENT_READ)
+        selector.register(stdout, selectors.EVENT_READ)
         deadline = started + timeout
-        fd = process.stdout.fileno()
+        fd = stdout.fileno()
         while True:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -108,7 +110,7 @@ def run_terminal(
         except subprocess.TimeoutExpired:
             process.kill()
             exit_code = process.wait()
-        process.stdout.close()
+        stdout.close()
     finally:
         sandbox.cleanup()
     text, cut = clean_bounded(output.text(), max_output_chars)

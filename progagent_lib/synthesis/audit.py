@@ -59,10 +59,11 @@ def audit_task(task: Any, policy: Any | None = None, *, seed: int = 0, solver_sc
     report.findings.append(AuditFinding("same_instruction_and_tools", len(prompts) == 1 and len(schemas) == 1))
     for table in task.config.get("tables", {}):
         counts = {s: rows[s][table] for s in SCALES}
-        if any(c is None for c in counts.values()) or not counts["v0"]:
+        known = {s: c for s, c in counts.items() if c is not None}
+        if len(known) < len(counts) or not known["v0"]:
             continue  # a size knob for generated rows, not a table of that name
         # A declared table grows by about the scale's multiplier (generators may add or drop a few rows).
-        ratios = {s: counts[s] / counts["v0"] for s in SCALES}
+        ratios = {s: known[s] / known["v0"] for s in SCALES}
         grows = all(0.75 * ROW_MULTIPLIER[s] <= ratios[s] <= 1.33 * ROW_MULTIPLIER[s] for s in SCALES)
         report.findings.append(AuditFinding(f"table_{table}_scales", grows, f"rows per scale {counts}"))
     report.findings.append(AuditFinding("workspace_grows", files["v3"] > files["v0"], f"files per scale {files}"))

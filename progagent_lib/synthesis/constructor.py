@@ -7,7 +7,10 @@ scripted constructor in its place, because no remote model can be reached here.
 from __future__ import annotations
 
 import time
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol, cast
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 
 class Constructor(Protocol):
@@ -44,11 +47,13 @@ class OpenAIConstructor:
         self.retries, self.backoff = retries, backoff
 
     def complete(self, messages: list[dict]) -> str:
+        # The protocol's plain {"role": ..., "content": ...} dicts are OpenAI's message shape.
+        chat_messages = cast("list[ChatCompletionMessageParam]", messages)
         last: Exception | None = None
         for attempt in range(self.retries + 1):
             try:
                 response = self.client.chat.completions.create(
-                    model=self.model, messages=messages, temperature=self.temperature, max_tokens=self.max_tokens
+                    model=self.model, messages=chat_messages, temperature=self.temperature, max_tokens=self.max_tokens
                 )
                 return response.choices[0].message.content or ""
             except Exception as exc:  # noqa: BLE001 - network errors, 5xx, rate limits: retry with back-off

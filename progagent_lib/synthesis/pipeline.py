@@ -98,8 +98,9 @@ def propose_intents(constructor: Constructor, domain: str, subcategory: str, n: 
         items = json.loads(match.group(0)) if match else None
     except json.JSONDecodeError:
         items = None
-    intents = [_intent(i) for i in items] if isinstance(items, list) else [None]
-    if None in intents:
+    found = [_intent(i) for i in items] if isinstance(items, list) else [None]
+    intents = [intent for intent in found if intent is not None]
+    if len(intents) < len(found):
         raise ConstructorError(
             'Stage I answer is not a JSON list of {"request": ..., "parameters": [{"name", "values", '
             f'"changes"}}]}} objects: {answer[:200]!r}'

@@ -27,11 +27,15 @@ import csv
 import json
 import math
 import re
+import sqlite3
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from .reference import Reference, ReferenceError, reference_dir
 from .verifier import Criterion
+
+if TYPE_CHECKING:
+    from .safe_fs import WorkspaceFS
 
 MAX_FILE_CHARS = 4 << 20  # characters of an episode's file a comparison reads
 MAX_ROWS = 100_000  # rows of a table or a file a comparison reads
@@ -263,6 +267,13 @@ class ReferenceCriteria:
 
     final_answer: str = ""
     _reference: Reference | None = None
+    # Given by `Environment` (annotations only: nothing is set here).
+    db: sqlite3.Connection
+    fs: WorkspaceFS
+
+    if TYPE_CHECKING:  # the task's verifier, written in each `Environment` subclass
+
+        def criteria(self, final_response: str) -> list[Criterion]: ...
 
     @property
     def reference(self) -> Reference:
@@ -281,6 +292,12 @@ class ReferenceCriteria:
                 "has no reference state; use Task.instantiate(scale, seed)"
             )
         return reference_dir(task, scale, seed)
+
+    def use_reference(self, folder: Path) -> None:
+        """Compare with the reference state in `folder` (data.db, workspace/, answer.txt), as a task exported without
+        its oracle carries it (synthesis.export: Harbor's tests/reference)."""
+        self.close_reference()
+        self._reference = Reference(Path(folder))
 
     def run_criteria(self, final_answer: str) -> list[Criterion]:
         """criteria(final_answer), with the answer where `answer_states` reads it."""

@@ -238,7 +238,7 @@ class Environment(ReferenceCriteria, Verification, Closeable):
         """
         if isinstance(action, str):
             action = {"name": "claim_done", "arguments": {"action": action}}
-        name = action.get("name")
+        name: Any = action.get("name")  # any JSON value the agent sent: call_tool refuses a name it has no tool for
         arguments = action.get("arguments") or {}
         if isinstance(arguments, str):
             arguments = json.loads(arguments)
@@ -275,7 +275,7 @@ class Environment(ReferenceCriteria, Verification, Closeable):
         limit_sql = f"{sql} LIMIT {':_limit' if named else '?'} OFFSET {':_offset' if named else '?'}"
         limit_params = (
             {**params, "_limit": page_size, "_offset": (page - 1) * page_size}
-            if named
+            if isinstance(params, dict)
             else (*params, page_size, (page - 1) * page_size)
         )
         return {

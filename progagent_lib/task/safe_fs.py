@@ -112,7 +112,7 @@ def _explain(exc: OSError, path: str) -> ToolError:
 
 def _read_error(exc: OSError, doing: str) -> WorkspaceReadError:
     """The error a tool reports for an OSError the workspace layer does not expect (EMFILE, EIO, ...)."""
-    name = errno.errorcode.get(exc.errno, str(exc.errno))
+    name = str(exc.errno) if exc.errno is None else errno.errorcode.get(exc.errno, str(exc.errno))
     if exc.errno in (errno.EMFILE, errno.ENFILE):
         return WorkspaceReadError(
             f"the host ran out of file descriptors ({name}) {doing}; the workspace could not be read completely"
@@ -327,23 +327,23 @@ class WorkspaceFS:
                 current = None
                 while path and current is None:  # the next folder: the deepest one with a subfolder left
                     parent, parent_fd, pending = path[-1]
-                    name = next(pending, None)
-                    if name is None:
+                    subfolder = next(pending, None)
+                    if subfolder is None:
                         path.pop()
                         os.close(parent_fd)
                         continue
                     if len(path) > max_depth:
                         raise ToolError(
                             f"the workspace nests folders more than {max_depth} levels deep "
-                            f"(at {parent + name!r:.200}); it is too deep to list or copy"
+                            f"(at {parent + subfolder!r:.200}); it is too deep to list or copy"
                         )
                     try:
-                        current = self._open_dir(parent_fd, name)
+                        current = self._open_dir(parent_fd, subfolder)
                     except OSError as exc:
                         if exc.errno in _VANISHED or exc.errno in _NOT_FOLLOWED:
                             continue  # removed, or swapped for a file or a link, since it was listed
-                        raise _read_error(exc, f"opening the folder {parent + name!r:.200}") from None
-                    prefix = f"{parent}{name}/"
+                        raise _read_error(exc, f"opening the folder {parent + subfolder!r:.200}") from None
+                    prefix = f"{parent}{subfolder}/"
         finally:
             if current is not None:
                 os.close(current)

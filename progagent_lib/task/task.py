@@ -195,6 +195,7 @@ def render_instruction(prompt: str, params: dict) -> str:
 def _load_module(task_id: str, path: Path) -> ModuleType:
     name = "progagent_tasks." + task_id.replace("/", ".").replace("-", "_") + "." + path.stem
     spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None  # a .py file always has both
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
@@ -318,6 +319,7 @@ class Task:
     # --- instance parameters ---------------------------------------------------------------------
     def _draw_params(self, seed: int) -> dict:
         where = f"task {self.id!r} (generator.py params, seed {seed})"
+        assert self._params_fn is not None  # its callers return {} for a task without params(ctx)
         try:
             drawn = self._params_fn(ParamContext(self.id, seed, self.config))
         except AttributeError as exc:

@@ -4,7 +4,7 @@ bridge sends to the kernel and the call log measures), or its error message cut 
 from __future__ import annotations
 
 import json
-from json.encoder import c_make_encoder, encode_basestring_ascii
+from json.encoder import c_make_encoder, encode_basestring_ascii  # type: ignore[attr-defined]  # not in typeshed
 from typing import Any
 
 MAX_ERROR_CHARS = 2_000  # characters of a tool's error message that reach the model

@@ -43,7 +43,7 @@ class ToolBox(Mapping[str, Callable[..., Any]]):
 
         call.__name__ = name
         call.__doc__ = spec.description
-        call.__signature__ = spec.signature.replace(
+        call.__signature__ = spec.signature.replace(  # type: ignore[attr-defined]  # read by inspect.signature()
             parameters=[p for p in spec.signature.parameters.values() if p.name != "self"]
         )
         return call

@@ -15,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .safe_fs import WorkspaceFS, deadline_check
 from .tool_replies import bounded_text
@@ -103,6 +103,26 @@ class Verification:
     # criteria() run in a child process (see verify_worker) where one can rebuild this environment from files;
     # False keeps them in a thread of the host (bounded in time only), as for state held in Python objects.
     verify_in_child: bool = True
+
+    # Given by `Environment` (annotations only: nothing is set here).
+    task: Any
+    scale: str | None
+    seed: int | None
+    params: dict
+    instruction: str
+    db_path: Path
+    workspace: Path
+    fs: WorkspaceFS
+    episode_dir: Path | None
+    workspace_quota: int | None
+    _busy: threading.RLock
+    _deadline: float | None
+
+    if TYPE_CHECKING:  # given by `Environment` and `ReferenceCriteria`; declared here for the type checker only
+
+        def _acquire(self, deadline: float, what: str) -> None: ...
+        def prepare_reference(self) -> Path: ...
+        def run_criteria(self, final_answer: str) -> list[Criterion]: ...
 
     def verify(self, final_response: str, timeout: float | None = None) -> VerifyResult:
         """Score the final response and the current environment state, within `timeout` seconds.

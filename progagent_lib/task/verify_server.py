@@ -158,7 +158,7 @@ def _preload_task(root: str) -> None:
 
 def _reap(child: _Child) -> None:
     _, status = os.waitpid(child.pid, 0)
-    said = {"exit": os.waitstatus_to_exitcode(status)}
+    said: dict[str, int | str] = {"exit": os.waitstatus_to_exitcode(status)}
     if child.killed:
         said["killed"] = child.killed
     try:
@@ -198,7 +198,7 @@ def _child(job_fd: int, budget: Budget, server: int) -> NoReturn:
         os.closerange(job_fd + 1, 2**31 - 1)
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)  # gone with the server ...
         if os.getppid() != server:  # ... or already gone before that was asked
-            return
+            os._exit(code)
         _limit(budget)
         job = socket.socket(fileno=job_fd)
         reply = _encoded_reply(judge(_read_request(job)))

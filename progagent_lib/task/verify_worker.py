@@ -306,7 +306,8 @@ def _judgement(reply_bytes: bytes | None, status_bytes: bytes | None, budget: Bu
         if kind == "budget" and value in ("time", "cpu", "memory", "reply"):
             return Judgement(budget=budget.sentence(value))
         if kind in ("raised", "defect") and isinstance(value, str):
-            return Judgement(**{kind: value[:_DETAIL_BOUND]})
+            detail = value[:_DETAIL_BOUND]
+            return Judgement(raised=detail) if kind == "raised" else Judgement(defect=detail)
     return _ended_without_a_verdict(status, budget)
 
 

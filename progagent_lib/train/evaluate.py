@@ -262,8 +262,10 @@ def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any =
         if choice.backend == "engine" and config.engine_load_weights and any(source.glob("*.safetensors")):
             from ..engine.weights import reload_weights
 
+            assert config.engine_url is not None  # the engine backend is chosen by engine_url
             reload_weights(config.engine_url, source)  # the server generates with the evaluated model's weights
         if choice.backend == "trl-vllm" and config.engine_load_weights and any(source.glob("*.safetensors")):
+            assert config.vllm_server_base_url is not None  # here trl-vllm is chosen by vllm_server_base_url
             push_checkpoint_to_trl_server(config.vllm_server_base_url, str(source), config.chat_template)
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
         model_config = AutoConfig.from_pretrained(str(source))

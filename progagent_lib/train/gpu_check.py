@@ -24,6 +24,7 @@ import argparse
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import cast
 
 import yaml
 
@@ -115,6 +116,7 @@ def gpu_check_plan(config: Path, gpus: int):
             health_timeout=900.0,
         )
     )
+    assert plan.trainer is not None, "a GSPO config's launch plan always has a trainer"
     argv = list(plan.trainer.argv)
     at = argv.index("progagent_lib.train.cli")
     argv[at : at + 2] = ["progagent_lib.train.gpu_check", "train"]
@@ -129,7 +131,7 @@ def verdict(dynamics: list[dict]) -> tuple[bool, str]:
             f"gpu-check: FAILED: {len(dynamics)} step line(s), gaps {gaps}: a step without the sampler "
             "comparison (no advantage, or no sampler log-probs); see the trainer's log"
         )
-    first, second = gaps
+    first, second = cast("list[float]", gaps)  # the check above returned on a missing gap
     bound = MISMATCH_SLACK[0] * first + MISMATCH_SLACK[1]
     ok = second <= bound
     return ok, (

@@ -560,12 +560,15 @@ def make_rollout_func(
         server reloads them first (no NCCL on CPU: see progagent_lib.engine.weights)."""
         from ..engine.weights import sync_weights
 
+        engine_url = config.engine_url
+        assert engine_url is not None  # the engine backend is chosen by engine_url
+
         def push() -> float:
             if trainer.state.global_step > 0 or engine_state:
                 return sum(
                     sync_weights(
                         trainer.accelerator.unwrap_model(trainer.model),
-                        config.engine_url,
+                        engine_url,
                         Path(config.output_dir) / "engine-weights",
                     ).values()
                 )
@@ -574,7 +577,7 @@ def make_rollout_func(
             from ..generation.sources import resolve_model_source
 
             source = Path(resolve_model_source(config.model, config.chat_template))
-            return reload_weights(config.engine_url, source) if any(source.glob("*.safetensors")) else 0.0
+            return reload_weights(engine_url, source) if any(source.glob("*.safetensors")) else 0.0
 
         if engine_state.get("step") != trainer.state.global_step:
             # One push, by the main rank; every rank waits for it, so none samples from the weights it replaces.
@@ -755,7 +758,7 @@ def grpo_args(config: GSPORunConfig, processes: int = 1):
         vllm_mode="server",
         # The sampler correction is GSPOTrainer's on every generation path (config.importance_sampling), not TRL's.
         vllm_importance_sampling_correction=False,
-        **({"vllm_server_base_url": config.vllm_server_base_url} if config.vllm_server_base_url else {}),
+        vllm_server_base_url=config.vllm_server_base_url or None,  # None (TRL's default): its host and port
     )
 
 

@@ -69,7 +69,7 @@ import math
 from dataclasses import dataclass, field
 
 import torch
-from trl import GRPOTrainer
+from trl import GRPOConfig, GRPOTrainer
 
 logger = logging.getLogger(__name__)
 # An advantage this small is the rounding of a group whose rewards are equal, not a signal: TRL divides by the
@@ -145,6 +145,11 @@ class _StepTally:
 class GSPOTrainer(GRPOTrainer):
     """GRPOTrainer whose loss (GSPO's by default, TRL's variants by config) is written out here, with truncated
     importance sampling against the sampler, and which skips an optimizer step that has nothing to learn from."""
+
+    # transformers' Trainer types these for any trainer (model may be None, args any TrainingArguments); a
+    # GRPOTrainer always holds a model and a GRPOConfig
+    model: torch.nn.Module
+    args: GRPOConfig
 
     def __init__(self, *args, importance_sampling_cap: float | None = 2.0, **kwargs):
         """`importance_sampling_cap`: the truncation of TIS's per-token weight; None applies no correction."""
@@ -432,6 +437,7 @@ class GSPOTrainer(GRPOTrainer):
         elif self.loss_type == "bnpo":  # the mean over the micro-batch's tokens
             loss = token_losses.sum() / model_tokens.sum().clamp(min=1.0)
         elif self.loss_type == "dr_grpo":  # over a constant: episodes x max_completion_length
+            assert self.max_completion_length is not None, "dr_grpo divides by max_completion_length: set it"
             loss = token_losses.sum() / (token_losses.size(0) * self.max_completion_length)
         elif self.loss_type == "luspo":  # each episode's sum (its length weighs), then the mean over episodes
             loss = token_losses.sum(-1).mean()

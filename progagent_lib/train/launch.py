@@ -36,9 +36,12 @@ import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 REPO = Path(__file__).resolve().parents[2]
 ZERO3_CONFIG = REPO / "configs" / "accelerate" / "deepspeed_zero3.yaml"
@@ -162,7 +165,7 @@ def stage_of(data: Any, path: str) -> str:
     )
 
 
-def _stage_classes() -> dict[str, type]:
+def _stage_classes() -> dict[str, type[DataclassInstance]]:
     from .evaluate import EvalConfig
     from .gspo import GSPORunConfig
     from .pipeline import PipelineConfig
@@ -198,7 +201,7 @@ def _view(stage: str, config: Any) -> StageView:
         else None
     )
     budget = "max_length" if stage == "sft" else "max_context_tokens"
-    url_field = {"trl": "vllm_server_base_url", "engine": "engine_url"}.get(kind)
+    url_field = {"trl": "vllm_server_base_url", "engine": "engine_url"}.get(kind) if kind else None
     tiny = config.tiny.max_position_embeddings if stage == "sft" and config.model == "tiny" else None
     return StageView(
         config.model,
@@ -372,6 +375,8 @@ def _check_overlap(options: LaunchOptions, kind: str | None) -> None:
 
 
 def _kind_name(kind: str | None) -> str:
+    if kind is None:
+        return "no"
     return {"trl": "`trl vllm-serve`", "engine": "`progagent engine serve`"}.get(kind, "no")
 
 
@@ -762,6 +767,7 @@ def _die_with_launcher() -> None:
 
 
 def _wait_healthy(server: ProcessPlan, popen: subprocess.Popen, timeout: float, poll: float) -> None:
+    assert server.health_url is not None, f"{server.what}: a server's plan always has a health URL"
     deadline = time.monotonic() + timeout
     while not _answers(server.health_url):
         code = popen.poll()

@@ -26,7 +26,7 @@ autocast linear layer's backward does, and summed over tiles in fp32). Other dev
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Iterator
 
 import torch
 
@@ -190,17 +190,17 @@ class TiledLogProbs(torch.autograd.Function):
 
     @staticmethod
     def forward(
-        ctx,
-        hidden,
-        weight,
-        bias,
-        targets,
-        temperature,
-        chunk_size,
-        final_logit_softcapping=None,
-        logit_scale=1.0,
-        outputs=OUTPUTS,
-    ):
+        ctx: Any,
+        hidden: torch.Tensor,
+        weight: torch.Tensor,
+        bias: torch.Tensor | None,
+        targets: torch.Tensor,
+        temperature: float,
+        chunk_size: int | None,
+        final_logit_softcapping: float | None = None,
+        logit_scale: float = 1.0,
+        outputs: tuple[str, ...] = OUTPUTS,
+    ) -> tuple[torch.Tensor | None, ...]:
         ctx.set_materialize_grads(False)
         dtype = torch.get_autocast_dtype("cpu") if torch.is_autocast_enabled("cpu") else hidden.dtype
         spec = {"logit_scale": logit_scale, "softcap": final_logit_softcapping, "inv_t": 1.0 / temperature}

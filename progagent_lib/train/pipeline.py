@@ -23,7 +23,7 @@ import json
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from ..config import (
     check_bool,
@@ -46,6 +46,13 @@ from .splits import Instance, SplitConfig, TrainedInstances, make_splits
 
 LEARNING_FILE = "learning.jsonl"
 SPLITS_FILE = "splits.json"
+
+
+class EngineSettings(TypedDict, total=False):
+    """The GSPO and evaluation config fields that point a stage at the pipeline's engine (none: no engine)."""
+
+    engine_url: str
+    engine_model: str
 
 
 @dataclass
@@ -208,7 +215,7 @@ class Recipe:
             return str(self.out / f"control-{harness}" / "final")
         raise ValueError(f"unknown stage {stage!r}; stages are {STAGES}")
 
-    def engine(self) -> dict[str, str]:
+    def engine(self) -> EngineSettings:
         """The GSPO and evaluation settings that make them generate through the pipeline's engine, if it has one."""
         if not self.config.engine_url:
             return {}

@@ -15,6 +15,7 @@ without bf16 instructions autocast would emulate it, slower than fp32: such a re
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,13 +51,13 @@ def check_bf16(requested: bool, where: str, *, cuda: bool | None = None, cpuinfo
     return True
 
 
-def sharded_by_launcher(environ: dict[str, str] | None = None) -> bool:
+def sharded_by_launcher(environ: Mapping[str, str] | None = None) -> bool:
     """Is this process one of an `accelerate launch` run that shards the model (DeepSpeed or FSDP)?"""
-    environ = os.environ if environ is None else environ
-    return any(environ.get(flag, "").lower() == "true" for flag in ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP"))
+    env = os.environ if environ is None else environ
+    return any(env.get(flag, "").lower() == "true" for flag in ("ACCELERATE_USE_DEEPSPEED", "ACCELERATE_USE_FSDP"))
 
 
-def master_weights_dtype(environ: dict[str, str] | None = None) -> Any:
+def master_weights_dtype(environ: Mapping[str, str] | None = None) -> Any:
     """The dtype a trained model is loaded in: float32 (master weights; bf16 is autocast), or None (as saved) when
     the launcher shards the model and its engine keeps the fp32 masters."""
     import torch

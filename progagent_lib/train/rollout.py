@@ -249,24 +249,25 @@ def run_token_episodes(
                     except Exception:  # noqa: BLE001 - already errored; the first failure is the one reported
                         pass
                 episodes.append(_UnbuiltEpisode(spec, harness, chat, policy_name, exc))
-        while live := [e for e in episodes if not e.finished]:
+        # an _UnbuiltEpisode is finished from the start
+        while live := [e for e in episodes if isinstance(e, TokenEpisode) and not e.finished]:
             started = time.perf_counter()
             try:
                 turns = generate_turns([e.context_ids() for e in live], max(e.turn_budget() for e in live))
             except PolicyError as exc:
-                for episode in live:
-                    episode.episode.fail(str(exc))
+                for playing in live:
+                    playing.episode.fail(str(exc))
                 break
             if len(turns) != len(live):
                 raise RuntimeError(f"the turn generator returned {len(turns)} turns for {len(live)} contexts")
             share = (time.perf_counter() - started) / len(live)
-            for episode, turn in zip(live, turns):
-                episode.tokens.seconds_generate += share
-                budget = episode.turn_budget()
+            for playing, turn in zip(live, turns):
+                playing.tokens.seconds_generate += share
+                budget = playing.turn_budget()
                 try:
-                    episode.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
+                    playing.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
                 except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
-                    episode.fail(exc, "playing a turn")
+                    playing.fail(exc, "playing a turn")
             rounds.set_postfix_str(f"{len(live)}/{len(episodes)} episodes playing", refresh=False)
             rounds.update(1)
     finally:

@@ -109,7 +109,7 @@ def config_hash(config: Any) -> str:
     output and task folders differ between checkouts) and where the logs are also sent (report_to)."""
     from dataclasses import asdict, is_dataclass
 
-    data = asdict(config) if is_dataclass(config) else dict(config)
+    data = asdict(config) if is_dataclass(config) and not isinstance(config, type) else dict(config)
     ignored = ("engine_url", "engine_model", "output_dir", "tasks_root", "report_to")
 
     def strip(value: Any) -> Any:

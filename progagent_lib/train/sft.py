@@ -247,7 +247,7 @@ def select_sft_trajectories(
         raise ValueError(f"per_harness={count} is fewer than the {len(tasks)} tasks; every task needs one trajectory")
     if count > min(available.values()):
         raise ValueError(
-            f"per_harness={count} but harness {min(available, key=available.get)!r} has only "
+            f"per_harness={count} but harness {min(available, key=available.__getitem__)!r} has only "
             f"{min(available.values())} trajectories with R~ >= {min_score}"
         )
     selected = []

@@ -191,6 +191,20 @@ def test_a_near_miss_switch_is_folded_out_of_the_teachers_program(tmp_path):
     assert namespace["solve"](SimpleNamespace(items=lambda: ["a", "b", "c"]), "b") == "strictc"
 
 
+def test_a_switch_read_inside_a_with_block_is_folded(tmp_path):
+    """A `with` statement has no `else`: its body is folded statement by statement, the header kept as written."""
+    (tmp_path / "near_miss.py").write_text("flip = {'strict': False}\n")
+    (tmp_path / "oracle.py").write_text('''def solve(tools, strict=True) -> str:
+    with tools.lock():  # kept as written
+        if strict:
+            return "strict"
+    return "loose"
+''')
+    code = oracle_program(SimpleNamespace(root=tmp_path))
+    assert "def solve(tools) -> str:" in code and "    with tools.lock():\n" in code and "strict" in code
+    assert "if strict" not in code and "if True" not in code
+
+
 @pytest.mark.parametrize("task_dir", [p for p in find_task_dirs(TASKS_DIR) if near_miss_switches(p)],
                          ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_the_teachers_program_solves_every_task_with_its_switches_folded(task_dir):

@@ -14,6 +14,7 @@ from progagent_harbor import load_env  # noqa: E402 - importable once sys.path h
 
 env = load_env()
 spec = importlib.util.spec_from_file_location("oracle", HERE / "oracle.py")
+assert spec is not None and spec.loader is not None  # a .py file always has both
 oracle = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(oracle)
 (APP / "final_response.md").write_text(oracle.solve(env.tools, **env.params))
