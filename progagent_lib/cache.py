@@ -15,7 +15,10 @@ of the user who started the engine finds them (`generation.access`).
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
+from typing import Callable
 
 CACHE_ENV = "PROGAGENT_CACHE"
 
@@ -25,4 +28,27 @@ def cache_root() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "progagent").expanduser().resolve()
 
 
-__all__ = ["CACHE_ENV", "cache_root"]
+READY = "READY"  # written last into a built folder: a folder without it is not in the cache
+
+
+def build_once(final: Path, build: Callable[[Path], str]) -> Path:
+    """`final`, built on first use: `build(staging)` fills a fresh folder beside it and returns what READY records;
+    the folder is then renamed into place. Processes building the same folder at once keep whichever came first; a
+    build that raises leaves nothing behind."""
+    if (final / READY).exists():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    try:
+        (staging / READY).write_text(build(staging))
+        try:
+            staging.rename(final)
+        except OSError:  # another process built it first
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return final
+
+
+__all__ = ["CACHE_ENV", "READY", "build_once", "cache_root"]

@@ -486,14 +486,15 @@ def _keep_needed(statements: list[ast.stmt], roots: set[str]) -> list[ast.stmt]:
 # running at once in two threads (batch workers) can fail with "AST constructor recursion depth mismatch".
 # The teacher parses under one lock, and each oracle once.
 _AST_LOCK = threading.Lock()
-_PROGRAMS: dict[tuple[str, int, int], str] = {}
+_PROGRAMS: dict[tuple[str, tuple[tuple[int, int], ...]], str] = {}
 
 
 def oracle_program(task) -> str:
-    """The compact program for a task's oracle (see `compact_oracle`), made once per oracle.py version."""
+    """The compact program for a task's oracle (see `compact_oracle`), made once per version of oracle.py and of the
+    near_miss.py whose switches it folds away."""
     path = Path(task.root) / "oracle.py"
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    versions = [(p.stat().st_mtime_ns, p.stat().st_size) for p in (path, path.parent / "near_miss.py") if p.is_file()]
+    key = (str(path.resolve()), tuple(versions))
     with _AST_LOCK:
         if key not in _PROGRAMS:
             _PROGRAMS[key] = compact_oracle(path)

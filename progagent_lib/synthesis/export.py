@@ -25,6 +25,7 @@ import sqlite3
 import textwrap
 from pathlib import Path
 
+from ..cache import READY
 from ..task import SCALES, Task, load_task
 from ..task.scales import check_scale
 
@@ -154,7 +155,7 @@ def export_harbor(task: Task, out_root: str | Path, scales=SCALES, seed: int = 0
         tests.mkdir()
         (tests / "hidden_facts.sql").write_text(hidden_sql)
         reference = task.reference_dir(scale, seed)
-        shutil.copytree(reference, tests / "reference", ignore=shutil.ignore_patterns("READY"))
+        shutil.copytree(reference, tests / "reference", ignore=shutil.ignore_patterns(READY))
         shutil.copy2(TEMPLATES / "harbor_verify.py", tests / "verify.py")
         (tests / "test.sh").write_text(
             textwrap.dedent("""\

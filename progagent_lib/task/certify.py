@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from ..cache import READY
 from .scales import SCALES
 from .task import Task, TaskLoadError, find_task_dirs, state_fingerprint
 
@@ -285,7 +286,7 @@ def _certify_determinism(task: Task, scale: str, seed: int, report: CertifyRepor
     try:
         task.generate_into(scratch / "state", scale, seed)
         fresh = state_fingerprint(scratch / "state" / "data.db", scratch / "state" / "workspace")
-        same = fresh == (cached / "READY").read_text().strip()
+        same = fresh == (cached / READY).read_text().strip()
         report.add(task.id, scale, seed, "deterministic", same, "regenerating gave a different database or workspace")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

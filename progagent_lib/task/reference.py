@@ -14,13 +14,12 @@ from __future__ import annotations
 import hashlib
 import shutil
 import sqlite3
-import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..cache import cache_root
+from ..cache import build_once, cache_root
 from .scales import check_scale
 
 
@@ -55,24 +54,10 @@ def reference_dir(task: Solvable, scale: str, seed: int) -> Path:
     """The reference state of (scale, seed): `data.db`, `workspace/` and `answer.txt`, built on first use."""
     check_scale(scale)
     final = cache_root() / "references" / task.id / reference_fingerprint(task) / f"{scale}-seed{seed}"
-    if (final / "READY").exists():
-        return final
-    final.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{scale}-seed{seed}-", dir=final.parent))
-    try:
-        _replay_oracle(task, scale, seed, staging)
-        (staging / "READY").touch()
-        try:
-            staging.rename(final)
-        except OSError:  # another process built it first
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return final
+    return build_once(final, lambda staging: _replay_oracle(task, scale, seed, staging))
 
 
-def _replay_oracle(task: Solvable, scale: str, seed: int, target: Path) -> None:
+def _replay_oracle(task: Solvable, scale: str, seed: int, target: Path) -> str:
     env = task.instantiate(scale, seed, workspace_quota=None)
     try:
         try:
@@ -92,6 +77,7 @@ def _replay_oracle(task: Solvable, scale: str, seed: int, target: Path) -> None:
         (target / ANSWER_FILE).write_text(answer if isinstance(answer, str) else str(answer))
     finally:
         env.close()
+    return ""  # READY records nothing: the folder's key already names the state and the code
 
 
 @dataclass

@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
 
-from ..cache import cache_root
+from ..cache import build_once, cache_root
 from .environment import WORKSPACE_MAX_FILES, WORKSPACE_QUOTA, Environment
 from .installed_pool import seal_installed_pool
 from .safe_fs import mount_quota, unmount
@@ -531,22 +531,12 @@ class Task:
     def state_dir(self, scale: str, seed: int) -> Path:
         """The cached state for (scale, seed), built on first use. Never modified by episodes."""
         check_scale(scale)
-        final = cache_root() / "envs" / self.id / self.code_fingerprint() / f"{scale}-seed{seed}"
-        if (final / "READY").exists():
-            return final
-        final.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{scale}-seed{seed}-", dir=final.parent))
-        try:
+
+        def build(staging: Path) -> str:
             self.generate_into(staging, scale, seed)
-            (staging / "READY").write_text(state_fingerprint(staging / "data.db", staging / "workspace"))
-            try:
-                staging.rename(final)
-            except OSError:  # another process built it first
-                shutil.rmtree(staging, ignore_errors=True)
-        except BaseException:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        return final
+            return state_fingerprint(staging / "data.db", staging / "workspace")
+
+        return build_once(cache_root() / "envs" / self.id / self.code_fingerprint() / f"{scale}-seed{seed}", build)
 
     def instantiate(
         self, scale: str = "v0", seed: int = 0, *, workspace_quota: int | None | str = "default"

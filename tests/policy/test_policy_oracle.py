@@ -189,6 +189,8 @@ def test_a_near_miss_switch_is_folded_out_of_the_teachers_program(tmp_path):
     namespace = {}
     exec(compile(code, "oracle", "exec"), namespace)
     assert namespace["solve"](SimpleNamespace(items=lambda: ["a", "b", "c"]), "b") == "strictc"
+    (tmp_path / "near_miss.py").write_text("def solve(tools, limit):\n    return ''\n")  # no switch any more
+    assert "honour_hold" in oracle_program(SimpleNamespace(root=tmp_path))  # the program follows near_miss.py
 
 
 def test_a_switch_read_inside_a_with_block_is_folded(tmp_path):
