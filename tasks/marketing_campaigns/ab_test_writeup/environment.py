@@ -63,15 +63,14 @@ class AbTestEnv(WorkspaceEnvironment):
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
         # Lifts are written with one decimal and p-values with three, so each compares at its own precision.
-        lifts = self.file_matches(name, as_="md", key="experiment", columns=["decision", "variant", "lift_pct"],
-                                  tolerance=0.051)
-        p_values = self.file_matches(name, as_="md", key="experiment", columns="p_value", tolerance=0.0015)
-        table = lifts if not lifts.passed else p_values
+        table = self.file_matches(name, as_="md", key="experiment", criterion="write_up_table_correct",
+                                  columns=["decision", "variant", "lift_pct", "p_value"],
+                                  tolerance={"lift_pct": 0.051, "p_value": 0.0015})
         ships = self.reference.query("SELECT count(*) AS n FROM experiments WHERE decision = 'ship'")[0]["n"]
         return [
             self.tables_match("experiments", key="key", columns="decision", weight=2.0, criterion="decisions_recorded"),
             self.tables_match("experiments", key="key", columns=["decision", "winning_variant_id"],
                               criterion="shipped_variants_correct"),
-            Criterion("write_up_table_correct", table.passed, 1.0, table.detail),
+            table,
             self.answer_states(ships, criterion="ship_count_reported"),
         ]

@@ -51,10 +51,10 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         failed = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'failed'")[0]["value"])
         to_failed = self.query("SELECT count(*) AS n FROM supplier_changes WHERE new_supplier_id = ?", (failed,))[0]["n"]
         name = self.params["report_name"]
-        names = self.file_matches(name, key="item_code", columns=["old_supplier", "new_supplier"])
-        prices = self.file_matches(name, key="item_code", columns=["old_unit_price", "new_unit_price"], tolerance=0.00051)
-        savings = self.file_matches(name, key="item_code", columns="weekly_saving", tolerance=0.015)
-        sheet = [c for c in (names, prices, savings) if not c.passed]
+        prices = ["old_unit_price", "new_unit_price"]
+        sheet = self.file_matches(name, key="item_code", criterion="review_sheet_written",
+                                  columns=["old_supplier", "new_supplier", *prices, "weekly_saving"],
+                                  tolerance={**dict.fromkeys(prices, 0.00051), "weekly_saving": 0.015})
         moves = self.reference.query("SELECT count(*) AS n FROM supplier_changes")[0]["n"]
         total = sum(float(row["weekly_saving"]) for row in parse_rows(self.reference.read(name), "csv"))
         return [
@@ -62,6 +62,6 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
                               weight=2.0),
             self.tables_match("items", key="id", columns="supplier_id", criterion="moved_to_cheapest_valid_supplier"),
             Criterion("excluded_supplier_avoided", to_failed == 0, 1.0, "no move to the supplier that failed its audit"),
-            Criterion("review_sheet_written", not sheet, 1.0, sheet[0].detail if sheet else names.detail),
+            sheet,
             self.answer_states(round(total, 2), tolerance=0.01 * (moves + 1), criterion="total_saving_reported"),
         ]

@@ -106,8 +106,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
-        qty = self.tables_match("cases", key="item_id", columns="unexplained_qty", tolerance=0.002)
-        value = self.tables_match("cases", key="item_id", columns="value", tolerance=0.015)
         report = self.file_matches(name, key="item_code", columns=["unexplained_qty", "value"], tolerance=0.015,
                                    criterion="variance_report_written")
         own = {str(c["id"]): c["code"]
@@ -121,7 +119,8 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
             self.tables_match("staff_meals", key=(), columns=["item_id", "quantity"], tolerance=0.0005,
                               criterion="staff_meals_recorded"),
             self.tables_match("cases", key="item_id", criterion="cases_for_exactly_the_material_losses", weight=2.0),
-            Criterion("case_amounts_correct", qty.passed and value.passed, 1.0, f"{qty.detail}; {value.detail}"),
+            self.tables_match("cases", key="item_id", columns=["unexplained_qty", "value"],
+                              tolerance={"unexplained_qty": 0.002, "value": 0.015}, criterion="case_amounts_correct"),
             Criterion(report.name, report.passed and not unlinked, 1.0,
                       f"rows whose case_id is not their item's case: {unlinked[:4]}" if unlinked else report.detail),
             Criterion("largest_loss_named", named, 1.0, f"expected {worst['name']} ({worst['code']})"),
