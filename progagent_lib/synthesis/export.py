@@ -224,11 +224,12 @@ def export_authors(task: Task, out_root: str | Path) -> Path:
                 import random, sqlite3, sys, tomllib
                 from pathlib import Path
                 import json
-                from progagent_lib.task.task import GenContext, ParamContext, _seed_for, render_instruction
+                from progagent_lib.task.task import GenContext, ParamContext, _seed_for, params_from_toml, render_instruction
                 from task_verification import TASK_TOML
                 out, seed = Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 0
                 config = tomllib.loads(TASK_TOML)
-                params = params(ParamContext(config["id"], seed, config)) if "params" in globals() else {}
+                draw = params_from_toml(config["params"]) if "params" in config else globals().get("params")
+                params = draw(ParamContext(config["id"], seed, config)) if draw else {}
                 (out / "workspace").mkdir(parents=True)
                 (out / "params.json").write_text(json.dumps(params, sort_keys=True))
                 (out / "instruction.md").write_text(render_instruction((Path(__file__).parent / "prompt.md").read_text(), params))

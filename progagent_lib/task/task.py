@@ -133,6 +133,17 @@ class GenContext:
             return self.files(files[name])
         raise KeyError(f"{name!r} is declared in neither [tables] nor [files] of task.toml")
 
+    def choices(self, name: str) -> list:
+        """The values task.toml `[params]` lists for parameter `name` (for generators that also draw from them)."""
+        return list(self.config["params"][name])
+
+    def write(self, path: str, text: str) -> Path:
+        """Write a workspace file at `path` (relative, folders made as needed); returns where it went."""
+        target = self.workspace / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        return target
+
 
 def _seed_for(task_id: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{task_id}:{seed}".encode()).digest()[:8], "big")
@@ -157,6 +168,31 @@ class ParamContext:
                 "parameters are drawn for the seed alone, the same at v0..v3"
             )
         raise AttributeError(name)
+
+
+def params_from_toml(choices: dict) -> Callable[[ParamContext], dict]:
+    """`params(ctx)` of a task.toml `[params]` table: each name draws one of its listed values, in the order written.
+
+    `excluded_category = ["pantry", "frozen"]` is `ctx.rng.choice(["pantry", "frozen"])`, so a table and the function
+    it replaces draw the same values for every seed.
+    """
+
+    def params(ctx: ParamContext) -> dict:
+        return {name: ctx.rng.choice(values) for name, values in choices.items()}
+
+    return params
+
+
+def _check_params_table(task_id: str, choices: object) -> dict:
+    if not isinstance(choices, dict) or not choices:
+        raise TaskLoadError(f"task {task_id!r} (task.toml): [params] must map parameter names to lists of values")
+    for name, values in choices.items():
+        if not isinstance(values, list) or not values:
+            raise TaskLoadError(
+                f"task {task_id!r} (task.toml): [params] {name} must be a non-empty list of the values it may take, "
+                f"got {values!r}"
+            )
+    return choices
 
 
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
@@ -313,6 +349,13 @@ class Task:
             params = getattr(module, "params", None)
             if params is not None and not callable(params):
                 raise TaskLoadError(f"task {self.id!r} (generator.py): `params` must be a function params(ctx) -> dict")
+            if "params" in self.config:
+                if params is not None:
+                    raise TaskLoadError(
+                        f"task {self.id!r}: parameters are drawn by both task.toml [params] and generator.py "
+                        "params(ctx); keep one"
+                    )
+                params = params_from_toml(_check_params_table(self.id, self.config["params"]))
             self._generator, self._params_fn = module.generate, params
         return self._generator
 
@@ -381,7 +424,7 @@ class Task:
             if used:
                 raise TaskLoadError(
                     f"task {self.id!r} (prompt.md): placeholder(s) {', '.join('{%s}' % u for u in used)} but "
-                    "generator.py defines no params(ctx)"
+                    "neither task.toml [params] nor generator.py params(ctx) draws parameters"
                 )
             return ()
         self.param_names = ()  # no names to compare the first draw with yet

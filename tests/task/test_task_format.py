@@ -261,7 +261,7 @@ def test_bad_instance_parameters_are_refused_naming_the_task_and_the_parameter(t
         load("unknown_placeholder", **{"prompt.md": PARAM_PROMPT + " Skip {region}."})
     with pytest.raises(TaskLoadError, match=r"tmp/unmentioned.*prompt.md.*parameter 'label' is never mentioned"):
         load("unmentioned", **{"prompt.md": "Count at most {limit} rows."})
-    with pytest.raises(TaskLoadError, match=r"tmp/no_params.*placeholder\(s\) \{limit\}.*defines no params"):
+    with pytest.raises(TaskLoadError, match=r"tmp/no_params.*placeholder\(s\) \{limit\}.*nor generator.py params\(ctx\) draws"):
         load("no_params", **{"generator.py": "def generate(ctx):\n    pass\n", "prompt.md": "Count {limit}."})
     with pytest.raises(TaskLoadError, match=r"tmp/by_scale.*must not depend on the scale.*ctx.scale"):
         load("by_scale", **{"generator.py": PARAM_GENERATOR.replace('ctx.rng.choice([1, 2, 3, 4, 5])',
@@ -280,6 +280,41 @@ def test_bad_instance_parameters_are_refused_naming_the_task_and_the_parameter(t
     report = certify_task(load("one_program", **{"environment.py": fixed_env}), scales=["v0"], seeds=[0])
     assert [c.passed for c in report.checks if c.name == "one_program_cannot_pass_all"] == [False] * 4
     assert {c.name: c.passed for c in report.checks}["param_values_ge_4"]
+
+
+def test_a_params_table_in_task_toml_draws_what_the_function_it_replaces_drew(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROGAGENT_CACHE", str(tmp_path / "cache"))
+    base = {"generator.py": PARAM_GENERATOR, "prompt.md": PARAM_PROMPT, "oracle.py": PARAM_ORACLE}
+    by_function = load_task(write_task(tmp_path / "function", "same", **base))  # the same id: the same stream
+    table = '[params]\nlimit = [1, 2, 3, 4, 5]\nlabel = ["a", "b", "c", "d"]\n'
+    generator = PARAM_GENERATOR.split("def generate")[1].replace("ctx.params[\"limit\"]", "max(ctx.choices(\"limit\"))")
+    toml = 'id = "tmp/same"\ndomain = "tmp"\ntitle = "A test task"\n' + table
+    by_table = load_task(write_task(tmp_path / "table", "same", **{**base, "generator.py": "def generate" + generator,
+                                                                  "task.toml": toml}))
+    assert by_table.param_names == ("limit", "label")
+    assert [by_table.params_for(s) for s in range(16)] == [by_function.params_for(s) for s in range(16)]
+    env = by_table.instantiate("v0", 2)
+    try:
+        assert env.query("SELECT count(*) AS n FROM t")[0]["n"] == 5  # ctx.choices reads the same lists
+    finally:
+        env.close()
+    with pytest.raises(TaskLoadError, match=r"both task.toml \[params\] and generator.py params\(ctx\); keep one"):
+        load_task(write_task(tmp_path, "both", **{**base, "task.toml": toml.replace("same", "both")}))
+    empty = toml.replace("same", "empty").replace("[1, 2, 3, 4, 5]", "[]")
+    with pytest.raises(TaskLoadError, match=r"tmp/empty.*\[params\] limit must be a non-empty list"):
+        load_task(write_task(tmp_path, "empty", **{**base, "generator.py": "def generate" + generator, "task.toml": empty}))
+
+
+def test_a_generator_writes_workspace_files_with_their_folders(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROGAGENT_CACHE", str(tmp_path / "cache"))
+    task = load_task(write_task(tmp_path, "writes", **{"generator.py": (
+        "def generate(ctx):\n    ctx.db.execute('CREATE TABLE t (v)')\n    ctx.db.execute('INSERT INTO t VALUES (1)')\n"
+        "    ctx.write('docs/policy/rules.md', '# Rules')\n")}))
+    env = task.instantiate("v0", 0)
+    try:
+        assert (env.workspace / "docs" / "policy" / "rules.md").read_text() == "# Rules"
+    finally:
+        env.close()
 
 
 def test_certify_reports_broken_tasks_and_goes_on(tmp_path, monkeypatch):

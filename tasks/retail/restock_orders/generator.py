@@ -9,18 +9,6 @@ SUPPLIER_NAMES = ["Northwind", "Blue Harbor", "Keystone", "Maple Ridge", "Cedar 
                   "Fairview", "Westbrook"]
 
 
-REPORT_NAMES = ["restock_report.csv", "purchase_orders.csv", "reorder_list.csv", "stock_orders.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a category left alone, how far above target to fill, and the report's name."""
-    return {
-        "excluded_category": ctx.rng.choice(CATEGORIES),
-        "target_pct": ctx.rng.choice([100, 110, 120, 125, 150]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
