@@ -5,16 +5,6 @@ NAMES = ["Alder", "Birch", "Cobalt", "Dune", "Ember", "Fjord", "Glade", "Heron",
          "Linden", "Mistral", "Nectar", "Onyx", "Quartz", "Rowan", "Sable", "Topaz", "Umber"]
 SUFFIXES = ["Supplies", "Industries", "Services", "Trading", "Components", "Partners"]
 TERMS = ["2/10 net 30", "1/10 net 30", "2/15 net 45", "net 30", "net 45", "3/10 net 60", "net 60"]
-APPROVAL_LIMITS = [4000, 5000, 6000, 7500, 9000]
-REPORT_NAMES = ["payment_run.csv", "weekly_payments.csv", "payment_batch.csv", "supplier_payments.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the invoice amount above which payment waits for sign-off, and the run file's name."""
-    return {
-        "approval_limit": ctx.rng.choice(APPROVAL_LIMITS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -40,6 +30,7 @@ def generate(ctx):
     change_from = run - dt.timedelta(days=rng.randint(25, 40))
     db.executemany("INSERT INTO vendors VALUES (?,?,?)", vendors)
 
+    approval_limits = ctx.choices("approval_limit")
     invoices = []
     for iid in range(1, ctx.size("invoices") + 1):
         vendor = rng.randint(1, n_vendors)
@@ -53,8 +44,8 @@ def generate(ctx):
         elif iid == 4:  # would be paid now, but the vendor is blocked
             vendor, dated = blocked, run - dt.timedelta(days=40)
         amount = round(rng.uniform(120, 9500), 2)
-        if 5 <= iid < 5 + len(APPROVAL_LIMITS) - 1:  # overdue, with an amount between two possible approval limits
-            low, high = APPROVAL_LIMITS[iid - 5], APPROVAL_LIMITS[iid - 4]
+        if 5 <= iid < 5 + len(approval_limits) - 1:  # overdue, with an amount between two possible approval limits
+            low, high = approval_limits[iid - 5], approval_limits[iid - 4]
             vendor, dated, amount = 2, run - dt.timedelta(days=rng.randint(31, 45)), round(rng.uniform(low + 50, high - 50), 2)
         invoices.append((iid, f"{rng.choice('ABCDEFGH')}{rng.randint(100, 999)}{iid:04d}", vendor, dated.isoformat(),
                          amount, "approved"))
@@ -94,8 +85,6 @@ def generate(ctx):
         docs[f"ap_mailbox/misc_{i:03d}.eml"] = (
             f"Subject: {chatter[i % len(chatter)]}\n\nHi, a note on the {chatter[i % len(chatter)]} for "
             f"{names[rng.randint(1, n_vendors)]}.\nNo change to terms or payments. Ref {rng.randint(1000, 9999)}.\n")
-    for rel, body in sorted(docs.items()):
-        target = ctx.workspace / rel
-        target.parent.mkdir(exist_ok=True)
-        target.write_text(body)
+    for rel, body in docs.items():
+        ctx.write(rel, body)
     db.execute("INSERT INTO _verifier_facts VALUES ('blocked', ?)", (blocked,))

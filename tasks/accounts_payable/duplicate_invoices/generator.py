@@ -4,20 +4,6 @@ import datetime as dt
 TRADES = ["Signage", "Catering", "Couriers", "Cleaning", "Security", "Printing", "Staffing", "Waste", "Telecom",
           "Plumbing", "Electrical", "Landscaping", "IT Support", "Uniforms", "Water Coolers", "Pest Control"]
 
-WINDOWS = [7, 10, 14, 21]  # at least a week, so the weekly biller always looks duplicated
-MIN_RECOVERIES = [150, 300, 600, 1200]
-REPORT_NAMES = ["duplicates.json", "duplicate_invoices.json", "duplicate_pairs.json", "ap_duplicates.json"]
-
-
-def params(ctx) -> dict:
-    """The request: how many days apart same-amount invoices still count as close, the smallest paid duplicate
-    worth recovering, and the report's name."""
-    return {
-        "window_days": ctx.rng.choice(WINDOWS),
-        "min_recovery": ctx.rng.choice(MIN_RECOVERIES),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
 
 def variant(number: str, rng) -> str:
     """The same invoice number as a clerk might re-key it: other case, separators or leading zeros."""
@@ -44,6 +30,7 @@ def generate(ctx):
              f"{TRADES[v % len(TRADES)]}" + (f" {v // len(TRADES) + 1}" if v >= len(TRADES) else "") for v in range(n_vendors)]
     db.executemany("INSERT INTO vendors VALUES (?,?)", [(i + 1, n) for i, n in enumerate(names)])
     weekly = rng.randint(2, n_vendors)
+    others = [v for v in range(1, n_vendors + 1) if v != weekly]  # every supplier but the weekly biller
 
     start = dt.date(2026, 6, 1)
     entries = []  # (vendor, number, date, amount, status, description)
@@ -61,19 +48,21 @@ def generate(ctx):
     # One invoice between each two possible recovery minimums, later paid again under a re-keyed number, so
     # the minimum always changes what is recovered.
     planted = []
-    for low, high in zip(MIN_RECOVERIES, MIN_RECOVERIES[1:]):
-        vendor = rng.choice([v for v in range(1, n_vendors + 1) if v != weekly])
+    min_recoveries = ctx.choices("min_recovery")
+    for low, high in zip(min_recoveries, min_recoveries[1:]):
+        vendor = rng.choice(others)
         planted.append(fresh(vendor, start + dt.timedelta(days=rng.randint(0, 140)), round(rng.uniform(low + 5, high - 5), 2)))
     entries += planted
     # Same-amount pairs dated between each two possible windows apart, so the window always changes what is a duplicate.
     spaced = []
-    for low, high in zip(WINDOWS, WINDOWS[1:]):
-        vendor = rng.choice([v for v in range(1, n_vendors + 1) if v != weekly])
+    windows = ctx.choices("window_days")
+    for low, high in zip(windows, windows[1:]):
+        vendor = rng.choice(others)
         spaced.append((fresh(vendor, start + dt.timedelta(days=rng.randint(0, 140)), round(rng.uniform(60, 9000), 2)),
                        rng.randint(low + 1, high)))
     entries += [first for first, _ in spaced]
     while len(entries) < ctx.size("invoices"):
-        vendor = rng.choice([v for v in range(1, n_vendors + 1) if v != weekly])
+        vendor = rng.choice(others)
         entries.append(fresh(vendor, start + dt.timedelta(days=rng.randint(0, 180)), round(rng.uniform(60, 9000), 2)))
     entries.sort(key=lambda e: e[2])
 
@@ -103,10 +92,7 @@ def generate(ctx):
     db.executemany("INSERT INTO invoices (vendor_id, invoice_no, invoice_date, amount, status, description) VALUES (?,?,?,?,?,?)",
                    [(v, n, d.isoformat(), a, s, desc) for v, n, d, a, s, desc in rows])
 
-    procedures, inbox = ctx.workspace / "ap_procedures", ctx.workspace / "ap_inbox"
-    for folder in (procedures, inbox):
-        folder.mkdir()
-    (procedures / "duplicate_check.md").write_text(
+    ctx.write("ap_procedures/duplicate_check.md",
         "# Duplicate invoice check\n\n"
         "Compare invoices from the same supplier only.\n\n"
         "1. **Same number.** Two invoices whose numbers match once you ignore letter case, spaces, hyphens and\n"
@@ -117,7 +103,7 @@ def generate(ctx):
         "Of each pair, the invoice entered first (the lower invoice id) is the original and the other is the\n"
         "duplicate. A duplicate not yet paid is voided; a paid duplicate goes on a recovery case for its supplier.\n"
     )
-    (inbox / "weekly_supplier.eml").write_text(
+    ctx.write("ap_inbox/weekly_supplier.eml",
         f"From: controller@company.example\nSubject: {names[weekly - 1]}\n\n"
         f"Reminder: {names[weekly - 1]} bills us the same fixed charge every single week, so their invoices share\n"
         "amounts and sit a few days apart by design. Do not treat their invoices as duplicates because of the\n"
@@ -126,7 +112,7 @@ def generate(ctx):
     for i in range(ctx.size("team_mail")):
         subject = ["coffee rota", "new starter", "system downtime", "training day", "month-end", "desk moves",
                    "expense policy", "IT survey"][i % 8]
-        (inbox / f"team_{i:03d}.eml").write_text(
+        ctx.write(f"ap_inbox/team_{i:03d}.eml",
             f"Subject: {subject}\n\nHi team - {subject}: details to follow. {rng.choice(names)} called about a statement.\n"
             "Nothing here changes the duplicate check.\n")
     db.execute("INSERT INTO _verifier_facts VALUES ('weekly', ?)", (weekly,))

@@ -7,20 +7,6 @@ VENDORS = ["Acme Fasteners", "Borealis Paper", "Crestline Tools", "Delta Coating
 ITEMS = ["hex bolts M8", "copier paper A4", "torque wrench", "primer 5L", "shipping cartons", "cable ties",
          "safety gloves", "solvent 1L", "cotton rags", "pallet wrap", "LED tubes", "toner cartridge",
          "floor cleaner", "barcode labels", "steel brackets", "adhesive tape"]
-TOLERANCES = [2, 3, 4, 5]
-CUTOFFS = ["8 October 2026", "14 October 2026", "20 October 2026", "26 October 2026"]
-REPORT_NAMES = ["match_exceptions.csv", "invoice_holds.csv", "held_invoices.csv", "matching_exceptions.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the batch's general price tolerance, its last invoice date, and the exceptions file's name."""
-    return {
-        "price_tolerance_pct": ctx.rng.choice(TOLERANCES),
-        "cutoff_date": ctx.rng.choice(CUTOFFS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
-
 TOLERANCE_WORDS = {2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven", 8: "eight", 9: "nine", 10: "ten",
                    11: "eleven"}
 
@@ -40,7 +26,7 @@ def generate(ctx):
             unit_price REAL);
         """
     )
-    general = ctx.params["price_tolerance_pct"]
+    general, tolerances = ctx.params["price_tolerance_pct"], ctx.choices("price_tolerance_pct")
     special = general + rng.choice([3, 4, 6])
     n_vendors = ctx.size("vendors")
     vendors = [(vid, f"V{300 + vid * 7}", VENDORS[(vid - 1) % len(VENDORS)] + ("" if vid <= len(VENDORS) else f" {vid}"),
@@ -51,7 +37,7 @@ def generate(ctx):
     plain = [v for v in range(1, n_vendors + 1) if v not in (special_vendor, held_vendor)]
     pos, lines, receipts, invoices, inv_lines = [], [], [], [], []
     base = dt.date(2026, 9, 1)
-    cutoffs = [dt.datetime.strptime(c, "%d %B %Y").date() for c in CUTOFFS]
+    cutoffs = [dt.datetime.strptime(c, "%d %B %Y").date() for c in ctx.choices("cutoff_date")]
     for pid in range(1, ctx.size("purchase_orders") + 1):
         if pid in (3, 8):
             vendor = special_vendor
@@ -61,7 +47,7 @@ def generate(ctx):
             vendor = rng.choice(plain) if pid < 10 or 13 <= pid < 16 else rng.randint(1, n_vendors)
         # The first orders (the guaranteed faults) are invoiced before the earliest cut-off; orders 10-12 are
         # invoiced between two cut-offs each, so whichever cut-off the request gives changes the batch.
-        if 10 <= pid < 10 + len(CUTOFFS) - 1:
+        if 10 <= pid < 10 + len(cutoffs) - 1:
             inv_date = cutoffs[pid - 10] + dt.timedelta(days=rng.randint(1, (cutoffs[pid - 9] - cutoffs[pid - 10]).days))
             ordered = inv_date - dt.timedelta(days=rng.randint(8, 20))
         else:
@@ -94,7 +80,7 @@ def generate(ctx):
                     inv_price = round(price * (1 + general / 100) + max(0.02, price * 0.006), 2)
                 elif fault.startswith("between_"):
                     k = int(fault[-1])
-                    inv_price = round(price * (1 + (TOLERANCES[k] + TOLERANCES[k + 1]) / 200), 2)
+                    inv_price = round(price * (1 + (tolerances[k] + tolerances[k + 1]) / 200), 2)
                 elif fault == "price_under":
                     inv_price = round(price * 0.97, 2)
                 elif fault == "special_ok":
@@ -122,10 +108,7 @@ def generate(ctx):
                    [(l[0], renumber[l[1]], l[2], l[3], l[4]) for l in inv_lines])
 
     names = {v[0]: v[2] for v in vendors}
-    ws = ctx.workspace
-    for folder in ("ap_team", "inbox"):
-        (ws / folder).mkdir()
-    (ws / "ap_team" / "matching_memo.md").write_text(
+    ctx.write("ap_team/matching_memo.md",
         "# Three-way matching - how we do it\n\n"
         "Every invoice must name a purchase order that exists and was raised with the same vendor that sent the\n"
         "invoice; otherwise it goes on hold as `no_matching_po`.\n\n"
@@ -138,13 +121,13 @@ def generate(ctx):
         "An invoice gets one reason only. When several apply, the first in this order wins: vendor_hold,\n"
         "no_matching_po, quantity_variance, price_variance. Everything else is approved.\n"
     )
-    (ws / "inbox" / "procurement_contract_note.eml").write_text(
+    ctx.write("inbox/procurement_contract_note.eml",
         f"From: procurement@company.example\nSubject: {names[special_vendor]} - new framework agreement\n\n"
         f"FYI, the new framework agreement with {names[special_vendor]} lets them pass on raw material surcharges, so\n"
         f"their invoices may exceed order prices by as much as {TOLERANCE_WORDS[special]} percent before we treat it as a\n"
         "price variance. The usual limit still applies to everyone else.\n"
     )
-    (ws / "inbox" / "treasury_alert.eml").write_text(
+    ctx.write("inbox/treasury_alert.eml",
         f"From: treasury@company.example\nSubject: URGENT - bank details change request\n\n"
         f"We received a request to change the bank account of {names[held_vendor]} that we could not verify. Until it\n"
         "is resolved, every invoice from this vendor goes on hold with reason vendor_hold, whatever else is\n"
@@ -154,7 +137,7 @@ def generate(ctx):
                 "VAT return reminder", "office move", "budget templates", "travel policy update"]
     for i in range(ctx.size("finance_mail")):
         subject = subjects[i % len(subjects)]
-        (ws / "inbox" / f"fin_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"inbox/fin_{i:03d}_{subject.replace(' ', '_')}.eml",
             f"Subject: {subject}\n\nHello all, a short note on the {subject}. "
             f"{names[rng.randint(1, n_vendors)]} is not\naffected. No change to invoice matching. "
             f"Ref {rng.randint(100, 999)}.\n")

@@ -9,16 +9,6 @@ FIRST = ["Amara", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hugo", "Ine
 LAST = ["Okafor", "Lindqvist", "Moreau", "Patel", "Brennan", "Sato", "Haddad", "Kowalski", "Reyes", "Fischer",
         "Nakamura", "Dunne", "Abara", "Castell", "Varga", "Holm", "Ibsen", "Quiroga", "Marsh", "Tanaka"]
 TIMES = [f"{h:02d}:{m:02d}" for h in range(8, 17) for m in (0, 30)]
-EXTENSIONS = [2, 3, 4, 5]
-REPORT_NAMES = ["rebooking_report.csv", "moved_appointments.csv", "leave_rebookings.csv", "rebooked_patients.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: by how many working days the leave in the notice has since been extended, and the report's name."""
-    return {
-        "extension_days": ctx.rng.choice(EXTENSIONS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def working_days(start, end):
@@ -106,11 +96,12 @@ def generate(ctx):
 
     december = working_days(dt.date(2026, 12, 1), dt.date(2026, 12, 31))
     january = working_days(dt.date(2027, 1, 4), dt.date(2027, 1, 22))
+    extensions = ctx.choices("extension_days")
     leave_doc = clinicians[rng.randint(1, len(clinicians))]
     length = rng.randint(4, 6)
     first = rng.randint(4, 12 - length)  # the longest extension still ends before Christmas Eve
     leave_days = december[first:first + length]                                   # as written in the notice
-    extra_days = december[first + length:first + length + max(EXTENSIONS)]        # every day an extension can add
+    extra_days = december[first + length:first + length + max(extensions)]        # every day an extension can add
     away_days = leave_days + extra_days[:ctx.params["extension_days"]]            # this request's whole absence
     busy = set()
 
@@ -170,24 +161,21 @@ def generate(ctx):
     head = min(affected, key=lambda a: (a["start"], a["id"]))
     naive_slot = next(s for s in slots if s["id"] == naive[head["id"]])
     prefs[head["patient_id"]] = ("afternoon", None) if int(naive_slot["start"][11:13]) < 12 else ("morning", None)
-    for extension in EXTENSIONS:  # whatever the request's extension, every affected appointment can be moved
+    for extension in extensions:  # whatever the request's extension, every affected appointment can be moved
         last = (leave_days + extra_days[:extension])[-1].isoformat()
         if assign([a for a in affected if a["start"][:10] <= last], slots, clinicians, prefs) is None:
             raise RuntimeError("generator produced an affected appointment with no fitting slot; widen the slots")
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("inbox", "notes", "policies"):
-        (ws / folder).mkdir()
     fmt = lambda d: d.strftime("%A %d %B %Y")
-    (ws / "inbox" / "leave_notice.eml").write_text(
+    ctx.write("inbox/leave_notice.eml",
         f"From: practice.manager@clinic.example\nSubject: Short-notice leave - {leave_doc['name']}\n\n"
         f"Hi all,\n\n{leave_doc['name']} ({leave_doc['specialty']}) has been granted compassionate leave. "
         f"The first day away is {fmt(leave_days[0])} and the last day away is {fmt(leave_days[-1])}; "
         f"they are back at work the following working day. Anything booked with them in that period needs to "
         f"be moved, and please don't put anyone into their own open slots while they are off either.\n\nThanks,\nPractice manager\n"
     )
-    (ws / "policies" / "rebooking_procedure.md").write_text(
+    ctx.write("policies/rebooking_procedure.md",
         "# Rebooking procedure when a clinician is unavailable\n\n"
         "Work through the affected appointments in the order they were originally booked for (earliest "
         "appointment time first). Offer each patient the earliest open slot with a different clinician of "
@@ -212,14 +200,14 @@ def generate(ctx):
     per_file = 3
     for i in range(0, len(notes), per_file):
         body = "\n\n".join(f"- {n}" for n in notes[i:i + per_file])
-        (ws / "notes" / f"front_desk_{i // per_file + 1:03d}.txt").write_text(
+        ctx.write(f"notes/front_desk_{i // per_file + 1:03d}.txt",
             f"Front desk notes, batch {i // per_file + 1}\n\n{body}\n")
     topics = ["flu clinic rota", "car park resurfacing", "new phone system", "fire alarm test", "coffee machine",
               "prescription line hours", "staff training day", "christmas opening hours"]
     for i in range(ctx.size("admin_notes")):
         topic = topics[i % len(topics)]
         doc = rng.choice(list(clinicians.values()))
-        (ws / "inbox" / f"admin_{i:03d}_{topic.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"inbox/admin_{i:03d}_{topic.replace(' ', '_')}.eml",
             f"From: office@clinic.example\nSubject: {topic}\n\nA reminder about the {topic}. {doc['name']} is "
             f"coordinating; no change to anyone's bookings. Ref {rng.randint(1000, 9999)}.\n")
 

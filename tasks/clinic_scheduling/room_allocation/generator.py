@@ -13,17 +13,6 @@ CLINICS = {  # clinic type -> (required kit, typical size)
 }
 CLINICIANS = ["Dr Aziz", "Dr Byrne", "Dr Chowdhury", "Dr Devlin", "Nurse Evans", "Nurse Foley", "Dr Grant", "Dr Hale"]
 
-WEEKDAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]
-REPORT_NAMES = ["room_plan.json", "room_allocations.json", "session_rooms.json", "clinic_room_plan.json"]
-
-
-def params(ctx) -> dict:
-    """The request: the last day of next week dealt with this time, and the plan file's name."""
-    return {
-        "last_day": ctx.rng.choice(WEEKDAYS[1:]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -91,13 +80,9 @@ def generate(ctx):
     staff_extra = rng.choice([1, 2])
 
     # --- workspace ---------------------------------------------------------------------------------
-    guides, estates, organisers = (ctx.workspace / name for name in ("guides", "estates", "session_notes"))
-    for folder in (guides, estates, organisers):
-        folder.mkdir()
-
     def long(d):
         return f"{d.strftime('%A')} {d.day} {d.strftime('%B')}"
-    (guides / "room_allocation_guide.md").write_text(
+    ctx.write("guides/room_allocation_guide.md",
         "# Room allocation guide\n\nAllocate sessions in time order (day, then start time; earlier session number first when they "
         "start together). A session must get a room at its own site that is free for the whole session and has the kit the "
         "clinic needs:\n\n- antenatal clinics need an ultrasound;\n- minor surgery needs a sterile trolley;\n- cardiac reviews need "
@@ -105,10 +90,10 @@ def generate(ctx):
         f"The room must also seat everyone: the expected attendees plus {staff_extra} staff. Among the rooms that qualify take "
         "the smallest (by capacity), then the lowest room number. If no room qualifies, flag the session for manual handling "
         "rather than squeezing it in.\n")
-    (estates / "room_outage.eml").write_text(
+    ctx.write("estates/room_outage.eml",
         f"From: estates@clinic.example\nSubject: {outage_room['name']} out of service\n\n{outage_room['name']} will be closed for "
         f"flooring repairs on {long(outage_days[0])} and {long(outage_days[1])}. It is available as normal on the other days.\n")
-    (estates / "ultrasound_move.eml").write_text(
+    ctx.write("estates/ultrasound_move.eml",
         f"From: medical.physics@clinic.example\nSubject: Portable ultrasound relocated\n\nFor the whole of next week the portable "
         f"ultrasound normally kept in {moved_from['name']} will be in {moved_to['name']} (the room list has not been updated). "
         f"{moved_from['name']} has no ultrasound until it comes back.\n")
@@ -122,10 +107,11 @@ def generate(ctx):
         notes.append(f"Session {s['id']} ({s['clinic_type']}, {s['clinician']}): {rng.choice(['please put water jugs out', 'interpreter booked', 'start may slip by ten minutes', 'students observing'])}.")
     rng.shuffle(notes)
     for i in range(0, len(notes), 3):
-        (organisers / f"organiser_notes_{i // 3 + 1:03d}.txt").write_text("Notes from session organisers\n\n" + "\n".join(notes[i:i + 3]) + "\n")
+        ctx.write(f"session_notes/organiser_notes_{i // 3 + 1:03d}.txt",
+                  "Notes from session organisers\n\n" + "\n".join(notes[i:i + 3]) + "\n")
     for i in range(ctx.size("estates_mail")):
         r = rng.choice(rooms)
-        (estates / f"estates_info_{i:03d}.eml").write_text(
+        ctx.write(f"estates/estates_info_{i:03d}.eml",
             f"From: estates@clinic.example\nSubject: {rng.choice(['Cleaning rota', 'Window blinds', 'Heating check', 'Signage'])} in {r['name']}\n\n"
             "Routine works outside clinic hours; no effect on bookings.\n")
 

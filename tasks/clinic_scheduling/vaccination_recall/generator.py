@@ -8,17 +8,6 @@ LAST = ["Abbott", "Barker", "Carver", "Dawson", "Elliott", "Fletcher", "Gibbs", 
 VACCINES = {"Td": "tetanus-diphtheria booster", "FLU": "seasonal influenza vaccine", "RZV": "recombinant shingles vaccine",
             "PPV": "pneumococcal polysaccharide vaccine"}
 SEASON_START = dt.date(2026, 9, 1)
-REPORT_NAMES = ["recall_list.csv", "vaccination_recalls.csv", "recall_run.csv", "immunisation_recalls.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the look-ahead in days, the vaccine left out of this run (by its name in the schedule), and the
-    list's file name."""
-    return {
-        "lookahead_days": ctx.rng.choice([30, 42, 50, 60]),
-        "skipped_vaccine": ctx.rng.choice(sorted(VACCINES.values())),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def shift_years(day, years):
@@ -132,11 +121,8 @@ def generate(ctx):
             (declines if rng.random() < 0.5 else contraindicated)[pid] = rng.choice(sorted(due))
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("protocols", "letters", "news"):
-        (ws / folder).mkdir()
     long = lambda d: f"{d.strftime('%A')} {d.day} {d.strftime('%B %Y')}"
-    (ws / "protocols" / "immunisation_schedule.md").write_text(
+    ctx.write("protocols/immunisation_schedule.md",
         "# Practice immunisation schedule (adults)\n\n"
         f"- Tetanus-diphtheria booster (Td): due ten years after the most recent Td dose.\n"
         f"- Seasonal influenza vaccine (FLU): for patients aged 65 or over. Due from the start of the season on "
@@ -146,7 +132,7 @@ def generate(ctx):
         "- Recombinant shingles vaccine (RZV): a two-dose course for patients aged 50 or over. The first dose is due from "
         "the 50th birthday; the second dose is due two calendar months after the first. Nothing more once both are given.\n\n"
         "Ages are counted on the day of the recall run.\n")
-    (ws / "protocols" / "recall_run_memo.md").write_text(
+    ctx.write("protocols/recall_run_memo.md",
         f"# Recall run - {long(run_day)}\n\nThis month's run is dated {long(run_day)}. Recall every active patient for each "
         "vaccine that is due on or before the run date or within the look-ahead period after it, which is set for each run "
         "when it is requested (the due date is the "
@@ -168,8 +154,9 @@ def generate(ctx):
                        "No change to immunisation plans.\n")
     rng.shuffle(letters)
     for i, text in enumerate(letters, 1):
-        (ws / "letters" / f"letter_{i:03d}.txt").write_text(f"Clinical correspondence\n{text}")
+        ctx.write(f"letters/letter_{i:03d}.txt", f"Clinical correspondence\n{text}")
     topics = ["new phlebotomy hours", "online booking", "staff changes", "car park", "patient survey", "building works"]
     for i in range(ctx.size("practice_news")):
         topic = topics[i % len(topics)]
-        (ws / "news" / f"news_{i:03d}.md").write_text(f"# Practice news: {topic}\n\nAn update about {topic}. Nothing here affects recalls.\n")
+        ctx.write(f"news/news_{i:03d}.md",
+                  f"# Practice news: {topic}\n\nAn update about {topic}. Nothing here affects recalls.\n")

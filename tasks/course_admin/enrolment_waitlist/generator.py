@@ -11,17 +11,6 @@ GIVEN = ["Aiko", "Bram", "Celia", "Dario", "Emeka", "Freya", "Gustav", "Hana", "
 FAMILY = ["Achebe", "Berg", "Costa", "Dubois", "Evans", "Fischer", "Garcia", "Horvat", "Ito", "Jensen", "Khan",
           "Lopez", "Meyer", "Novak", "Ortiz", "Park", "Quist", "Rossi", "Singh", "Torres", "Weber", "Young"]
 OPENED = dt.datetime(2026, 8, 10, 9, 0)
-SUMMARY_NAMES = ["enrolment_summary.json", "registration_summary.json", "course_lists.json", "term_enrolments.json"]
-
-
-def params(ctx) -> dict:
-    """The request: seats held back in every course for late exchange students, the longest a waitlist may get,
-    and the summary file's name."""
-    return {
-        "reserved_seats": ctx.rng.choice([1, 2, 3, 4]),
-        "waitlist_cap": ctx.rng.choice([1, 2, 3, 4]),
-        "summary_name": ctx.rng.choice(SUMMARY_NAMES),
-    }
 
 
 def meets(transcript: list[tuple], prereqs: list[str], min_grade: str) -> bool:
@@ -123,10 +112,7 @@ def generate(ctx):
     db.executemany("INSERT INTO requests VALUES (?,?,?,?, 'pending', NULL)",
                    [(r[0], r[1], r[2], r[3].strftime("%Y-%m-%d %H:%M")) for r in requests])
 
-    registrar, mail = ctx.workspace / "registrar", ctx.workspace / "mail"
-    registrar.mkdir()
-    mail.mkdir()
-    (registrar / "registration_rules.md").write_text(
+    ctx.write("registrar/registration_rules.md",
         "# Registration rules\n\n"
         "1. Requests are handled strictly in the order they were submitted. When two requests carry the same\n"
         "   submission time, the student with the lower student number goes first.\n"
@@ -137,7 +123,7 @@ def generate(ctx):
         "4. Students with a registration hold are declined outright; they are not waitlisted either.\n"
     )
     hold_students = [students[s - 1] for s in holds]
-    (mail / "bursar_holds.eml").write_text(
+    ctx.write("mail/bursar_holds.eml",
         "From: bursar@university.example\nSubject: Registration holds\n\nDear registrar,\n\n"
         "The following students have unpaid balances and carry a registration hold for the coming term: "
         + " and ".join(f"{s[2]} (student number {s[1]})" for s in hold_students)
@@ -145,12 +131,12 @@ def generate(ctx):
     )
     who = students[waived[1] - 1]
     course_code = courses[waived[2] - 1][1]
-    (mail / "prerequisite_waiver.eml").write_text(
+    ctx.write("mail/prerequisite_waiver.eml",
         f"From: chair.{course_code.split()[0].lower()}@university.example\nSubject: Waiver\n\n"
         f"Hello, after reviewing her portfolio I am waiving the prerequisites of {course_code} for {who[2]},\n"
         f"student number {who[1]}. Please treat her request as eligible.\n\nBest, the department chair\n"
     )
-    (registrar / "room_changes.md").write_text(
+    ctx.write("registrar/room_changes.md",
         "# Room changes for the coming term\n\n"
         f"{small_course[1]} has been moved to a smaller seminar room. Its class limit is now {room_seats} students;\n"
         "the course record in the system has not been updated yet, so go by this note.\n"
@@ -163,7 +149,7 @@ def generate(ctx):
     }
     for filename, (subject, c) in office.items():
         body = f"A note about {subject}. {c[1]} ({c[2]}) will hold its first class as planned."
-        (mail / filename).write_text(f"Subject: {subject}\n\n{body}\nNothing here changes registration. "
+        ctx.write(f"mail/{filename}", f"Subject: {subject}\n\n{body}\nNothing here changes registration. "
                                      f"Ticket {rng.randint(10000, 99999)}.\n")
     special = [tie_course[1], small_course[1]]  # the same-minute tie on the last seat, the smaller room
     db.execute("INSERT INTO _verifier_facts VALUES ('special_courses', ?)", (json.dumps(special),))

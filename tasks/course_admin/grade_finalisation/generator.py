@@ -9,18 +9,6 @@ FIRST = ["Ada", "Bo", "Cai", "Dee", "Eli", "Fen", "Gus", "Hal", "Ida", "Jo", "Ki
 LAST = ["Archer", "Bishop", "Cole", "Dean", "Ellis", "Ford", "Grant", "Hale", "Irwin", "Jordan", "Knox", "Lane",
         "Mercer", "Nash", "Oakley", "Price", "Reid", "Shaw", "Tate", "Wade"]
 
-REPORT_NAMES = ["grade_distribution.json", "letter_grades.json", "exam_board_summary.json", "grade_counts.json"]
-
-
-def params(ctx) -> dict:
-    """The request: marks added to every final exam (a misprinted question), the most a late penalty may take
-    off one piece of work, and the report's name."""
-    return {
-        "exam_uplift": ctx.rng.choice([2, 3, 4, 5]),
-        "max_late_penalty": ctx.rng.choice([15, 20, 25, 30]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -90,10 +78,7 @@ def generate(ctx):
 
     courses = {r[0]: r[1] for r in db.execute("SELECT id, code FROM courses")}
     students = {r[0]: (r[1], r[2]) for r in db.execute("SELECT id, student_no, name FROM students")}
-    ws = ctx.workspace
-    (ws / "regulations").mkdir()
-    (ws / "office_mail").mkdir()
-    (ws / "regulations" / "assessment_regulations.md").write_text(
+    ctx.write("regulations/assessment_regulations.md",
         "# Assessment regulations\n\n"
         "## Final mark\nThe final mark is the weighted average of a student's component marks using the component\n"
         "weights. A component that was never submitted scores zero. The final mark is rounded to one decimal place\n"
@@ -109,13 +94,13 @@ def generate(ctx):
         f"A from {bounds[0]}, B from {bounds[1]}, C from {bounds[2]}, D from {bounds[3]}; anything below {bounds[3]} is F (a fail).\n"
     )
     ext_no, ext_name = students[extended_student]
-    (ws / "office_mail" / "extension_granted.eml").write_text(
+    ctx.write("office_mail/extension_granted.eml",
         f"From: {courses[1].lower()}-lecturer@uni.example\nSubject: Extension for {ext_name}\n\n"
         f"I have granted {ext_name} ({ext_no}) an extension on the {assessments[late_aid][1]} for {courses[1]}: "
         f"the new deadline\nis {new_deadline:%d %B %Y at %H:%M}. Please apply it when finalising marks.\n"
     )
     exc_no, exc_name = students[excused_student]
-    (ws / "office_mail" / "special_consideration.eml").write_text(
+    ctx.write("office_mail/special_consideration.eml",
         "From: special.consideration@uni.example\nSubject: Outcome of application\n\n"
         f"The panel upheld the application of {exc_name} ({exc_no}). The {assessments[excused_aid][1]} in {courses[1]} is\n"
         "excused for this student, in line with the regulations.\n"
@@ -124,6 +109,6 @@ def generate(ctx):
                 "staff photos", "timetable clash", "exam invigilation"]
     for i in range(ctx.size("faculty_mail")):
         subject = subjects[i % len(subjects)]
-        (ws / "office_mail" / f"faculty_{i:03d}_{subject.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"office_mail/faculty_{i:03d}_{subject.replace(' ', '_')}.eml",
             f"Subject: {subject}\n\nColleagues, about the {subject}: see the faculty page for details.\n"
             f"Nothing here alters marks or deadlines. Ref {rng.randint(1000, 9999)}.\n")

@@ -1,7 +1,6 @@
 """State for course_admin/room_allocation: rooms with features and floors, timetabled sections, estates notices."""
 import json
 
-BUILDINGS = ["Abbey", "Beacon", "Crane", "Dalton"]
 SLOTS = [f"{day} {hour}" for day in ("Mon", "Tue", "Wed", "Thu") for hour in ("09:00", "11:00", "14:00", "16:00")]
 TOPICS = ["Introduction to", "Methods in", "Advanced", "Seminar in", "Field Studies in", "Topics in"]
 AREAS = ["Kinship", "Ecology", "Spectroscopy", "Stagecraft", "Markets", "Landforms", "Syntax", "Topology",
@@ -9,18 +8,6 @@ AREAS = ["Kinship", "Ecology", "Spectroscopy", "Stagecraft", "Markets", "Landfor
 SUBJECTS = ["ANTH", "BIOL", "CHEM", "DRAM", "ECON", "GEOG", "LING", "MATH", "PHYS", "SOCI"]
 LECTURERS = ["Dr Adeyemi", "Dr Brennan", "Prof Castell", "Dr Dumont", "Dr Esposito", "Prof Fairley", "Dr Gupta",
              "Dr Holloway", "Prof Ibarra", "Dr Jakobsen", "Dr Kaur", "Prof Lindgren"]
-
-TIMETABLE_NAMES = ["timetable.csv", "room_allocation.csv", "term_rooms.csv", "section_rooms.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: empty seats every allocated room must keep beyond the enrolment, a building closed all term,
-    and the timetable file's name."""
-    return {
-        "spare_seats": ctx.rng.choice([2, 4, 6, 8]),
-        "closed_building": ctx.rng.choice(BUILDINGS),
-        "timetable_name": ctx.rng.choice(TIMETABLE_NAMES),
-    }
 
 
 def generate(ctx):
@@ -35,9 +22,10 @@ def generate(ctx):
         INSERT INTO timetable_status VALUES (0);
         """
     )
+    buildings = ctx.choices("closed_building")  # every building on campus: any of them may be the closed one
     rooms = []
     for k in range(ctx.size("rooms")):
-        building = BUILDINGS[k % len(BUILDINGS)]
+        building = buildings[k % len(buildings)]
         features = sorted({f for f in ("projector", "lab") if rng.random() < (0.8 if f == "projector" else 0.25)})
         rooms.append([f"{building[0]}{rng.randint(0, 3)}{k + 1:02d}", building, 0, rng.choice([24, 30, 40, 60, 80, 100, 120]),
                       ",".join(features)])
@@ -50,7 +38,7 @@ def generate(ctx):
     rooms[1] = ["A202", "Abbey", 2, 150, "projector"] if shut == "Beacon" else ["B202", "Beacon", 2, 150, "projector"]
     for k in (2, 3, 4):
         if rooms[k][1] == shut:
-            moved = BUILDINGS[(BUILDINGS.index(shut) + 1) % len(BUILDINGS)]
+            moved = buildings[(buildings.index(shut) + 1) % len(buildings)]
             rooms[k][0], rooms[k][1] = moved[0] + rooms[k][0][1:], moved
     rooms[2][4] = "lab,projector"
     closed = rooms[3][0]
@@ -78,7 +66,6 @@ def generate(ctx):
     db.executemany("INSERT INTO sections (id, code, title, slot, enrolment, needs, lecturer, state) VALUES (?,?,?,?,?,?,?, 'pending')",
                    rng.sample(sections, len(sections)))
 
-    ws = ctx.workspace
     texts = {
         "timetabling/allocation_procedure.md":
             "# Room allocation procedure\n\n"
@@ -99,9 +86,8 @@ def generate(ctx):
     for i in range(ctx.size("estates_notices")):
         texts[f"estates/notice_{i:03d}.md"] = (
             f"# Notice {i + 1}\n\n{rng.choice(['Lift servicing', 'Window cleaning', 'Bike racks', 'Cafe refit', 'Signage'])} in "
-            f"{rng.choice(BUILDINGS)} building next month. Teaching rooms are unaffected.\n")
+            f"{rng.choice(buildings)} building next month. Teaching rooms are unaffected.\n")
     for rel, body in texts.items():
-        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ws / rel).write_text(body)
+        ctx.write(rel, body)
     facts = {"closed": closed, "capacity_cut": [cut_room, new_capacity], "ground_floor_lecturer": access_lecturer}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -6,16 +6,6 @@ GIVEN = ["Amira", "Bastian", "Chloe", "Dmitri", "Eva", "Farid", "Gwen", "Henrik"
 FAMILY = ["Albers", "Brandt", "Costa", "Dahl", "Engel", "Ferreira", "Gruber", "Holm", "Ivanova", "Jovanovic",
           "Keller", "Lindgren", "Meyer", "Nilsen", "Ortiz", "Petrov"]
 REASONS = ["changed_mind", "wrong_size", "defective", "late_delivery", "not_as_described"]
-REPORT_NAMES = ["refund_decisions.csv", "refund_queue_decisions.csv", "refunds_decided.csv", "refund_review.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: holiday grace days on the return window, the changed-mind restocking fee, the report name."""
-    return {
-        "grace_days": ctx.rng.choice([2, 4, 7, 10]),
-        "restocking_fee": ctx.rng.choice([5, 8, 10, 15]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -96,10 +86,7 @@ def generate(ctx):
     db.executemany("INSERT INTO refunds (order_id, amount, issued_on) VALUES (?,?,?)", refunds)
     db.executemany("INSERT INTO refund_requests VALUES (?,?,?,?,?,?,?,?)", [tuple(r) for r in requests])
 
-    docs, mail = ctx.workspace / "policy", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "refund_policy.md").write_text(
+    ctx.write("policy/refund_policy.md",
         "# Refund policy for support agents\n\n"
         f"Customers can ask for a refund up to {window} days after their order was delivered; a request made on "
         f"day {window} is still in time, later ones are declined. Items reported as defective are covered by our "
@@ -111,13 +98,13 @@ def generate(ctx):
         "go to a supervisor, and anything above that goes to the finance review board.\n\n"
         "Decision codes: approve, decline, supervisor, finance, hold.\n"
     )
-    (mail / "2026-11-09_fraud_watch.eml").write_text(
+    ctx.write("mail/2026-11-09_fraud_watch.eml",
         "From: fraud-team@shop.example\nSubject: Refund holds\n\n"
         f"Hi support, we are investigating chargeback patterns on the accounts of {held[1]} and {released[1]}. "
         "Until we say otherwise, put any refund request from them on hold (decision code hold) and do not pay "
         "anything out.\n\nFraud team\n"
     )
-    (mail / "2026-11-21_fraud_watch_update.eml").write_text(
+    ctx.write("mail/2026-11-21_fraud_watch_update.eml",
         "From: fraud-team@shop.example\nSubject: Re: Refund holds\n\n"
         f"Update: we have cleared {released[1]}; their refunds can be handled normally again. The other account "
         "stays on hold.\n\nFraud team\n"
@@ -125,7 +112,7 @@ def generate(ctx):
     topics = ["shift swap", "new macros", "holiday returns volume", "courier delays", "team offsite", "CSAT dip"]
     for i in range(ctx.size("team_mail")):
         c = rng.choice(customers)
-        (mail / f"2026-11-{rng.randint(1, 28):02d}_{topics[i % len(topics)].replace(' ', '_')}_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{rng.randint(1, 28):02d}_{topics[i % len(topics)].replace(' ', '_')}_{i}.eml",
             f"From: support-lead@shop.example\nSubject: {topics[i % len(topics)].capitalize()}\n\n"
             f"Team, about the {topics[i % len(topics)]}: {c[1]} left lovely feedback last week. No change to how "
             f"refunds are decided. See you at stand-up. Ticket {rng.randint(10000, 99999)}.\n"

@@ -11,17 +11,6 @@ SUBJECTS = ["Cannot log in", "Invoice shows wrong VAT", "Export to CSV fails", "
             "Sync stuck at 99%", "Add a new seat", "Webhook not firing", "Report totals look off",
             "Mobile app crashes on start", "Change billing contact", "SSO certificate expired", "Slow dashboard"]
 PRIORITIES = ["low", "normal", "high", "urgent"]
-REGIONS = ["EMEA", "AMER", "APAC", "LATAM"]
-REPORT_NAMES = ["sla_breaches.csv", "overdue_tickets.csv", "sla_sweep.csv", "escalation_report.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a region left to its own desk, the overdue margin that triggers escalation, the report name."""
-    return {
-        "excluded_region": ctx.rng.choice(REGIONS),
-        "min_overdue_hours": ctx.rng.choice([1, 2, 3, 4]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def stamp(moment):
@@ -39,10 +28,11 @@ def generate(ctx):
         """
     )
     names = rng.sample([f"{a} {b}" for a in FIRST for b in SECOND], ctx.size("customers"))
+    regions = ctx.choices("excluded_region")  # every region: any of them may be left to its own desk
     customers = []
     for cid, name in enumerate(names, start=1):
         plan = rng.choices(["starter", "business", "enterprise"], weights=[4, 4, 2])[0]
-        region = rng.choice(REGIONS) if cid > len(REGIONS) else REGIONS[cid - 1]  # every region has accounts
+        region = rng.choice(regions) if cid > len(regions) else regions[cid - 1]  # every region has accounts
         customers.append((cid, name, plan, region, rng.randint(3, 400)))
     # Fixed roles, chosen so that every scale has them: two VIP accounts that stay VIP, one that is
     # later dropped from the list, one added by the later e-mail, and one enterprise account.
@@ -85,7 +75,7 @@ def generate(ctx):
     add(enterprise, pr, "open", int(target(enterprise, pr) * 60) + margin + rng.randint(20, int(target(enterprise, pr) * 60) - 10), False)
     # A clear breach in every region (whichever region is excluded changes the sweep), and breaches a quarter
     # of an hour either side of the escalation margin (whichever margin is asked for changes the sweep).
-    for region in REGIONS:
+    for region in regions:
         idx = rng.choice([i for i in range(len(customers)) if customers[i][3] == region])
         pr = rng.choice(["normal", "high"])
         add(idx, pr, "open", int(target(idx, pr) * 60) + margin + rng.randint(60, 300), False)
@@ -113,10 +103,7 @@ def generate(ctx):
                      stamp(NOW - timedelta(hours=rng.randint(1, 20)))) for tid in earlier])
 
     name = lambda idx: customers[idx][1]  # noqa: E731
-    docs, inbox = ctx.workspace / "policies", ctx.workspace / "inbox"
-    docs.mkdir()
-    inbox.mkdir()
-    (docs / "service_levels.md").write_text(
+    ctx.write("policies/service_levels.md",
         "# Service levels for first replies\n\n"
         "Every ticket is owed a first reply from a human agent, and the clock starts when the ticket is created.\n"
         f"For urgent tickets we promise that first reply within {standard['urgent']} hours. High-priority tickets "
@@ -131,14 +118,14 @@ def generate(ctx):
         "Breaches are escalated to tier 2 by default. A ticket that already has an escalation on file is left "
         "alone: do not escalate it a second time, and leave it out of the sweep report.\n"
     )
-    (inbox / "2026-11-03_vip_watch_list.eml").write_text(
+    ctx.write("inbox/2026-11-03_vip_watch_list.eml",
         "From: helena.kraus@ourdesk.example (Account management)\nTo: support-leads@ourdesk.example\n"
         "Subject: VIP watch list for the quarter\n\n"
         f"Hi all, after the renewal talks we are putting {name(vip_kept[0])}, {name(vip_dropped)} and "
         f"{name(vip_kept[1])} on the VIP watch list. If any of their tickets breaches, it should go straight to "
         "the duty manager instead of tier 2, so someone senior calls them the same day.\n\nThanks, Helena\n"
     )
-    (inbox / "2026-11-17_watch_list_changes.eml").write_text(
+    ctx.write("inbox/2026-11-17_watch_list_changes.eml",
         "From: helena.kraus@ourdesk.example (Account management)\nTo: support-leads@ourdesk.example\n"
         "Subject: Re: VIP watch list for the quarter\n\n"
         f"Quick update. {name(vip_dropped)} signed the downgrade last week, so they come off the watch list and "
@@ -151,12 +138,12 @@ def generate(ctx):
         topic = topics[i % len(topics)]
         someone = customers[rng.randrange(len(customers))][1]
         day = rng.randint(1, 19)
-        (inbox / f"2026-11-{day:02d}_{topic.replace(' ', '_')}_{i}.eml").write_text(
+        ctx.write(f"inbox/2026-11-{day:02d}_{topic.replace(' ', '_')}_{i}.eml",
             f"From: desk-ops@ourdesk.example\nSubject: {topic.capitalize()}\n\n"
             f"Hello team, a note about the {topic}. {someone} mentioned it on a call, nothing to action on their "
             f"tickets. Please check the shared calendar before Friday. Ref {rng.randint(1000, 9999)}.\n"
         )
-    (docs / "tone_of_voice.md").write_text(
+    ctx.write("policies/tone_of_voice.md",
         "# Tone of voice\n\nBe warm, brief and specific. Apologise once, not three times. Never promise a fix date "
         "that engineering has not confirmed. VIP customers appreciate a phone call, but the routing rules in the "
         "service-level policy and the account managers' notes decide who handles a breach.\n"

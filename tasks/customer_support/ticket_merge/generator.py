@@ -3,7 +3,6 @@ from datetime import datetime, timedelta
 
 FIRST = ["amelie", "bruno", "chen", "dara", "emre", "fenna", "gus", "hiro", "ines", "jonas", "kofi", "lea", "mats",
          "nadia", "oren", "pia", "quentin", "rania", "soren", "tuva"]
-DOMAINS = ["mailhub.example", "fastpost.example", "corp-one.example", "brightco.example"]
 SUBJECTS = ["Login fails after update", "Invoice total is wrong", "Cannot export report", "App crashes on launch",
             "Password reset email missing", "Sync stuck", "Charged twice this month", "Cannot add team member",
             "Dark mode not saving", "Webhook returns 500", "Calendar invite broken", "Refund not received"]
@@ -14,17 +13,6 @@ OPENERS = ["I am writing because", "sorry to bother you again, but", "quick ques
 DETAILS = ["It happens on every device we tried.", "We restarted everything already.", "This blocks our month-end work.",
            "A colleague sees the same thing.", "Screenshots are attached."]
 CLOSERS = ["Thanks for your help.", "Please advise.", "Kind regards.", "Looking forward to a fix."]
-CUTOFF_DAYS = [11, 12, 13, 14]  # November 2026
-LOG_NAMES = ["merge_log.json", "merged_tickets.json", "duplicate_merges.json", "queue_cleanup.json"]
-
-
-def params(ctx) -> dict:
-    """The request: the archive cut-off date, a domain handled by its own account team, the merge log's name."""
-    return {
-        "cutoff_date": f"{ctx.rng.choice(CUTOFF_DAYS)} November 2026",
-        "excluded_domain": ctx.rng.choice(DOMAINS),
-        "log_name": ctx.rng.choice(LOG_NAMES),
-    }
 
 
 def variant(rng, subject):
@@ -44,7 +32,9 @@ def generate(ctx):
         """
     )
     window = rng.choice([24, 48, 72])
-    requesters = rng.sample([f"{f}.{i}@{d}" for f in FIRST for i in range(1, 12) for d in DOMAINS], ctx.size("requesters"))
+    domains = ctx.choices("excluded_domain")  # every requester domain: any of them may have its own account team
+    requesters = rng.sample([f"{f}.{i}@{d}" for f in FIRST for i in range(1, 12) for d in domains],
+                            ctx.size("requesters"))
     start = datetime(2026, 11, 10, 8, 0)
     cutoff, excluded = datetime.strptime(ctx.params["cutoff_date"], "%d %B %Y"), ctx.params["excluded_domain"]
     in_scope = [r for r in requesters if r.split("@")[1] != excluded]
@@ -79,7 +69,7 @@ def generate(ctx):
     ticket(who[2], specials[2] + ".", base + timedelta(hours=4))
     ticket(who[2], "re: " + specials[2], base + timedelta(hours=6))
     # 4: the same person writing from a second address (named in the desk inbox).
-    alias = who[3].split("@")[0] + "@" + rng.choice([d for d in DOMAINS if d not in (who[3].split("@")[1], excluded)])
+    alias = who[3].split("@")[0] + "@" + rng.choice([d for d in domains if d not in (who[3].split("@")[1], excluded)])
     ticket(who[3], specials[3], base + timedelta(hours=2))
     ticket(alias, "Re: " + specials[3], base + timedelta(hours=9))
     # 5: exactly at the window edge still counts as a duplicate.
@@ -88,12 +78,12 @@ def generate(ctx):
     ticket(who[4], "x " + specials[4], base + timedelta(hours=2))  # different words: not a duplicate
     # 6: a duplicate pair in every domain (whichever domain is left alone changes the merges), and pairs just
     # before and just after the archive cut-off (whichever cut-off is asked for changes the merges).
-    for k, domain in enumerate(DOMAINS):
+    for k, domain in enumerate(domains):
         email = f"{rng.choice(FIRST)}.{rng.randint(20, 99)}@{domain}"
         ticket(email, specials[5 + k], base + timedelta(hours=10 + k))
         ticket(email, "Re: " + specials[5 + k], base + timedelta(hours=13 + k))
     for k, at in enumerate((cutoff - timedelta(hours=14), cutoff + timedelta(hours=2))):
-        email = f"{rng.choice(FIRST)}.{rng.randint(20, 99)}@{rng.choice([d for d in DOMAINS if d != excluded])}"
+        email = f"{rng.choice(FIRST)}.{rng.randint(20, 99)}@{rng.choice([d for d in domains if d != excluded])}"
         ticket(email, specials[9 + k], at)
         ticket(email, specials[9 + k].upper(), at + timedelta(hours=2))
     tickets.sort(key=lambda t: (t[3], t[1]))
@@ -101,10 +91,7 @@ def generate(ctx):
         t[0] = 1000 + i
     db.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?,?,?)", [tuple(t) for t in tickets])
 
-    docs, inbox = ctx.workspace / "playbook", ctx.workspace / "desk_inbox"
-    for folder in (docs, inbox):
-        folder.mkdir()
-    (docs / "duplicate_tickets.md").write_text(
+    ctx.write("playbook/duplicate_tickets.md",
         "# Playbook: duplicate tickets\n\n"
         "Two tickets are duplicates when they come from the same requester and have the same subject once you "
         "ignore reply and forward prefixes (Re:, RE:, Fwd: and so on, however many), letter case, punctuation and "
@@ -116,12 +103,12 @@ def generate(ctx):
         "Solved tickets are history: never merge them and never merge anything into them; simply skip them.\n\n"
         "After merging, leave an internal note on each primary ticket listing the ticket numbers merged into it.\n"
     )
-    (inbox / "legal_hold.eml").write_text(
+    ctx.write("desk_inbox/legal_hold.eml",
         "From: legal@ourcompany.example\nSubject: Tickets tagged legal\n\n"
         "Please make sure nobody merges tickets tagged legal, in either direction. They are evidence in an ongoing "
         "matter and must stay exactly as they are. Treat them as if they were not in the queue at all.\n"
     )
-    (inbox / "two_addresses.eml").write_text(
+    ctx.write("desk_inbox/two_addresses.eml",
         "From: team-lead@ourcompany.example\nSubject: Customer with two addresses\n\n"
         f"FYI: {who[3]} and {alias} are the same person (personal and work mail). For duplicate handling, treat "
         "them as one requester.\n"
@@ -129,7 +116,7 @@ def generate(ctx):
     topics = ["weekend cover", "macro updates", "CSAT results", "new escalation matrix", "lunch and learn",
               "tagging clean-up", "holiday schedule"]
     for i in range(ctx.size("desk_mail")):
-        (inbox / f"desk_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.eml").write_text(
+        ctx.write(f"desk_inbox/desk_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.eml",
             f"From: desk@ourcompany.example\nSubject: {topics[i % len(topics)].capitalize()}\n\n"
             f"Hi team, about the {topics[i % len(topics)]}: {rng.choice(requesters)} left a nice review. Please keep "
             f"tags tidy. No change to merging. Ref {rng.randint(100, 999)}.\n"

@@ -3,19 +3,7 @@ from datetime import date, timedelta
 
 FIRST = ["Ada", "Bram", "Cleo", "Dylan", "Edie", "Finn", "Gwen", "Hari", "Iris", "Jude", "Kai", "Lola", "Milo", "Nell",
          "Otto", "Pia", "Reuben", "Sadie", "Theo", "Wren"]
-AREAS = ["LS", "M", "B", "NG", "S"]
-SHEET_NAMES = ["dr_enrolments.csv", "winter_dr_signups.csv", "flex_programme_enrolments.csv", "evening_peak_enrolments.csv"]
 LAST = ["Baxter", "Chambers", "Dalton", "Emery", "Fowler", "Hobbs", "Kirby", "Lowry", "Mercer", "Norris", "Pryce", "Quayle"]
-
-
-def params(ctx) -> dict:
-    """The request: a postcode area covered by a separate local trial (left out), a weekday left out of the
-    averages (network test evenings), and the sheet's name."""
-    return {
-        "excluded_area": ctx.rng.choice(AREAS),
-        "excluded_weekday": ctx.rng.choice(["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"]),
-        "sheet_name": ctx.rng.choice(SHEET_NAMES),
-    }
 
 
 def _in_area(postcode: str, area: str) -> str:
@@ -42,11 +30,12 @@ def generate(ctx):
     n = ctx.size("customers")
     capacity = round(n * rng.uniform(1.0, 1.4), 1)  # kWh of flexible load the programme can take
 
+    areas = ctx.choices("excluded_area")  # every postcode area: any of them may have its own local trial
     customers, readings = [], []
     for cid in range(1, n + 1):
         meter = "smart" if rng.random() < 0.75 else "legacy"
         customers.append([cid, f"DR-{30000 + cid * 7}", f"{rng.choice(FIRST)} {rng.choice(LAST)}", meter,
-                          f"{rng.choice(AREAS)}{rng.randint(1, 30)} {rng.randint(1, 9)}{rng.choice('ABDEF')}{rng.choice('GHJLN')}"])
+                          f"{rng.choice(areas)}{rng.randint(1, 30)} {rng.randint(1, 9)}{rng.choice('ABDEF')}{rng.choice('GHJLN')}"])
         level = rng.uniform(1.0, 6.0)
         day = start - timedelta(days=3)  # a few days before the window are in the data too
         while day <= end + timedelta(days=1):
@@ -59,7 +48,7 @@ def generate(ctx):
     excluded = ctx.params["excluded_area"]
     customers[2][4] = _in_area(customers[2][4], excluded)
     if customers[3][4].startswith(excluded) and not customers[3][4][len(excluded)].isalpha():
-        customers[3][4] = _in_area(customers[3][4], AREAS[(AREAS.index(excluded) + 1) % len(AREAS)])
+        customers[3][4] = _in_area(customers[3][4], areas[(areas.index(excluded) + 1) % len(areas)])
     db.executemany("INSERT INTO customers VALUES (?,?,?,?,?)", [tuple(c) for c in customers])
     # Guaranteed cases: 1 on the priority register, 2 declined, 3 a big customer in the excluded area, 4 a legacy meter
     # swapped for a smart one last week; all four comfortably above the peak threshold.
@@ -68,10 +57,7 @@ def generate(ctx):
                 for c, d, h, k in readings]
     db.executemany("INSERT INTO peak_readings (customer_id, reading_date, hour, kwh) VALUES (?,?,?,?)", readings)  # customer, date, hour order
 
-    prog, mail = ctx.workspace / "programme", ctx.workspace / "mail"
-    prog.mkdir()
-    mail.mkdir()
-    (prog / "programme_rules.md").write_text(
+    ctx.write("programme/programme_rules.md",
         "# Evening demand-response programme - enrolment rules\n\n"
         f"Use the evening peak readings (the 17:00 and 18:00 hours) from {start.day} {start:%B %Y} to {end.day} {end:%B %Y} inclusive,\n"
         "weekdays only. A customer's average peak is the average over those weekdays of their daily evening total (both\n"
@@ -84,29 +70,27 @@ def generate(ctx):
         f"Tier: gold for a flexible load of {gold_from} kWh or more, silver otherwise. Every enrolled customer gets the\n"
         "welcome pack.\n"
     )
-    (mail / "priority_register.eml").write_text(
+    ctx.write("mail/priority_register.eml",
         f"From: vulnerability.team@grid.example\nSubject: Priority services register\n\nPlease make sure {customers[0][1]}\n"
         "is never put into load-shifting programmes: the household relies on powered medical equipment in the evenings.\n"
     )
-    (mail / "declined.eml").write_text(
+    ctx.write("mail/declined.eml",
         f"From: programme.team@grid.example\nSubject: Opt-outs\n\nAccount {customers[1][1]} told us on the phone they do not\n"
         "want to take part this winter. Do not enrol them.\n"
     )
-    (mail / "meter_exchange_log.txt").write_text(
+    ctx.write("mail/meter_exchange_log.txt",
         f"Metering log\n\n{(end - timedelta(days=5)).isoformat()}: legacy meter at {customers[3][1]} replaced with a smart meter.\n"
         "The customer record still says legacy until the nightly sync catches up; treat it as smart from now on.\n"
     )
-    (mail / "bank_holiday.eml").write_text(
+    ctx.write("mail/bank_holiday.eml",
         f"From: ops@grid.example\nSubject: Public holiday\n\nReminder: {holiday:%A} {holiday.day} {holiday:%B %Y} was a public holiday.\n"
     )
     # Unrelated programme chatter, alternating between the two folders.
-    subjects = iter(["tariff leaflet", "heat pump trial", "EV charger survey", "call scripts", "smart app release",
-                     "winter fuel payments", "billing calendar", "press enquiry"] * ctx.files(8))
-    written = 0
-    while written < ctx.size("distractors"):
-        about, who = next(subjects), rng.choice(customers)
-        place = prog if written % 2 else mail
-        place.joinpath(f"{about.replace(' ', '_')}_{written:03d}.txt").write_text(
+    subjects = ["tariff leaflet", "heat pump trial", "EV charger survey", "call scripts", "smart app release",
+                "winter fuel payments", "billing calendar", "press enquiry"]
+    for written in range(ctx.size("distractors")):
+        about, who = subjects[written % len(subjects)], rng.choice(customers)
+        place = "programme" if written % 2 else "mail"
+        ctx.write(f"{place}/{about.replace(' ', '_')}_{written:03d}.txt",
             f"{about.title()}\n\nUpdate on the {about}; {who[2]} ({who[1]}) took part in the survey. "
             "This does not affect programme eligibility.\n")
-        written += 1

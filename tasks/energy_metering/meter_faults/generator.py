@@ -1,21 +1,6 @@
 """State for energy_metering/meter_faults: meters, four weeks of daily registers, open tickets, field notes."""
 from datetime import date, timedelta
 
-STREETS = ["Mill Lane", "Church Road", "Station Street", "Park Avenue", "High Street", "Victoria Road", "Queens Drive",
-           "Orchard Close", "Meadow Way", "Bridge Street", "Kings Road", "Elm Grove"]
-
-REPORT_NAMES = ["fault_tickets.csv", "meter_fault_report.csv", "health_check_tickets.csv", "engineer_visits.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a street the field team is sweeping anyway (left out of the check), how many working days
-    after today the engineers are fully booked, and the report's name."""
-    return {
-        "excluded_street": ctx.rng.choice(STREETS),
-        "booked_days": ctx.rng.choice([1, 2, 3, 4]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -37,12 +22,13 @@ def generate(ctx):
     while holiday.weekday() >= 5:
         holiday += timedelta(days=1)
 
+    streets = ctx.choices("excluded_street")  # every street: any of them may be swept by the field team anyway
     meters, readings = [], []
     n = ctx.size("meters")
     plans = {}
     for mid in range(1, n + 1):
         meter_id = f"E{rng.randint(10, 99)}K{mid:05d}"
-        meters.append((mid, meter_id, f"AC-{60000 + mid * 17}", f"{rng.randint(1, 180)} {rng.choice(STREETS)}",
+        meters.append((mid, meter_id, f"AC-{60000 + mid * 17}", f"{rng.randint(1, 180)} {rng.choice(streets)}",
                        (first_day - timedelta(days=rng.randint(200, 3000))).isoformat()))
         roll = rng.random()
         plans[mid] = "stuck" if roll < 0.08 else "reverse" if roll < 0.15 else "spike" if roll < 0.22 else \
@@ -72,7 +58,7 @@ def generate(ctx):
                 readings.append((meter_id, day.isoformat(), register))
     # Meter 5 (a real stuck register) is on the excluded street; the other guaranteed cases are not.
     excluded = ctx.params["excluded_street"]
-    other = STREETS[(STREETS.index(excluded) + 1) % len(STREETS)]
+    other = streets[(streets.index(excluded) + 1) % len(streets)]
     for k in range(8):
         number = meters[k][3].split(" ", 1)[0]
         street = excluded if k == 4 else (other if meters[k][3].endswith(" " + excluded) else meters[k][3].split(" ", 1)[1])
@@ -91,10 +77,7 @@ def generate(ctx):
                         status, (first_day - timedelta(days=rng.randint(1, 30))).isoformat()))
     db.executemany("INSERT INTO tickets VALUES (?,?,?,?,?,?)", tickets)
 
-    eng, mail = (ctx.workspace / sub for sub in ("engineering", "mail"))
-    for folder in (eng, mail):
-        folder.mkdir()
-    (eng / "meter_health_guidance.md").write_text(
+    ctx.write("engineering/meter_health_guidance.md",
         "# Meter health check - guidance for analysts\n\n"
         "Daily consumption on a date is that date's register minus the previous day's register.\n\n"
         f"* **stuck** - the same register value on {stuck_run} or more consecutive daily readings. The fault is first seen\n"
@@ -109,16 +92,16 @@ def generate(ctx):
         "for a stuck register, and the fifth working day after today for a spike. Working days are Monday to Friday,\n"
         f"except public holidays. Today is {today.day} {today:%B %Y}.\n"
     )
-    (mail / "bank_holiday.eml").write_text(
+    ctx.write("mail/bank_holiday.eml",
         f"From: scheduling@grid.example\nSubject: Holiday cover\n\nReminder that {holiday:%A} {holiday.day} {holiday:%B %Y} is a public\n"
         "holiday; no field engineers are rostered that day.\n"
     )
-    (mail / "void_properties.eml").write_text(
+    ctx.write("mail/void_properties.eml",
         f"From: lettings@partner.example\nSubject: Void properties this month\n\nThe property on account {meters[0][2]}\n"
         f"({meters[0][3]}) has been empty all month between tenants, so a meter that does not move there is expected\n"
         "and is not a fault. Anything else unusual on that meter should still be looked at.\n"
     )
-    (mail / "solar_export.eml").write_text(
+    ctx.write("mail/solar_export.eml",
         f"From: renewables@grid.example\nSubject: New export meters\n\nMeter {meters[1][1]} now sits on a home with\n"
         "rooftop panels and an old bidirectional meter, so it legitimately runs backwards on sunny days. Do not treat\n"
         "reverse running on it as a fault.\n"
@@ -128,6 +111,6 @@ def generate(ctx):
     count = ctx.size("distractors")
     visited = [rng.choice(meters) for _ in range(count)]
     for i, (m, topic) in enumerate(zip(visited, (field_topics * count)[:count])):
-        (mail if i % 2 else eng).joinpath(f"{i:03d}-{topic.replace(' ', '-')}.md").write_text(
+        ctx.write(f"{'mail' if i % 2 else 'engineering'}/{i:03d}-{topic.replace(' ', '-')}.md",
             f"# {topic}\n\nField note about the {topic}. Engineer visited {m[3]} last quarter; meter {m[1]} was read normally.\n")
     db.execute("INSERT INTO _verifier_facts VALUES ('pre_tickets', ?)", (len(tickets),))

@@ -6,18 +6,6 @@ FIRST = ["Amira", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo", "Isla
 LAST = ["Abbott", "Brook", "Carver", "Doyle", "Ellis", "Frost", "Gill", "Hale", "Ives", "Jones", "Kerr", "Lowe"]
 TARIFFS = [("FIX12", "Fixed 12 month"), ("FLEX", "Flexible standard"), ("GREEN", "Green saver"), ("EV", "EV overnight")]
 
-BILLS_NAMES = ["bills.csv", "billing_run.csv", "monthly_bills.csv", "electricity_bills.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the support discount taken off every energy charge, a tariff whose customers are billed
-    elsewhere this month, and the bills file's name."""
-    return {
-        "discount_pct": ctx.rng.choice([5, 10, 15, 20]),
-        "skipped_tariff": ctx.rng.choice([name for _, name in TARIFFS]),
-        "bills_name": ctx.rng.choice(BILLS_NAMES),
-    }
-
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -75,10 +63,7 @@ def generate(ctx):
     hardship = sorted(rng.sample([c[1] for c in live if c[0] > 3], k=max(2, len(live) // 7)))
     hardship.append(customers[0][1])
 
-    ops, inbox = ctx.workspace / "operations", ctx.workspace / "inbox"
-    for folder in (ops, inbox):
-        folder.mkdir()
-    (ops / "billing_procedure.md").write_text(
+    ctx.write("operations/billing_procedure.md",
         f"# Monthly billing procedure - {start:%B %Y}\n\n"
         f"This run covers consumption from {start.day} {start:%B} to {(end - timedelta(days=1)).day} {start:%B %Y} inclusive.\n"
         "Registers are read at midnight at the start of the date shown, so the opening register is the one dated\n"
@@ -88,25 +73,25 @@ def generate(ctx):
         "period, split the consumption at the change date using the register read on that date. Standing charge:\n"
         "pence per day times the number of days in the period. Round each charge to the penny.\n"
     )
-    (inbox / "price_change_notice.eml").write_text(
+    ctx.write("inbox/price_change_notice.eml",
         f"From: pricing@ourenergy.example\nSubject: {changed[1]} unit rate change\n\n"
         f"The unit rate of the {changed[1]} tariff changes from {changed[2]}p to {new_rate}p per kWh with effect\n"
         f"from {change_day.day} {change_day:%B %Y}, i.e. for all energy used on and after that date. The tariff\n"
         "table in the billing system will only be updated next month, so apply it by hand this run.\n"
         "Standing charges are unchanged.\n"
     )
-    (inbox / "future_price_notice.eml").write_text(
+    ctx.write("inbox/future_price_notice.eml",
         f"From: pricing@ourenergy.example\nSubject: {later[1]} repricing next quarter\n\n"
         f"Advance notice: the {later[1]} tariff moves to {round(later[2] + 2.2, 1)}p per kWh from 1 January 2027.\n"
         "Nothing to do for current billing runs.\n"
     )
-    (inbox / "support_scheme.eml").write_text(
+    ctx.write("inbox/support_scheme.eml",
         "From: welfare@ourenergy.example\nSubject: Customers on the hardship support scheme\n\n"
         "Hello billing, the following accounts are on the hardship support scheme this period. Their standing\n"
         "charge is waived in full; they still pay for the energy they use.\n\n"
         + "".join(f"  {acc}\n" for acc in hardship) + "\nKind regards, Welfare team\n"
     )
-    (ops / "field_engineering_log.txt").write_text(
+    ctx.write("operations/field_engineering_log.txt",
         "Field engineering log\n\n"
         f"{exchange_day.isoformat()}  Account {swapped[1]}: faulty meter {old_meter} removed and replaced by {new_meter}.\n"
         f"  The old meter's last register is the one dated {exchange_day.isoformat()}; the new meter starts from zero\n"
@@ -119,4 +104,5 @@ def generate(ctx):
     for k, theme, account, case in bodies:
         text = f"{theme.capitalize()}\n\nUpdate for the team: customer {account} called about the {theme}. "
         text += f"Nothing changes for billing. Case {case}.\n"
-        ((ops, inbox)[k % 2 == 0] / f"note_{k:03d}_{theme.replace(' ', '_')}.txt").write_text(text)
+        folder = "inbox" if k % 2 == 0 else "operations"
+        ctx.write(f"{folder}/note_{k:03d}_{theme.replace(' ', '_')}.txt", text)

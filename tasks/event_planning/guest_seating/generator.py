@@ -7,15 +7,6 @@ GIVEN = ["Alba", "Bram", "Celine", "Dario", "Elif", "Frode", "Giulia", "Hamid", 
 FAMILY = ["Aalto", "Bergstrom", "Castellano", "Dufour", "Eklund", "Fontaine", "Garrido", "Hartmann", "Iversen",
           "Janssen", "Kaur", "Laurent", "Mancini", "Nakamura", "Olsen", "Pereira", "Quist", "Rinaldi"]
 MEALS = ["standard", "vegetarian", "vegan", "gluten_free"]
-CATERING_NAMES = ["catering_by_table.json", "kitchen_counts.json", "meals_per_table.json", "gala_catering.json"]
-
-
-def params(ctx) -> dict:
-    """The request: a table kept for the sponsors (no guest of ours there), and the catering file's name."""
-    return {
-        "sponsor_table": ctx.rng.choice([2, 3, 4, 5]),
-        "catering_name": ctx.rng.choice(CATERING_NAMES),
-    }
 
 
 def generate(ctx):
@@ -55,10 +46,7 @@ def generate(ctx):
     db.executemany("INSERT INTO guests VALUES (?,?,?,?,?,?,?)", [tuple(g) for g in guests])
     db.executemany("INSERT INTO dining_tables VALUES (?,?,?,?)", tables)
 
-    docs, inbox = ctx.workspace / "organiser", ctx.workspace / "inbox"
-    docs.mkdir()
-    inbox.mkdir()
-    (docs / "seating_notes.md").write_text(
+    ctx.write("organiser/seating_notes.md",
         "# Seating notes for the gala\n\n"
         f"Table 1 is the board table: {', '.join(g[1] for g in board)} sit there, and nobody else does.\n\n"
         "Everyone who brings a plus-one sits at the same table as their guest.\n\n"
@@ -68,15 +56,15 @@ def generate(ctx):
         "steps, so both must be seated at tables on the floor zone.\n\n"
         "Fill tables as you like otherwise, but never put more people at a table than it has seats.\n"
     )
-    (inbox / "msg_000.eml").write_text(
+    ctx.write("inbox/msg_000.eml",
         f"From: {changers[0][1]} <{changers[0][2]}>\nSubject: Dinner choice\n\nHello! Since I replied I have gone "
         "plant-based. Could you please change my meal to vegan? Thank you so much.\n"
     )
-    (inbox / "msg_001.eml").write_text(
+    ctx.write("inbox/msg_001.eml",
         f"From: {cancel[1]} <{cancel[2]}>\nSubject: Saturday\n\nI am so sorry, a family matter came up and I can no "
         "longer attend on Saturday. Please give my seat to someone else.\n"
     )
-    (inbox / "msg_002.eml").write_text(
+    ctx.write("inbox/msg_002.eml",
         f"From: {declined_writer[1]} <{declined_writer[2]}>\nSubject: Re: Gala\n\nI know I said no, and sadly that "
         "still stands, but for your records: please change my meal to gluten_free should plans ever change.\n"
     )
@@ -84,14 +72,13 @@ def generate(ctx):
                  "What time do doors open?", "Is there a cloakroom?", "Will there be a live band?"]
     for i in range(ctx.size("guest_mail")):
         g = rng.choice(guests)
-        if i % 3 == 2:
-            meal = rng.choice(["vegetarian", "gluten_free", "standard"])
+        meal = rng.choice(["vegetarian", "gluten_free", "standard"]) if i % 3 == 2 else None
+        # Only guests who are coming, and not the board, change meals; the others ask a question instead.
+        if meal and g[4] == "attending" and g not in board:
             body = f"Quick one: please change my meal to {meal}. Many thanks!"
-            if g[4] != "attending" or g in board:  # only guests who are coming, and not the board, change meals
-                body = f"{rng.choice(questions)} Looking forward to it."
         else:
             body = f"{rng.choice(questions)} Looking forward to it."
-        (inbox / f"msg_{i + 3:03d}.eml").write_text(f"From: {g[1]} <{g[2]}>\nSubject: Gala question\n\n{body}\n")
+        ctx.write(f"inbox/msg_{i + 3:03d}.eml", f"From: {g[1]} <{g[2]}>\nSubject: Gala question\n\n{body}\n")
 
     facts = {"feud": [g[0] for g in feud], "step_free": [g[0] for g in step_free]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

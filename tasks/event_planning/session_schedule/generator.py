@@ -13,18 +13,6 @@ ABSTRACTS = ["what went wrong when we scaled it tenfold and how we fixed it", "a
              "patterns and anti-patterns from five years in production", "a hands-on walk through a real migration"]
 TAKEAWAYS = ["a checklist they can apply on Monday", "sample code", "a decision framework", "war stories and metrics"]
 
-TIMETABLE_NAMES = ["timetable.csv", "conference_programme.csv", "session_grid.csv", "room_schedule.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a room closed for refurbishment (rooms 102..108 exist at every scale), a busy slot taken by a sponsor
-    event (never the keynote's or the one the early leaver needs), and the timetable file's name."""
-    return {
-        "closed_room": ctx.rng.choice(["Room 102", "Room 104", "Room 105", "Room 107"]),
-        "sponsor_slot": ctx.rng.choice(["day 1 at 13:00", "day 1 at 14:30", "day 1 at 16:00", "day 2 at 09:00"]),
-        "timetable_name": ctx.rng.choice(TIMETABLE_NAMES),
-    }
-
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -84,24 +72,19 @@ def generate(ctx):
     db.executemany("INSERT INTO speakers VALUES (?,?,?,?)", speakers)
     db.executemany("INSERT INTO session_speakers VALUES (?,?)", links)
 
-    talks = {}
+    talks, crowd = {}, {}  # each speaker's sessions, each session's number of speakers
     for sid, sp in links:
         talks.setdefault(sp, []).append(sid)
+        crowd[sid] = crowd.get(sid, 0) + 1
     speaking = sorted(sp for sp in talks if sp != speakers[0][0])
     # The speaker who must leave early has one session, which is not a panel: only one slot fits them.
-    crowd = {}
-    for sid, sp in links:
-        crowd[sid] = crowd.get(sid, 0) + 1
     single = [sp for sp in speaking if len(talks[sp]) == 1 and crowd[talks[sp][0]] == 1]
     morning_day1 = rng.choice(single)
     only_day2, late_riser = rng.sample([sp for sp in speaking if sp != morning_day1], 2)
     withdrawn = rng.sample([sid for sid in range(2, n + 1) if sid != talks[morning_day1][0]], 2)
     name = {s[0]: s[1] for s in speakers}
     code = {s[0]: s[1] for s in sessions}
-    docs, mail = ctx.workspace / "committee", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "scheduling_rules.md").write_text(
+    ctx.write("committee/scheduling_rules.md",
         "# Programme committee: scheduling rules\n\n"
         "The opening keynote (KN-1) takes the Main Hall in the first slot of day 1, and nothing else is scheduled "
         "at that time so that everyone can attend.\n\n"
@@ -110,22 +93,22 @@ def generate(ctx):
         "same time, so that people can follow a track from start to finish.\n\n"
         "Each room holds one session per slot, and every session runs once.\n"
     )
-    (mail / "availability_day2.eml").write_text(
+    ctx.write("mail/availability_day2.eml",
         f"From: {name[only_day2].lower().replace('. ', '.').replace(' ', '.')}@speakers.example\nSubject: My availability\n\n"
         f"Hello, this is {name[only_day2]}. My flight only lands late on the evening of day 1, so please put "
         "my sessions on day 2.\n"
     )
-    (mail / "availability_morning.eml").write_text(
+    ctx.write("mail/availability_morning.eml",
         f"From: {name[morning_day1].lower().replace('. ', '.').replace(' ', '.')}@speakers.example\nSubject: Timing request\n\n"
         f"Hi, {name[morning_day1]} here. I have to leave the venue at 13:00 on day 1 and will not be there on day 2, "
         "so my sessions need to finish before I go.\n"
     )
-    (mail / "availability_late.eml").write_text(
+    ctx.write("mail/availability_late.eml",
         f"From: {name[late_riser].lower().replace('. ', '.').replace(' ', '.')}@speakers.example\nSubject: Mornings\n\n"
         f"Dear committee, {name[late_riser]} writing. I do school drop-off every morning, so I cannot do the first "
         "slot of either day. Any later slot is fine.\n"
     )
-    (mail / "withdrawals.eml").write_text(
+    ctx.write("mail/withdrawals.eml",
         "From: programme-chair@conf.example\nSubject: Withdrawn sessions\n\n"
         f"Two sessions are withdrawn: {code[withdrawn[0]]} (speaker illness) and {code[withdrawn[1]]} (employer "
         "did not approve the talk). Please leave them out of the timetable.\n"
@@ -134,7 +117,7 @@ def generate(ctx):
                "hotel discount code", "lightning talk signup", "travel grants"]
     for i in range(ctx.size("speaker_mail")):
         who = rng.choice(speakers)
-        (mail / f"speaker_{i:02d}_{chatter[i % len(chatter)].replace(' ', '_')}.eml").write_text(
+        ctx.write(f"mail/speaker_{i:02d}_{chatter[i % len(chatter)].replace(' ', '_')}.eml",
             f"From: {who[1].lower().replace('. ', '.').replace(' ', '.')}@speakers.example\nSubject: {chatter[i % len(chatter)].capitalize()}\n\n"
             f"Hi, {who[1]} here with a question about the {chatter[i % len(chatter)]}. I'm happy with any slot. Thanks!\n"
         )

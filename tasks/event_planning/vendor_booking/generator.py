@@ -2,25 +2,12 @@
 from datetime import date, timedelta
 
 TODAY = date(2026, 11, 30)
-CATEGORIES = ["catering", "audio-visual", "photography", "florist", "security", "transport"]
 STEMS = ["Aurora", "Bellweather", "Cobalt", "Driftwood", "Ember", "Fernhill", "Gallant", "Halcyon", "Indigo",
          "Jasper", "Kingfisher", "Larkspur", "Moonstone", "Nightingale", "Oakmere", "Palisade", "Quill", "Saffron",
          "Thistle", "Verity", "Wren", "Zinnia"]
 KIND_WORDS = {"catering": "Kitchen", "audio-visual": "Sound & Light", "photography": "Photo", "florist": "Blooms",
               "security": "Guard", "transport": "Coaches"}
 CLIENTS = ["Northwind", "Helios Bank", "Tessera Labs", "Marlow Insurance", "Quantum Freight", "Verdant Energy"]
-
-REPORT_NAMES = ["bookings.md", "vendor_bookings.md", "summit_suppliers.md", "supplier_bookings.md"]
-
-
-def params(ctx) -> dict:
-    """The request: a service in the memo that the client now arranges itself (not booked), how long past the
-    event day a vendor's insurance must run, and the report's name."""
-    return {
-        "skipped_service": ctx.rng.choice(CATEGORIES),
-        "insurance_margin_days": ctx.rng.choice([30, 60, 90, 120]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -48,8 +35,8 @@ def generate(ctx):
     events[target_id - 1] = (target_id, target_name, event_day.isoformat(), "Lisbon", rng.randint(150, 400))
     db.executemany("INSERT INTO events VALUES (?,?,?,?,?)", events)
 
-    skipped = ctx.params["skipped_service"]
-    needed = rng.sample([c for c in CATEGORIES if c != skipped], 4)
+    skipped, categories = ctx.params["skipped_service"], ctx.choices("skipped_service")  # any service may be skipped
+    needed = rng.sample([c for c in categories if c != skipped], 4)
     caps = {c: rng.choice([3, 4, 5, 6, 8]) * 500 for c in needed + [skipped]}  # the memo also lists the skipped service
     raised = needed[2]
     new_cap = caps[raised] + rng.choice([500, 1000])
@@ -81,7 +68,7 @@ def generate(ctx):
         quotes.append((len(quotes) + 1, event_id, vendor_row[0], round(amount, 2), until.isoformat()))
 
     for _ in range(ctx.size("vendors") - 14):  # 14 planted vendors below
-        v = vendor(rng.choice(CATEGORIES), round(rng.uniform(3.0, 4.8), 1), insured=rng.random() < 0.9)
+        v = vendor(rng.choice(categories), round(rng.uniform(3.0, 4.8), 1), insured=rng.random() < 0.9)
         if v[2] in caps and rng.random() < 0.6:
             quote(target_id, v, rng.uniform(0.5, 1.3) * caps[v[2]], valid=rng.random() < 0.85)
     # One sure eligible fallback per category in the memo (mid rating, within cap).
@@ -113,11 +100,8 @@ def generate(ctx):
 
     threshold = rng.choice([1500, 2000, 2500])
     deposit_pct = rng.choice([25, 30, 40])
-    docs, inbox = ctx.workspace / "docs", ctx.workspace / "inbox"
-    docs.mkdir()
-    inbox.mkdir()
     cap_lines = "\n".join(f"- {c}: no more than {caps[c]:,} euros" for c in sorted(caps))
-    (docs / "planning_memo_client_summit.md").write_text(
+    ctx.write("docs/planning_memo_client_summit.md",
         f"# Planning memo: {target_name}\n\n"
         f"{client} has asked us to run their client summit on {event_day.strftime('%d %B %Y').lstrip('0')} in Lisbon. We need "
         "one supplier for each of the services below, and the client has agreed these caps per service:\n\n"
@@ -128,18 +112,18 @@ def generate(ctx):
         "accepted any more, and we never book a vendor whose liability insurance runs out before the event "
         "day.\n"
     )
-    (docs / "payment_policy.md").write_text(
+    ctx.write("docs/payment_policy.md",
         "# Supplier payment policy\n\n"
         f"For bookings worth more than {threshold:,} euros we pay a deposit of {deposit_pct}% of the quote when the "
         f"contract is signed and the rest after the event. Smaller bookings, up to and including {threshold:,} euros, "
         "are paid in full at signing. Round deposits to the cent.\n"
     )
-    (inbox / "2026-11-20_client_budget.eml").write_text(
+    ctx.write("inbox/2026-11-20_client_budget.eml",
         f"From: events@{client.split()[0].lower()}.example\nSubject: Summit budget\n\n"
         f"Hi both, good news: finance approved a bit more for the {raised} at the summit, so you can now go up to "
         f"{new_cap:,} euros for that service. Everything else stays as agreed.\n\nBest regards\n"
     )
-    (inbox / "2026-11-24_do_not_use.eml").write_text(
+    ctx.write("inbox/2026-11-24_do_not_use.eml",
         "From: ops-lead@ourevents.example\nSubject: Supplier to avoid\n\n"
         f"Reminder for everyone booking this season: we do not work with {blacklisted[1]} any more after they "
         "double-booked our crew at the spring gala. Whatever their rating says, pick someone else.\n"
@@ -148,7 +132,7 @@ def generate(ctx):
                "dietary survey", "parking passes"]
     for i in range(ctx.size("planner_chatter")):
         v = rng.choice(vendors)
-        (inbox / f"2026-11-{rng.randint(1, 28):02d}_{chatter[i % len(chatter)].replace(' ', '_')}_{i}.eml").write_text(
+        ctx.write(f"inbox/2026-11-{rng.randint(1, 28):02d}_{chatter[i % len(chatter)].replace(' ', '_')}_{i}.eml",
             f"From: team@ourevents.example\nSubject: {chatter[i % len(chatter)].title()}\n\n"
             f"Quick update on the {chatter[i % len(chatter)]}. {v[1]} said they might be free in spring; nothing to "
             f"decide now. Budget code {rng.randint(100, 999)}.\n"

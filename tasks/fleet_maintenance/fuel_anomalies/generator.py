@@ -6,18 +6,6 @@ DRIVERS = ["Ana Petrova", "Ben Carter", "Chidi Obi", "Dana Levy", "Emil Novak", 
            "Omar Aziz", "Pia Lund", "Raj Mehta", "Sofia Costa", "Tom Reid", "Ula Nowak"]
 STATIONS = ["Shell A1 North", "BP Ringway", "Esso Dockside", "Total Parkway", "Aral Westgate", "Q8 Harbour Rd"]
 PRICE = {"diesel": 1.62, "petrol": 1.74}
-RULES = ["stolen_card", "wrong_fuel", "over_capacity", "odometer_rollback", "rapid_refill", "off_hours"]
-REPORT_NAMES = ["fuel_anomalies.csv", "fuel_audit_flags.csv", "card_anomalies.csv", "november_fuel_flags.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the evening hour from which a purchase counts as out of hours, a rule the card provider checks
-    itself this month (so the audit skips it), and the report's name."""
-    return {
-        "night_start": ctx.rng.choice([20, 21, 22, 23]),
-        "skipped_rule": ctx.rng.choice(["wrong_fuel", "over_capacity", "odometer_rollback", "rapid_refill"]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -97,10 +85,7 @@ def generate(ctx):
     db.executemany("INSERT INTO vehicles VALUES (?,?,?,?,?,?)", [tuple(v) for v in vehicles])
     db.executemany("INSERT INTO fuel_transactions VALUES (?,?,?,?,?,?,?,?,?)", [tuple(t) for t in txns])
 
-    docs, inbox = ctx.workspace / "audit", ctx.workspace / "ops_inbox"
-    docs.mkdir()
-    inbox.mkdir()
-    (docs / "fuel_audit_rules.md").write_text(
+    ctx.write("audit/fuel_audit_rules.md",
         "# Fuel card audit rules\n\n"
         "Check every transaction against the rules below, in this order, and label it with the code of the first "
         "rule it breaks (one label per transaction).\n\n"
@@ -114,17 +99,17 @@ def generate(ctx):
         "belongs to a driver on the night-shift roster.\n\n"
         "A card reported lost or stolen must also be blocked.\n"
     )
-    (inbox / "workshop_aux_tank.eml").write_text(
+    ctx.write("ops_inbox/workshop_aux_tank.eml",
         f"From: workshop@fleet.example\nSubject: {aux_v[1]} tank upgrade\n\nFYI, {aux_v[1]} came out of the workshop on "
         f"3 November with an auxiliary tank fitted. It now holds {aux_v[3] + aux_litres} litres in total, so big fills "
         "on it are expected from now on. The system record will be updated next month.\n"
     )
-    (inbox / "night_shift_roster.eml").write_text(
+    ctx.write("ops_inbox/night_shift_roster.eml",
         "From: planning@fleet.example\nSubject: November night shift\n\n"
         f"Night-shift drivers for November are {drivers[night_v[4] - 1][1]} and {drivers[spare[4] - 1][1]}. They "
         "refuel late in the evening and overnight as part of the job.\n"
     )
-    (inbox / "lost_card.eml").write_text(
+    ctx.write("ops_inbox/lost_card.eml",
         f"From: {drivers[stolen_v[4] - 1][1].lower().replace(' ', '.')}@fleet.example\nSubject: My fuel card\n\n"
         f"Hi, my wallet was stolen and my fuel card went with it (card ending {stolen_card[-4:]}). I noticed at "
         f"{stolen_at.strftime('%H:%M')} on {stolen_at.day} November and reported it straight away. Sorry!\n"
@@ -133,5 +118,5 @@ def generate(ctx):
     picks = [(chatter[i % len(chatter)], rng.choice(vehicles), rng.randint(100, 999)) for i in range(ctx.size("ops_mail"))]
     for i, (topic, v, ref) in enumerate(picks):
         body = f"A note on the {topic}. {v[1]} at {v[5]} depot is mentioned in the log but nothing about fuel changes."
-        (inbox / f"ops_{i:02d}_{topic.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"ops_inbox/ops_{i:02d}_{topic.replace(' ', '_')}.eml",
             f"From: ops@fleet.example\nSubject: {topic.capitalize()}\n\n{body} Reference {ref}.\n")

@@ -7,16 +7,7 @@ MODELS = [("Ford", "Transit"), ("Mercedes", "Sprinter"), ("Iveco", "Daily"), ("R
 ABSENT = [("Scania", "P-series"), ("MAN", "TGL"), ("Isuzu", "N-series"), ("Toyota", "Hiace")]
 DEPOTS = ["Riverside", "Northgate", "Eastfield", "Harbour"]
 JOBS = ["OIL", "BRK", "TYR"]
-PLAN_DATES = ["2026-12-01", "2026-12-15", "2027-01-04", "2027-01-18"]
-REPORT_NAMES = ["service_plan.json", "maintenance_plan.json", "workshop_plan.json", "due_jobs.json"]
 OIL_DUE_BETWEEN = [date(2026, 12, 8), date(2026, 12, 28), date(2027, 1, 11)]  # between the possible plan dates
-
-
-def params(ctx) -> dict:
-    """The request: the date the plan is made for, how far ahead (km) to book distance-based jobs, and the plan
-    file's name."""
-    return {"plan_date": ctx.rng.choice(PLAN_DATES), "lookahead_km": ctx.rng.choice([250, 500, 1000, 1500]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def add_months(day, months):
@@ -79,25 +70,23 @@ def generate(ctx):
         # A vehicle of the right model just outside the affected model years.
         v = vehicles[len(vehicles) - 9 - recalls.index(rc)]
         v[2], v[3], v[4] = rc["make"], rc["model"], rc["years"][1] + 1
-    # Boundary: an active vehicle exactly at its oil interval less the look-ahead by distance, recent by date.
-    v = vehicles[0]
-    v[7] = "active"
-    v[5] = rng.choice([d for d in DEPOTS if d != handback])
-    history = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
-    history.append([v[0], "OIL", months_before(TODAY, 1).isoformat(), v[6] - km["OIL"] + ctx.params["lookahead_km"]])
-    # Active vehicles whose oil service falls due by date between the possible plan dates (little distance since).
-    for v, due in zip(vehicles[1:4], OIL_DUE_BETWEEN):
+    def last_oil(v, service_date, odometer_km):
+        """Make v an active vehicle away from the hand-back depot whose only oil service is the one given."""
         v[7] = "active"
         v[5] = rng.choice([d for d in DEPOTS if d != handback])
-        history = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
-        history.append([v[0], "OIL", months_before(due, months["OIL"]).isoformat(), v[6] - 1000])
+        history[:] = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
+        history.append([v[0], "OIL", service_date.isoformat(), odometer_km])
+
+    # Boundary: an active vehicle exactly at its oil interval less the look-ahead by distance, recent by date.
+    v = vehicles[0]
+    last_oil(v, months_before(TODAY, 1), v[6] - km["OIL"] + ctx.params["lookahead_km"])
+    # Active vehicles whose oil service falls due by date between the possible plan dates (little distance since).
+    for v, due in zip(vehicles[1:4], OIL_DUE_BETWEEN):
+        last_oil(v, months_before(due, months["OIL"]), v[6] - 1000)
     # Active vehicles 400, 750 and 1,250 km short of their oil interval, serviced a month ago: how far ahead the
     # request books decides which of them are due.
     for v, short in zip(vehicles[4:7], (400, 750, 1250)):
-        v[7] = "active"
-        v[5] = rng.choice([d for d in DEPOTS if d != handback])
-        history = [h for h in history if not (h[0] == v[0] and h[1] == "OIL")]
-        history.append([v[0], "OIL", months_before(TODAY, 1).isoformat(), v[6] - km["OIL"] + short])
+        last_oil(v, months_before(TODAY, 1), v[6] - km["OIL"] + short)
 
     db.executemany("INSERT INTO vehicles VALUES (?,?,?,?,?,?,?,?)", [tuple(v) for v in vehicles])
     rng.shuffle(history)
@@ -112,10 +101,7 @@ def generate(ctx):
         cur = db.execute("INSERT INTO work_orders (vehicle_id, status, note, created_on) VALUES (?, 'closed', 'done', '2026-09-02')", (vid,))
         db.execute("INSERT INTO work_order_jobs VALUES (?, 'OIL')", (cur.lastrowid,))
 
-    shared = ctx.workspace / "shared"
-    bulletins = shared / "recall_bulletins"
-    bulletins.mkdir(parents=True)
-    (shared / "maintenance_schedule.md").write_text(
+    ctx.write("shared/maintenance_schedule.md",
         "# Fleet maintenance schedule\n\n"
         f"Engine oil and filter service (job code OIL): every {km['OIL']:,} km or every {months['OIL']} months, "
         "whichever comes first.\n"
@@ -129,7 +115,7 @@ def generate(ctx):
         "waiting for disposal and get no work of any kind.\n"
     )
     for rc in recalls:
-        (bulletins / f"{rc['code']}.txt").write_text(
+        ctx.write(f"shared/recall_bulletins/{rc['code']}.txt",
             f"MANUFACTURER RECALL NOTICE - reference {rc['code']}\n\n"
             f"{rc['make']} has identified a possible fault in the steering column fixing on {rc['model']} vehicles of "
             f"model years {rc['years'][0]} to {rc['years'][1]} inclusive. Owners should have the fixing inspected and "
@@ -144,8 +130,9 @@ def generate(ctx):
         else:
             body = (f"{make} has found a seat-belt buckle issue on {model} vehicles of model years 2008 to 2011 "
                     "inclusive. Owners should contact a dealer.")
-        (bulletins / f"{code}_{i}.txt").write_text(f"MANUFACTURER RECALL NOTICE - reference {code}\n\n{body}\n")
-    (shared / f"depot_{handback.lower()}_handback.eml").write_text(
+        ctx.write(f"shared/recall_bulletins/{code}_{i}.txt",
+                  f"MANUFACTURER RECALL NOTICE - reference {code}\n\n{body}\n")
+    ctx.write(f"shared/depot_{handback.lower()}_handback.eml",
         f"From: depot.manager.{handback.lower()}@ourfleet.example\nSubject: {handback} vans going back to the lessor\n\n"
         f"Hi, a heads-up: every vehicle based at {handback} goes back to the leasing company at the end of the "
         "month, so please don't book routine servicing for any of them. Recalls are different: they are a legal "
@@ -154,7 +141,7 @@ def generate(ctx):
     topics = ["parking permits", "fuel card renewals", "driver rota", "wash bay hours", "christmas party", "tachograph training"]
     for i in range(ctx.size("depot_notes")):
         depot = rng.choice(DEPOTS)
-        (shared / f"depot_note_{i:02d}_{depot.lower()}.eml").write_text(
+        ctx.write(f"shared/depot_note_{i:02d}_{depot.lower()}.eml",
             f"From: office.{depot.lower()}@ourfleet.example\nSubject: {topics[i % len(topics)].title()}\n\n"
             f"Hello, a note about the {topics[i % len(topics)]} at {depot}. Unit U-{rng.randint(401, 400 + len(vehicles))} "
             "was mentioned at the briefing, but this does not affect maintenance. Cheers.\n"

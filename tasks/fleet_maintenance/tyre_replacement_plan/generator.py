@@ -4,14 +4,7 @@ import datetime as dt
 
 LAYOUT = {"car": ["FL", "FR", "RL", "RR"], "van": ["FL", "FR", "RL", "RR"],
           "truck": ["FL", "FR", "RLO", "RLI", "RRI", "RRO"], "minibus": ["FL", "FR", "RL", "RR"]}
-DEPOTS = ["Riverside", "Northgate", "Highland", "Port Road"]
 LETTERS = "ABCDEFGHJKLMNPRSTVWXY"
-REPORT_NAMES = ["tyre_plan.json", "december_tyres.json", "tyre_replacements.json", "tyre_orders.json"]
-
-
-def params(ctx) -> dict:
-    """The request: a depot whose vehicles are left out this month, and the plan file's name."""
-    return {"excluded_depot": ctx.rng.choice(DEPOTS), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def _plan_cost(vehicles, readings, prices, legal, threshold, winter_depot, winter_min):
@@ -38,6 +31,7 @@ def generate(ctx):
         CREATE TABLE tyre_prices (id INTEGER PRIMARY KEY, vehicle_type TEXT, season TEXT, unit_price REAL);
         """
     )
+    depots = ctx.choices("excluded_depot")  # every depot: the request may leave out any of them
     legal = 1.6
     threshold = {"car": rng.choice([2.5, 3.0]), "van": 3.0, "truck": rng.choice([4.0, 5.0]), "minibus": 4.0}
     excluded = ctx.params["excluded_depot"]
@@ -59,7 +53,7 @@ def generate(ctx):
                 used.add(reg)
                 break
         kind = rng.choices(list(LAYOUT), [0.25, 0.4, 0.2, 0.15])[0]
-        vehicles.append((vid, reg, kind, DEPOTS[vid % len(DEPOTS)], rng.randint(5000, 300000)))
+        vehicles.append((vid, reg, kind, depots[vid % len(depots)], rng.randint(5000, 300000)))
         readings[vid] = {}
         for pos in LAYOUT[kind]:
             mm = round(rng.uniform(1.2, 9.0), 1)
@@ -99,10 +93,7 @@ def generate(ctx):
     optional = sum(c for m, c in candidates if not m)
     budget = int((mandatory + optional * 0.5) // 100 * 100)
 
-    policy, mail, notes = (ctx.workspace / d for d in ("policy", "mail", "workshop"))
-    for d in (policy, mail, notes):
-        d.mkdir()
-    (policy / "tyre_policy.md").write_text(
+    ctx.write("policy/tyre_policy.md",
         "# Fleet tyre policy\n\n"
         "Only the most recent tread reading of each tyre position matters; older readings are history.\n\n"
         f"The legal minimum tread depth is {legal} mm. A vehicle with any tyre below that must not be driven and its\n"
@@ -115,13 +106,13 @@ def generate(ctx):
         "Prices come from the tyre price list for the vehicle type. Vehicles use all-season tyres unless a\n"
         "depot has been told to fit winter tyres.\n"
     )
-    (mail / "2026-11-24_winter_tyres.eml").write_text(
+    ctx.write("mail/2026-11-24_winter_tyres.eml",
         "From: fleet.engineer@ourfleet.example\nSubject: Winter conditions from 1 December\n\n"
         f"All vehicles based at {winter_depot} depot run winter tyres from 1 December, so any replacement there\n"
         f"is a winter tyre. Winter tyres lose their grip below {winter_min} mm, so at {winter_depot} a tyre is due\n"
         f"below {winter_min} mm or below its normal company threshold, whichever is higher.\n"
     )
-    (mail / "2026-11-27_december_budget.eml").write_text(
+    ctx.write("mail/2026-11-27_december_budget.eml",
         "From: finance@ourfleet.example\nSubject: December tyre budget\n\n"
         f"The tyre budget for December is GBP {budget:,}. Legal-minimum work comes first and is paid for whatever\n"
         "happens, out of that budget. Then take the remaining vehicles in order of their worst tyre, lowest tread\n"
@@ -130,11 +121,11 @@ def generate(ctx):
     )
     for i in range(ctx.size("depot_mail")):
         v = rng.choice(vehicles)
-        (mail / f"2026-11-{i + 1:02d}_depot_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{i + 1:02d}_depot_{i}.eml",
             f"From: {v[3].lower().replace(' ', '')}@ourfleet.example\nSubject: {v[1]} - driver report\n\n"
             f"Driver of {v[1]} reports a {rng.choice(['rattling door', 'sticky gearbox', 'noisy heater fan', 'cracked mirror'])}.\n"
             "Nothing tyre related; booked into the workshop.\n")
     for i in range(ctx.size("workshop_notes")):
-        (notes / f"workshop_note_{i:03d}.txt").write_text(
+        ctx.write(f"workshop/workshop_note_{i:03d}.txt",
             f"Workshop note {i + 1}: wheel balancing machine serviced, torque wrench checked. Stock of valve caps\n"
             f"reordered ({rng.randint(50, 200)} units). No change to the tyre policy.\n")

@@ -12,18 +12,7 @@ DESCRIPTIONS = {
     "hospitality": ["Team dinner", "Reception catering", "Holiday party"],
     "publication": ["Open access fee", "Page charges"],
 }
-PI = ["Dr. Okafor", "Dr. Lindqvist", "Dr. Ramirez", "Dr. Chen", "Dr. Haddad", "Dr. Novak", "Dr. Adeyemi", "Dr. Moreau"]
-REPORT_NAMES = ["unallowable_charges.csv", "cost_transfers.csv", "quarterly_transfers.csv", "moved_charges.csv"]
 SMALL_CHARGES = [125.0, 175.0, 225.0]  # between the possible de-minimis limits
-
-
-def params(ctx) -> dict:
-    """The request: a PI whose awards are left out, the smallest charge worth moving, and the report's name."""
-    return {
-        "excluded_pi": ctx.rng.choice(PI),
-        "min_amount": ctx.rng.choice([100, 150, 200, 250]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -37,6 +26,7 @@ def generate(ctx):
         CREATE TABLE transfers (id INTEGER PRIMARY KEY, expense_id INTEGER, from_award_id INTEGER, reason TEXT);
         """
     )
+    pis = ctx.choices("excluded_pi")  # every PI: the request may leave out any of them
     # Which sponsor carries which special rule varies by seed.
     equip_limited, travel_limited, no_equipment = rng.sample(SPONSORS, 3)
     equip_threshold = rng.choice([3000, 5000, 7500])
@@ -46,7 +36,7 @@ def generate(ctx):
         sponsor = SPONSORS[aid % 3]
         start = date(2024, 1, 1) + timedelta(days=rng.randint(0, 600))
         end = start + timedelta(days=rng.choice([365, 730, 1095]))
-        pi = PI[aid - 1] if aid <= len(PI) else rng.choice(PI)   # every PI holds at least one award
+        pi = pis[aid - 1] if aid <= len(pis) else rng.choice(pis)   # every PI holds at least one award
         awards.append((aid, f"{PREFIX[sponsor]}-{rng.randint(1000, 9999)}-{aid:02d}", sponsor, pi,
                        start.isoformat(), end.isoformat(), float(rng.randint(8, 60) * 10000)))
     db.executemany("INSERT INTO awards VALUES (?,?,?,?,?,?,?)", awards)
@@ -62,7 +52,7 @@ def generate(ctx):
 
     weights = {"personnel": 5, "supplies": 6, "equipment": 1, "travel_domestic": 2, "travel_international": 0.6,
                "hospitality": 0.4, "publication": 1}
-    for _ in range(ctx.size("expenses") - 12 - len(PI)):
+    for _ in range(ctx.size("expenses") - 12 - len(pis)):
         award = rng.choice(awards)
         category = rng.choices(list(weights), weights=list(weights.values()))[0]
         amount = rng.uniform(1000, equip_threshold * 1.5) if category == "equipment" else rng.uniform(40, 4000)
@@ -75,7 +65,7 @@ def generate(ctx):
     # and small unallowable charges fall between the possible de-minimis limits.
     eligible = [a for a in awards if a[3] != ctx.params["excluded_pi"]]
     by_sponsor = {s: [a for a in eligible if a[2] == s] for s in SPONSORS}
-    for name in PI:
+    for name in pis:
         charge(rng.choice([a for a in awards if a[3] == name]), "hospitality", rng.uniform(300, 900))
     for amount in SMALL_CHARGES:
         charge(rng.choice(eligible), "hospitality", amount)
@@ -101,10 +91,7 @@ def generate(ctx):
     db.executemany("INSERT INTO expenses VALUES (?,?,?,?,?,?,?,?)", [tuple(e) for e in expenses])
 
     award_no = {a[0]: a[1] for a in awards}
-    docs, mail = ctx.workspace / "policies", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "institutional_cost_policy.md").write_text(
+    ctx.write("policies/institutional_cost_policy.md",
         "# Institutional cost policy for sponsored awards\n\n"
         "A charge can only sit on an award if it was incurred within the award's period of performance, from the "
         "start date to the end date, both days included. Anything posted before the start or after the end "
@@ -114,18 +101,18 @@ def generate(ctx):
         "Each sponsor's own terms apply on top of these rules. A sponsor's written prior approval, where its terms "
         "allow one, makes the approved charge allowable.\n"
     )
-    (docs / f"terms_{PREFIX[equip_limited].lower()}.md").write_text(
+    ctx.write(f"policies/terms_{PREFIX[equip_limited].lower()}.md",
         f"# {equip_limited}: award terms (extract)\n\n"
         f"Equipment may be purchased under the award. Any single equipment purchase costing more than "
         f"{equip_threshold:,} dollars requires the {equip_limited}'s written prior approval; without it the purchase "
         "is unallowable. Travel follows the institution's normal rules.\n"
     )
-    (docs / f"terms_{PREFIX[travel_limited].lower()}.md").write_text(
+    ctx.write(f"policies/terms_{PREFIX[travel_limited].lower()}.md",
         f"# {travel_limited}: award terms (extract)\n\n"
         "Travel outside the country (international travel) may only be charged with our written prior approval. "
         "Domestic travel and equipment need no approval.\n"
     )
-    (docs / f"terms_{PREFIX[no_equipment].lower()}.md").write_text(
+    ctx.write(f"policies/terms_{PREFIX[no_equipment].lower()}.md",
         f"# {no_equipment}: award terms (extract)\n\n"
         "This sponsor funds people and consumables only. Equipment is not an allowable cost on our awards under "
         "any circumstances, and we do not grant exceptions.\n"
@@ -134,7 +121,7 @@ def generate(ctx):
                ("approval_travel.eml", travel_limited, "international travel charged", approved_trip)]
     for filename, sponsor, what, expense in letters:
         award = award_no[expense[1]]
-        (mail / filename).write_text(
+        ctx.write(f"mail/{filename}",
             f"From: grants@{PREFIX[sponsor].lower()}.example\nSubject: Prior approval - award {award}\n\n"
             f"Dear colleagues, the {sponsor} approves the {what} on {expense[6]} ({expense[5]}) under award {award}."
             "\n\nKind regards, Program Office\n")
@@ -142,7 +129,7 @@ def generate(ctx):
               "timesheet reminders", "new sponsor portal"]
     for i in range(ctx.size("office_mail")):
         a = rng.choice(awards)
-        (mail / f"office_{i:02d}_{topics[i % len(topics)].replace(' ', '_').replace('&', 'and')}.eml").write_text(
+        ctx.write(f"mail/office_{i:02d}_{topics[i % len(topics)].replace(' ', '_').replace('&', 'and')}.eml",
             f"From: research-office@ouruni.example\nSubject: {topics[i % len(topics)]}\n\n"
             f"Hi all, a reminder about {topics[i % len(topics)]}. {a[3]} asked about award {a[1]}; no cost changes are "
             f"needed there. Deadline is the {rng.randint(2, 28)}th.\n"

@@ -5,18 +5,11 @@ import datetime as dt
 SPONSORS = ["National Health Institute", "Science Foundation", "Hartwell Foundation", "Energy Research Council",
             "Clarke Trust"]
 DEPARTMENTS = ["Biology", "Chemistry", "Cardiology", "Physics", "Neurology", "Economics", "Mathematics"]
-SEPARATE = ["Biology", "Chemistry", "Economics", "Mathematics"]   # departments a round may leave out
-LIMITS = [90, 95, 100, 105]
 GIVEN = ["Amara", "Bjorn", "Chen", "Delia", "Emeka", "Freya", "Goran", "Hana", "Ivo", "Jules", "Kaveh", "Lena",
          "Milo", "Noor", "Otis", "Priya", "Quinn", "Rhea", "Sol", "Talia"]
 FAMILY = ["Adeyemi", "Bergstrom", "Cho", "Dimitriou", "Ekwueme", "Fitzgerald", "Gupta", "Halvorsen", "Iwata",
           "Jankowski", "Kruger", "Lindqvist", "Mbeki", "Nakamura", "Ortega"]
 PERIOD_START = dt.date(2026, 7, 1)
-
-
-def params(ctx) -> dict:
-    """The request: the commitment limit above which effort is over-committed, and a department left out."""
-    return {"effort_limit": ctx.rng.choice(LIMITS), "excluded_department": ctx.rng.choice(SEPARATE)}
 
 
 def generate(ctx):
@@ -34,6 +27,7 @@ def generate(ctx):
         CREATE TABLE overcommitment_flags (id INTEGER PRIMARY KEY, certification_id INTEGER, excess_pct REAL);
         """
     )
+    separate = ctx.choices("excluded_department")  # the departments a round may leave out
     teaching = rng.choice([10, 15, 20])
     clinical = rng.choice([20, 25, 30])
     clinical_dept = rng.choice(["Cardiology", "Neurology"])
@@ -77,15 +71,15 @@ def generate(ctx):
         ended = grants[-1]
         ended[5] = (PERIOD_START - dt.timedelta(days=10)).isoformat()
     a, b, c, d = people[0], people[1], people[2], people[3]
-    kept = [dep for dep in SEPARATE if dep != ctx.params["excluded_department"]]
+    kept = [dep for dep in separate if dep != ctx.params["excluded_department"]]
     c[2], d[2] = rng.choice(kept), rng.choice(kept)
     # Staff whose totals (95, 100, 105) fall between the possible limits, and someone with active effort in
     # every department a round may leave out.
     limit_cases = people[4:7]
     for person, charged in zip(limit_cases, (85.0, 90.0, 95.0)):
         person[2:5] = ["Physics", "staff", 80000.0]
-    dept_cases = people[7:7 + len(SEPARATE)]
-    for person, dep in zip(dept_cases, SEPARATE):
+    dept_cases = people[7:7 + len(separate)]
+    for person, dep in zip(dept_cases, separate):
         person[2] = dep
     d[3:5] = ["faculty", float(cap + 50000)]  # above the cap on an award the letter does not name
     a[2:5] = [clinical_dept, "faculty", float(cap + 30000)]
@@ -105,10 +99,7 @@ def generate(ctx):
     db.executemany("INSERT INTO effort_lines (person_id, grant_id, charged_pct, cost_shared_pct) VALUES (?,?,?,?)",
                    [tuple(l) for l in lines])
 
-    policy, letters, mail = (ctx.workspace / d for d in ("policy", "sponsor_letters", "mail"))
-    for d in (policy, letters, mail):
-        d.mkdir()
-    (policy / "effort_certification_policy.md").write_text(
+    ctx.write("policy/effort_certification_policy.md",
         "# Effort certification policy\n\n"
         "Committed effort on a grant is the effort charged to it plus any effort we cost-share on it; both count\n"
         "in full. A person's total for the period is the sum over the grants that are active in the period, plus\n"
@@ -122,14 +113,14 @@ def generate(ctx):
         "Salaries are recorded as annual rates. The period is six months, so the salary for the period is half\n"
         "the annual rate, and a person's charged percentage applies to that half.\n"
     )
-    (letters / f"award_letter_{active_capped[1]}.txt").write_text(
+    ctx.write(f"sponsor_letters/award_letter_{active_capped[1]}.txt",
         f"{capped}\nNotice of award - {active_capped[1]}\n\n"
         "Salary charged to this award, and to every other award we make, is limited to an annual rate of\n"
         f"${cap:,}. Where an investigator earns more than this, charges are calculated on the capped rate and\n"
         "the institution must meet the remainder from its own funds. This limit applies to effort charged to the\n"
         "award, not to effort the institution cost-shares.\n"
     )
-    (mail / "2026-10-08_dean_clinical_reserve.eml").write_text(
+    ctx.write("mail/2026-10-08_dean_clinical_reserve.eml",
         "From: dean.medicine@university.example\nSubject: Clinical reserve for effort reports\n\n"
         f"Colleagues, from this certification onward, faculty in {clinical_dept} also reserve {clinical}% of their\n"
         "effort for clinical duties, on top of the usual teaching reserve. Please include it when certifying.\n"
@@ -138,11 +129,11 @@ def generate(ctx):
         g = grants[(i * 3 + 1) % len(grants)]
         if g[2] == capped:
             g = active_other
-        (letters / f"correspondence_{i:03d}_{g[1]}.txt").write_text(
+        ctx.write(f"sponsor_letters/correspondence_{i:03d}_{g[1]}.txt",
             f"{g[2]}\nRe: {g[1]}\n\nThank you for the progress report on {g[3]}. We have no comments on the budget.\n"
             "Please remember to acknowledge our support in publications.\n")
     for i in range(ctx.size("admin_mail")):
-        (mail / f"2026-11-{i + 1:02d}_research_office_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{i + 1:02d}_research_office_{i}.eml",
             "From: research.office@university.example\nSubject: "
             f"{rng.choice(['Timesheet reminder', 'Audit visit', 'New grants portal', 'Indirect cost rates'])}\n\n"
             "For information only; no change to how effort is certified.\n")

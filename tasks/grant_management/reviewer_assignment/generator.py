@@ -1,23 +1,14 @@
 """State for grant_management/reviewer_assignment: proposals, reviewers, co-authorship records and panel mail."""
 import json
 
-TOPICS = ["ecology", "materials", "neuroscience", "climate", "genomics", "robotics"]
 INSTITUTIONS = ["Uppsala", "Leiden", "Ghent", "Bologna", "Porto", "Tartu", "Aarhus", "Graz", "Basel", "Krakow"]
 GIVEN = ["Agnes", "Boris", "Carmen", "Dieter", "Elena", "Filip", "Greta", "Henri", "Irene", "Jakob", "Katrin", "Luis",
          "Marta", "Nils", "Olga", "Pieter", "Rosa", "Stefan", "Tereza", "Viktor"]
 FAMILY = ["Andersson", "Bakker", "Conti", "Dvorak", "Esposito", "Fischer", "Gomez", "Horvat", "Ivanov", "Jansen",
           "Kowalczyk", "Larsen", "Moreau", "Novak", "Oliveira", "Peeters", "Rossi", "Schmid", "Tamm", "Virtanen"]
 WORDS = ["Adaptive", "Resilient", "Scalable", "Hidden", "Coupled", "Emergent", "Long-term", "Multi-scale"]
-REPORT_NAMES = ["review_assignments.csv", "reviewer_assignments.csv", "panel_assignments.csv", "round_reviewers.csv"]
 THINGS = {"ecology": "wetland food webs", "materials": "porous ceramics", "neuroscience": "cortical circuits",
           "climate": "Arctic cloud feedbacks", "genomics": "regulatory variants", "robotics": "soft grippers"}
-
-
-def params(ctx) -> dict:
-    """The request: a topic whose proposals move to the next round's panel, how many years back a co-authorship
-    with the principal investigator is a conflict, and the report's name."""
-    return {"deferred_topic": ctx.rng.choice(TOPICS[:5]), "coi_years": ctx.rng.choice([2, 3, 4, 5]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def address(name, institution):
@@ -39,7 +30,7 @@ def generate(ctx):
     per_proposal = rng.choice([2, 3])
     cap = rng.choice([3, 4])
     years = ctx.params["coi_years"]
-    topics = TOPICS[:5]
+    topics = ctx.choices("deferred_topic")  # the round's topics: the request may defer any of them
     people = rng.sample([f"{g} {m}. {f}" for g in GIVEN for m in "BKW" for f in FAMILY], ctx.size("reviewers") + ctx.size("proposals") * 2)
     reviewer_names, outsiders = people[:ctx.size("reviewers")], people[ctx.size("reviewers"):]
 
@@ -85,10 +76,7 @@ def generate(ctx):
     db.executemany("INSERT INTO proposals VALUES (?,?,?,?,?,?,?,?,?)", [tuple(p) for p in proposals])
     db.executemany("INSERT INTO collaborations (reviewer_id, coauthor, year, venue) VALUES (?,?,?,?)", collaborations)
 
-    docs, mail = ctx.workspace / "panel", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "review_guidelines.md").write_text(
+    ctx.write("panel/review_guidelines.md",
         "# Review panel guidelines, 2026 round\n\n"
         f"Every proposal is read by {('two', 'three')[per_proposal - 2]} reviewers, each of whom lists the proposal's "
         "topic among their areas of expertise.\n\n"
@@ -99,12 +87,12 @@ def generate(ctx):
         f"Workload: nobody reviews more than {cap} proposals this round, even where their profile would allow more, "
         "and never more than their own profile limit.\n"
     )
-    (mail / "recusal.eml").write_text(
+    ctx.write("mail/recusal.eml",
         f"From: {address(recuser[1], recuser[2])}\nSubject: Conflict to declare\n\n"
         f"Dear programme officer, I need to declare a conflict with proposal {first[1]}: the principal investigator "
         f"supervised my doctorate. Please do not send it to me.\n\nBest wishes,\n{recuser[1]}\n"
     )
-    (mail / "sabbatical.eml").write_text(
+    ctx.write("mail/sabbatical.eml",
         f"From: {address(unavailable[1], unavailable[2])}\nSubject: This round\n\n"
         "Dear programme officer, I am on sabbatical with very limited connectivity until spring, so I cannot take "
         f"on any reviews in this round. Apologies.\n\n{unavailable[1]}\n"
@@ -113,7 +101,7 @@ def generate(ctx):
                    "video call link", "budget guidance", "deadline extension request"]
     for i in range(ctx.size("panel_mail")):
         r = rng.choice(reviewers)
-        (mail / f"note_{i:02d}_{topics_chat[i % len(topics_chat)].replace(' ', '_')}.eml").write_text(
+        ctx.write(f"mail/note_{i:02d}_{topics_chat[i % len(topics_chat)].replace(' ', '_')}.eml",
             f"From: {address(r[1], r[2])}\nSubject: {topics_chat[i % len(topics_chat)].capitalize()}\n\n"
             f"Dear programme officer, a quick question about the {topics_chat[i % len(topics_chat)]}. I am happy to "
             f"review as planned and have nothing to declare. Regards, {r[1]}\n"

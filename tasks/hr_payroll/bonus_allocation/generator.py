@@ -6,16 +6,6 @@ NAMES = ["Ari", "Bex", "Cam", "Dov", "Eun", "Fox", "Gia", "Hux", "Ivy", "Jax", "
          "Pim", "Rio", "Sky", "Tao", "Uri", "Vea", "Wim", "Yas", "Zoe"]
 FAMILY = ["Adler", "Bauer", "Cruz", "Dahl", "Eady", "Finch", "Gale", "Hart", "Imai", "Jovic", "Kerr", "Lund", "Mori",
           "Ng", "Oduya", "Pratt", "Roux", "Sato", "Tull", "Vos"]
-REPORT_NAMES = ["bonus_ranking.csv", "bonus_awards.csv", "bonus_allocation_2026.csv", "bonus_round.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the qualifying review score, a held pool (never Engineering's tie pattern), the file name."""
-    return {
-        "min_score": ctx.rng.choice([60, 65, 70, 75]),
-        "held_department": ctx.rng.choice(DEPARTMENTS[1:]),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -78,11 +68,8 @@ def generate(ctx):
         "2. Rankings use the scores from the 2026 review cycle only; earlier cycles are for reference.\n"
         f"3. People who joined after {cutoff:%d %B %Y} are not eligible this year.\n"
         "4. Any amount left over after rounding stays in the pool and is not paid out.\n")
-    docs = ctx.workspace
-    (docs / "hr").mkdir()
-    (docs / "committee").mkdir()
-    (docs / "committee" / "minutes_bonus_pools.md").write_text(minutes)
-    (docs / "hr" / "bonus_scheme_rules.md").write_text(
+    ctx.write("committee/minutes_bonus_pools.md", minutes)
+    ctx.write("hr/bonus_scheme_rules.md",
         "# Bonus scheme rules\n\n"
         "Within a department, eligible people are ranked by review score, highest first. People with equal\n"
         "scores share a rank, and the ranks after a tie are skipped accordingly (two people sharing 2nd place\n"
@@ -91,7 +78,7 @@ def generate(ctx):
         "person earns 1 unit. Each person's bonus is the department pool times their units divided by the\n"
         "department's total units, rounded down to a whole amount.\n"
     )
-    (docs / "hr" / "performance_plans.eml").write_text(
+    ctx.write("hr/performance_plans.eml",
         "From: hr.director@company.example\nSubject: Bonus eligibility - performance plans\n\n"
         "The following colleagues are on a performance improvement plan and are not eligible for a bonus this\n"
         f"year: {pip[0][2]} ({pip[0][1]}) and {pip[1][2]} ({pip[1][1]}). Please keep this confidential.\n"
@@ -99,6 +86,6 @@ def generate(ctx):
     for i in range(ctx.size("comp_notes")):
         topic = ["salary benchmarking", "pension matching", "car allowance", "share plan", "pay slips", "tax codes",
                  "holiday buy-back", "childcare vouchers"][i % 8]
-        (docs / "hr" / f"comp_note_{i:03d}.txt").write_text(
+        ctx.write(f"hr/comp_note_{i:03d}.txt",
             f"Comp team note: {topic}.\nThe {rng.choice(DEPARTMENTS)} team asked about {topic}; no effect on bonuses.\n"
             f"Ref {rng.randint(100, 999)}.\n")

@@ -8,14 +8,6 @@ SURNAMES = ["Ashby", "Brooks", "Carver", "Drake", "Ellison", "Frost", "Gray", "H
             "Lowe", "Marsh", "Noble", "Orme", "Pike", "Quill", "Reyes", "Stone", "Thorne", "Vance", "Wilde"]
 
 
-def params(ctx) -> dict:
-    """The request: compulsory shutdown days not yet in the system, and a one-off raise of the carry-over cap."""
-    return {
-        "shutdown_days": ctx.rng.choice([1, 2, 3, 4]),
-        "extra_carry_days": ctx.rng.choice([2, 3, 5, 7]),
-    }
-
-
 @dataclass
 class Person:
     id: int
@@ -115,7 +107,5 @@ def generate(ctx):
             f"People team update - {notes[i % len(notes)]}.\nAsk {other.name} for details. Leave entitlements are unchanged.\n"
             f"Ref {rng.randint(100, 999)}.\n")
     for rel, text in docs.items():
-        path = ctx.workspace / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        ctx.write(rel, text)
     db.execute("INSERT INTO _verifier_facts VALUES ('long_service_hired_by', ?)", (f"{2026 - service_years}-12-31",))

@@ -6,19 +6,9 @@ FIRST = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farid", "Grace", "Hugo", "Ines",
          "Mara", "Nils", "Olga", "Priya", "Quinn", "Rosa", "Sami", "Tess", "Umar", "Vera", "Wes", "Yara"]
 LAST = ["Abbott", "Brandt", "Castillo", "Dunn", "Eriksen", "Fofana", "Gallo", "Hayes", "Iqbal", "Jansen",
         "Kowalski", "Lindqvist", "Moreau", "Nakamura", "Okafor", "Petrov", "Rahman", "Silva", "Tanaka", "Varga"]
-DEPARTMENTS = ["Warehouse", "Dispatch", "Maintenance", "Customer Care", "Packing"]
 UNIONS = ["Local 88", "Local 12"]
 PERIOD_STARTS = [dt.date(2026, 9, 7), dt.date(2026, 9, 21), dt.date(2026, 10, 5), dt.date(2026, 10, 19)]
 NUMBER_WORDS = {8: "eight", 9: "nine", 10: "ten"}
-OVERTIME_CAPS = [4, 6, 8, 10]
-
-
-def params(ctx) -> dict:
-    """The request: a department paid elsewhere this time, and the most overtime hours paid per person."""
-    return {
-        "excluded_department": ctx.rng.choice(DEPARTMENTS),
-        "overtime_cap": ctx.rng.choice(OVERTIME_CAPS),
-    }
 
 
 def long_date(day: dt.date) -> str:
@@ -42,6 +32,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
+    departments = ctx.choices("excluded_department")  # every department: the request may leave out any of them
     start = rng.choice(PERIOD_STARTS)
     end = start + dt.timedelta(days=13)
     holiday = start + dt.timedelta(days=rng.choice([0, 4, 7, 11]))  # a weekday inside the fortnight
@@ -54,9 +45,9 @@ def generate(ctx):
         kind = "contractor" if eid % 9 == 4 else "employee"
         union = daily_union if eid % 5 in (1, 3) else (other_union if eid % 7 == 2 else "")
         name = f"{FIRST[(eid * 7 + rng.randint(0, 3)) % len(FIRST)]} {LAST[(eid * 3 + rng.randint(0, 5)) % len(LAST)]}"
-        department = rng.choice(DEPARTMENTS)
+        department = rng.choice(departments)
         if eid in (1, 2, 3, 5, 6):  # every department has paid staff, so whichever one is left out matters
-            department = DEPARTMENTS[(1, 2, 3, 5, 6).index(eid)]
+            department = departments[(1, 2, 3, 5, 6).index(eid)]
         staff.append((eid, f"E{1000 + eid}", name, department, kind, union,
                       round(rng.uniform(17.0, 42.0), 2)))
     db.executemany("INSERT INTO employees VALUES (?,?,?,?,?,?,?)", staff)
@@ -146,10 +137,8 @@ def generate(ctx):
         docs[f"hr_inbox/circular_{i:03d}_{topic.replace(' ', '_')}.txt"] = (
             f"Subject: {topic}\n\nA reminder about the {topic}: details are on the intranet. Contact {contact[2]}\n"
             f"({contact[3]}) with questions. This does not affect pay or hours. Ref {rng.randint(1000, 9999)}.\n")
-    for folder in ("payroll", "hr_inbox", "contracts"):
-        (ctx.workspace / folder).mkdir()
     for name, text in docs.items():
-        (ctx.workspace / name).write_text(text)
+        ctx.write(name, text)
 
     facts = {"daily_union": daily_union, "corrected": sorted(corrected)}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

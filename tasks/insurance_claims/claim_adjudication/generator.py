@@ -8,13 +8,6 @@ FIRST = ["Alma", "Basil", "Cora", "Desmond", "Edith", "Fergus", "Gemma", "Harvey
          "Moira", "Neville", "Orla", "Percy", "Rhona", "Stanley", "Tamsin", "Vernon"]
 LAST = ["Ashby", "Bellamy", "Crowe", "Dunmore", "Ellery", "Fairbairn", "Garside", "Hollis", "Irvine", "Jessop",
         "Kendrick", "Lovell", "Marchant", "Nettleton", "Oakes", "Pickering"]
-GRACE_DAYS = [5, 10, 15, 20]
-REPORT_NAMES = ["adjudication.json", "claim_decisions.json", "adjudicated_claims.json", "queue_decisions.json"]
-
-
-def params(ctx) -> dict:
-    """The request: the extra days allowed past a product's notification period this quarter, and the report's name."""
-    return {"grace_days": ctx.rng.choice(GRACE_DAYS), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -62,7 +55,8 @@ def generate(ctx):
             loss = start - dt.timedelta(days=rng.randint(1, 20))
         covered = [p for p in PERILS if p not in r["excluded"]]
         peril = rng.choice(r["excluded"]) if kind == "excluded_peril" else rng.choice(covered if kind else PERILS)
-        delay = r["notify_days"] + max(GRACE_DAYS) + rng.randint(1, 10) if kind == "late_notification" else rng.choice([0, 2, 5, 11, r["notify_days"]])
+        delay = (r["notify_days"] + max(ctx.choices("grace_days")) + rng.randint(1, 10) if kind == "late_notification"
+                 else rng.choice([0, 2, 5, 11, r["notify_days"]]))
         if kind and kind.startswith("grace_"):
             delay = r["notify_days"] + int(kind[6:])
         if kind is None and rng.random() < 0.15:
@@ -93,19 +87,16 @@ def generate(ctx):
     hold_claim = next(c for c in claims if c["id"] == order[plan.index("hold") + 1])
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("wordings", "guidance", "adjuster_notes", "bulletins"):
-        (ws / folder).mkdir()
     for product in PRODUCTS:
         r = rules[product]
         excl = " or ".join(r["excluded"])
         subl = "; ".join(f"any single claim for {c} is limited to {v:,} pounds in total" for c, v in r["sublimits"].items())
-        (ws / "wordings" / f"{product.lower().replace(' ', '_')}_wording.md").write_text(
+        ctx.write(f"wordings/{product.lower().replace(' ', '_')}_wording.md",
             f"# {product} - policy wording (extract)\n\n## What is not covered\n\nWe will not pay for any loss or damage caused by "
             f"{excl}.\n\n## Limits\n\nWithin the sum insured, {subl}. Other items are covered up to their assessed value.\n\n"
             f"## Telling us about a claim\n\nYou must report a loss to us within {r['notify_days']} days of the date it happened; "
             "we may refuse claims reported later than that.\n")
-    (ws / "guidance" / "claims_handling_guidance.md").write_text(
+    ctx.write("guidance/claims_handling_guidance.md",
         "# Claims handling guidance\n\nCheck each open claim in this order and stop at the first rule that applies:\n\n"
         "1. The loss date must fall within the policy period (start and end dates included); otherwise deny with reason code "
         "`not_in_force`.\n2. The claim must have been reported within the notification period of the product wording, plus "
@@ -121,10 +112,11 @@ def generate(ctx):
     rng.shuffle(notes)
     per = 2
     for i in range(0, len(notes), per):
-        (ws / "adjuster_notes" / f"notes_{i // per + 1:03d}.txt").write_text("Adjuster notes\n\n" + "\n".join(notes[i:i + per]) + "\n")
+        ctx.write(f"adjuster_notes/notes_{i // per + 1:03d}.txt",
+                  "Adjuster notes\n\n" + "\n".join(notes[i:i + per]) + "\n")
     topics = ["storm season staffing", "new fraud indicators", "supplier panel changes", "complaints training",
               "office closure", "systems upgrade"]
     for i in range(ctx.size("bulletins")):
         topic = topics[i % len(topics)]
-        (ws / "bulletins" / f"bulletin_{i:03d}.md").write_text(
+        ctx.write(f"bulletins/bulletin_{i:03d}.md",
             f"# Team bulletin: {topic}\n\nA reminder about {topic}. This does not change how claims are decided. Ref {rng.randint(100, 999)}.\n")

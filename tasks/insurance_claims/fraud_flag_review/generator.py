@@ -5,17 +5,9 @@ FIRST = ["Adrian", "Beth", "Callum", "Delia", "Euan", "Fiona", "Gareth", "Holly"
          "Nina", "Owen", "Pippa", "Rory", "Shona", "Tobias", "Una"]
 LAST = ["Aird", "Baird", "Cairns", "Docherty", "Ewing", "Forsyth", "Gillies", "Hendry", "Imrie", "Jardine", "Keir", "Lennox",
         "Munro", "Niven", "Ogilvie", "Paton", "Rennie", "Sinclair"]
-PERILS = ["collision", "theft", "vandalism", "windscreen", "fire"]
 SHOP_WORDS = ["Autofix", "Bodyworks", "Carcare", "Dentaway", "Express Repairs", "Fastlane", "Garage One", "Highway Motors",
               "Ignition", "Junction Autos", "Kerbside", "Lowgear"]
 TODAY = dt.date(2026, 11, 30)
-REPORT_NAMES = ["fraud_ranking.md", "fraud_screen.md", "siu_ranking.md", "weekly_fraud_screen.md"]
-
-
-def params(ctx) -> dict:
-    """The request: a peril screened by another team this week, SIU's capacity, the ranking file's name."""
-    return {"excluded_peril": ctx.rng.choice(PERILS), "siu_capacity": ctx.rng.choice([3, 4, 5, 6]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -32,6 +24,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
+    perils = ctx.choices("excluded_peril")  # every motor peril: the request may leave out any of them
     pts = {"new_policy": rng.choice([25, 30, 35]), "repeat": rng.choice([15, 20]), "shared_bank": rng.choice([25, 30]),
            "watch_shop": rng.choice([10, 15]), "late": rng.choice([10, 15]), "inflated": rng.choice([20, 25])}
     new_days, late_days, repeat_n = rng.choice([30, 60, 90]), rng.choice([21, 30]), rng.choice([2, 3])
@@ -62,7 +55,7 @@ def generate(ctx):
     def add(cid, status, loss, delay, amount=None, peril=None):
         nonlocal seq
         seq += 1
-        peril = peril or rng.choice(PERILS)
+        peril = peril or rng.choice(perils)
         amount = amount if amount is not None else round(base[peril] * rng.uniform(0.5, 1.6), 2)
         claims.append({"id": seq, "claim_no": f"MC{26000 + seq * 7}", "policy_id": cid, "claimant_id": cid, "peril": peril,
                        "loss_date": loss.isoformat(), "reported_date": (loss + dt.timedelta(days=delay)).isoformat(), "amount": amount,
@@ -90,7 +83,7 @@ def generate(ctx):
     # Enough clear-cut suspicious claims that SIU's capacity always binds.
     # Their perils cycle through every peril, so whichever peril the request leaves out loses flagged claims.
     for i, c in enumerate(open_claims[2:capacity + 4]):
-        c["peril"] = PERILS[i % len(PERILS)]
+        c["peril"] = perils[i % len(perils)]
         loss = dt.date.fromisoformat(c["loss_date"])
         c.update(amount=round(base[c["peril"]] * rng.uniform(3.5, 5.0), 2), shop_id=rng.choice(watch),
                  reported_date=(loss + dt.timedelta(days=late_days + rng.randint(1, 15))).isoformat())
@@ -98,7 +91,7 @@ def generate(ctx):
         policies[c["policy_id"] - 1] = policies[c["policy_id"] - 1][:3] + (inc.isoformat(),)
     # Two claims that tie on score, from fresh claimants with no other history: the amount decides their order,
     # and the one with the lower claim number has the smaller amount, so ordering by claim number alone is wrong.
-    tie_peril = rng.choice([p for p in PERILS if p != ctx.params["excluded_peril"]])
+    tie_peril = rng.choice([p for p in perils if p != ctx.params["excluded_peril"]])
     for k, factor in enumerate((4.0, 4.6)):
         cid = len(claimants) + 1
         claimants.append([cid, f"{rng.choice(FIRST)} {rng.choice(LAST)}", f"07{rng.randint(100000000, 999999999)}", f"GB00TIE{cid:08d}"])
@@ -111,11 +104,8 @@ def generate(ctx):
     db.executemany("INSERT INTO claims VALUES (:id, :claim_no, :policy_id, :claimant_id, :peril, :loss_date, :reported_date, :amount, :shop_id, :status)", claims)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("siu", "notes", "news"):
-        (ws / folder).mkdir()
     words = {2: "twice", 3: "three times"}
-    (ws / "siu" / "indicator_card.md").write_text(
+    ctx.write("siu/indicator_card.md",
         "# SIU fraud indicator card (motor)\n\nAdd the points for every indicator an open claim shows:\n\n"
         f"- the loss happened within {new_days} days of the policy's inception date: {pts['new_policy']} points\n"
         f"- the same claimant has at least {repeat_n} other claims with a loss date in the 365 days before {TODAY.day} {TODAY.strftime('%B %Y')} "
@@ -128,10 +118,10 @@ def generate(ctx):
         f"Flag every claim scoring {threshold} points or more. Rank flagged claims by score, highest first; break ties by the larger "
         "amount claimed, then by claim number. Claims already with SIU are not scored again.\n")
     watch_names = ", ".join(shops[s - 1][1] for s in watch)
-    (ws / "siu" / "watch_list.eml").write_text(
+    ctx.write("siu/watch_list.eml",
         f"From: siu@insurer.example\nSubject: Repair shop watch list\n\nThe current watch list is: {watch_names}. Treat any claim "
         "repaired at one of these as showing the watch-list indicator.\n")
-    (ws / "siu" / "capacity_this_week.eml").write_text(
+    ctx.write("siu/capacity_this_week.eml",
         "From: siu-lead@insurer.example\nSubject: Referrals this week\n\nWe are short-staffed: please refer no more than the "
         "number of claims agreed in this week's screening request, the highest ranked first. Flag the others as usual so we can pick them up later.\n")
     notes = [f"{cleared['claim_no']}: senior handler review complete - the late report and the high amount are fully explained "
@@ -141,9 +131,9 @@ def generate(ctx):
         notes.append(f"{c['claim_no']}: {rng.choice(['engineer report received', 'customer chased for photos', 'hire car extended', 'liability agreed'])}.")
     rng.shuffle(notes)
     for i, n in enumerate(notes, 1):
-        (ws / "notes" / f"handler_note_{i:03d}.txt").write_text(f"Claims handler note\n\n{n}\n")
+        ctx.write(f"notes/handler_note_{i:03d}.txt", f"Claims handler note\n\n{n}\n")
     for i in range(ctx.size("newsletters")):
-        (ws / "news" / f"newsletter_{i:03d}.md").write_text(
+        ctx.write(f"news/newsletter_{i:03d}.md",
             f"# Claims newsletter {i + 1}\n\n{rng.choice(['Winter driving tips', 'New FNOL form', 'Team news', 'Complaint trends'])}. "
             "No change to fraud screening.\n")
 

@@ -10,18 +10,11 @@ COUNCILS = ["Ashford Borough Council", "Westmere City Council", "Dunmore County 
 PEOPLE = ["R. Akers", "T. Bloom", "C. Devlin", "S. Egan", "M. Ferris", "J. Grant", "L. Hoyle", "P. Iqbal",
           "D. Jessop", "K. Lowe", "N. Marsh", "A. Nolan", "F. Quinn", "H. Rooke", "E. Sato", "G. Tully"]
 REVIEW = dt.date(2026, 12, 1)
-REPORT_NAMES = ["recovery_queue.csv", "subrogation_queue.csv", "recovery_cases.csv", "cycle_recoveries.csv"]
 LOSSES = ["Rear-ended at traffic lights by the other vehicle", "Water escaped from the flat above after a plumbing fault",
           "Scaffolding collapsed onto the insured's conservatory", "Delivery van reversed into the shop front",
           "Contractor cut through a supply cable during groundworks", "Tree from neighbouring land fell in a storm",
           "Customer slipped on a wet floor left by a cleaning firm", "Vehicle side-swiped while parked overnight",
           "Fire spread from an adjoining unit's faulty wiring", "Lift malfunction injured the insured's employee"]
-
-
-def params(ctx) -> dict:
-    """The request: the team's capacity this cycle, the smallest share of fault worth chasing, the file's name."""
-    return {"capacity": ctx.rng.choice([6, 8, 10, 12]), "min_fault": ctx.rng.choice([50, 60, 70, 80]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -109,10 +102,7 @@ def generate(ctx):
     partner[3] = (dt.date.fromisoformat(last[3]) + dt.timedelta(days=shift)).isoformat()
     db.executemany("INSERT INTO claims VALUES (?,?,?,?,?,?,?,?,?)", [tuple(c) for c in claims])
 
-    memos, mail, notes = (ctx.workspace / d for d in ("memos", "mail", "adjuster_notes"))
-    for d in (memos, mail, notes):
-        d.mkdir()
-    (memos / "recovery_memo_2026.md").write_text(
+    ctx.write("memos/recovery_memo_2026.md",
         "# Subrogation recovery memo - winter 2026 cycle\n\n"
         "We only chase claims we have actually paid, and only where the third party was assessed at or above\n"
         "the minimum share of fault set in the cycle's request. The expected recovery of a claim is what we\n"
@@ -126,25 +116,25 @@ def generate(ctx):
         f"Handlers: cases with an expected recovery above ${counsel_over:,} go to outside counsel; everything else\n"
         "is worked in-house by the recovery desk.\n"
     )
-    (mail / "2026-11-18_limitation.eml").write_text(
+    ctx.write("mail/2026-11-18_limitation.eml",
         "From: legal@ourinsurer.example\nSubject: Limitation periods for this cycle\n\n"
         f"Reminder that recovery actions must be filed within {years} years of the date of loss. Filing takes\n"
         f"us time, so treat any claim whose limitation date falls before {cutoff.strftime('%d %B %Y')} as lost.\n"
         "Separately: never pursue a local authority or council. The notice-of-claim rules make it pointless\n"
         "and the board has asked us not to.\n\nLegal\n"
     )
-    (mail / "2026-11-20_knock_for_knock.eml").write_text(
+    ctx.write("mail/2026-11-20_knock_for_knock.eml",
         f"From: reinsurance@ourinsurer.example\nSubject: Knock-for-knock with {kfk}\n\n"
         f"We have signed a knock-for-knock agreement with {kfk}: each side bears its own losses. Do not open\n"
         f"recovery against anyone insured by {kfk}, business or private, even if they were fully at fault.\n"
     )
     for i in range(ctx.size("adjuster_notes")):
         c = rng.choice(claims)
-        (notes / f"{c[1]}_note_{i}.txt").write_text(
+        ctx.write(f"adjuster_notes/{c[1]}_note_{i}.txt",
             f"Adjuster note on {c[1]} ({c[2]}). Spoke to the policyholder; photos and the repair estimate are on\n"
             "file. Liability view is recorded in the claim system. No further action from me.\n")
     for i in range(ctx.size("bulletins")):
-        (mail / f"2026-10-{i + 1:02d}_bulletin.eml").write_text(
+        ctx.write(f"mail/2026-10-{i + 1:02d}_bulletin.eml",
             f"From: comms@ourinsurer.example\nSubject: Claims bulletin {i + 1}\n\n"
             f"This week: {rng.choice(['new CRM training', 'office move', 'fraud awareness', 'holiday cover'])}.\n"
             "No change to recovery procedures.\n")

@@ -7,17 +7,6 @@ FIRST = ["ada", "bo", "cy", "di", "ed", "fi", "gus", "hal", "ida", "jo", "kai", 
          "sal", "tom", "uma", "val", "wyn", "xia", "yan", "zed"]
 LAST = ["ash", "brook", "clay", "dale", "east", "ford", "glen", "hart", "isle", "judd", "kerr", "lund", "moss", "nash",
         "orr", "pike", "reed", "shaw", "tate", "vale", "west", "york"]
-DEPTS = ["Finance", "Sales", "Engineering", "People", "Operations", "Legal"]
-REPORT_NAMES = ["access_review.md", "q4_access_review.md", "access_actions.md", "review_outcome.md"]
-
-
-def params(ctx) -> dict:
-    """The request: a system (never the first two: they hold the pinned cases), a department, the table's name."""
-    return {
-        "skipped_system": ctx.rng.choice(SYSTEMS[2:7]),
-        "skipped_department": ctx.rng.choice(DEPTS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -33,6 +22,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
+    depts = ctx.choices("skipped_department")  # every department: the request may leave out any of them
     review_day = dt.date(2026, 11, 30) + dt.timedelta(days=rng.randint(0, 3))
     idle_days = rng.choice([60, 90, 120])
     admin_days = rng.choice([30, 45])
@@ -44,7 +34,7 @@ def generate(ctx):
         status = rng.choices(["active", "left", "on leave"], [0.95, 0.02, 0.03])[0]
         left = (review_day - dt.timedelta(days=rng.randint(3, 200))).isoformat() if status == "left" else None
         users.append({"id": uid, "username": f"{f}.{l}", "full_name": f"{f.capitalize()} {l.capitalize()}",
-                      "department": rng.choice(DEPTS), "status": status, "left_on": left})
+                      "department": rng.choice(depts), "status": status, "left_on": left})
     n_sys = ctx.size("systems")
     systems = [(sid, SYSTEMS[(sid - 1) % len(SYSTEMS)] + ("" if sid <= len(SYSTEMS) else f" {(sid - 1) // len(SYSTEMS) + 1}"),
                 f"{rng.choice(pool)[0]}.owner") for sid in range(1, n_sys + 1)]
@@ -78,7 +68,7 @@ def generate(ctx):
     skipped_dept = ctx.params["skipped_department"]
     for u in actives[:8] + [on_leave]:
         if u["department"] == skipped_dept:
-            u["department"] = rng.choice([d for d in DEPTS if d != skipped_dept])
+            u["department"] = rng.choice([d for d in depts if d != skipped_dept])
     s1, s2 = 1, 2
     pins = {
         "edge_in": add(s1, actives[0]["username"] + ".edge", actives[0]["id"], "user", ago(500), ago(idle_days)),
@@ -99,7 +89,7 @@ def generate(ctx):
     scoped = []
     for j in range(12):
         u = actives[8 + j]
-        u["department"] = DEPTS[j % len(DEPTS)]
+        u["department"] = depts[j % len(depts)]
         scoped.append(add(3 + j % 5, u["username"] + ".dormant", u["id"], "user", ago(500), ago(idle_days + 40)))
     scoped_objs = {id(a) for a in scoped}  # account ids are renumbered below
     # More break-glass accounts: every system has one; the memo protects them on some systems only.
@@ -124,11 +114,8 @@ def generate(ctx):
     sys_name = dict((s[0], s[1]) for s in systems)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("policy", "mail", "hr"):
-        (ws / folder).mkdir()
     long = lambda d: f"{d.day} {d.strftime('%B %Y')}"
-    (ws / "policy" / "access_policy.md").write_text(
+    ctx.write("policy/access_policy.md",
         f"# Access management policy - quarterly review\n\nThe review is carried out as of {long(review_day)}.\n\n"
         f"1. Accounts belonging to people who have left the company are disabled, no matter what else applies.\n"
         f"2. An account is inactive when its last login was more than {idle_days} days before the review date; for "
@@ -142,7 +129,7 @@ def generate(ctx):
         "attestation instead.\n"
         "4. Accounts that are already disabled need no action.\n")
     prot_names = ", ".join(sys_name[s] for s in protected)
-    (ws / "mail" / "breakglass_accounts.eml").write_text(
+    ctx.write("mail/breakglass_accounts.eml",
         f"From: ciso@corp.example\nSubject: Emergency (break-glass) accounts\n\nTeam, the bg-emergency accounts are rarely used "
         f"by design. On the following systems they are part of our disaster recovery plan and must be left alone in every "
         f"review: {prot_names}. On any other system the bg-emergency account is treated like any other account.\n")
@@ -150,15 +137,15 @@ def generate(ctx):
     for a, until in exceptions:
         lines.append(f"- {a['account_name']} on {sys_name[a['system_id']]}: approved by the system owner, valid until {long(until)}.")
     rng.shuffle(lines)
-    (ws / "policy" / "exception_register.md").write_text("# Access exception register\n\n" + "\n".join(lines) + "\n")
+    ctx.write("policy/exception_register.md", "# Access exception register\n\n" + "\n".join(lines) + "\n")
     topics = ["phishing test results", "MFA rollout", "password manager", "laptop encryption", "security awareness week"]
     for i in range(ctx.size("security_mail")):
         topic = topics[i % len(topics)]
-        (ws / "mail" / f"security_{i:03d}.eml").write_text(
+        ctx.write(f"mail/security_{i:03d}.eml",
             f"From: security@corp.example\nSubject: {topic}\n\nAn update on {topic}. No change to the access review rules. Ref {rng.randint(100, 999)}.\n")
     for i in range(ctx.size("hr_updates")):
         u = rng.choice(users)
-        (ws / "hr" / f"hr_update_{i:03d}.txt").write_text(
+        ctx.write(f"hr/hr_update_{i:03d}.txt",
             f"HR update\n\n{u['full_name']} ({u['department']}) {rng.choice(['changed team', 'completed probation', 'moved desk', 'updated their address'])}. "
             "Employment records in the directory are current.\n")
 

@@ -4,16 +4,7 @@ import datetime as dt
 SERVICE_NAMES = ["checkout", "search", "identity", "payments", "catalog", "notifications", "reporting", "media", "pricing",
                  "shipping", "reviews", "loyalty"]
 TEAMS = ["Storefront", "Platform", "Core Services", "Data", "Mobile"]
-METRICS_NAMES = ["november_metrics.json", "incident_metrics_2026_11.json", "review_pack_metrics.json", "monthly_incident_metrics.json"]
 COVERAGE_IDS = range(13, 21)  # November incidents pinned to the first eight services, one each
-
-
-def params(ctx) -> dict:
-    """The request: a service (one of the eight present at every scale) left out, and the metrics file's name."""
-    return {
-        "excluded_service": ctx.rng.choice(SERVICE_NAMES[:8]),
-        "metrics_name": ctx.rng.choice(METRICS_NAMES),
-    }
 
 
 def generate(ctx):
@@ -98,10 +89,7 @@ def generate(ctx):
     db.executemany("INSERT INTO incident_events (incident_id, at, kind, note) VALUES (?,?,?,?)", events)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("standards", "reviews", "mail"):
-        (ws / folder).mkdir()
-    (ws / "standards" / "incident_standard.md").write_text(
+    ctx.write("standards/incident_standard.md",
         "# Incident management standard (extract)\n\n## Counting\n\nA month's figures cover incidents opened during that calendar "
         "month, using the UTC timestamps in the incident system. Incidents confirmed as duplicates in an incident review are "
         "left out of every figure and never get their own postmortem.\n\n## Measures\n\n- Time to acknowledge: from opening to the "
@@ -120,8 +108,9 @@ def generate(ctx):
         notes.append(f"{inc['ref']}: {rng.choice(['good comms, no follow-up', 'runbook needs an update', 'alert threshold tuned', 'customer apology sent'])}.")
     rng.shuffle(notes)
     for i in range(0, len(notes), 2):
-        (ws / "reviews" / f"weekly_review_{i // 2 + 1:02d}.md").write_text("# Weekly incident review - notes\n\n" + "\n".join(f"- {n}" for n in notes[i:i + 2]) + "\n")
+        ctx.write(f"reviews/weekly_review_{i // 2 + 1:02d}.md",
+                  "# Weekly incident review - notes\n\n" + "\n".join(f"- {n}" for n in notes[i:i + 2]) + "\n")
     for i in range(ctx.size("ops_mail")):
-        (ws / "mail" / f"ops_{i:03d}.eml").write_text(
+        ctx.write(f"mail/ops_{i:03d}.eml",
             f"From: sre@shop.example\nSubject: {rng.choice(['On-call handover', 'Pager rota', 'Game day', 'Dashboard changes'])}\n\n"
             "FYI only - no effect on the monthly figures.\n")

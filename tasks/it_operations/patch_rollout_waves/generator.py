@@ -2,13 +2,10 @@
 import datetime as dt
 import json
 
-OSES = ["Windows Server 2019", "Windows Server 2022", "Ubuntu 22.04", "RHEL 9"]
 SERVICE_WORDS = ["billing", "payroll", "search", "intranet", "ledger", "crm", "mailrelay", "reporting", "ticketing",
                  "inventory", "auth", "gateway", "warehouse", "telemetry", "backup", "printing"]
 TEAMS = ["Platform", "Finance Systems", "Digital", "Data", "Workplace IT", "Security"]
 ENV_PREFIX = {"dev": "dev", "staging": "stg", "prod": "prd"}
-FIRST_WAVE_DAYS = [dt.date(2026, 12, d) for d in (1, 2, 3, 4)]  # Tuesday to Friday
-PLAN_NAMES = ["rollout_plan.json", "patch_waves.json", "december_rollout.json", "wave_schedule.json"]
 
 
 def add_working_days(day, n, holidays):
@@ -27,15 +24,6 @@ def long_date(day):
     return f"{day.strftime('%A')} {day.day} {day.strftime('%B %Y')}"
 
 
-def params(ctx) -> dict:
-    """The request: when the first wave goes out, which operating system's update is pulled, the plan's name."""
-    return {
-        "first_wave_date": long_date(ctx.rng.choice(FIRST_WAVE_DAYS)),
-        "excluded_os": ctx.rng.choice(OSES),
-        "plan_name": ctx.rng.choice(PLAN_NAMES),
-    }
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -50,6 +38,7 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
+    oses = ctx.choices("excluded_os")  # every operating system: the request may pull any one's update
     n_services = ctx.size("services")
     services = []
     for sid in range(1, n_services + 1):
@@ -65,20 +54,21 @@ def generate(ctx):
         key = (env, svc["name"])
         counters[key] = counters.get(key, 0) + 1
         hosts.append({"id": hid, "hostname": f"{ENV_PREFIX[env]}-{svc['name']}-{counters[key]:02d}", "environment": env,
-                      "os": rng.choice(OSES), "service_id": svc["id"], "ip": f"10.{rng.randint(0, 40)}.{rng.randint(0, 255)}.{rng.randint(2, 254)}"})
+                      "os": rng.choice(oses), "service_id": svc["id"],
+                      "ip": f"10.{rng.randint(0, 40)}.{rng.randint(0, 255)}.{rng.randint(2, 254)}"})
     db.executemany("INSERT INTO hosts VALUES (:id, :hostname, :environment, :os, :service_id, :ip)", hosts)
 
     kb_numbers = rng.sample(range(5030000, 5059999), ctx.size("patches"))
     patches = []
     for pid in range(1, ctx.size("patches") + 1):
-        os_name = OSES[(pid - 1) % len(OSES)]
+        os_name = oses[(pid - 1) % len(oses)]
         patches.append({"id": pid, "kb": f"KB{kb_numbers[pid - 1]}", "os": os_name,
                         "title": f"{rng.choice(['Cumulative', 'Security', 'Servicing stack', 'Kernel'])} update for {os_name}",
                         "severity": rng.choice(["critical", "important", "moderate"]),
                         "released": f"2026-{rng.randint(6, 11):02d}-{rng.randint(1, 28):02d}"})
     db.executemany("INSERT INTO patches VALUES (:id, :kb, :title, :os, :severity, :released)", patches)
     # This cycle: one patch for each operating system; the request holds one of them back.
-    cycle = [patches[i] for i in rng.sample(range(len(OSES)), len(OSES))]
+    cycle = [patches[i] for i in rng.sample(range(len(oses)), len(oses))]
     cycle_os = {p["os"]: p for p in cycle if p["os"] != ctx.params["excluded_os"]}
 
     installs, done = [], set()
@@ -121,17 +111,14 @@ def generate(ctx):
     freeze_end = raw3 + dt.timedelta(days=rng.randint(1, 4))
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("mail", "standards", "runbooks"):
-        (ws / folder).mkdir()
     kb_list = ", ".join(f"{p['kb']} ({p['os']})" for p in cycle)
-    (ws / "mail" / "cycle_announcement.eml").write_text(
+    ctx.write("mail/cycle_announcement.eml",
         f"From: patching@ops.example\nSubject: December patch cycle\n\nHello all,\n\nThis month's cycle covers the "
         f"following updates only: {kb_list}. Nothing else from the catalogue is in scope. Any server running one of "
         f"those operating systems that does not yet have its update installed is in scope.\n\nThe patch manager "
         f"confirms the date of the first wave.\n\nPatching team\n")
     words = {2: "two", 3: "three"}[gap]
-    (ws / "standards" / "patching_standard.md").write_text(
+    ctx.write("standards/patching_standard.md",
         "# Server patching standard\n\n"
         "Servers are patched in four waves so that problems surface on the least important machines first:\n\n"
         "1. development servers;\n2. staging servers;\n3. production servers of tier 2 and tier 3 services;\n"
@@ -139,20 +126,20 @@ def generate(ctx):
         f"Each wave is scheduled {words} working days after the date the previous wave actually went out. "
         "Weekends and site holidays are not working days. Raise one change per wave and attach every server "
         "of that wave to it.\n")
-    (ws / "mail" / "change_freeze.eml").write_text(
+    ctx.write("mail/change_freeze.eml",
         f"From: cab@ops.example\nSubject: Change freeze\n\nReminder: there is a change freeze on production systems from "
         f"{long_date(freeze_start)} until {long_date(freeze_end)}, both days included. Development and staging "
         f"environments are not covered by the freeze. Production work that would fall inside it moves to the first "
         f"working day after the freeze ends.\n\nChange Advisory Board\n")
-    (ws / "mail" / "site_closure.eml").write_text(
+    ctx.write("mail/site_closure.eml",
         f"From: facilities@ops.example\nSubject: Site closed for the office move\n\nThe data centre team will be "
         f"moving offices on {long_date(holiday)}; treat it as a site holiday - nobody is available for changes that day.\n")
-    (ws / "mail" / f"hold_{held['name']}.eml").write_text(
+    ctx.write(f"mail/hold_{held['name']}.eml",
         f"From: {held['owner_team'].lower().replace(' ', '.')}@ops.example\nSubject: Please skip {held['name']} this month\n\n"
         f"Hi patching team, we're waiting on our vendor to certify the new builds, so please leave every {held['name']} "
         f"server (all environments) out of this month's cycle. We'll catch up next month.\n")
     listing = "\n".join(f"  {h['hostname']}" for h in sorted(decom, key=lambda h: h["hostname"]))
-    (ws / "runbooks" / "decommission_tracker.txt").write_text(
+    ctx.write("runbooks/decommission_tracker.txt",
         "Decommissioning tracker\n\nThe servers below are being switched off this month. Do not patch them, "
         f"the effort is wasted:\n{listing}\n")
     topics = ["backup restore drill", "certificate renewals", "on-call swap", "monitoring noise", "disk cleanup",
@@ -160,13 +147,13 @@ def generate(ctx):
     for i in range(ctx.size("team_emails")):
         svc = rng.choice(services)
         topic = topics[i % len(topics)]
-        (ws / "mail" / f"team_{i:03d}_{topic.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"mail/team_{i:03d}_{topic.replace(' ', '_')}.eml",
             f"From: {svc['owner_team'].lower().replace(' ', '.')}@ops.example\nSubject: {topic}\n\nQuick note on the {topic} "
             f"for {svc['name']}: nothing needed from the patching team, the servers stay in the normal cycle. "
             f"Ticket {rng.randint(10000, 99999)}.\n")
     for i in range(ctx.size("runbooks")):
-        os_name = rng.choice(OSES)
-        (ws / "runbooks" / f"runbook_{i:03d}.md").write_text(
+        os_name = rng.choice(oses)
+        ctx.write(f"runbooks/runbook_{i:03d}.md",
             f"# Reboot runbook {i + 1} ({os_name})\n\nDrain the node from the load balancer, apply updates, reboot, "
             f"check the service health page, then put the node back. Expect about {rng.randint(10, 40)} minutes.\n")
 

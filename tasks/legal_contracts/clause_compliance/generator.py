@@ -6,18 +6,6 @@ VENDORS = ["Acorn Systems", "Brightwave", "Castellan", "Delphine Data", "Everlin
            "Northgate Security", "Opal Software", "Pioneer Facilities"]
 TYPES = ["services", "supply", "licence"]
 LAWS = ["England and Wales", "Scotland", "New York", "Germany", "Singapore", "France"]
-MIN_VALUES = [6000, 8000, 10000, 12000]
-FOREIGN_LAWS = LAWS[2:]
-REPORT_NAMES = ["compliance_review.md", "playbook_review.md", "clause_audit.md", "contract_issues.md"]
-
-
-def params(ctx) -> dict:
-    """The request: the smallest contract value in scope, a governing law legal now accepts, the report's name."""
-    return {
-        "min_value": ctx.rng.choice(MIN_VALUES),
-        "accepted_law": ctx.rng.choice(FOREIGN_LAWS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def clause_texts(rng, kind, spec):
@@ -52,6 +40,8 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
+    min_values = ctx.choices("min_value")  # the value cut-offs a request may set
+    foreign_laws = ctx.choices("accepted_law")  # the governing laws outside the UK (a request may accept one)
     rules = {"cap_max": rng.choice([2, 3]), "pay_min": rng.choice([30, 45]), "breach_max": rng.choice([48, 72]),
              "conf_min": rng.choice([3, 5]), "term_max": 90, "small_value": rng.choice([15000, 25000])}
     contracts, clauses = [], []
@@ -80,10 +70,10 @@ def generate(ctx):
         if 2 <= cid <= 6:   # the special contracts are always in scope, whatever the value cut-off
             value = max(value, 30000.0) if cid != 2 else value
         if 7 <= cid <= 10:  # a short payment term just below each possible value cut-off (and one below them all)
-            low = ([5000] + MIN_VALUES)[cid - 7]
-            value, spec["pay"] = round(rng.uniform(low, MIN_VALUES[cid - 7] - 1), 2), 14
+            low = ([5000] + min_values)[cid - 7]
+            value, spec["pay"] = round(rng.uniform(low, min_values[cid - 7] - 1), 2), 14
         if 11 <= cid <= 13:  # a services contract under each foreign law (New York: contract 4), whichever is accepted
-            kind, spec["law"], value = "services", FOREIGN_LAWS[cid - 10], max(value, 30000.0)
+            kind, spec["law"], value = "services", foreign_laws[cid - 10], max(value, 30000.0)
         contracts.append((cid, f"SC-{cid * 11 + 300:05d}", VENDORS[(cid - 1) % len(VENDORS)] + (f" {cid // 16 + 1}" if cid > 16 else ""),
                           kind, value))
         for heading, text in clause_texts(rng, kind, spec).items():
@@ -93,10 +83,7 @@ def generate(ctx):
     db.executemany("INSERT INTO contracts VALUES (?,?,?,?,?)", contracts)
     db.executemany("INSERT INTO clauses VALUES (?,?,?,?)", [(i + 1,) + clauses[j][1:] for i, j in enumerate(order)])
 
-    legal, mail = ctx.workspace / "legal", ctx.workspace / "mail"
-    legal.mkdir()
-    mail.mkdir()
-    (legal / "negotiation_playbook.md").write_text(
+    ctx.write("legal/negotiation_playbook.md",
         "# Supplier contract playbook\n\n"
         "Severity tells us who has to look at a departure: high-severity issues go to the General Counsel, medium\n"
         "ones to Senior Counsel and low ones to the Paralegal team.\n\n"
@@ -114,12 +101,12 @@ def generate(ctx):
         f"{rules['breach_max']} hours. A longer notification window is high severity.\n"
     )
     waived = contracts[4]
-    (mail / "side_letter_approval.eml").write_text(
+    ctx.write("mail/side_letter_approval.eml",
         f"From: general.counsel@ourco.example\nSubject: {waived[1]} liability cap\n\nFor the record: I approved the\n"
         f"higher liability cap in {waived[1]} with {waived[2]} by side letter last month, so it is not an issue for\n"
         "this audit. Every other clause of that contract follows the playbook as usual.\n"
     )
-    (mail / "declined_request.eml").write_text(
+    ctx.write("mail/declined_request.eml",
         f"From: general.counsel@ourco.example\nSubject: {contracts[5][1]} liability\n\nThe business asked me to\n"
         f"approve the unlimited liability in {contracts[5][1]}. I have declined; it stays on the issues list.\n"
     )
@@ -129,6 +116,7 @@ def generate(ctx):
         c, topic = rng.choice(contracts), housekeeping[i % len(housekeeping)]
         lines = [f"Re: {topic}", "", f"Quick note on the {topic}. {c[2]} asked for a copy of {c[1]}; please send the signed PDF.",
                  "This does not change any clause or playbook position.", ""]
-        ((legal if i % 2 else mail) / f"{i:03d}_{topic.replace(' ', '_')}.txt").write_text("\n".join(lines))
+        folder = "legal" if i % 2 else "mail"
+        ctx.write(f"{folder}/{i:03d}_{topic.replace(' ', '_')}.txt", "\n".join(lines))
     waived_clause = json.dumps([waived[0], "Limitation of liability"])
     db.execute("INSERT INTO _verifier_facts VALUES ('waived', ?)", (waived_clause,))

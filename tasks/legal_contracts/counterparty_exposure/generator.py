@@ -4,17 +4,6 @@ from datetime import date, timedelta
 STEMS = ["Albion", "Bexley", "Carrow", "Denholm", "Eastgate", "Farrant", "Glenmore", "Hatton", "Islay", "Jessop",
          "Kilbride", "Lockhart", "Marston", "Newhaven", "Ormond", "Penrose", "Radley", "Stirling", "Tolland", "Wyvern"]
 FORMS = {"GBP": "Ltd", "EUR": "GmbH", "USD": "Inc"}
-AGING_DAYS = [90, 120, 180, 365]
-REPORT_NAMES = ["exposure_report.json", "credit_exposure.json", "group_exposure.json", "counterparty_review.json"]
-
-
-def params(ctx) -> dict:
-    """The request: the share of commitments counted, the age at which invoices go to collections, the file."""
-    return {
-        "commitment_pct": ctx.rng.choice([25, 50, 75, 100]),
-        "aging_days": ctx.rng.choice(AGING_DAYS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -73,10 +62,7 @@ def generate(ctx):
     db.executemany("INSERT INTO contracts VALUES (?,?,?,?,?,?,?,?)", [tuple(c) for c in contracts])
     db.executemany("INSERT INTO invoices VALUES (?,?,?,?,?,?)", invoices)
 
-    credit, mail = ctx.workspace / "credit", ctx.workspace / "mail"
-    credit.mkdir()
-    mail.mkdir()
-    (credit / "credit_policy.md").write_text(
+    ctx.write("credit/credit_policy.md",
         f"# Counterparty credit policy - review of {review.day} {review:%B %Y}\n\n"
         "Exposure to a counterparty is what they owe us plus what we are still committed to deliver to them:\n\n"
         "1. Unpaid invoices: every open invoice at its full amount, and every disputed invoice at half its amount.\n"
@@ -89,12 +75,12 @@ def generate(ctx):
         f"Ratings: red above {red:,} pounds, amber above {amber:,} pounds up to that, green otherwise. Record the rating on the\n"
         "parent company's record.\n"
     )
-    (mail / "treasury_rates.eml").write_text(
+    ctx.write("mail/treasury_rates.eml",
         "From: treasury@ourco.example\nSubject: FX rates for the credit review\n\nUse these month-end rates for the review:\n"
         f"one euro is worth {rates['EUR']} pounds and one US dollar is worth {rates['USD']} pounds.\n"
     )
     name = {p[0]: p[1] for p in parties}
-    (credit / "group_structure.md").write_text(
+    ctx.write("credit/group_structure.md",
         "# Group structure (legal)\n\nFrom the latest Companies House and registry checks:\n\n"
         + "".join(f"- {name[sub]} is a wholly owned subsidiary of {name[parent]}.\n" for sub, parent in sorted(owner.items()))
         + f"- {name[n]} was sold by its former parent last year and is now independent.\n"
@@ -104,5 +90,6 @@ def generate(ctx):
     n_notes = ctx.size("distractors")
     for i, firm in enumerate(rng.choice(parties)[1] for _ in range(n_notes)):
         subject = admin[i % len(admin)]
-        path = (credit if i % 2 else mail) / f"{subject.replace(' ', '_').lower()}_{i:03d}.txt"
-        path.write_text(f"{subject}\n\nFollow-up with {firm} on the {subject.lower()}. No change to any balance or group.\n")
+        folder = "credit" if i % 2 else "mail"
+        ctx.write(f"{folder}/{subject.replace(' ', '_').lower()}_{i:03d}.txt",
+                  f"{subject}\n\nFollow-up with {firm} on the {subject.lower()}. No change to any balance or group.\n")

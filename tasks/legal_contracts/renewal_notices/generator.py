@@ -15,19 +15,6 @@ OTHER_CLAUSES = [("payment terms", "Payment terms changed to {n} days from invoi
                  ("governing law", "Disputes now referred to arbitration; {n}-day negotiation period first."),
                  ("service levels", "Availability target raised; service credits after {n} minutes of outage.")]
 
-MIN_VALUES = [10000, 20000, 30000, 50000]
-RENEGOTIATED = ["Cloud hosting", "Payroll software", "Telecoms", "Catering"]
-REPORT_NAMES = ["renewal_notices.csv", "non_renewal_notices.csv", "notices_sent.csv", "renewal_cycle.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the smallest annual value worth a notice, a kind of agreement left alone, the report's name."""
-    return {
-        "min_value": ctx.rng.choice(MIN_VALUES),
-        "renegotiated": ctx.rng.choice(RENEGOTIATED),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
 
 def add_months(d: date, months: int) -> date:
     """Same day of month, `months` later (days beyond the month's end fall back to its last day)."""
@@ -56,6 +43,8 @@ def generate(ctx):
         CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
+    min_values = ctx.choices("min_value")  # the value floors a request may set
+    renegotiated = ctx.choices("renegotiated")  # the kinds of agreement procurement may be renegotiating
     today = date(2026, 11, 2) + timedelta(days=rng.randint(0, 20))
     window = rng.choice([30, 45, 60])
     buffer_country = rng.choice(["France", "Germany", "Italy"])
@@ -107,7 +96,7 @@ def generate(ctx):
     craft(lapse_ok, today + timedelta(days=3), 90, 0)
 
     # Due contracts just above each possible value floor (none under the lowest), of kinds nobody renegotiates.
-    plain = [t for t in SUBJECTS if t not in RENEGOTIATED]
+    plain = [t for t in SUBJECTS if t not in renegotiated]
     home = [cp[0] for cp in counterparties if cp[2] != buffer_country] or [counterparties[-1][0]]  # no registered-post buffer
     planted = []
     for k, value in enumerate((15000.0, 25000.0, 40000.0)):
@@ -116,13 +105,13 @@ def generate(ctx):
         c.update(value=value, title=f"{rng.choice(plain)} agreement", counterparty_id=rng.choice(home))
         planted.append(c)
     # A due, valuable contract of every kind procurement might be renegotiating.
-    for k, subject in enumerate(RENEGOTIATED):
+    for k, subject in enumerate(renegotiated):
         c = contracts[49 + 5 * k]
         craft(c, today + timedelta(days=11 + 2 * k), 30, 1)
         c.update(value=round(rng.uniform(60000, 250000), 2), title=f"{subject} agreement", counterparty_id=rng.choice(home))
         planted.append(c)
     for c in (kept_in_window, rolled, amended, buffered, passed, lapse_ok):  # the fixed cases stay in scope
-        if c["value"] < max(MIN_VALUES) or c["title"].removesuffix(" agreement") in RENEGOTIATED:
+        if c["value"] < max(min_values) or c["title"].removesuffix(" agreement") in renegotiated:
             c.update(value=max(c["value"], 60000.0), title=f"{rng.choice(plain)} agreement")
 
     db.executemany("INSERT INTO contracts VALUES (?,?,?,?,?,?,?,?,?,?,?)", [
@@ -154,10 +143,7 @@ def generate(ctx):
     db.executemany("INSERT INTO amendments VALUES (?,?,?,?,?)", [(remap[a[0]],) + a[1:] for a in order])
 
     cp_name = {c[0]: c[1] for c in counterparties}
-    docs, mail = ctx.workspace / "legal", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "renewal_review_memo.md").write_text(
+    ctx.write("legal/renewal_review_memo.md",
         f"# Renewal review - current cycle\n\n"
         f"This review is being run as of {today.day} {today:%B %Y}. Unless a business owner has asked to keep an\n"
         "agreement, we do not want anything to roll over automatically. Please raise a non-renewal notice for\n"
@@ -171,12 +157,12 @@ def generate(ctx):
         "nothing we can do this cycle, so do not raise a notice for it.\n\n"
         "Each notice must be sent to the counterparty's legal contact address on file.\n"
     )
-    (docs / "renewal_review_2025.md").write_text(
+    ctx.write("legal/renewal_review_2025.md",
         "# Renewal review - 2025 cycle (SUPERSEDED)\n\n"
         f"This memo is superseded by the current cycle's memo. Last year we ran the review as of 3 November 2025\n"
         f"and looked {window + 30} days ahead, sending notices to the account managers rather than legal contacts.\n"
     )
-    (mail / "local_counsel_deadlines.eml").write_text(
+    ctx.write("mail/local_counsel_deadlines.eml",
         f"From: general.counsel@ourco.example\nSubject: Non-renewal notices abroad\n\n"
         f"Team, for agreements with counterparties based in {buffer_country}, local counsel reminds us that\n"
         "notices go by registered post and service is only effective on receipt. Please treat the deadline for\n"
@@ -191,7 +177,7 @@ def generate(ctx):
         lines.append(f"- {c['contract_no']} ({cp_name[c['counterparty_id']]}): {phrase}.")
     lines.append(f"- {lapse_ok['contract_no']} ({cp_name[lapse_ok['counterparty_id']]}): discussed; nobody objects to ending it.")
     rng.shuffle(lines)
-    (docs / "business_owner_minutes.txt").write_text(
+    ctx.write("legal/business_owner_minutes.txt",
         "Minutes - contract owners' call\n\nWe walked through the agreements coming up for renewal.\n"
         + "\n".join(lines) + "\nAny agreement not listed above was not discussed.\n"
     )
@@ -199,8 +185,8 @@ def generate(ctx):
               "board resolution filing", "insurance certificate", "office lease break clause", "GDPR training"]
     for i in range(ctx.size("distractors")):
         c = rng.choice(contracts)
-        folder = mail if i % 2 else docs
-        (folder / f"note_{i:03d}_{topics[i % len(topics)].replace(' ', '_')}.txt").write_text(
+        folder = "mail" if i % 2 else "legal"
+        ctx.write(f"{folder}/note_{i:03d}_{topics[i % len(topics)].replace(' ', '_')}.txt",
             f"Re: {topics[i % len(topics)]}\n\nA quick update for the file. {cp_name[c['counterparty_id']]} asked about\n"
             f"{c['contract_no']} again; they want a copy of the signed version. No action on renewals is needed for\n"
             f"this; the notice period question was settled in {rng.randint(2019, 2024)}. Ref {rng.randint(1000, 9999)}.\n"

@@ -1,28 +1,17 @@
 """State for library_circulation/hold_queue: titles, copies across branches, patrons, waiting holds, bulletins."""
 from datetime import datetime, timedelta
 
-BRANCHES = ["Central", "Eastside", "Hillcrest", "Millbrook", "Riverside"]
 WORDS = ["Silent", "Amber", "Hidden", "Northern", "Broken", "Golden", "Last", "Winter", "Paper", "Iron"]
 NOUNS = ["Garden", "River", "Letters", "Compass", "Harvest", "Lantern", "Orchard", "Tide", "Crown", "Atlas"]
 AUTHORS = ["M. Okoro", "L. Brandt", "S. Varga", "J. Whitlock", "A. Nair", "K. Sato", "R. Delacroix", "P. Quinn"]
 GIVEN = ["Ada", "Ben", "Cora", "Dan", "Edie", "Fred", "Gail", "Hugo", "Ivy", "Jack", "Kim", "Lou", "Mae", "Ned"]
 FAMILY = ["Archer", "Bishop", "Carver", "Drake", "Ellison", "Frost", "Gibbs", "Hale", "Irwin", "Judd", "Knox"]
 TODAY = datetime(2026, 12, 1, 8, 0)
-RENEWAL_WINDOWS = [7, 14, 30, 60]
-REPORT_NAMES = ["filled_holds.csv", "hold_fulfilment.csv", "holds_filled_today.csv", "hold_shelf_list.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the branch the delivery van skips today, the card-renewal window, and the report's name."""
-    return {
-        "no_van_branch": ctx.rng.choice(BRANCHES),
-        "renewal_days": ctx.rng.choice(RENEWAL_WINDOWS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
+    branches = ctx.choices("no_van_branch")  # the van may skip any of them
     db.executescript(
         """
         CREATE TABLE titles (id INTEGER PRIMARY KEY, title TEXT, author TEXT);
@@ -34,7 +23,7 @@ def generate(ctx):
         CREATE TABLE transfers (id INTEGER PRIMARY KEY, copy_id INTEGER, from_branch TEXT, to_branch TEXT);
         """
     )
-    quarantined = rng.choice(BRANCHES)
+    quarantined = rng.choice(branches)
     titles = [(tid, f"The {rng.choice(WORDS)} {rng.choice(NOUNS)}", rng.choice(AUTHORS)) for tid in range(1, ctx.size("titles") + 1)]
     patrons = []
     for pid in range(1, ctx.size("patrons") + 1):
@@ -42,7 +31,7 @@ def generate(ctx):
         expiry = "2028-06-30"
         if rng.random() < 0.15:
             offset = rng.randint(-60, 700)
-            offset += offset in RENEWAL_WINDOWS  # never exactly on the last day of a renewal window
+            offset += offset in ctx.choices("renewal_days")  # never exactly on the last day of a renewal window
             expiry = (TODAY + timedelta(days=offset)).date().isoformat()
         patrons.append([pid, f"29{pid:06d}", f"{rng.choice(GIVEN)} {rng.choice(FAMILY)}", kind, expiry, int(rng.random() < 0.06)])
     good = [p for p in patrons if p[3] == "adult" and p[5] == 0 and p[4] >= "2026-12-01"]
@@ -61,10 +50,10 @@ def generate(ctx):
 
     def hold(title_id, patron, branch=None):
         clock[0] += timedelta(minutes=rng.randint(7, 400))
-        holds.append([len(holds) + 1, title_id, patron[0], clock[0].strftime("%Y-%m-%d %H:%M"), branch or rng.choice(BRANCHES),
-                      "waiting", None, None])
+        holds.append([len(holds) + 1, title_id, patron[0], clock[0].strftime("%Y-%m-%d %H:%M"),
+                      branch or rng.choice(branches), "waiting", None, None])
 
-    not_q = [b for b in BRANCHES if b != quarantined]
+    not_q = [b for b in branches if b != quarantined]
     scenarios = titles[:5]
     # 0: the only shelf copy sits at the quarantined branch; nobody can be served.
     copy(scenarios[0][0], quarantined)
@@ -94,12 +83,12 @@ def generate(ctx):
         hold(t[0], p, branch=branch)
     # 9..13: one hold for pickup at each branch that only a transfer from another open branch can fill,
     # so whichever branch the van skips, some hold cannot be filled.
-    for t, p, branch in zip(titles[9:14], eligible[10:15], BRANCHES):
+    for t, p, branch in zip(titles[9:14], eligible[10:15], branches):
         copy(t[0], rng.choice([b for b in not_q if b != branch]))
         hold(t[0], p, branch=branch)
     for t in titles[14:]:
         for _ in range(rng.randint(1, 4)):
-            copy(t[0], rng.choice(BRANCHES), rng.choices(["available", "on_loan", "missing"], weights=[4, 5, 1])[0])
+            copy(t[0], rng.choice(branches), rng.choices(["available", "on_loan", "missing"], weights=[4, 5, 1])[0])
         for _ in range(rng.randint(0, 4)):
             hold(t[0], rng.choice(patrons))
     order = list(range(len(holds)))
@@ -112,9 +101,7 @@ def generate(ctx):
     db.executemany("INSERT INTO patrons VALUES (?,?,?,?,?,?)", [tuple(p) for p in patrons])
     db.executemany("INSERT INTO holds VALUES (?,?,?,?,?,?,?,?)", [tuple(h) for h in holds])
 
-    staff_dir = ctx.workspace / "staff"
-    staff_dir.mkdir()
-    (staff_dir / "holds_procedure.md").write_text(
+    ctx.write("staff/holds_procedure.md",
         "# Holds procedure\n\n"
         "Holds on a title are served strictly in the order they were placed, one shelf copy per hold. Only copies "
         "that are available on the shelf can fill a hold.\n\n"
@@ -125,19 +112,19 @@ def generate(ctx):
         "another branch and raise a transfer to the pickup branch first. When several copies qualify, use the one "
         "with the lowest barcode.\n"
     )
-    (staff_dir / "bulletin_quarantine.txt").write_text(
+    ctx.write("staff/bulletin_quarantine.txt",
         f"Staff bulletin\n\nThe {quarantined} branch had a burst pipe over the weekend. Its whole collection is in "
         "quarantine until the assessors have been: do not send any of its copies out or use them for holds this week, "
         "even if the catalogue shows them as available.\n"
     )
-    (staff_dir / "bulletin_patron_request.txt").write_text(
+    ctx.write("staff/bulletin_patron_request.txt",
         f"Staff bulletin\n\nPatron {frozen[2]} (card {frozen[1]}) is travelling and asked us to freeze all of their "
         "holds until they are back in January. Keep their place in the queue but do not fill anything for them now.\n"
     )
     topics = ["returns chute repair", "new DVD shelving", "volunteer training", "printer toner", "holiday hours",
               "author visit", "delivery van schedule", "wifi passwords"]
     for i in range(ctx.size("bulletins")):
-        (staff_dir / f"bulletin_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.txt").write_text(
-            f"Staff bulletin\n\nA note on the {topics[i % len(topics)]} at {rng.choice(BRANCHES)}. Nothing changes for "
+        ctx.write(f"staff/bulletin_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.txt",
+            f"Staff bulletin\n\nA note on the {topics[i % len(topics)]} at {rng.choice(branches)}. Nothing changes for "
             f"holds or transfers. Questions to the duty manager, extension {rng.randint(200, 299)}.\n"
         )

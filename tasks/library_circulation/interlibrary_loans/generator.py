@@ -14,14 +14,6 @@ FORMAT_PHRASES = {
     ("book", "audiobook", "dvd"): "anything in your general collection: books, audiobooks and DVDs alike",
 }
 
-COURIER_DATES = ["1 December 2026", "2 December 2026", "3 December 2026", "4 December 2026"]
-CUTOFFS = ["21 November 2026", "25 November 2026", "27 November 2026", "29 November 2026"]
-
-
-def params(ctx) -> dict:
-    """The request: the courier run's date (due dates count from it) and the last request date it serves."""
-    return {"courier_date": ctx.rng.choice(COURIER_DATES), "request_cutoff": ctx.rng.choice(CUTOFFS)}
-
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
@@ -93,10 +85,7 @@ def generate(ctx):
         requests[k][3:5] = [f"2026-11-{day:02d}", "pending"]
     db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?)", [tuple(r) for r in requests])
 
-    docs, mail = ctx.workspace / "policy", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "ill_lending_policy.md").write_text(
+    ctx.write("policy/ill_lending_policy.md",
         "# Interlibrary lending: how we decide\n\n"
         "Work the queue in order of the date the request was made; same-day requests in the order they arrived.\n"
         "We only lend copies from the general collection that are sitting on the shelf (status available).\n"
@@ -116,18 +105,18 @@ def generate(ctx):
     ]
     for i, (code, name, contact) in enumerate(PARTNERS):
         a = agreements[code]
-        (mail / f"agreement_{code}.eml").write_text(
+        ctx.write(f"mail/agreement_{code}.eml",
             f"From: {contact.lower()}@{code.lower()}.example\nSubject: ILL lending agreement - {name} ({code})\n\n"
             f"Dear colleagues,\n\n" + styles[i % 2].format(days=a["days"], fmt=FORMAT_PHRASES[a["formats"]], limit=a["limit"])
             + f"\n\nBest wishes,\n{contact}, {name}\n")
     suspended_name = next(p[2] for p in partners if p[1] == suspended)
-    (mail / "2026-11-25_suspension.eml").write_text(
+    ctx.write("mail/2026-11-25_suspension.eml",
         "From: ill.manager@ourlibrary.example\nSubject: Lending suspended\n\n"
         f"{suspended_name} still has eleven of our items more than three months overdue. Their borrowing from us\n"
         "is suspended with immediate effect; decline anything they ask for until I say otherwise.\n")
     chatter = ["courier strike rumours", "new barcode labels", "staff training day", "ILL statistics",
                "conference travel", "shelf-reading rota", "van insurance renewal"]
     for i in range(ctx.size("staff_mail")):
-        (mail / f"2026-11-{(i % 28) + 1:02d}_staff_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{(i % 28) + 1:02d}_staff_{i}.eml",
             f"From: staff@ourlibrary.example\nSubject: {chatter[i % len(chatter)]}\n\n"
             f"Note about {chatter[i % len(chatter)]}; reference {rng.randint(100, 999)}. No change to lending rules.\n")

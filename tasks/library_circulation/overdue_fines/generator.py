@@ -10,17 +10,6 @@ GIVEN = ["Ada", "Bruno", "Cleo", "Dev", "Esme", "Finn", "Gita", "Hal", "Iris", "
 FAMILY = ["Abbott", "Baker", "Chen", "Diaz", "Ellis", "Fox", "Grant", "Hughes", "Ito", "Jensen", "Khan", "Lowe"]
 
 FORMAT_PLURALS = {"books": "book", "DVDs": "dvd", "audiobooks": "audiobook", "magazines": "magazine"}
-MIN_FINES = [1, 2, 3, 4]
-REPORT_NAMES = ["november_fines.csv", "fines_november.csv", "overdue_fines.csv", "fines_entered.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a format no longer fined, the smallest fine worth entering, and the report's name."""
-    return {
-        "fine_free_format": ctx.rng.choice(list(FORMAT_PLURALS)),
-        "min_fine": ctx.rng.choice(MIN_FINES),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -116,10 +105,8 @@ def generate(ctx):
     old.append((rng.choice([a for a in adults if a != heavy]), None, block_at + 4, "paid", "2026-10-09"))
     db.executemany("INSERT INTO fines (patron_id, loan_id, amount, status, entered_on) VALUES (?,?,?,?,?)", old)
 
-    staff = ctx.workspace / "staff"
-    staff.mkdir()
     rate_words = ", ".join(f"{fmt}s {rates[fmt]:.2f} a day" if fmt != "dvd" else f"DVDs {rates[fmt]:.2f} a day" for fmt in FORMATS)
-    (staff / "fines_policy.md").write_text(
+    ctx.write("staff/fines_policy.md",
         "# Overdue fines policy\n\n"
         f"Late items are charged per day, by format: {rate_words} (all in dollars). A day counts as late when it "
         "falls after the due date, up to and including the day the item came back, but days on which the branch "
@@ -132,11 +119,11 @@ def generate(ctx):
     )
     spoken = [d.strftime("%A %d %B").replace(" 0", " ") for d in closures]
     closure_text = ", ".join(spoken[:-1]) + " and " + spoken[-1]
-    (staff / "2026-11-01_closures_autumn.txt").write_text(
+    ctx.write("staff/2026-11-01_closures_autumn.txt",
         f"Staff notice - autumn closures\n\nThe branch is closed to the public on {closure_text}. Book drops will be "
         "emptied the next morning. Please update the hold shelf signs.\n"
     )
-    (staff / "2026-11-05_food_for_fines.txt").write_text(
+    ctx.write("staff/2026-11-05_food_for_fines.txt",
         "Staff notice - Food for Fines\n\nThis year's Food for Fines week runs from "
         f"{amnesty_start.strftime('%A %d %B').replace(' 0', ' ')} to {amnesty_end.strftime('%A %d %B').replace(' 0', ' ')}, both days "
         "included. Anything returned during that week is forgiven: no overdue fine is charged for it, however late "
@@ -146,7 +133,7 @@ def generate(ctx):
              "lost property", "wifi outage", "book sale"]
     for i in range(ctx.size("staff_notices")):
         topic = notes[i % len(notes)]
-        (staff / f"2026-{rng.randint(9, 11):02d}-{rng.randint(1, 28):02d}_{topic.replace(' ', '_')}_{i}.txt").write_text(
+        ctx.write(f"staff/2026-{rng.randint(9, 11):02d}-{rng.randint(1, 28):02d}_{topic.replace(' ', '_')}_{i}.txt",
             f"Staff notice - {topic}\n\nA reminder about the {topic}: see the desk binder. This does not change how "
             f"fines are charged. The {rng.choice(['Saturday', 'Sunday', 'Monday'])} shift covers it. Ref {rng.randint(100, 999)}.\n"
         )

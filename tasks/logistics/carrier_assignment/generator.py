@@ -7,22 +7,11 @@ COUNTRIES = ["Austria", "Belgium", "Czechia", "Denmark", "Estonia", "Finland", "
 CARRIER_WORDS = ["Swift", "Polar", "Atlas", "Vector", "Beacon", "Horizon", "Meridian", "Summit", "Coastal", "Ranger",
                  "Apex", "Nordic", "Granite", "Zephyr", "Harbor", "Falcon"]
 KINDS = ["Freight", "Logistics", "Haulage", "Express", "Cargo", "Transport"]
-SITES = ["Leipzig DC", "Rotterdam hub", "Lyon depot", "Gdansk yard"]
-MAX_WEIGHTS = [1500, 1800, 2000, 2200]
-REPORT_NAMES = ["carrier_plan.csv", "freight_bookings.csv", "shipping_plan.csv", "carrier_bookings.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a site whose shipments stay put this week, the heaviest shipment we may load, the report's name."""
-    return {
-        "held_site": ctx.rng.choice(SITES),
-        "max_weight": ctx.rng.choice(MAX_WEIGHTS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
+    sites = ctx.choices("held_site")  # every site we ship from; the request holds one of them
     db.executescript(
         """
         CREATE TABLE carriers (id INTEGER PRIMARY KEY, name TEXT UNIQUE, max_weight_kg INTEGER, hazmat_certified INTEGER,
@@ -75,32 +64,30 @@ def generate(ctx):
     fixed = [(tie_land, 400, 0, week), (ban_land, 300, 0, week + dt.timedelta(days=1)),
              (hazmat_land, 350, 1, cutoff + dt.timedelta(days=rng.randint(0, 2))),
              (hazmat_land, 500, 1, cutoff - dt.timedelta(days=1)), (closed_land, 220, 0, week)]
-    open_sites = [site for site in SITES if site != ctx.params["held_site"]]
+    open_sites = [site for site in sites if site != ctx.params["held_site"]]
     open_lands = [c for c in countries if c != closed_land]
     # Just above each possible weight limit (the last one above them all), from an open site.
     fixed += [(rng.choice(open_lands), weight, 0, week + dt.timedelta(days=rng.randint(0, 4))) for weight in (1650, 1900, 2100, 2300)]
     n_traps = len(fixed)
     # One ordinary shipment from every site, so whichever site is closed, something stays put.
-    fixed += [(rng.choice(open_lands), rng.randint(100, 1000), 0, week + dt.timedelta(days=rng.randint(0, 4))) for _ in SITES]
+    fixed += [(rng.choice(open_lands), rng.randint(100, 1000), 0, week + dt.timedelta(days=rng.randint(0, 4)))
+              for _ in sites]
     for sid in range(1, ctx.size("shipments") + 1):
         if sid <= len(fixed):
             country, weight, hazmat, ready = fixed[sid - 1]
-            origin = rng.choice(open_sites) if sid <= n_traps else SITES[sid - n_traps - 1]
+            origin = rng.choice(open_sites) if sid <= n_traps else sites[sid - n_traps - 1]
         else:
             country = rng.choice(countries)
             weight, hazmat = rng.randint(40, 2400), int(rng.random() < 0.2)
             ready = week + dt.timedelta(days=rng.randint(0, 11))
-            origin = rng.choice(SITES)
+            origin = rng.choice(sites)
         shipments.append((sid, f"SHP-{rng.randint(100, 999)}{sid:04d}", origin, country, weight, hazmat, ready.isoformat()))
     order = rng.sample(shipments, len(shipments))  # the fixed cases are spread through the list
     db.executemany("INSERT INTO shipments VALUES (?,?,?,?,?,?,?, 'waiting', NULL)",
                    [(k + 1, *s[1:]) for k, s in enumerate(order)])
     hazmat_fee = rng.choice([35.0, 45.0, 60.0])
 
-    office, notices = (ctx.workspace / sub for sub in ("shipping_office", "notices"))
-    office.mkdir()
-    notices.mkdir()
-    (office / "routing_guide.md").write_text(
+    ctx.write("shipping_office/routing_guide.md",
         "# Routing guide\n\n"
         "A carrier can take a shipment when it has a rate for the destination country, the shipment's weight\n"
         "does not exceed the carrier's limit, and - for hazardous goods - the carrier holds a dangerous-goods\n"
@@ -110,14 +97,14 @@ def generate(ctx):
         f"handling surcharge of {hazmat_fee:.2f} on top, whoever carries them. If two carriers quote the same\n"
         "freight to the cent, choose the one with the better on-time percentage.\n"
     )
-    (notices / "compliance_embargo.md").write_text(
+    ctx.write("notices/compliance_embargo.md",
         "# Compliance notice\n\n"
         f"Effective immediately, no shipment of ours may leave for {closed_land}: the export licence is under review.\n"
         "Shipments for that destination must be held, not booked.\n\n"
         f"Separately, {carriers[banned][0]} has lost its transit permit for {ban_land}. Do not book them on that lane;\n"
         "their other lanes are unaffected.\n"
     )
-    (notices / "carrier_certificates.eml").write_text(
+    ctx.write("notices/carrier_certificates.eml",
         "From: safety@company.example\nSubject: Dangerous goods certificates\n\n"
         f"Heads-up: the dangerous-goods certificate of {carriers[lapsed][0]} expires on {cutoff:%d %B %Y} and will not\n"
         "be renewed in time. Their system record still shows them as certified. They may take hazardous shipments\n"
@@ -129,7 +116,7 @@ def generate(ctx):
     picks = [(topics[i % len(topics)], carriers[rng.randint(1, n)][0], rng.randint(1, 9), rng.randint(1000, 9999))
              for i in range(count)]
     for number, (topic, carrier_name, gate, ticket) in enumerate(picks):
-        (notices / f"ops_{number:03d}_{topic.replace(' ', '_')}.txt").write_text(
+        ctx.write(f"notices/ops_{number:03d}_{topic.replace(' ', '_')}.txt",
             f"Ops note: {topic}. {carrier_name} drivers should use gate {gate} next week.\n"
             f"This has no effect on which carrier we book. Ticket {ticket}.\n")
     facts = {"closed": closed_land, "ban": [banned, ban_land], "lapsed": [lapsed, cutoff.isoformat()],

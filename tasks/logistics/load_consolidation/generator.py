@@ -1,23 +1,10 @@
 """State for logistics/load_consolidation: tomorrow's orders, truck types, the depot's planning rules."""
 import json
 
-REGIONS = ["North", "South", "East", "West", "Central", "Coast"]
 CUSTOMERS = ["Bellweather Foods", "Copperleaf Retail", "Driftwood Stores", "Evergreen Grocers", "Foxglove Market",
              "Goldcrest Wholesale", "Hillside Co-op", "Ironbridge Outlets", "Juniper Fresh", "Kingfisher Depot",
              "Larkspur Trading", "Moorland Farms"]
 TRUCKS = [("curtainsider", "ambient", 24000, 33), ("reefer", "chilled", 20000, 30)]
-PARCEL_KG = [300, 500, 750, 1000]
-REPORT_NAMES = ["load_plan.md", "truck_plan.md", "loads_tomorrow.md", "dispatch_plan.md"]
-
-
-def params(ctx) -> dict:
-    """The request: a region with no deliveries tomorrow, the weight under which orders go by parcel courier,
-    and the plan's file name."""
-    return {
-        "skipped_region": ctx.rng.choice(REGIONS),
-        "parcel_kg": ctx.rng.choice(PARCEL_KG),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -34,7 +21,7 @@ def generate(ctx):
     )
     db.executemany("INSERT INTO truck_types VALUES (?,?,?,?)", TRUCKS)
     skipped = ctx.params["skipped_region"]
-    regions = rng.sample([r for r in REGIONS if r != skipped], 4)
+    regions = rng.sample([r for r in ctx.choices("skipped_region") if r != skipped], 4)
     regions.insert(1, skipped)  # never the dedicated customer's region (regions[0])
     dedicated, on_hold = rng.sample(CUSTOMERS, 2)
     ordinary = [c for c in CUSTOMERS if c not in (dedicated, on_hold)]
@@ -57,8 +44,7 @@ def generate(ctx):
         rows.append((oid, f"ORD-{rng.randint(10, 99)}{oid:04d}", customer, region, weight, pallets, "chilled" if chilled else "ambient"))
     db.executemany("INSERT INTO orders VALUES (?,?,?,?,?,?,?)", rng.sample(rows, len(rows)))
 
-    (ctx.workspace / "depot").mkdir()
-    (ctx.workspace / "depot" / "load_planning_rules.md").write_text(
+    ctx.write("depot/load_planning_rules.md",
         "# Load planning rules\n\n"
         "Trucks run one region each, so only orders for the same delivery region may share a truck. Chilled orders\n"
         "travel on reefers and ambient orders on curtainsiders; the two never share a truck. The truck types' weight\n"
@@ -69,13 +55,12 @@ def generate(ctx):
         "pallets; open a new truck only when none has room. A plan with fewer trucks that keeps every rule is\n"
         "also fine.\n"
     )
-    (ctx.workspace / "mail").mkdir()
-    (ctx.workspace / "mail" / "customer_service.eml").write_text(
+    ctx.write("mail/customer_service.eml",
         "From: customer.service@company.example\nSubject: Dedicated transport\n\n"
         f"From this week {dedicated} pays for dedicated transport: their orders go on trucks that carry nothing\n"
         "for any other customer. Their own orders may share a truck with each other as usual.\n"
     )
-    (ctx.workspace / "mail" / "finance_credit_hold.eml").write_text(
+    ctx.write("mail/finance_credit_hold.eml",
         "From: credit.control@company.example\nSubject: Credit hold\n\n"
         f"{on_hold} is over its credit limit. Nothing for them ships tomorrow; leave their orders out of the plan.\n"
     )
@@ -85,5 +70,5 @@ def generate(ctx):
         memo = memos[i % len(memos)]
         text = (f"Depot notice about the {memo}. Drivers for {rng.choice(regions)} please note the change from "
                 f"{rng.choice(['Monday', 'Wednesday', 'Friday'])}.\nPlanning rules are not affected. No. {rng.randint(100, 999)}.\n")
-        (ctx.workspace / "depot" / f"notice_{i:03d}_{memo.replace(' ', '_')}.txt").write_text(text)
+        ctx.write(f"depot/notice_{i:03d}_{memo.replace(' ', '_')}.txt", text)
     db.execute("INSERT INTO _verifier_facts VALUES ('dedicated', ?)", (json.dumps(dedicated),))

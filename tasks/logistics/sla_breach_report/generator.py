@@ -3,19 +3,7 @@ import datetime as dt
 
 COMPANIES = ["Arbor", "Brisk", "Corvid", "Dapple", "Evenfall", "Flint", "Gossamer", "Hollow", "Inkwell", "Juno",
              "Kestrel", "Lumen", "Marlow", "Nettle", "Osprey", "Pike", "Quince", "Rook", "Sorrel", "Thistle"]
-REGIONS = ["Highlands", "Lowlands", "Riverside", "Harbour", "Uplands", "Metro"]
 DAYS = {"standard": 3, "economy": 5}
-MIN_FEES = [15, 20, 25, 30]
-REPORT_NAMES = ["sla_summary.json", "sla_breaches.json", "service_level_review.json", "breach_counts.json"]
-
-
-def params(ctx) -> dict:
-    """The request: a region audited separately (left out), the smallest fee that earns a credit, the summary's name."""
-    return {
-        "excluded_region": ctx.rng.choice(REGIONS),
-        "min_fee": ctx.rng.choice(MIN_FEES),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def add_business_days(day: dt.date, n: int, holidays: set) -> dt.date:
@@ -28,6 +16,7 @@ def add_business_days(day: dt.date, n: int, holidays: set) -> dt.date:
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
+    regions = ctx.choices("excluded_region")  # every delivery region; the request leaves one out
     db.executescript(
         """
         CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT UNIQUE, tier TEXT);
@@ -42,7 +31,7 @@ def generate(ctx):
     mondays = [first + dt.timedelta(days=d) for d in range(28) if (first + dt.timedelta(days=d)).weekday() == 0]
     holidays = {mondays[1], mondays[3]}
     cutoff = dt.datetime(2026, month, 28, 18, 0)
-    storm_region = rng.choice(REGIONS)
+    storm_region = rng.choice(regions)
     storm_start = dt.date(2026, month, rng.randint(8, 12))
     storm = (storm_start, storm_start + dt.timedelta(days=2))
     credit_pct = rng.choice([10, 15, 20, 25])
@@ -66,7 +55,7 @@ def generate(ctx):
         else:
             due = add_business_days(picked.date(), DAYS[service], holidays)
             delivered = dt.datetime.combine(due + dt.timedelta(days=rng.choice([-2, -1, 0, 0, 0, 1, 2])), dt.time(rng.randint(8, 20), 0))
-        rows.append([did, service, customer, rng.choice(REGIONS), picked, delivered, round(rng.uniform(8, 95), 2)])
+        rows.append([did, service, customer, rng.choice(regions), picked, delivered, round(rng.uniform(8, 95), 2)])
     def at(day: dt.date, hour: int) -> dt.datetime:
         return dt.datetime.combine(day, dt.time(hour, 0))
 
@@ -80,7 +69,7 @@ def generate(ctx):
     # premium contract's (on time by the default terms, late for it), and one still on the road past its promise.
     holiday_pick = mondays[1] - dt.timedelta(days=4)  # the Thursday before the first holiday
     std_pick = first + dt.timedelta(days=14)
-    ok = [r for r in REGIONS if r not in (storm_region, ctx.params["excluded_region"])]
+    ok = [r for r in regions if r not in (storm_region, ctx.params["excluded_region"])]
     fixed = [["standard", 1, ok[0], at(holiday_pick, 10), at(add_business_days(holiday_pick, 3, holidays), 16)],
              ["express", 1, ok[1], at(first + dt.timedelta(days=3), 9), at(first + dt.timedelta(days=4), 11)],
              ["economy", 1, storm_region, at(storm[0], 8), at(storm[0] + dt.timedelta(days=12), 9)],
@@ -89,7 +78,7 @@ def generate(ctx):
     for row, case in zip(rows, fixed):
         row[1:6] = case
     # A late delivery in every region after the storm, so whichever region is left out, a breach goes with it.
-    for k, region in enumerate(REGIONS):
+    for k, region in enumerate(regions):
         late_standard(rows[5 + k], rng.choice([c[0] for c in customers if c[0] != premium]), region, 15 + k % 3)
     # Late deliveries for the Gold customer with fees between the possible credit floors.
     for k, fee in enumerate((17.0, 22.0, 27.0)):
@@ -131,8 +120,7 @@ def generate(ctx):
     }
     for i in range(ctx.size("bulletins")):
         docs[f"operations/bulletin_{i:03d}.md"] = (
-            f"# Bulletin {i + 1}\n\nVan {rng.randint(10, 99)} is back from servicing. {rng.choice(REGIONS)} drivers: new fuel cards\n"
-            "arrive next week. Service levels are unaffected.\n")
+            f"# Bulletin {i + 1}\n\nVan {rng.randint(10, 99)} is back from servicing. {rng.choice(regions)} drivers: "
+            "new fuel cards\narrive next week. Service levels are unaffected.\n")
     for rel, text in docs.items():
-        (ctx.workspace / rel).parent.mkdir(parents=True, exist_ok=True)
-        (ctx.workspace / rel).write_text(text)
+        ctx.write(rel, text)

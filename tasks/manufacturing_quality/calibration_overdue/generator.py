@@ -7,15 +7,6 @@ TYPES = {"caliper": 365, "micrometer": 365, "gauge block": 730, "torque wrench":
 LOCATIONS = ["Line 1", "Line 2", "Line 3", "Assembly", "Goods-in inspection", "Tool crib", "Stores"]
 AUDIT = dt.date(2026, 11, 30)
 LABS = ["Aldridge Calibration", "Brightwater Metrology", "Castleford Test House"]
-EXCLUDABLE = ["Line 2", "Line 3", "Assembly", "Goods-in inspection", "Tool crib"]
-REPORT_NAMES = ["overdue_instruments.json", "calibration_overdue.json", "audit_overdue_list.json", "locked_instruments.json"]
-
-
-def params(ctx) -> dict:
-    """The request: an area left out (each holds an overdue instrument), the days overdue beyond which a booking is
-    urgent (Line 1 holds calipers 20, 38, 52 and 75 days overdue), and the report's name."""
-    return {"excluded_location": ctx.rng.choice(EXCLUDABLE), "urgent_over": ctx.rng.choice([14, 30, 45, 60]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -66,7 +57,8 @@ def generate(ctx):
              ("thermocouple", "Line 1", "in service", 180, [(1200, "pass"), (300, "fail")])]
     # Every area the request may leave out holds an instrument that is clearly overdue (even with a deviation), and
     # Line 1 (never left out) holds calipers between each pair of urgency cut-offs the request may set.
-    traps += [("caliper", location, "in service", 365, [(500, "pass")]) for location in EXCLUDABLE]
+    traps += [("caliper", location, "in service", 365, [(500, "pass")])
+              for location in ctx.choices("excluded_location")]
     traps += [("caliper", "Line 1", "in service", 365, [(365 + late, "pass")]) for late in (20, 38, 52, 75)]
     for inst, (kind, location, status, interval, calibrations) in zip(instruments, traps):
         inst[2:6] = [kind, location, status, interval]
@@ -89,10 +81,7 @@ def generate(ctx):
     db.executemany("INSERT INTO calibrations (instrument_id, performed_on, result, certificate) VALUES (?,?,?,?)",
                    [tuple(h) for h in history])
 
-    memos, mail, logs = (ctx.workspace / p for p in ("quality", "mail", "shift_logs"))
-    for p in (memos, mail, logs):
-        p.mkdir()
-    (memos / "metrology_memo.md").write_text(
+    ctx.write("quality/metrology_memo.md",
         "# Metrology memo: calibration status\n\n"
         "An instrument falls due for calibration its recorded interval (in days) after its last successful\n"
         "calibration. Both a pass and a pass after adjustment count as successful; a failed calibration does\n"
@@ -108,18 +97,18 @@ def generate(ctx):
         "Bookings are urgent when the instrument is overdue by more than the number of days set for each audit sweep,\n"
         "otherwise routine.\n"
     )
-    (mail / "2026-11-12_qa_deviation.eml").write_text(
+    ctx.write("mail/2026-11-12_qa_deviation.eml",
         "From: qa.manager@plant.example\nSubject: Approved deviation DV-2611\n\n"
         f"I have approved a {deviation_days}-day extension of the calibration due date for the following\n"
         "instruments while the lab clears its backlog: " + ", ".join(deviated) + ".\n"
         "Add the extension to their due date; they are only overdue if they are past the extended date.\n"
     )
     for i in range(ctx.size("qa_mail")):
-        (mail / f"2026-11-{i + 1:02d}_qa_note.eml").write_text(
+        ctx.write(f"mail/2026-11-{i + 1:02d}_qa_note.eml",
             f"From: qa.team@plant.example\nSubject: {rng.choice(['5S audit', 'scrap figures', 'training matrix', 'supplier PPAP'])}\n\n"
             "Routine update; nothing here affects calibration status or instrument use.\n")
     for i in range(ctx.size("shift_logs")):
         inst = rng.choice(instruments)
-        (logs / f"shift_log_{i:03d}.txt").write_text(
+        ctx.write(f"shift_logs/shift_log_{i:03d}.txt",
             f"Shift {i + 1}: {inst[1]} used on {inst[3]} for first-off checks, readings normal. Operator signed the\n"
             "check sheet. Next shift to continue the sampling plan.\n")

@@ -1,6 +1,6 @@
 """State for manufacturing_quality/lot_quarantine: material lots, batch genealogy, inspections and quality mail.
-params(): a product whose batches the request leaves out (the pinned trap batches 1-10 are all the one product that is
-never left out; batches 11-14, one per excludable product, are built from a suspect lot) and the report's name."""
+The request (task.toml [params]) leaves out one product's batches: the pinned trap batches 1-10 are all the one product
+that is never left out; batches 11-14, one per excludable product, are built from a suspect lot."""
 import datetime as dt
 
 SUPPLIER_NAMES = ["Arden Polymers", "Baltic Fasteners", "Corvin Metals", "Delta Seals", "Elbe Electronics", "Fjord Coatings",
@@ -9,15 +9,9 @@ PARTS = ["resin pellets", "M6 screws", "aluminium sheet", "O-rings", "PCB assemb
          "gaskets", "cable looms", "bearings", "label stock"]
 PRODUCTS = ["pump housing PX-2", "valve body VB-7", "controller CT-1", "sensor head SH-4", "manifold MF-3"]
 EXCLUDABLE = PRODUCTS[1:]
-REPORT_NAMES = ["containment_report.csv", "containment_sweep.csv", "quality_holds.csv", "batch_containment.csv"]
 CRITICAL = {"C101": "cracked housing", "C104": "seal leak under pressure", "C117": "short circuit on test"}
 MAJOR = {"M203": "dimension out of tolerance", "M210": "thread damage", "M221": "connector misaligned"}
 MINOR = {"m301": "cosmetic scratch", "m305": "label smudged", "m312": "packaging dent"}
-
-
-def params(ctx) -> dict:
-    """The request: a product contained separately by its own team, and the report's name."""
-    return {"excluded_product": ctx.rng.choice(EXCLUDABLE), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -73,7 +67,8 @@ def generate(ctx):
     for bid in range(1, n_batches + 1):
         produced = dt.date(2026, 10, 20) + dt.timedelta(days=rng.randint(0, 35))
         status = "shipped" if bid in (2, 5) else rng.choice(["released", "released", "shipped", "in warehouse"])
-        batches.append({"id": bid, "batch_no": f"B{produced.strftime('%y%m%d')}-{bid:04d}", "product": PRODUCTS[0] if bid <= 10 else EXCLUDABLE[bid - 11] if bid <= 14 else rng.choice(PRODUCTS),
+        product = PRODUCTS[0] if bid <= 10 else EXCLUDABLE[bid - 11] if bid <= 14 else rng.choice(PRODUCTS)
+        batches.append({"id": bid, "batch_no": f"B{produced.strftime('%y%m%d')}-{bid:04d}", "product": product,
                         "produced": produced.isoformat(), "line": rng.choice(["L1", "L2", "L3"]), "status": status})
         usable = [l for l in lots if l["received"] < produced.isoformat()]
         chosen = {l["id"] for l in rng.sample(usable, min(len(usable), rng.randint(2, 4)))} - suspect
@@ -109,23 +104,20 @@ def generate(ctx):
     bad_name = suppliers[bad_sup - 1][1]
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("mail", "quality", "shift_reports"):
-        (ws / folder).mkdir()
     long = lambda d: f"{d.day} {d.strftime('%B %Y')}"
-    (ws / "mail" / "supplier_notice_1.eml").write_text(
+    ctx.write("mail/supplier_notice_1.eml",
         f"From: quality@{bad_name.split()[0].lower()}.example\nSubject: Quality alert - {bad_part}\n\nDear customer,\n\nWe have found "
         f"a process deviation affecting {bad_part} that we shipped to you. Every lot of {bad_part} you received from us from "
         f"{long(win_start)} to {long(win_end)} inclusive must be treated as suspect. Other parts are not affected.\n\n{bad_name} quality team\n")
     retracted_name = suppliers[retracted_sup - 1][1]
     r_part = part_of[retracted_sup][0]
-    (ws / "mail" / "supplier_notice_2.eml").write_text(
+    ctx.write("mail/supplier_notice_2.eml",
         f"From: qa@{retracted_name.split()[0].lower()}.example\nSubject: Possible issue - {r_part}\n\nPlease treat lots of {r_part} "
         f"received since 1 October 2026 as suspect while we investigate a test equipment fault.\n\n{retracted_name}\n")
-    (ws / "mail" / "supplier_notice_2_followup.eml").write_text(
+    ctx.write("mail/supplier_notice_2_followup.eml",
         f"From: qa@{retracted_name.split()[0].lower()}.example\nSubject: RE: Possible issue - {r_part}\n\nFollow-up: the fault was in our "
         f"test rig, not the product. Our earlier alert about {r_part} is withdrawn; no action is needed on your side.\n\n{retracted_name}\n")
-    (ws / "quality" / "containment_procedure.md").write_text(
+    ctx.write("quality/containment_procedure.md",
         "# Containment procedure QP-14\n\nA finished batch must be contained when either:\n\n"
         "- it was built with a material lot that a supplier has declared suspect (and not since withdrawn); or\n"
         f"- its critical-defect rate exceeds {threshold:g}% - that is, across all inspections of the batch, the number of "
@@ -135,16 +127,16 @@ def generate(ctx):
         "if it also breaches the defect rate. Batches still on site are quarantined under the hold; batches that have already "
         "been shipped cannot be quarantined, so raise a customer notification under the hold instead.\n")
     catalogue = "\n".join(f"- {c}: {d}" for c, d in {**CRITICAL, **MAJOR, **MINOR}.items())
-    (ws / "quality" / "defect_codes.md").write_text(
+    ctx.write("quality/defect_codes.md",
         "# Defect code catalogue\n\nCodes starting with C are critical (safety or function), M codes are major, lower-case m codes "
         f"are minor.\n\n{catalogue}\n")
     for i in range(ctx.size("shift_reports")):
         b = rng.choice(batches)
-        (ws / "shift_reports" / f"shift_{i:03d}.txt").write_text(
+        ctx.write(f"shift_reports/shift_{i:03d}.txt",
             f"Shift report, line {b['line']}\n\nRan {b['product']} (batch {b['batch_no']}). {rng.choice(['No stoppages.', 'One jam cleared.', 'Changeover took 40 minutes.'])} "
             f"Scrap {rng.randint(0, 12)} units.\n")
     for i in range(ctx.size("supplier_mail")):
         s = rng.choice(suppliers)
-        (ws / "mail" / f"supplier_info_{i:03d}.eml").write_text(
+        ctx.write(f"mail/supplier_info_{i:03d}.eml",
             f"From: sales@{s[1].split()[0].lower()}.example\nSubject: {rng.choice(['Price list 2027', 'Holiday shipping dates', 'New account manager'])}\n\n"
             f"Dear customer, please find our update attached. No quality issues to report. Regards, {s[1]}\n")

@@ -1,7 +1,7 @@
 """State for manufacturing_quality/spc_signals: measured subgroups of machined characteristics and the SPC procedure.
-params(): the number of baseline subgroups this month's review uses (the procedure leaves it to the request; every
-characteristic has that many plus 25 subgroups; characteristics 1 and 2 jump at the last baseline subgroup and the first
-monitoring one, so a baseline of another length changes the signals) and the report's file name."""
+The request (task.toml [params]) sets the number of baseline subgroups this month's review uses (the procedure leaves it
+to the request; every characteristic has that many plus 25 subgroups; characteristics 1 and 2 jump at the last baseline
+subgroup and the first monitoring one, so a baseline of another length changes the signals)."""
 import datetime as dt
 import json
 
@@ -11,12 +11,6 @@ FEATURES = [("bore diameter", "mm", 12.000, 0.004), ("flange thickness", "mm", 6
 PARTS = ["PX-2 housing", "VB-7 body", "CT-1 shaft", "SH-4 cap"]
 A2, D4 = 0.577, 2.114
 N = 5
-REPORT_NAMES = ["spc_signals.csv", "spc_review.csv", "out_of_control.csv", "control_chart_signals.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: how many leading subgroups form the baseline, and the report's file name."""
-    return {"baseline": ctx.rng.choice([12, 15, 18, 20]), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -78,10 +72,7 @@ def generate(ctx):
     db.executemany("INSERT INTO subgroups VALUES (?,?,?,?,?,?,?)", rows)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("quality", "logs", "news"):
-        (ws / folder).mkdir()
-    (ws / "quality" / "spc_procedure.md").write_text(
+    ctx.write("quality/spc_procedure.md",
         "# SPC procedure QP-21: X-bar and R charts\n\n"
         f"Each subgroup holds {N} consecutive parts. Control limits come from the baseline: the first subgroups of "
         "the month for each characteristic (in sequence order); each month's review request says how many. Centre line = mean of the baseline subgroup averages; R-bar = "
@@ -95,19 +86,20 @@ def generate(ctx):
         f"3. `run`: the subgroup is the {run_len}th or later in an unbroken run of subgroup averages on the same side of the "
         "centre line.\n\nWhen a subgroup breaks several rules, report the first one in this list. Raise one NCR per "
         "out-of-control subgroup and hold every batch involved (once) under one of those NCRs.\n")
-    (ws / "logs" / "calibration_notice.txt").write_text(
+    ctx.write("logs/calibration_notice.txt",
         f"Metrology notice\n\nGauge {bad_gauge} was found out of calibration. Every reading it took on {bad_day.strftime('%d %B %Y')} from "
         f"{bad_from:02d}:00 until {bad_to:02d}:00 is invalid. Leave those subgroups out of the SPC review entirely - they do not "
         "count as signals and they neither extend nor break a run.\n")
-    (ws / "logs" / "engineering_trial.txt").write_text(
+    ctx.write("logs/engineering_trial.txt",
         f"Engineering change note\n\n{trial[1]} ({trial[3]} on the {trial[2]}) is running an approved process trial all month. Do "
         "not chart it or raise anything against it this month.\n")
     for i in range(ctx.size("operator_logs")):
         c = rng.choice(chars)
-        (ws / "logs" / f"operator_log_{i:03d}.txt").write_text(
+        ctx.write(f"logs/operator_log_{i:03d}.txt",
             f"Operator log\n\nShift {rng.choice(['A', 'B', 'C'])}: measured {c[1]} ({c[3]}). {rng.choice(['Tool change at mid-shift.', 'Coolant topped up.', 'No issues.'])}\n")
     for i in range(ctx.size("quality_news")):
-        (ws / "news" / f"quality_news_{i:03d}.md").write_text(f"# Quality news {i + 1}\n\nAudit season is coming; nothing changes in SPC.\n")
+        ctx.write(f"news/quality_news_{i:03d}.md",
+            f"# Quality news {i + 1}\n\nAudit season is coming; nothing changes in SPC.\n")
 
     facts = {"trial_characteristic": trial[0], "invalid_subgroup": [wild[0], wild[1]]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -1,17 +1,11 @@
 """State for marketing_campaigns/ab_test_writeup: experiments, variants, daily results, the analysis plan and incidents.
-params(): one November test held out of the write-up (EXP-301..EXP-304 always finish in November) and the report's name."""
+The request (task.toml [params]) holds one November test out of the write-up (EXP-301..EXP-304 always finish in
+November)."""
 from datetime import date, timedelta
 
 PAGES = ["checkout", "pricing page", "signup form", "product page", "cart drawer", "onboarding email", "search results",
          "homepage hero"]
 CHANGES = ["one-step layout", "social proof badge", "annual plan default", "shorter form", "sticky CTA", "free shipping banner"]
-REPORT_NAMES = ["ab_results.md", "november_ab_writeup.md", "experiment_results.md", "ab_test_summary.md"]
-
-
-def params(ctx) -> dict:
-    """The request: a November test being re-run (no decision, not in the write-up) and the report's name."""
-    return {"held_out": ctx.rng.choice(["EXP-301", "EXP-302", "EXP-303", "EXP-304"]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -76,10 +70,7 @@ def generate(ctx):
     db.executemany("INSERT INTO daily_results (experiment_id, variant_id, day, device, visitors, conversions, revenue) "
                    "VALUES (?,?,?,?,?,?,?)", rows)
 
-    docs, notes = ctx.workspace / "analytics", ctx.workspace / "notes"
-    docs.mkdir()
-    notes.mkdir()
-    (docs / "analysis_plan.md").write_text(
+    ctx.write("analytics/analysis_plan.md",
         "# Pre-registered A/B analysis plan\n\n"
         "Primary metric: conversion rate, i.e. conversions divided by visitors, summed over the test's days. "
         "Compare each treatment with the control using a two-sided two-proportion z-test with the pooled "
@@ -94,12 +85,12 @@ def generate(ctx):
     )
     lines = "\n".join(f"- {d.strftime('%d %B %Y').lstrip('0')}: tracking for {k} double-counted conversions in the treatment "
                       "arms after a tag deployment; the day is unusable." for k, d in incidents)
-    (docs / "incident_log.md").write_text("# Analytics incident log\n\n" + (lines or "No incidents.") + "\n")
+    ctx.write("analytics/incident_log.md", "# Analytics incident log\n\n" + (lines or "No incidents.") + "\n")
     topics = ["dashboard refresh", "experiment backlog", "naming conventions", "QA checklist", "holiday code freeze",
               "data retention", "stakeholder update"]
     for i in range(ctx.size("growth_notes")):
         exp = rng.choice(experiments)
-        (notes / f"note_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.md").write_text(
+        ctx.write(f"notes/note_{i:02d}_{topics[i % len(topics)].replace(' ', '_')}.md",
             f"# {topics[i % len(topics)].capitalize()}\n\nNotes from the growth sync. {exp[1]} came up briefly; the "
             f"owners are happy with the setup. Nothing here changes how tests are analysed. Action owner: team "
             f"{rng.choice(['red', 'blue', 'green'])}.\n"

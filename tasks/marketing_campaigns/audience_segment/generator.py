@@ -9,19 +9,11 @@ GIVEN = ["anna", "ben", "carla", "david", "elena", "felix", "greta", "hugo", "in
          "marta", "nils", "olga", "paul", "rosa", "sven", "tara", "yusuf"]
 FAMILY = ["schmidt", "martin", "devries", "garcia", "rossi", "nowak", "lund", "byrne", "weber", "moreau",
           "jansen", "lopez", "bianchi", "kowalski", "berg", "walsh"]
-DOMAINS = ["mailbox.example", "post.example", "inbox.example", "webmail.example"]
-REPORT_NAMES = ["segment_summary.json", "audience_summary.json", "winter_segment.json", "segment_stats.json"]
-
-
-def params(ctx) -> dict:
-    """The request: a bouncing mail domain left out (two targeted contacts at every domain, never suppressed or opted
-    out), the lifetime spend floor (contacts sit exactly at it and one cent below it), and the summary's file name."""
-    return {"excluded_domain": ctx.rng.choice(DOMAINS), "min_spend": ctx.rng.choice([50, 75, 100, 150]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
+    domains = ctx.choices("excluded_domain")  # every mail domain; the request leaves a bouncing one out
     db.executescript(
         """
         CREATE TABLE contacts (id INTEGER PRIMARY KEY, email TEXT UNIQUE, first_name TEXT, country TEXT,
@@ -40,7 +32,7 @@ def generate(ctx):
     contacts = []
     for cid in range(1, ctx.size("contacts") + 1):
         given, family = rng.choice(GIVEN), rng.choice(FAMILY)
-        email = f"{given}.{family}{cid}@{rng.choice(DOMAINS)}"
+        email = f"{given}.{family}{cid}@{rng.choice(domains)}"
         country = rng.choice(countries) if rng.random() < 0.6 else rng.choice(COUNTRIES)
         signup = date(2023, 1, 1) + timedelta(days=rng.randint(0, 1200))
         if rng.random() < 0.12:
@@ -60,9 +52,9 @@ def generate(ctx):
     force(2, SEND_DAY - timedelta(days=5), float(min_spend))
     force(3, SEND_DAY - timedelta(days=5), min_spend - 0.01)
     pinned = set()
-    for k in range(2 * len(DOMAINS)):  # two targeted contacts at every mail domain
+    for k in range(2 * len(domains)):  # two targeted contacts at every mail domain
         force(4 + k, SEND_DAY - timedelta(days=7 + k), min_spend + 25.0)
-        contacts[4 + k][1] = contacts[4 + k][1].split("@")[0] + "@" + DOMAINS[k % len(DOMAINS)]
+        contacts[4 + k][1] = contacts[4 + k][1].split("@")[0] + "@" + domains[k % len(domains)]
         pinned.add(contacts[4 + k][1])
     rng.shuffle(contacts)
     for new_id, c in enumerate(contacts, start=1):
@@ -81,11 +73,8 @@ def generate(ctx):
                      (SEND_DAY - timedelta(days=rng.randint(2, 300))).isoformat()) for c in suppressed])
     db.execute("INSERT INTO segments (name, created_by) VALUES ('Autumn newsletter', 'lena')")
 
-    inbox, docs = ctx.workspace / "inbox", ctx.workspace / "docs"
-    inbox.mkdir()
-    docs.mkdir()
     spoken = [COUNTRY_NAMES[c] for c in countries]
-    (docs / "winter_reactivation_brief.md").write_text(
+    ctx.write("docs/winter_reactivation_brief.md",
         "# Winter reactivation mailer - campaign brief\n\n"
         f"We want to win back paying customers in {spoken[0]}, {spoken[1]} and {spoken[2]} before the holidays. "
         f"The send date is 1 December 2026. Mail everyone there who is a customer (leads who never bought are "
@@ -106,12 +95,12 @@ def generate(ctx):
     for k, person in enumerate(optouts):
         shown = person[1].replace(person[1].split("@")[0], person[1].split("@")[0].title()) if k % 2 else person[1].upper()
         day = rng.randint(1, 25)
-        (inbox / f"2026-11-{day:02d}_mail_{k:03d}.eml").write_text(
+        ctx.write(f"inbox/2026-11-{day:02d}_mail_{k:03d}.eml",
             f"From: {person[2]} <{shown}>\nTo: hello@ourbrand.example\nDate: 2026-11-{day:02d}\n"
             f"Subject: {rng.choice(['Unsubscribe', 'Please stop the emails', 'Remove me from your list'])}\n\n"
             f"Hi, I get far too many newsletters. Please take me off your marketing e-mails.\n\n{person[2]}\n"
         )
-    (inbox / "2026-11-28_changed_my_mind.eml").write_text(
+    ctx.write("inbox/2026-11-28_changed_my_mind.eml",
         f"From: {returning[2]} <{returning[1]}>\nTo: hello@ourbrand.example\nDate: 2026-11-28\n"
         "Subject: Re: Unsubscribe\n\nHello again, I asked to be unsubscribed a few weeks ago but I actually miss "
         "your offers. Please put me back on the marketing list. Thanks!\n"
@@ -119,7 +108,7 @@ def generate(ctx):
     topics = ["subject line ideas", "banner sizes", "holiday calendar", "tracking pixels", "brand colours"]
     for i in range(ctx.size("agency_notes")):
         person = contacts[rng.randrange(len(contacts))]
-        (docs / f"agency_note_{i:02d}.md").write_text(
+        ctx.write(f"docs/agency_note_{i:02d}.md",
             f"# Agency note: {topics[i % len(topics)]}\n\nNotes from the call with the agency. We liked the draft "
             f"that {person[2]} from the panel reviewed. Consider {rng.choice(COUNTRIES)} for a later test wave; it "
             f"is not part of the current send. Budget reference {rng.randint(100, 999)}.\n"

@@ -7,14 +7,6 @@ PRODUCTS = ["Trail Shoes", "Rain Jackets", "Yoga Mats", "Smart Bottles", "Kids B
 MARKETS = ["DE", "FR", "NL", "UK", "ES", "IT", "SE", "PL"]
 LAST_WEEK = date(2026, 11, 23)
 WEEKS = 12
-REPORT_NAMES = ["reallocation.csv", "december_budgets.csv", "budget_changes.csv", "budget_shuffle.csv"]
-
-
-def params(ctx) -> dict:
-    """The request (the memo leaves both numbers to it): the cut percentage, the number of campaigns that share the pool,
-    and the report's name."""
-    return {"cut_pct": ctx.rng.choice([15, 20, 25, 30]), "top_count": ctx.rng.choice([2, 3, 4, 5]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -76,11 +68,7 @@ def generate(ctx):
     db.executemany("INSERT INTO campaigns VALUES (?,?,?,?,?,?)", [tuple(c) for c in campaigns])
     db.executemany("INSERT INTO weekly_metrics (campaign_id, week_start, spend, revenue, conversions) VALUES (?,?,?,?,?)", metrics)
 
-    docs = ctx.workspace / "memos"
-    notes = ctx.workspace / "team_notes"
-    docs.mkdir()
-    notes.mkdir()
-    (docs / "december_budget_shuffle.md").write_text(
+    ctx.write("memos/december_budget_shuffle.md",
         "# December budget shuffle\n\n"
         f"Rank every active campaign by its return on ad spend over the last {window} complete weeks, the most "
         f"recent of which started on Monday 23 November. Return on ad spend is revenue minus spend, divided by spend, "
@@ -91,13 +79,13 @@ def generate(ctx):
         "percentage and how many campaigns share the money. Round each share down to "
         "the cent and give any cents left over to the top-ranked campaign.\n"
     )
-    (notes / "brand_team.eml").write_text(
+    ctx.write("team_notes/brand_team.eml",
         "From: brand-team@outdoorco.example\nSubject: Brand campaigns and the shuffle\n\n"
         "Hi, just a reminder that our brand campaigns run on a contractual media plan. They cannot be cut, so please "
         "skip them when picking the lowest-ranked campaigns and take the next ones up instead. They don't need any "
         "extra money either.\n"
     )
-    (notes / "paused_campaign.eml").write_text(
+    ctx.write("team_notes/paused_campaign.eml",
         "From: performance-team@outdoorco.example\nSubject: Pausing one campaign\n\n"
         f"Heads-up: {paused[1]} will be paused for the whole of December while the product is out of stock. Leave "
         "it out of the shuffle completely: don't rank it, don't cut it, don't top it up.\n"
@@ -113,4 +101,4 @@ def generate(ctx):
 
     updates = [chatter[i % len(chatter)] for i in range(ctx.size("team_updates"))]
     for i, topic in enumerate(updates):
-        (notes / f"update_{i:02d}_{topic.replace(' ', '_')}.eml").write_text(team_update(topic))
+        ctx.write(f"team_notes/update_{i:02d}_{topic.replace(' ', '_')}.eml", team_update(topic))

@@ -1,6 +1,6 @@
 """State for nonprofit_donors/lapsed_reengagement: supporters, giving history and supporter-care mail.
-params(): a fund whose gifts the request leaves out of lifetime giving (the two tied lapsed donors gave to every such
-fund, equal amounts, so the tie survives and every choice moves their totals) and the list's file name."""
+The request (task.toml [params]) leaves one fund's gifts out of lifetime giving: the two tied lapsed donors gave to
+every such fund, equal amounts, so the tie survives and every choice moves their totals."""
 from datetime import date, timedelta
 
 GIVEN = ["Aisha", "Brendan", "Ciara", "Dominic", "Eleanor", "Fergus", "Gemma", "Harvey", "Ines", "Jasper", "Keira",
@@ -10,12 +10,6 @@ FAMILY = ["Ashworth", "Blake", "Cooper", "Doherty", "Ellison", "Fitzgerald", "Gr
 CHANNELS = {"phone": "Major donor call", "letter": "Personal letter", "email": "Email journey"}
 FUNDS = ["general", "appeal", "emergency", "education", "events"]
 EXCLUDABLE_FUNDS = {"appeal": 40.0, "emergency": 65.0, "education": 90.0, "events": 120.0}
-REPORT_NAMES = ["reengagement_list.csv", "lapsed_donors.csv", "winback_list.csv", "reengagement_selection.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a fund left out of lifetime giving, and the list's file name."""
-    return {"excluded_fund": ctx.rng.choice(sorted(EXCLUDABLE_FUNDS)), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def months_before(d: date, months: int) -> date:
@@ -75,11 +69,7 @@ def generate(ctx):
                    [(g[0], g[1].isoformat(), g[2], g[3] if len(g) > 3 else "general" if g[0] in special else rng.choice(FUNDS))
                     for g in gifts])
 
-    brief = ctx.workspace / "fundraising"
-    care = ctx.workspace / "supporter_care"
-    for folder in (brief, care):
-        folder.mkdir()
-    (brief / "reengagement_brief.md").write_text(
+    ctx.write("fundraising/reengagement_brief.md",
         f"# Lapsed supporter re-engagement - brief\n\nWe are running the selection on {today.day} {today:%B %Y}.\n\n"
         f"A supporter counts as lapsed when their most recent gift is more than {lapse_months} months old on that date, but\n"
         f"they did give at some point in the last {window_years} years. Leave out anyone supporter care says we must not contact.\n\n"
@@ -91,24 +81,24 @@ def generate(ctx):
         f"\"{CHANNELS['email']}\" (email channel), except that supporters who opted out of e-mail get the personal letter.\n"
     )
     names = {d[0]: d for d in donors}
-    (care / "bereavement.eml").write_text(
+    ctx.write("supporter_care/bereavement.eml",
         f"From: family@post.example\nSubject: {names[3][1]}\n\nI am writing to let you know that my father, {names[3][2]},\n"
         f"passed away in the summer. His supporter number was {names[3][1]}. Please update your records.\n"
     )
-    (care / "no_contact_request.eml").write_text(
+    ctx.write("supporter_care/no_contact_request.eml",
         f"From: {names[4][3]}\nSubject: Please stop\n\nPlease do not contact me again in any way. Supporter number {names[4][1]}.\n"
     )
-    (care / "cheque_received.txt").write_text(
+    ctx.write("supporter_care/cheque_received.txt",
         f"Post room log\n\n{(today - timedelta(days=2)).isoformat()}: cheque for 75 pounds received from {names[5][2]} ({names[5][1]}).\n"
         "Not banked yet, so it is not in the database; treat it as a gift made on the day it arrived.\n"
     )
-    (care / "address_change.eml").write_text(
+    ctx.write("supporter_care/address_change.eml",
         f"From: {names[6][3]}\nSubject: New address\n\nI have moved house; happy to keep hearing from you. {names[6][1]}.\n"
     )
     log_topics = ["gala dinner", "volunteer newsletter", "shop donations", "marathon places", "legacy leaflet",
                   "board minutes", "impact report", "payroll giving"]
     entries = [{"n": n, "topic": log_topics[n % len(log_topics)], "who": rng.choice(donors)[2]} for n in range(ctx.size("distractors"))]
     for e in entries:
-        folder = brief if e["n"] % 3 == 0 else care
-        folder.joinpath(f"log_{e['topic'].replace(' ', '_')}_{e['n']:03d}.txt").write_text(
+        folder = "fundraising" if e["n"] % 3 == 0 else "supporter_care"
+        ctx.write(f"{folder}/log_{e['topic'].replace(' ', '_')}_{e['n']:03d}.txt",
             f"Note on the {e['topic']}: {e['who']} asked a question; answered by phone. No change to their record.\n")

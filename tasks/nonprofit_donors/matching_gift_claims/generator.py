@@ -1,7 +1,7 @@
 """State for nonprofit_donors/matching_gift_claims: donors, their employers, gifts, amounts already
 matched this year, one programme guide per employer, a fund note and a programme suspension e-mail.
-params(): a company whose claim is held back (never the suspended one; every excludable company has a donor with a
-recent eligible gift) and the name of the claims summary file."""
+The request (task.toml [params]) holds back one company's claim (never the suspended one; every excludable company has
+a donor with a recent eligible gift)."""
 import datetime as dt
 
 COMPANIES = ["Altamira Software", "Brookfield Foods", "Cobalt Engineering", "Dovetail Insurance", "Everline Bank",
@@ -14,12 +14,6 @@ LAST = ["Archer", "Bell", "Cruz", "Doyle", "Ellis", "Frost", "Greer", "Hale", "I
 RATIO_WORDS = {1.0: "dollar for dollar", 2.0: "two dollars for every dollar", 0.5: "fifty cents for every dollar"}
 TODAY = dt.date(2026, 12, 1)
 EXCLUDABLE = COMPANIES[2:]  # Altamira and Brookfield carry the retiree, cap and deadline traps
-REPORT_NAMES = ["matching_claims.csv", "claims_summary.csv", "matching_gift_claims.csv", "employer_claims.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a company whose claim waits (its portal is down), and the summary file's name."""
-    return {"excluded_company": ctx.rng.choice(EXCLUDABLE), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -87,9 +81,6 @@ def generate(ctx):
     prior.append((2, float(programmes[first]["cap"] - 200)))
     db.executemany("INSERT INTO matched_this_year VALUES (?,?)", prior)
 
-    guides, notes, mail = (ctx.workspace / d for d in ("matching_programmes", "development_office", "mail"))
-    for d in (guides, notes, mail):
-        d.mkdir()
     for name, p in programmes.items():
         deadline = (f"Requests must reach us within {p['deadline'][1]} days of the date of the gift."
                     if p["deadline"][0] == "days" else
@@ -97,26 +88,26 @@ def generate(ctx):
         who = ("Retired employees remain eligible for the programme." if p["retirees"]
                else "The programme is open to current employees only; retirees are not eligible.")
         excluded = f" We do not match gifts to {p['excluded']} funds." if p["excluded"] else ""
-        (guides / f"{name.lower().replace(' ', '_')}_matching_guide.md").write_text(
+        ctx.write(f"matching_programmes/{name.lower().replace(' ', '_')}_matching_guide.md",
             f"# {name} - employee matching gift programme\n\n"
             f"{name} matches the charitable gifts of its people {RATIO_WORDS[p['ratio']]}. Gifts of less than "
             f"${p['minimum']} are not matched.\n"
             f"Each person can receive up to ${p['cap']:,} in matching funds per calendar year, counting what has "
             "already been matched\nthat year; a gift that would go over the limit is matched only up to it.\n"
             f"{who}{excluded}\n{deadline}\n")
-    (notes / "matching_gifts_howto.txt").write_text(
+    ctx.write("development_office/matching_gifts_howto.txt",
         "How we handle matching gifts\n\n"
         "Gala tickets carry a benefit to the buyer (dinner, entertainment), so no company will match them; never\n"
         "claim them. Work through a donor's gifts in date order when applying a company's yearly limit; the\n"
         "amounts already matched in 2026 are in the donor records, and nothing given in 2025 has been matched yet.\n"
         "Do not put a gift on a claim when there is nothing left to match for it.\n")
-    (mail / "2026-11-15_programme_paused.eml").write_text(
+    ctx.write("mail/2026-11-15_programme_paused.eml",
         f"From: giving@{suspended.split()[0].lower()}.example\nSubject: Matching programme paused\n\n"
         f"Due to a restructuring, {suspended} has paused its matching gift programme. Gifts made on or after\n"
         f"{suspended_from.strftime('%d %B %Y')} will not be matched; gifts made before that date can still be submitted\n"
         "under the usual rules.\n")
     for i in range(ctx.size("supporter_mail")):
-        (mail / f"2026-11-{i + 1:02d}_supporter_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{i + 1:02d}_supporter_{i}.eml",
             f"From: donor{rng.randint(1, len(donors))}@mail.example\nSubject: "
             f"{rng.choice(['Change of address', 'Thank you letter', 'Newsletter preferences', 'Volunteering'])}\n\n"
             "Just a quick note for your records. Nothing about matching gifts.\n")

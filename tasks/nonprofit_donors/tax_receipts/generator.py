@@ -1,7 +1,7 @@
 """State for nonprofit_donors/tax_receipts: supporters, gifts, Gift Aid declarations and supporter mail.
-params(): a campaign whose gifts were receipted separately (left out; the hand-built donors 1-6 give to the General
-fund, and donors 7-10 each give 300 pounds to one excludable campaign), the receipt threshold (the policy leaves it
-to the request; donor 2 sits exactly on it and donor 3 just below it) and the register's file name."""
+The request (task.toml [params]) leaves out a campaign receipted separately (the hand-built donors 1-6 give to the
+General fund, and donors 7-10 each give 300 pounds to one excludable campaign) and sets the receipt threshold (the
+policy leaves it to the request; donor 2 sits exactly on it and donor 3 just below it)."""
 import itertools
 from datetime import date, timedelta
 
@@ -11,15 +11,6 @@ LAST = ["Adams", "Begum", "Clarke", "Davies", "Evans", "Fraser", "Griffiths", "H
         "Lewis", "Morgan", "Nash", "Owusu", "Patel", "Quinn", "Roberts", "Shaw", "Turner"]
 METHODS = ["card", "direct debit", "cheque", "cash", "raffle ticket", "auction purchase"]
 CAMPAIGNS = ["Winter appeal", "Spring fun run", "General fund", "Emergency appeal", "Legacy circle"]
-EXCLUDABLE = ["Winter appeal", "Spring fun run", "Emergency appeal", "Legacy circle"]
-REPORT_NAMES = ["receipts.csv", "receipt_register.csv", "annual_receipts.csv", "trustee_receipts.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a campaign receipted separately (its gifts are left out), the receipt threshold in pounds, and the
-    register's file name."""
-    return {"excluded_campaign": ctx.rng.choice(EXCLUDABLE), "threshold": ctx.rng.choice([25, 50, 75, 100]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -87,7 +78,8 @@ def generate(ctx):
     gift(6, mid, 200, "cheque")                                 # overseas: receipt but no Gift Aid
     declarations.append((len(declarations) + 1, 6, (ystart - timedelta(days=100)).isoformat(), "future gifts only"))
     gifts = [g[:5] + ("General fund",) + g[6:] if g[1] in special else g for g in gifts]
-    for k, campaign in enumerate(EXCLUDABLE):  # donors 7-10: one sizeable gift to each campaign that may be left out
+    # Donors 7-10: one sizeable gift to each campaign that may be left out.
+    for k, campaign in enumerate(ctx.choices("excluded_campaign")):
         gift(7 + k, mid + timedelta(days=5 + k), 300, campaign=campaign)
     gifts.sort(key=lambda g: (g[2], g[0]))
     gifts = [(i,) + g[1:] for i, g in enumerate(gifts, start=1)]
@@ -99,10 +91,7 @@ def generate(ctx):
 
     cancel_day = mid + timedelta(days=20)
     anonymous = [donors[4], donors[rng.randint(6, len(donors) - 1)]]
-    finance, inbox = ctx.workspace / "finance", ctx.workspace / "supporter_care"
-    finance.mkdir()
-    inbox.mkdir()
-    (finance / "receipting_policy.md").write_text(
+    ctx.write("finance/receipting_policy.md",
         f"# Annual receipting policy\n\nReceipts cover the tax year from 6 April {year} to 5 April {year + 1}, both days included.\n\n"
         "Only genuine donations count towards a receipt. Raffle tickets and auction purchases are payments for\n"
         "something in return, so they never count, and a refunded gift does not count either. A donor receives\n"
@@ -113,18 +102,18 @@ def generate(ctx):
         "be claimed for donors who live in the United Kingdom. When a donor cancels a declaration, gifts made on\n"
         "or after the cancellation date are no longer covered.\n"
     )
-    (inbox / f"{donors[3][1]}_cancellation.eml").write_text(
+    ctx.write(f"supporter_care/{donors[3][1]}_cancellation.eml",
         f"From: {donors[3][4]}\nSubject: Gift Aid\nDate: {cancel_day.isoformat()}\n\nHello, I have retired and no longer\n"
         f"pay enough income tax, so please cancel my Gift Aid declaration from today ({cancel_day.day} {cancel_day:%B %Y}).\n"
         f"My supporter number is {donors[3][1]}.\n\nBest wishes, {donors[3][2]} {donors[3][3]}\n"
     )
     for d in anonymous:
-        (inbox / f"{d[1]}_privacy.eml").write_text(
+        ctx.write(f"supporter_care/{d[1]}_privacy.eml",
             f"From: {d[4]}\nSubject: Privacy request\n\nDear supporter care, I'm happy to keep giving but I would\n"
             f"like to remain anonymous in anything you share with trustees or publish. Supporter number {d[1]}.\n"
         )
     other = rng.choice([d for d in donors[6:] if d not in anonymous])
-    (inbox / f"{other[1]}_newsletter.eml").write_text(
+    ctx.write(f"supporter_care/{other[1]}_newsletter.eml",
         f"From: {other[4]}\nSubject: Newsletter\n\nPlease stop the printed newsletter; e-mail is fine. Being named in\n"
         f"the annual review is no problem at all. Supporter number {other[1]}.\n"
     )
@@ -132,6 +121,7 @@ def generate(ctx):
                                 "legacy event", "website update", "data protection training"])
     for number, subject in enumerate(itertools.islice(subjects, ctx.size("distractors"))):
         helper = rng.choice(donors)
-        where = finance if number % 2 else inbox
+        where = "finance" if number % 2 else "supporter_care"
         note = f"{subject.capitalize()}\n\nNotes on the {subject}. {helper[2]} {helper[3]} offered to help.\n"
-        where.joinpath(f"misc_{number:03d}_{subject.replace(' ', '_')}.txt").write_text(note + "Nothing here changes receipting or Gift Aid.\n")
+        ctx.write(f"{where}/misc_{number:03d}_{subject.replace(' ', '_')}.txt",
+                  note + "Nothing here changes receipting or Gift Aid.\n")

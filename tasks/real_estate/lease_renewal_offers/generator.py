@@ -1,7 +1,7 @@
 """State for real_estate/lease_renewal_offers: a rental portfolio, its leases and rent payments, and the office's files.
-params(): the board's cap on any single rent increase (always below the 200-dollar rise of the exempt building's
-pinned lease, so every cap changes that offer), the length of the new terms (the memo leaves it to the request) and
-the summary's file name."""
+The request (task.toml [params]) caps any single rent increase (always below the 200-dollar rise of the exempt
+building's pinned lease, so every cap changes that offer) and sets the length of the new terms (the memo leaves it to
+the request)."""
 import datetime as dt
 
 DISTRICTS = ["Harbor", "Midtown", "Old Quarter", "Eastside", "Northpark"]
@@ -12,13 +12,6 @@ LAST = ["Adeyemi", "Baker", "Chen", "Diaz", "Evans", "Farouk", "Gruber", "Hughes
         "Larsen", "Mendes", "Nowak", "Ortega", "Park", "Roth", "Sousa", "Tran", "Vogel"]
 MEMO_DATE = dt.date(2026, 11, 30)
 WORDS = {2: "two", 3: "three"}
-REPORT_NAMES = ["renewal_summary.md", "renewal_offers.md", "renewals_round.md", "lease_renewals.md"]
-
-
-def params(ctx) -> dict:
-    """The request: the largest monthly rent increase allowed this round, the new term's length, and the summary's name."""
-    return {"max_raise": ctx.rng.choice([110, 130, 150, 175]), "term_months": ctx.rng.choice([6, 12, 18, 24]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def month_start(year, month):
@@ -115,37 +108,26 @@ def generate(ctx):
     db.executemany("INSERT INTO leases VALUES (?,?,?,?,?,?,?)", leases)
     db.executemany("INSERT INTO payments (lease_id, due_date, amount, paid_on) VALUES (?,?,?,?)", payments)
 
-    # Expected outcome.
+    # Both reasons for a non-renewal notice must be in the renewal window.
     prop_of = {u[0]: props[u[1] - 1] for u in units}
-    expected_offers, expected_notices = {}, {}
     late_count = {}
     for lease_id, due, _, paid in payments:
         if due >= "2025-12-01" and (dt.date.fromisoformat(paid) - dt.date.fromisoformat(due)).days > grace:
             late_count[lease_id] = late_count.get(lease_id, 0) + 1
-    for lease_id, uid, _, _, end, rent, status in leases:
+    notices = set()
+    for lease_id, uid, _, _, end, _, status in leases:
         if status != "active" or not (window[0].isoformat() <= end <= window[1].isoformat()):
             continue
-        prop = prop_of[uid]
-        if prop["id"] == sold["id"]:
-            expected_notices[lease_id] = "property_sale"
+        if prop_of[uid]["id"] == sold["id"]:
+            notices.add("property_sale")
         elif late_count.get(lease_id, 0) >= threshold:
-            expected_notices[lease_id] = "late_payments"
-        else:
-            market = units[uid - 1][4]
-            if prop["year_built"] >= exempt_year:
-                new = max(rent, market)
-            else:
-                new = max(rent, min(market, int(rent * (100 + caps[prop["district"]]) // 100)))
-            expected_offers[lease_id] = min(new, rent + ctx.params["max_raise"])
-    if "late_payments" not in expected_notices.values() or "property_sale" not in expected_notices.values():
+            notices.add("late_payments")
+    if notices != {"late_payments", "property_sale"}:
         raise RuntimeError("generator lost an exception case; check the pinned leases")
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("memos", "legal", "mail", "maintenance"):
-        (ws / folder).mkdir()
     long = lambda d: f"{d.day} {d.strftime('%B %Y')}"
-    (ws / "memos" / "renewal_round.md").write_text(
+    ctx.write("memos/renewal_round.md",
         f"# Renewal round - memo of {long(MEMO_DATE)}\n\n"
         f"Please handle every active lease whose end date falls between {lo} and {hi} days after the date of this memo "
         "(both ends included). Leases ending sooner were handled in the last round; later ones wait for the next.\n\n"
@@ -156,12 +138,12 @@ def generate(ctx):
         f"1 December 2025 onwards. A payment is late when it reached us more than {grace} days after its due date. "
         "Those tenants get a non-renewal notice for late payments instead.\n")
     cap_lines = " ".join(f"In {d}, the increase on renewal may not exceed {caps[d]:g} percent of the current rent." for d in DISTRICTS)
-    (ws / "legal" / "rent_stabilisation_ordinance.txt").write_text(
+    ctx.write("legal/rent_stabilisation_ordinance.txt",
         "CITY RENT STABILISATION ORDINANCE (consolidated extract)\n\n"
         f"Section 4. Maximum increase on renewal. {cap_lines}\n\n"
         f"Section 5. Exemptions. Buildings completed in {exempt_year} or later are exempt from Section 4; "
         "their rents may be set freely at renewal.\n\nSection 6. Notices must be served in writing.\n")
-    (ws / "mail" / "sale_agreed.eml").write_text(
+    ctx.write("mail/sale_agreed.eml",
         f"From: director@portfolio.example\nSubject: {sold['name']} - sale agreed\n\nWe have exchanged contracts on "
         f"{sold['name']} ({sold['address']}). The buyer wants it with vacant possession, so nobody there gets a renewal: "
         "send those tenants a non-renewal notice giving the sale as the reason.\n")
@@ -170,11 +152,11 @@ def generate(ctx):
     for i in range(ctx.size("property_mail")):
         p = rng.choice(props)
         topic = topics[i % len(topics)]
-        (ws / "mail" / f"ops_{i:03d}_{topic.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"mail/ops_{i:03d}_{topic.replace(' ', '_')}.eml",
             f"From: ops@portfolio.example\nSubject: {topic} at {p['name']}\n\nThe {topic} at {p['name']} is booked for "
             f"next month. No effect on tenancies or renewals. Job {rng.randint(1000, 9999)}.\n")
     for i in range(ctx.size("maintenance_logs")):
         p = rng.choice(props)
-        (ws / "maintenance" / f"log_{i:03d}.txt").write_text(
+        ctx.write(f"maintenance/log_{i:03d}.txt",
             f"Maintenance log - {p['name']}\n\nUnit {rng.choice(units)[2]}: {rng.choice(['dripping tap', 'sticking door', 'mould in bathroom', 'faulty intercom'])} "
             f"reported and fixed within {rng.randint(1, 6)} days.\n")

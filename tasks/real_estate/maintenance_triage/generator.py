@@ -1,6 +1,6 @@
 """State for real_estate/maintenance_triage: buildings, tenants' requests, contractors and the property team's files.
-params(): this month's routine target in days and urgent target in hours (they override the guide's 7 days and 24
-hours; routine requests and an urgent no-heat report on a mild day are pinned at every scale) and the report's name."""
+The request (task.toml [params]) sets this month's routine target in days and urgent target in hours (they override the
+guide's 7 days and 24 hours; routine requests and an urgent no-heat report on a mild day are pinned at every scale)."""
 import datetime as dt
 import json
 
@@ -27,13 +27,6 @@ ISSUES = [
     ("locksmith", "front door lock is broken and the flat cannot be secured", "urgent"),
     ("locksmith", "window lock key is lost", "routine"),
 ]
-REPORT_NAMES = ["work_orders.csv", "triage_log.csv", "dispatch_list.csv", "maintenance_orders.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the routine target in days, the urgent target in hours, and the report's file name."""
-    return {"routine_days": ctx.rng.choice([3, 5, 10, 14]), "urgent_hours": ctx.rng.choice([12, 36, 48, 72]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -110,12 +103,9 @@ def generate(ctx):
     db.executemany("INSERT INTO requests (unit_id, reported_at, trade, description, status) VALUES (?,?,?,?,?)", requests)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("guides", "mail", "site_notes"):
-        (ws / folder).mkdir()
     def phrases(cls):
         return "\n".join(f"  - {t}" for _, t, c in ISSUES if c == cls)
-    (ws / "guides" / "triage_guide.md").write_text(
+    ctx.write("guides/triage_guide.md",
         "# Maintenance triage guide\n\nClassify each request by what the tenant reports.\n\nEmergency (complete within 4 hours of the report):\n"
         f"{phrases('emergency')}\n\nUrgent (within 24 hours):\n{phrases('urgent')}\n\nRoutine (within 7 days):\n{phrases('routine')}\n\n"
         f"A report of no heating at all is an emergency when the forecast overnight low for the day it was reported is below {frost} "
@@ -124,21 +114,21 @@ def generate(ctx):
         "building's district and still has capacity (open jobs below their maximum; each work order you raise adds one). Among "
         "those, the lowest hourly rate wins, then the higher rating. Page the contractor for every emergency.\n")
     forecast = "\n".join(f"{d.strftime('%A %d %B')}: overnight low {t} C" for d, t in sorted(lows.items()))
-    (ws / "mail" / "weather_forecast.eml").write_text(
+    ctx.write("mail/weather_forecast.eml",
         f"From: facilities@props.example\nSubject: Forecast for the week\n\nThe forecast for this week, for planning:\n{forecast}\n")
-    (ws / "mail" / "contractor_suspension.eml").write_text(
+    ctx.write("mail/contractor_suspension.eml",
         f"From: compliance@props.example\nSubject: {suspended['name']} suspended\n\nPlease do not send any new work to "
         f"{suspended['name']} until they send us a valid public liability certificate.\n")
-    (ws / "site_notes" / f"{warranty_prop['name'].lower().replace(' ', '_')}_warranty.txt").write_text(
+    ctx.write(f"site_notes/{warranty_prop['name'].lower().replace(' ', '_')}_warranty.txt",
         f"{warranty_prop['name']} is still under the developer's warranty. All heating and appliance faults there go to "
         f"{warranty_vendor['name']}, whatever their rate or current workload; other trades follow the normal rules.\n")
     for i in range(ctx.size("tenant_mail")):
-        (ws / "mail" / f"tenant_{i:03d}.eml").write_text(
+        ctx.write(f"mail/tenant_{i:03d}.eml",
             f"From: tenant{rng.randint(1, len(units)):04d}@mail.example\nSubject: {rng.choice(['Bin collection', 'Parking', 'Noise', 'Rent query'])}\n\n"
             "Just a quick question, nothing to repair. Thanks.\n")
     for i in range(ctx.size("site_notes")):
         p = rng.choice(props)
-        (ws / "site_notes" / f"visit_{i:03d}.txt").write_text(
+        ctx.write(f"site_notes/visit_{i:03d}.txt",
             f"Site visit to {p['name']}: communal areas clean, {rng.choice(['lift serviced', 'gutters cleared', 'fire doors checked'])}.\n")
 
     db.execute("INSERT INTO _verifier_facts VALUES ('suspended', ?)", (json.dumps(suspended["id"]),))

@@ -1,7 +1,7 @@
 """State for real_estate/vacancy_turnover: units, leases with move-outs, inspection findings, and the
 office documents that hold the deduction rules (cleaning clause date, floor depreciation, a waiver).
-params(): the share of each deposit that is the most we keep this round (a pinned lease owes more than its whole
-deposit, so every cap changes its refund) and the name of the settlement register."""
+The request (task.toml [params]) sets the share of each deposit that is the most we keep this round (a pinned lease
+owes more than its whole deposit, so every cap changes its refund)."""
 import datetime as dt
 
 BUILDINGS = [("HC", "Harbor Court"), ("LV", "Linden View"), ("MP", "Mill Pond Flats"), ("QS", "Quarry Square"),
@@ -12,12 +12,6 @@ LAST = ["Abbott", "Brandt", "Castillo", "Dunn", "Eriksen", "Fagan", "Gill", "Haa
         "Kowal", "Lund", "Moreau", "Novak", "Okafor", "Price"]
 AREAS = ["kitchen", "bathroom", "bedroom", "living room", "floor", "walls", "balcony", "entry"]
 KINDS = ["wear", "damage", "cleaning", "missing"]
-REPORT_NAMES = ["deposit_settlements.csv", "move_out_register.csv", "november_turnovers.csv", "deposit_refunds.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the most we may keep of any deposit (percent), and the settlement register's file name."""
-    return {"max_keep_pct": ctx.rng.choice([50, 60, 75, 90]), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def _day(d: dt.date) -> str:
@@ -102,12 +96,7 @@ def generate(ctx):
     db.executemany("INSERT INTO inspection_items (lease_id, area, finding, category, repair_cost) VALUES (?,?,?,?,?)",
                    [(lid, area, rng.choice(findings[kind]), kind, cost) for lid, area, kind, cost in items])
 
-    docs = ctx.workspace / "policies"
-    mail = ctx.workspace / "mail"
-    notes = ctx.workspace / "inspections"
-    for d in (docs, mail, notes):
-        d.mkdir()
-    (docs / "deposit_deductions.md").write_text(
+    ctx.write("policies/deposit_deductions.md",
         "# How we settle security deposits\n\n"
         "The move-out inspection sorts every finding into one of four categories. Ordinary wear and tear is the\n"
         "landlord's cost and is never taken from a deposit. Damage and missing items are charged to the tenant\n"
@@ -118,7 +107,7 @@ def generate(ctx):
         "Dirty units are handled through the cleaning clause, not at cost: see the clause note in this folder.\n"
         "Whatever the findings, the total deduction can never be more than the deposit that was paid.\n"
     )
-    (docs / "lease_clause_history.txt").write_text(
+    ctx.write("policies/lease_clause_history.txt",
         "Lease template history (legal team)\n\n"
         f"The professional cleaning clause was added to our standard lease on {clause_date.strftime('%d %B %Y')}.\n"
         "Tenants whose lease started on or after that day agreed to a flat cleaning charge of "
@@ -126,7 +115,7 @@ def generate(ctx):
         "many cleaning\nfindings there are, and the listed cost of those findings is irrelevant for the deduction.\n"
         "Tenants on older leases never agreed to it and cannot be charged anything for cleaning.\n"
     )
-    (mail / "2026-11-04_goodwill_waiver.eml").write_text(
+    ctx.write("mail/2026-11-04_goodwill_waiver.eml",
         f"From: regional.manager@ourlettings.example\nSubject: {waived_name} - package room break-ins\n\n"
         f"Team, after the break-ins at {waived_name} this autumn we agreed with the residents' association that\n"
         "nobody moving out of that building this year will be charged for missing items - too many of them\n"
@@ -137,12 +126,12 @@ def generate(ctx):
     for i in range(ctx.size("office_mail")):
         topic = chatter[i % len(chatter)]
         b = rng.choice(BUILDINGS)[1]
-        (mail / f"2026-{10 + i % 2}-{1 + i:02d}_{topic.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"mail/2026-{10 + i % 2}-{1 + i:02d}_{topic.replace(' ', '_')}.eml",
             f"From: office@ourlettings.example\nSubject: {topic} at {b}\n\n"
             f"Quick note on the {topic} at {b}. Contractors will be on site on day {rng.randint(1, 28)}.\n"
             "This does not change how we handle deposits or move-outs.\n")
     for i in range(ctx.size("inspector_notes")):
         lease = rng.choice(leases)
-        (notes / f"inspector_note_{i:03d}.txt").write_text(
+        ctx.write(f"inspections/inspector_note_{i:03d}.txt",
             f"Inspector's diary, visit {i + 1}: walked unit {units[lease[1] - 1][1]} with the caretaker. Photos are on\n"
             "the shared drive. Reminder to myself: record findings in the system, categories as usual.\n")

@@ -8,15 +8,6 @@ SURNAMES = ["Achebe", "Bergstrom", "Castillo", "Dimitrov", "Eriksen", "Fujita", 
             "Kowalski", "Larsen", "Mensah", "Nakamura", "Oliveira", "Petrov", "Quist", "Rahman", "Silva", "Takahashi"]
 
 
-REPORT_NAMES = ["booking_plan.csv", "instrument_bookings.csv", "allocation_plan.csv", "week_bookings.csv"]
-CLOSING_HOURS = [20, 21, 22, 23]
-
-
-def params(ctx) -> dict:
-    """The request: the hour the core closes next week, and the plan's file name."""
-    return {"closing_hour": ctx.rng.choice(CLOSING_HOURS), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -77,7 +68,7 @@ def generate(ctx):
         add(boosted, kind, days[3], 14, hours, week_before + timedelta(minutes=rng.randint(700, 9000)))
     # Late requests ending at every possible closing hour but the earliest, so the closing hour always matters.
     late_groups = [g[0] for g in groups if g[0] != boosted]
-    for n, end in enumerate(CLOSING_HOURS[1:]):
+    for n, end in enumerate(ctx.choices("closing_hour")[1:]):
         add(late_groups[n % len(late_groups)], KINDS[n % len(KINDS)], days[2 + 2 * (n % 2)], end - 2, 2,
             week_before + timedelta(minutes=rng.randint(700, 9000)))
     requests.sort(key=lambda r: r[5])
@@ -87,10 +78,7 @@ def generate(ctx):
     db.executemany("INSERT INTO requests VALUES (?,?,?,?,?,?,?,?)", rows)
 
     down = min((i for i in instruments if i[2] == KINDS[1]), key=lambda i: i[1])
-    core, mail = ctx.workspace / "core_facility", ctx.workspace / "mail"
-    core.mkdir()
-    mail.mkdir()
-    (core / "booking_policy.md").write_text(
+    ctx.write("core_facility/booking_policy.md",
         "# Core facility booking policy\n\n"
         "Requests are decided one at a time in priority order: teaching requests first, then grant-funded\n"
         "research, then internal projects (a request's priority is its group's funding type). Requests of the same\n"
@@ -104,12 +92,12 @@ def generate(ctx):
         "   alphabetical order). An instrument is free if nothing already approved on it, and no maintenance, overlaps\n"
         "   the requested hours. If none is free, reject it as \"no capacity\".\n"
     )
-    (mail / "maintenance_notice.eml").write_text(
+    ctx.write("mail/maintenance_notice.eml",
         f"From: core.manager@institute.example\nSubject: Service visit {down[1]}\n\nThe {down[2]} {down[1]} will be\n"
         f"out of service on {days[1]:%A} {days[1].day} {days[1]:%B} from 08:00 to 13:00 for its annual service. It\n"
         "is available as normal outside that window.\n"
     )
-    (mail / "quota_exception.eml").write_text(
+    ctx.write("mail/quota_exception.eml",
         f"From: director@institute.example\nSubject: Quota for {groups[boosted - 1][1]}\n\nGiven the grant deadline,\n"
         f"the {groups[boosted - 1][1]} may hold up to {cap + 6} instrument-hours in the week starting {monday:%A} "
         f"{monday.day} {monday:%B}.\nAll other groups keep the normal quota.\n"
@@ -119,7 +107,8 @@ def generate(ctx):
     askers = [rng.choice(groups)[1] for _ in range(ctx.size("distractors"))]
     for i, asker in enumerate(askers):
         topic = faq[i % len(faq)]
-        target = core / f"faq_{i:03d}.txt" if i % 2 else mail / f"user_meeting_{i:03d}.txt"
-        target.write_text(f"About {topic}\n\n{asker} raised a question about {topic} at the user meeting. No change to bookings.\n")
+        target = f"core_facility/faq_{i:03d}.txt" if i % 2 else f"mail/user_meeting_{i:03d}.txt"
+        ctx.write(target, f"About {topic}\n\n{asker} raised a question about {topic} at the user meeting. "
+                          "No change to bookings.\n")
     facts = {"maintenance": [down[0], days[1].isoformat(), 8, 13]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

@@ -9,14 +9,6 @@ LABS = ["Okafor lab", "Lindgren lab", "Rossi lab", "Tanaka lab", "Mehta lab"]
 ROOMS = ["B1.04", "B1.07", "B2.11", "C0.02"]
 
 
-REPORT_NAMES = ["unplaced_boxes.csv", "boxes_left_behind.csv", "unplaced.csv", "relocation_exceptions.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the fill limit (percent of box capacity) allowed for this relocation, and the list's file name."""
-    return {"headroom": ctx.rng.choice([75, 80, 85, 90]), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -64,10 +56,7 @@ def generate(ctx):
                           rng.choice(LABS), f"20{rng.randint(19, 26)}-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"))
     db.executemany("INSERT INTO boxes VALUES (?,?,?,?,?,?,?,?)", boxes)
 
-    sop, mail, logs = (ctx.workspace / d for d in ("sop", "mail", "equipment_logs"))
-    for d in (sop, mail, logs):
-        d.mkdir()
-    (sop / "SOP-STO-007_sample_storage.md").write_text(
+    ctx.write("sop/SOP-STO-007_sample_storage.md",
         "# SOP-STO-007 Sample storage and emergency relocation\n\n"
         "1. A box may only be stored in a freezer that runs at the box's storage temperature.\n"
         "2. Biosafety level 2 material may only be stored in freezers rated for BSL-2. Conversely, do not put\n"
@@ -80,23 +69,23 @@ def generate(ctx):
         "   the one whose name comes first alphabetically.\n"
         "5. A box with no eligible freezer stays put and is reported to the lab manager.\n"
     )
-    (mail / "2026-11-30_alarm.eml").write_text(
+    ctx.write("mail/2026-11-30_alarm.eml",
         "From: facilities@institute.example\nSubject: URGENT compressor failure\n\n"
         f"The compressor on {failing[1]} (room {failing[2]}) is failing and the unit is warming up. Everything in\n"
         "it must be relocated today under the emergency relocation procedure.\n")
-    (mail / "2026-11-20_reserved_freezer.eml").write_text(
+    ctx.write("mail/2026-11-20_reserved_freezer.eml",
         "From: lab.manager@institute.example\nSubject: Freezer set aside for the trial samples\n\n"
         f"{reserved[1]} is reserved for the incoming clinical trial samples from next week. Please do not put\n"
         "anything else in it, even if it looks empty.\n")
-    (mail / "2026-11-28_defrost.eml").write_text(
+    ctx.write("mail/2026-11-28_defrost.eml",
         "From: facilities@institute.example\nSubject: Planned defrost\n\n"
         f"{defrost[1]} is switched off for its annual defrost and clean until Friday. It cannot receive boxes.\n")
     for i in range(ctx.size("lab_mail")):
         f = rng.choice(freezers[5:] or freezers)
-        (mail / f"2026-11-{i + 1:02d}_lab_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{i + 1:02d}_lab_{i}.eml",
             f"From: {rng.choice(LABS).split()[0].lower()}@institute.example\nSubject: Inventory tidy-up\n\n"
             f"We cleared a few old boxes out of {f[1]} last week. Nothing else to report.\n")
     for i in range(ctx.size("equipment_logs")):
         f = rng.choice(freezers)
-        (logs / f"{f[1]}_log_{i}.txt").write_text(
+        ctx.write(f"equipment_logs/{f[1]}_log_{i}.txt",
             f"Temperature log {f[1]}: readings within range all week ({f[3]} C setpoint). Door seal checked.\n")

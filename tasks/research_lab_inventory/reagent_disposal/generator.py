@@ -17,15 +17,6 @@ ROOMS = ["B-101", "B-104", "B-210", "C-002", "C-115", "D-330"]
 PIS = ["Dr Okafor", "Dr Lindqvist", "Prof Haddad", "Dr Moreau", "Prof Tanaka", "Dr Alvarez"]
 
 
-REPORT_NAMES = ["disposal_summary.json", "waste_summary.json", "manifest_summary.json", "disposal_totals.json"]
-PEROX_MONTHS = [3, 6, 9, 12]
-
-
-def params(ctx) -> dict:
-    """The request: how many months a peroxide former may stay open, and the summary's file name."""
-    return {"perox_months": ctx.rng.choice(PEROX_MONTHS), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -84,11 +75,8 @@ def generate(ctx):
     gone[6], gone[10] = (audit - timedelta(days=90)).isoformat(), "disposed"
     db.executemany("INSERT INTO reagents VALUES (?,?,?,?,?,?,?,?,?,?,?)", [tuple(r) for r in reagents])
 
-    ehs, mail = ctx.workspace / "ehs", ctx.workspace / "mail"
-    ehs.mkdir()
-    mail.mkdir()
     formers = ", ".join(n for n, _ in PEROXIDE_FORMERS)
-    (ehs / "chemical_store_audit_rules.md").write_text(
+    ctx.write("ehs/chemical_store_audit_rules.md",
         f"# Chemical store audit - {audit.day} {audit:%B %Y}\n\n"
         "## What must go\n"
         "Any container still in stock whose expiry date falls on or before the audit date is disposed of.\n"
@@ -103,13 +91,13 @@ def generate(ctx):
         f"All peroxide formers, whatever hazard class the inventory gives them, go to the stabilised stream\n"
         f"{perox_stream} so they are not bulked with other solvents.\n"
     )
-    (mail / "extension_granted.eml").write_text(
+    ctx.write("mail/extension_granted.eml",
         f"From: ehs.office@university.example\nSubject: Re: extension request {extended[1]}\n\n"
         f"Dear {rng.choice(PIS)},\n\nWe have reviewed the stability data you sent. The extension for container\n"
         f"{extended[1]} ({extended[2]}) is approved until {(audit + timedelta(days=120)).isoformat()}, so it stays\n"
         "in the store for this audit.\n\nEHS office\n"
     )
-    (mail / "extension_refused.eml").write_text(
+    ctx.write("mail/extension_refused.eml",
         f"From: ehs.office@university.example\nSubject: Re: extension request {refused[1]}\n\n"
         f"Dear {rng.choice(PIS)},\n\nWe cannot approve an extension for container {refused[1]} ({refused[2]}); there\n"
         "is no stability data for opened acid. It goes out with the normal collection.\n\nEHS office\n"
@@ -119,7 +107,8 @@ def generate(ctx):
     for i in range(ctx.size("distractors")):
         r = rng.choice(reagents)
         topic = topics[i % len(topics)]
-        (ehs if i % 2 else mail).joinpath(f"memo_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(
+        folder = "ehs" if i % 2 else "mail"
+        ctx.write(f"{folder}/memo_{i:03d}_{topic.replace(' ', '_')}.txt",
             f"Subject: {topic}\n\nA reminder from {rng.choice(PIS)}'s group about the {topic} in room {r[3]}.\n"
             f"Container {r[1]} was moved to the second shelf; this has no effect on its disposal date.\n"
         )

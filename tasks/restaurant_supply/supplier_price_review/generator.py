@@ -27,15 +27,6 @@ def pack_text(rng, unit):
     return f"{count} x {each:g} {unit}", count * each
 
 
-REPORT_NAMES = ["price_review.csv", "supplier_switches.csv", "quote_comparison.csv", "price_changes.csv"]
-MIN_SAVINGS = [4, 6, 8, 10, 12]
-
-
-def params(ctx) -> dict:
-    """The request: the smallest per-unit saving (percent) that justifies a move, and the sheet's file name."""
-    return {"min_saving": ctx.rng.choice(MIN_SAVINGS), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -87,10 +78,7 @@ def generate(ctx):
     db.executemany("INSERT INTO items VALUES (?,?,?,?,?,?)", items)
     db.executemany("INSERT INTO quotes VALUES (?,?,?,?,?,?)", [(i + 1,) + tuple(q[:5]) for i, q in enumerate(quotes)])
 
-    docs, mail = ctx.workspace / "purchasing", ctx.workspace / "mail"
-    docs.mkdir()
-    mail.mkdir()
-    (docs / "purchasing_guidelines.md").write_text(
+    ctx.write("purchasing/purchasing_guidelines.md",
         f"# Purchasing guidelines - price review of {review.day} {review:%B %Y}\n\n"
         "Compare suppliers on the price per kilo, per litre or per piece, worked out from each quote's pack price\n"
         "and pack contents. Only quotes still valid on the review date count (valid until that date inclusive).\n\n"
@@ -98,24 +86,22 @@ def generate(ctx):
         "current supplier by at least the minimum saving set for the review; otherwise it stays where it is, "
         "because switching has its own costs.\nThe weekly saving of a move is the weekly usage times the difference in unit price.\n"
     )
-    (mail / "hygiene_audit.eml").write_text(
+    ctx.write("mail/hygiene_audit.eml",
         f"From: food.safety@bistro-group.example\nSubject: Audit result - {suppliers[failed - 1][1]}\n\n"
         f"{suppliers[failed - 1][1]} failed our hygiene audit last week. We cannot take any new business to them\n"
         "until they pass the re-audit, so ignore their quotes in the price review.\n"
     )
-    (mail / "audit_passed.eml").write_text(
+    ctx.write("mail/audit_passed.eml",
         f"From: food.safety@bistro-group.example\nSubject: Audit result - {suppliers[0][1]}\n\n"
         f"{suppliers[0][1]} passed its hygiene audit with a top score. No restrictions.\n"
     )
     chatter = ["menu costing", "energy bills", "uniform supplier", "glassware breakages", "POS upgrade", "bank holiday rota",
                "recycling", "knife rolls"]
-    pages = {}
     for idx in range(ctx.size("distractors")):
         firm = rng.choice(suppliers)
         heading = chatter[idx % len(chatter)]
-        pages[(docs, mail)[idx % 2 == 0] / f"{idx:03d}_{heading.replace(' ', '_')}.md"] = (
-            f"## {heading}\n\nA note about the {heading}. {firm[1]} delivers {firm[2]}; no pricing news here.\n")
-    for target, markdown in pages.items():
-        target.write_text(markdown)
+        folder = "mail" if idx % 2 == 0 else "purchasing"
+        ctx.write(f"{folder}/{idx:03d}_{heading.replace(' ', '_')}.md",
+                  f"## {heading}\n\nA note about the {heading}. {firm[1]} delivers {firm[2]}; no pricing news here.\n")
     facts = {"failed": failed}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

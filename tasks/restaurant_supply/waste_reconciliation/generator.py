@@ -8,16 +8,7 @@ STOCK = [("chicken thighs", "kg", 7.2), ("beef mince", "kg", 9.8), ("salmon fill
          ("prawns", "kg", 17.0), ("lamb shoulder", "kg", 12.9), ("brioche buns", "each", 0.45), ("parmesan", "kg", 18.2)]
 BRANDS = ["Dale", "Harvest", "Brook", "Ridge", "Meadow", "Coast", "Vale", "Fenn", "Moor", "Glen", "Holt", "Wold"]
 DISHES = ["burger", "risotto", "fish pie", "curry", "carbonara", "salad bowl", "lamb tagine", "prawn linguine"]
-
-
-REPORT_NAMES = ["waste_variance.csv", "loss_cases.csv", "stock_variance.csv", "investigations.csv"]
-THRESHOLDS = [10, 15, 20, 25, 30]
 BETWEEN = {4: 12.5, 5: 17.5, 6: 22.5, 7: 27.5}  # item id -> loss value (pounds) between two possible thresholds
-
-
-def params(ctx) -> dict:
-    """The request: the loss value (pounds) above which a case is opened, and the report's file name."""
-    return {"threshold": ctx.rng.choice(THRESHOLDS), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -124,11 +115,8 @@ def generate(ctx):
     db.executemany("INSERT INTO deliveries VALUES (?,?,?,?,?)", [tuple(d) for d in sorted(deliveries, key=lambda d: (d[3], d[1]))])
     db.executemany("INSERT INTO waste_log VALUES (?,?,?,?,?,?)", [tuple(w) for w in sorted(waste, key=lambda w: (w[3], w[0]))])
 
-    kitchen, mail = ctx.workspace / "kitchen", ctx.workspace / "mail"
-    kitchen.mkdir()
-    mail.mkdir()
     name = {i[0]: i[2] for i in items}
-    (mail / "stock_procedure.eml").write_text(
+    ctx.write("mail/stock_procedure.eml",
         f"From: gm@bistro.example\nSubject: Weekly stock reconciliation\n\nTeam, the reconciliation covers Monday\n"
         f"{monday.day} {monday:%B %Y} to the following Sunday. The opening count is the stocktake dated the Sunday before and\n"
         "the closing count is the one dated the last Sunday. What we should have left is the opening count plus\n"
@@ -145,23 +133,24 @@ def generate(ctx):
         text = f"{q * 1000:.0f} {small}" if q < 1 else f"{q:g} {unit}"
         return f"{text} of {name[iid]} ({items[iid - 1][1]})"
 
-    (kitchen / "staff_meal_notebook.txt").write_text(
+    ctx.write("kitchen/staff_meal_notebook.txt",
         "Staff meal notebook (not in the system)\n\n"
         + "".join(f"{day:%A}: staff meal used {spoken(iid, q)}.\n" for iid, q, day in meal_rows)
     )
-    (mail / "returned_delivery.eml").write_text(
+    ctx.write("mail/returned_delivery.eml",
         f"From: head.chef@bistro.example\nSubject: {returned[1]} sent back\n\nThe {name[returned_item]} on delivery\n"
         f"{returned[1]} arrived warm and went straight back on the van. It is still booked in the system, but we\n"
         "never had it, so leave it out of the reconciliation.\n"
     )
-    (mail / "waste_log_error.eml").write_text(
+    ctx.write("mail/waste_log_error.eml",
         f"From: sous.chef@bistro.example\nSubject: waste log\n\nSorry - waste entry {duplicate[1]} is a duplicate of\n"
         f"{original[1]} ({name[dup_item]}); I pressed save twice. Only one of them really happened.\n"
     )
     topics = ["deep clean", "rota swap", "menu photo shoot", "extractor fan", "allergen board", "card machine",
               "uniform order", "bin collection"]
     for i in range(ctx.size("distractors")):
-        item = rng.choice(items)
-        text = (f"{topics[i % len(topics)].title()}\n\nJust so everyone knows about the {topics[i % len(topics)]}. "
-                f"The {item[2]} shelf was tidied while we were at it. No stock was used or lost.\n")
-        (kitchen if i % 2 == 0 else mail).joinpath(f"{topics[i % len(topics)].replace(' ', '_')}_{i:03d}.txt").write_text(text)
+        item, topic = rng.choice(items), topics[i % len(topics)]
+        folder = "kitchen" if i % 2 == 0 else "mail"
+        ctx.write(f"{folder}/{topic.replace(' ', '_')}_{i:03d}.txt",
+                  f"{topic.title()}\n\nJust so everyone knows about the {topic}. "
+                  f"The {item[2]} shelf was tidied while we were at it. No stock was used or lost.\n")

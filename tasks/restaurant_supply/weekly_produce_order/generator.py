@@ -13,16 +13,7 @@ SUPPLIERS = ["Greenleaf Produce", "Market Row Veg", "Hillside Growers", "Orchard
 DISH_WORDS = ["Roast", "Charred", "Braised", "Crispy", "Warm", "Smoked", "Spiced", "Glazed"]
 DISH_MAINS = ["salad", "risotto", "tart", "soup", "gratin", "skewers", "flatbread", "stew", "bowl", "pie"]
 SWAPS = [("celery", "celery", "fennel bulb"), ("mustard", "mustard greens", "kale")]
-
-
-REPORT_NAMES = ["produce_order.csv", "veg_order.csv", "weekly_order.csv", "produce_purchase.csv"]
-BUFFERS = [5, 8, 10, 12, 15]
 BETWEEN = ["cavolo nero", "rainbow chard", "radishes", "celeriac"]  # one per pair of neighbouring allowances
-
-
-def params(ctx) -> dict:
-    """The request: the trimming and spoilage allowance (percent) for the week, and the order file's name."""
-    return {"buffer_pct": ctx.rng.choice(BUFFERS), "report_name": ctx.rng.choice(REPORT_NAMES)}
 
 
 def generate(ctx):
@@ -96,18 +87,15 @@ def generate(ctx):
     # Walk-in stock of the BETWEEN items: the week's need plus the midpoint of two neighbouring allowances lands
     # exactly on a whole number of packs, so the lower allowance orders fewer packs than the higher one.
     week_days = {(week + timedelta(days=k)).isoformat() for k in range(7)}
-    for iid, low, high in zip(between, BUFFERS, BUFFERS[1:]):
+    buffers = ctx.choices("buffer_pct")
+    for iid, low, high in zip(between, buffers, buffers[1:]):
         grams = sum(line[3] * row[3] for row in forecast if row[1] in week_days
                     and not (row[2] == retired and row[1] >= retire_day.isoformat())
                     for line in lines if line[1] == row[2] and line[2] == iid)
         target = grams * (200 + low + high) // 200  # grams needed at the midpoint allowance, rounded down
         db.execute("UPDATE ingredients SET on_hand_grams = ? WHERE id = ?", (target % ingredients[iid - 1][5], iid))
 
-    notes = ctx.workspace / "kitchen"
-    mail = ctx.workspace / "mail"
-    notes.mkdir()
-    mail.mkdir()
-    (notes / "ordering_notes.md").write_text(
+    ctx.write("kitchen/ordering_notes.md",
         f"# Produce ordering - week of Monday {week.day} {week:%B %Y}\n\n"
         "The order covers the seven services from that Monday to the Sunday. Only fresh produce goes on this\n"
         "order; dairy, dry goods and proteins come through the cash-and-carry run and are handled separately.\n\n"
@@ -116,18 +104,18 @@ def generate(ctx):
         "is already in the walk-in and order whole packs to cover the rest (round up). Nothing to order if the\n"
         "walk-in already covers it.\n"
     )
-    (mail / "allergen_audit.eml").write_text(
+    ctx.write("mail/allergen_audit.eml",
         f"From: ops@kitchen.example\nSubject: Allergen audit outcome\n\nHi chef,\n\nFollowing the audit we are taking\n"
         f"{allergen} out of the kitchen altogether. Every recipe that uses {removed_name} switches to {swap_name}\n"
         "at exactly the same weight per cover, starting with next week's services. Please don't order any more\n"
         f"{removed_name}.\n\nThanks,\nOps\n"
     )
-    (mail / "menu_change.eml").write_text(
+    ctx.write("mail/menu_change.eml",
         f"From: sous.chef@kitchen.example\nSubject: {dishes[retired - 1][1]} coming off\n\n"
         f"Heads up: the {dishes[retired - 1][1]} comes off the menu from {retire_day:%A} {retire_day.day} {retire_day:%B},\n"
         "that service included. Ignore its forecast from that day on; the forecast tool has not been updated yet.\n"
     )
-    (notes / "ordering_notes_previous_week.md").write_text(
+    ctx.write("kitchen/ordering_notes_previous_week.md",
         f"# Produce ordering - week of Monday {(week - timedelta(days=7)).day} {(week - timedelta(days=7)):%B %Y} (done)\n\n"
         "Placed and delivered. We used a 20 percent allowance that week because of the private function.\n"
     )
@@ -136,7 +124,8 @@ def generate(ctx):
     for i in range(ctx.size("distractors")):
         topic = topics[i % len(topics)]
         ing = rng.choice(ingredients)
-        (notes if i % 2 == 0 else mail).joinpath(f"memo_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(
+        folder = "kitchen" if i % 2 == 0 else "mail"
+        ctx.write(f"{folder}/memo_{i:03d}_{topic.replace(' ', '_')}.txt",
             f"{topic.title()}\n\nReminder about the {topic}. {ing[4]} said the {ing[2]} last week were excellent.\n"
             f"No change to ordering. Ticket {rng.randint(100, 999)}.\n"
         )

@@ -8,18 +8,6 @@ BRANDS = ["Hearthly", "Nordvik", "Plumtree", "Casa Sol", "Brightway", "Tinker & 
 THINGS = ["Mug Set", "Duvet Cover", "Puzzle", "Planter", "Notebook", "Desk Lamp", "Towel Bale", "Bauble Pack",
           "Knife Block", "Cushion", "Kite", "Watering Can", "Pen Pack", "String Lights", "Bath Mat", "Wreath"]
 BANDS = [(45, 90), (60, 120), (30, 75)]
-HELD_CATEGORIES = ["kitchenware", "bedding", "toys", "stationery", "lighting", "bathroom"]  # never the seasonal one
-GO_LIVE_DAYS = ["Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
-REPORT_NAMES = ["markdown_report.csv", "aged_stock_markdowns.csv", "clearance_prices.csv", "markdown_lines.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: a category held at full price this round, the weekday the event goes live, the report's name."""
-    return {
-        "held_category": ctx.rng.choice(HELD_CATEGORIES),
-        "go_live_day": ctx.rng.choice(GO_LIVE_DAYS),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
 
 
 def generate(ctx):
@@ -52,7 +40,8 @@ def generate(ctx):
                (second_band + 20, None, excluded_brand, 0.3, 10), (second_band + 15, seasonal, None, 0.3, 8),
                (second_band + 30, None, None, 0.8, 11), ("never", None, None, 0.3, 6), (second_band + 40, None, None, 0.3, 0)]
     # ... and an aged line in every category the request can hold back, so the held category always matters.
-    special += [(second_band + 10 + k, category, None, 0.3, 5 + k) for k, category in enumerate(HELD_CATEGORIES)]
+    held_categories = ctx.choices("held_category")
+    special += [(second_band + 10 + k, category, None, 0.3, 5 + k) for k, category in enumerate(held_categories)]
     products, sales = [], []
     for pid in range(1, ctx.size("products") + 1):
         if pid <= len(special):
@@ -78,10 +67,7 @@ def generate(ctx):
     db.executemany("INSERT INTO sales (product_id, sale_date, quantity) VALUES (?,?,?)",
                    [(p, d, rng.randint(1, 4)) for p, d in order])
 
-    ws = ctx.workspace
-    for folder in ("merchandising", "mail"):
-        (ws / folder).mkdir()
-    (ws / "merchandising" / "markdown_policy.md").write_text(
+    ctx.write("merchandising/markdown_policy.md",
         "# Markdown policy - aged stock\n\n"
         f"Ages are counted in days up to the stocktake, which this time was held on {stocktake:%d %B %Y}. A line's age is\n"
         "the number of days since its most recent sale; for a line that has never sold, count from the day we\n"
@@ -93,7 +79,7 @@ def generate(ctx):
         "even that is not below the current price, leave the line alone.\n\n"
         "All new prices go live together as a single markdown event on the first Monday after the stocktake.\n"
     )
-    (ws / "mail" / "buying_exclusions.eml").write_text(
+    ctx.write("mail/buying_exclusions.eml",
         "From: buying@store.example\nSubject: Markdown exclusions this round\n\n"
         f"Two things before you run the markdowns. Everything from {excluded_brand} is on sale-or-return, so the\n"
         f"supplier takes back what we do not sell: never mark it down. And {seasonal} stock goes back into the\n"
@@ -103,9 +89,8 @@ def generate(ctx):
                               "store radio", "customer survey", "heating repair"])
     for i, topic in zip(range(ctx.size("store_mail")), topics):
         brand, ref = rng.choice(BRANDS), rng.randint(100, 999)
-        note = ws / "mail" / f"store_{i:03d}_{topic.replace(' ', '_')}.eml"
-        note.write_text(f"Subject: {topic}\n\nQuick update on the {topic}. The {brand} display stays where it is.\n"
-                        f"No impact on pricing. Ref {ref}.\n")
-    facts = {"stocktake": stocktake.isoformat(), "bands": [first_band, second_band], "pcts": [first_pct, second_pct],
-             "excluded_brand": excluded_brand, "seasonal": seasonal}
+        ctx.write(f"mail/store_{i:03d}_{topic.replace(' ', '_')}.eml",
+                  f"Subject: {topic}\n\nQuick update on the {topic}. The {brand} display stays where it is.\n"
+                  f"No impact on pricing. Ref {ref}.\n")
+    facts = {"excluded_brand": excluded_brand, "seasonal": seasonal}
     db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])

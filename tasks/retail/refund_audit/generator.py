@@ -7,24 +7,6 @@ ITEMS = {"electronics": ["Headphones", "Speaker", "Charger", "Smart Plug"], "hom
          "apparel": ["Jacket", "Scarf", "Boots", "Hoodie"], "toys": ["Robot Kit", "Plush Fox", "Puzzle Cube", "Kite"],
          "clearance": ["Last-season Bag", "Display Clock", "Outlet Mug", "Sample Rug"]}
 REASONS = ["changed mind", "wrong size", "not as described", "defective", "arrived late"]
-TOLERANCES = [1, 2, 5, 10]
-REPORT_NAMES = ["refund_audit.csv", "refund_exceptions.csv", "wrong_refunds.csv", "returns_audit.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: this quarter's restocking fee, the smallest refund error worth flagging, and the report's name."""
-    return {
-        "restocking_fee_pct": ctx.rng.choice([10, 12, 15, 20]),
-        "tolerance": ctx.rng.choice(TOLERANCES),
-        "report_name": ctx.rng.choice(REPORT_NAMES),
-    }
-
-
-def save(root, relative: str, text: str) -> None:
-    """Write one workspace document, creating its folder."""
-    target = root.joinpath(*relative.split("/"))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
 
 
 def line_value(qty: int, unit_price: float, discount_pct: int) -> float:
@@ -74,6 +56,7 @@ def generate(ctx):
     cat = {p[0]: p[2] for p in products}
     returns = [None] * 4  # ids 1-4 are the guaranteed cases below
     ordinary = [l for l in lines if l[0] > 3]
+    tolerances = ctx.choices("tolerance")
     for rid in range(5, ctx.size("returns") + 1):
         oid, sku, qty, price = rng.choice(ordinary)
         order = orders[oid - 1]
@@ -85,8 +68,8 @@ def generate(ctx):
             issued = round(qty * price, 2)  # ignored the coupon
         elif mistake < 0.2:
             issued = round(paid, 2)  # no restocking fee taken
-        if rid < 5 + len(TOLERANCES) - 1:  # a mis-keyed refund between each two possible tolerances
-            low, high = TOLERANCES[rid - 5], TOLERANCES[rid - 4]
+        if rid < 5 + len(tolerances) - 1:  # a mis-keyed refund between each two possible tolerances
+            low, high = tolerances[rid - 5], tolerances[rid - 4]
             oid, sku, qty, price = rng.choice([l for l in ordinary if cat[l[1]] != "clearance"])
             order = orders[oid - 1]
             days, reason, condition = rng.randint(1, window), "wrong size", "sealed"
@@ -127,5 +110,5 @@ def generate(ctx):
         docs[f"cs_notes/{i:03d}_{topic.replace(' ', '_')}.md"] = (
             f"# {topic.title()}\n\nCustomer-service note on {topic}. Ticket volume is {rng.randint(5, 90)} this week.\n"
             "This does not change refund rules.\n")
-    for rel in sorted(docs):
-        save(ctx.workspace, rel, docs[rel])
+    for rel, text in docs.items():
+        ctx.write(rel, text)

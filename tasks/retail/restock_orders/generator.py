@@ -1,7 +1,6 @@
 """State for retail/restock_orders: a catalogue, suppliers, sales history and the shop's documents."""
 import json
 
-CATEGORIES = ["pantry", "beverages", "household", "snacks", "personal care", "frozen"]
 ADJECTIVES = ["Classic", "Organic", "Family", "Light", "Premium", "Everyday", "Fresh", "Golden"]
 NOUNS = ["Oats", "Coffee", "Detergent", "Crackers", "Shampoo", "Peas", "Tea", "Rice", "Soap", "Juice", "Pasta", "Chips"]
 SUPPLIER_NAMES = ["Northwind", "Blue Harbor", "Keystone", "Maple Ridge", "Cedar Point", "Summit", "Riverbend",
@@ -11,6 +10,7 @@ SUPPLIER_NAMES = ["Northwind", "Blue Harbor", "Keystone", "Maple Ridge", "Cedar 
 
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
+    categories = ctx.choices("excluded_category")
     db.executescript(
         """
         CREATE TABLE suppliers (id INTEGER PRIMARY KEY, name TEXT, case_pack INTEGER, lead_days INTEGER, email TEXT);
@@ -39,7 +39,7 @@ def generate(ctx):
         preferred = rng.randint(1, n_suppliers)
         backup = rng.choice([s for s in range(1, n_suppliers + 1) if s != preferred])
         name = f"{rng.choice(ADJECTIVES)} {rng.choice(NOUNS)} {rng.randint(100, 999)}g"
-        products.append((pid, f"SKU-{pid:05d}", name, rng.choice(CATEGORIES), on_hand, reorder, target,
+        products.append((pid, f"SKU-{pid:05d}", name, rng.choice(categories), on_hand, reorder, target,
                          round(rng.uniform(0.8, 25.0), 2), preferred, backup))
     # Guarantee the exceptions matter at every scale: two low-stock products of the suspended supplier,
     # and low-stock products among the discontinued ones.
@@ -50,7 +50,7 @@ def generate(ctx):
         products[idx * 7 + 3] = (pid, sku, name, cat, reorder - 3, reorder, target, cost, suspended, backup)
     # Every category has low-stock products (rows 20..25 of every scale), so whichever category the request
     # leaves alone changes the orders.
-    for offset, category in enumerate(CATEGORIES):
+    for offset, category in enumerate(categories):
         pid, sku, name, _, _, reorder, target, cost, preferred, backup = products[20 + offset]
         if preferred == suspended:
             preferred, backup = backup, preferred
@@ -67,9 +67,7 @@ def generate(ctx):
     db.executemany("INSERT INTO sales VALUES (?,?,?,?)", sales)
 
     supplier_name = {s[0]: s[1] for s in suppliers}
-    docs = ctx.workspace / "docs"
-    docs.mkdir()
-    (docs / "purchasing_policy.md").write_text(
+    ctx.write("docs/purchasing_policy.md",
         "# Purchasing policy (stock room)\n\n"
         "- Reorder a product when stock on hand is strictly below its reorder point.\n"
         "- Order from the product's preferred supplier unless a notice says otherwise; the backup\n"
@@ -78,15 +76,13 @@ def generate(ctx):
         "  supplier's case pack (we cannot buy partial cases).\n"
         "- Unit cost is the catalogue unit cost, whichever supplier ships it.\n"
     )
-    inbox = ctx.workspace / "inbox"
-    inbox.mkdir()
-    (inbox / "2026-11-02_supplier_notice.eml").write_text(
+    ctx.write("inbox/2026-11-02_supplier_notice.eml",
         f"From: accounts@ourshop.example\nSubject: Hold on {supplier_name[suspended]}\n\n"
         f"Hi team, we are in a billing dispute with {supplier_name[suspended]}. Until further notice do NOT\n"
         "place new orders with them. Where they are the preferred supplier, use the backup supplier\n"
         "on file for that product instead.\n\nThanks, Accounts\n"
     )
-    (docs / "range_review_notes.txt").write_text(
+    ctx.write("docs/range_review_notes.txt",
         "Range review - outcome\n\nThe following lines are being delisted and must not be reordered,\n"
         "whatever their stock level:\n" + "\n".join(f"  * {sku}" for sku in discontinued) + "\n"
     )
@@ -94,9 +90,9 @@ def generate(ctx):
               "delivery bay access", "fire drill", "holiday opening hours", "price labels", "returns desk"]
     for i in range(ctx.size("distractors")):
         topic = topics[i % len(topics)]
-        folder = inbox if i % 2 else docs
+        folder = "inbox" if i % 2 else "docs"
         other = rng.choice(suppliers)
-        (folder / f"note_{i:03d}_{topic.replace(' ', '_')}.txt").write_text(
+        ctx.write(f"{folder}/note_{i:03d}_{topic.replace(' ', '_')}.txt",
             f"About the {topic}: please review the attached plan before the next team meeting.\n"
             f"{other[1]} confirmed their delivery window ({other[3]} days). Nothing changes for ordering.\n"
             f"Reference {rng.randint(1000, 9999)}.\n"

@@ -44,14 +44,6 @@ def rankings(games, win_points, fixes, deduction, name):
     }
 
 
-REPORT_NAMES = ["final_tables.csv", "league_tables.csv", "final_standings.csv", "season_tables.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: how many clubs go up and down between divisions this season, and the tables' file name."""
-    return {"movers": ctx.rng.choice([1, 2, 3, 4]), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -92,8 +84,6 @@ def generate(ctx):
         else:
             if div == 1:
                 raise RuntimeError("no division-1 season where the tie-break rule matters; widen the search")
-        if div == 1:
-            facts_overturned = overturned
         for i, (h, a, hg, ag, status) in enumerate(games):
             kickoff = f"2026-{8 + (i // 4) // 6:02d}-{1 + (i // 4) % 6 * 5:02d}"  # a round every five days from August
             matches.append((len(matches) + 1, div, i // 4 + 1, h, a, hg, ag, status, kickoff, rng.randint(300, 9000),
@@ -104,12 +94,9 @@ def generate(ctx):
 
     name = {t[0]: t[1] for t in teams}
     mid, home, away = facts_overturned
-    docs, mail = ctx.workspace / "league", ctx.workspace / "correspondence"
-    docs.mkdir()
-    mail.mkdir()
     order = (["points in the matches played between the clubs concerned", "goal difference", "goals scored"]
              if h2h_first else ["goal difference", "goals scored", "points in the matches played between the clubs concerned"])
-    (docs / "constitution.md").write_text(
+    ctx.write("league/constitution.md",
         "# League constitution (extract)\n\n"
         "## Rule 7 - Points\n"
         f"A club earns {win_points} points for a win, 1 for a draw and none for a defeat. A match abandoned before\n"
@@ -126,30 +113,26 @@ def generate(ctx):
         "season. The club finishing top of Division 1 is the league champion.\n\n"
         "## Rule 12 - Fines\nClubs receiving more than twenty cautions in a season pay a fine. This does not affect points.\n"
     )
-    (mail / "disciplinary_decision.txt").write_text(
+    ctx.write("correspondence/disciplinary_decision.txt",
         f"Disciplinary committee - decision\n\nFollowing the inquiry into registration breaches, {name[deducted[0]]} is\n"
         f"deducted {deduction} points from its final total this season. The club has not appealed.\n"
     )
-    (mail / "competitions_committee_ruling.txt").write_text(
+    ctx.write("correspondence/competitions_committee_ruling.txt",
         f"Competitions committee - ruling on match {mid}\n\nIn match {mid}, {name[home]} (home) against {name[away]},\n"
         f"{name[home]} fielded an ineligible player. The recorded result is void and the match is awarded to\n"
         f"{name[away]} by a score of 0-3 (home 0, away 3). The result in the system has not been changed.\n"
     )
-    (mail / "appeal_rejected.txt").write_text(
+    ctx.write("correspondence/appeal_rejected.txt",
         f"Appeals panel\n\n{name[teams[8 % len(teams)][0]]} asked for a points deduction against a rival to be reviewed.\n"
         "The request was out of time and has been rejected; no change to any result or points total.\n"
     )
     agenda = ["referee expenses", "ground grading", "youth cup draw", "kit clash policy", "floodlight inspection",
               "annual dinner", "media rights", "volunteer awards"]
-
-    def file_item(index: int) -> None:
-        club, item = rng.choice(teams)[1], agenda[index % len(agenda)]
-        folder = docs if index % 2 else mail
-        (folder / f"item_{index:03d}_{item.replace(' ', '_')}.txt").write_text(
-            f"{item.title()}\n\nThe secretary of {club} wrote about the {item}.\n"
-            f"Noted by the committee; it has no bearing on results or the tables. Ref {rng.randint(100, 999)}.\n")
-
     for index in range(ctx.size("distractors")):
-        file_item(index)
+        club, item = rng.choice(teams)[1], agenda[index % len(agenda)]
+        folder = "league" if index % 2 else "correspondence"
+        ctx.write(f"{folder}/item_{index:03d}_{item.replace(' ', '_')}.txt",
+                  f"{item.title()}\n\nThe secretary of {club} wrote about the {item}.\n"
+                  f"Noted by the committee; it has no bearing on results or the tables. Ref {rng.randint(100, 999)}.\n")
     facts = {"deducted": deducted[0]}
     db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])

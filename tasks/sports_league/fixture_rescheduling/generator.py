@@ -19,14 +19,6 @@ def _slot_rows(rng, venue_id, start, count, times):
     return rows
 
 
-REPORT_NAMES = ["rescheduled_fixtures.csv", "rearranged_fixtures.csv", "new_fixture_dates.csv", "fixture_changes.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the minimum days between two matches of a team, and the report's file name."""
-    return {"rest_days": ctx.rng.choice([3, 4, 5, 6]), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -108,10 +100,7 @@ def generate(ctx):
                    [(*m, rng.choice(referees), rng.randint(800, 25000) if m[5] == "played" else None) for m in matches])
     db.executemany("INSERT INTO slots VALUES (?,?,?,?,?)", rows)
 
-    memos, mail, refs = (ctx.workspace / d for d in ("competition", "mail", "referees"))
-    for d in (memos, mail, refs):
-        d.mkdir()
-    (memos / "rescheduling_rules.md").write_text(
+    ctx.write("competition/rescheduling_rules.md",
         "# Competition rules: rearranged fixtures\n\n"
         "A postponed fixture is replayed at the home team's own ground, in one of the free slots that ground has\n"
         "offered to the league. Slots offered but already taken are not free.\n\n"
@@ -123,12 +112,12 @@ def generate(ctx):
         "slot that satisfies every rule (earliest date, then earliest kick-off). Fixtures postponed from the same\n"
         "day are taken in fixture-number order.\n"
     )
-    (mail / "2026-11-21_broadcaster.eml").write_text(
+    ctx.write("mail/2026-11-21_broadcaster.eml",
         "From: scheduling@sportscast.example\nSubject: Rearranged fixtures - TV selections\n\n"
         "As per our contract, any fixture between two of the national-tier clubs is a TV selection and can only\n"
         f"be played in an evening slot, meaning a kick-off at {evening_from} or later. Matches involving a regional-\n"
         "tier club are not affected.\n")
-    (mail / "2026-11-26_ground_closure.eml").write_text(
+    ctx.write("mail/2026-11-26_ground_closure.eml",
         f"From: secretary@{venues[1][2].lower()}.example\nSubject: {venues[1][1]} closed for pitch works\n\n"
         f"{venues[1][1]} will be closed for re-turfing from {closure_start.strftime('%d %B %Y')} to "
         f"{closure_end.strftime('%d %B %Y')} inclusive.\nWe offered slots in that period before the works were "
@@ -137,9 +126,9 @@ def generate(ctx):
               "car parking", "steward training"]
     for i in range(ctx.size("club_mail")):
         t = rng.choice(teams)
-        (mail / f"2026-11-{(i % 27) + 1:02d}_club_{i}.eml").write_text(
+        ctx.write(f"mail/2026-11-{(i % 27) + 1:02d}_club_{i}.eml",
             f"From: office@{t[1].split()[0].lower()}.example\nSubject: {topics[i % len(topics)]}\n\n"
             f"A note from {t[1]} about {topics[i % len(topics)]}. No bearing on the fixture list.\n")
     for i in range(ctx.size("referee_notes")):
-        (refs / f"appointments_{i:02d}.txt").write_text(
+        ctx.write(f"referees/appointments_{i:02d}.txt",
             f"Referee appointments batch {i + 1}: officials confirmed for the next round. Assessors to follow.\n")

@@ -10,19 +10,10 @@ GIVEN = ["Alex", "Bea", "Colin", "Dana", "Ewan", "Fay", "Gus", "Holly", "Ian", "
 FAMILY = ["Archer", "Baines", "Cole", "Dunn", "Eve", "Ford", "Gale", "Hart", "Irwin", "Judd", "Keane", "Lamb"]
 
 
-REPORT_NAMES = ["appointments.csv", "referee_appointments.csv", "officials_plan.csv", "matchday_referees.csv"]
-REST_DAYS = [7, 10, 14, 21, 28]
-
-
-def params(ctx) -> dict:
-    """The request: how many days back a referee's last game with a club bars them, and the sheet's file name."""
-    return {"rest_days": ctx.rng.choice(REST_DAYS), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
-def plant_rest_cases(history, referees, fixture, unavailable_day):
+def plant_rest_cases(history, referees, fixture, unavailable_day, periods):
     """Make the rest period decide the first fixture: the four referees the policy would rank first for it each
-    refereed its home club just beyond one possible period and within the next, and saw neither club otherwise
-    within the longest one; so every possible period appoints a different referee. Only dates change."""
+    refereed its home club just beyond one of the possible `periods` and within the next, and saw neither club
+    otherwise within the longest one; so every possible period appoints a different referee. Only dates change."""
     division, kickoff, home, away = fixture
     day = date.fromisoformat(kickoff[:10])
     count = {r[0]: 0 for r in referees}
@@ -30,13 +21,13 @@ def plant_rest_cases(history, referees, fixture, unavailable_day):
         count[h[1]] += 1
     eligible = [r for r in referees if r[2] <= division and r[3] not in (home, away) and unavailable_day.get(r[0]) != day]
     ranked = sorted(eligible, key=lambda r: (count[r[0]], r[2], r[1]))
-    for (rid, *_), just_beyond in zip(ranked, REST_DAYS):
+    for (rid, *_), just_beyond in zip(ranked, periods):
         own = [h for h in history if h[1] == rid]
         if not own:
             continue
         for h in own:
-            if {h[3], h[4]} & {home, away} and (day - date.fromisoformat(h[2])).days <= REST_DAYS[-1]:
-                h[2] = (day - timedelta(days=REST_DAYS[-1] + 2)).isoformat()
+            if {h[3], h[4]} & {home, away} and (day - date.fromisoformat(h[2])).days <= periods[-1]:
+                h[2] = (day - timedelta(days=periods[-1] + 2)).isoformat()
         own[0][2] = (day - timedelta(days=just_beyond + 1)).isoformat()
         own[0][3] = home
         if own[0][4] in (home, away):
@@ -101,14 +92,12 @@ def generate(ctx):
     unavailable = {}
     for r in rng.sample(referees, k=max(3, len(referees) // 4)):
         unavailable[r[0]] = [rng.choice(matchdays)]
-    plant_rest_cases(history, referees, fixtures[0], {rid: days[0] for rid, days in unavailable.items()})
+    plant_rest_cases(history, referees, fixtures[0], {rid: days[0] for rid, days in unavailable.items()},
+                     ctx.choices("rest_days"))
     history.sort(key=lambda x: x[2])
     db.executemany("INSERT INTO past_appointments VALUES (?,?,?,?,?,?,?)", [(i + 1,) + tuple(x[1:]) for i, x in enumerate(history)])
     seminar_day = matchdays[1]  # every grade 1 referee is away on the Wednesday: division 1 cannot be staffed then
-    refs, mail = ctx.workspace / "referees", ctx.workspace / "association"
-    refs.mkdir()
-    mail.mkdir()
-    (mail / "appointments_policy.md").write_text(
+    ctx.write("association/appointments_policy.md",
         "# Referee appointments policy\n\n"
         "Fixtures are staffed one at a time in kickoff order (earliest first; fixtures kicking off at the same time\n"
         "in fixture id order). For each fixture, a referee is eligible only if all of these hold:\n\n"
@@ -122,22 +111,23 @@ def generate(ctx):
         "plus those made in this run); if tied, the higher grade (grade 1 before 2 before 3); if still tied, the\n"
         "alphabetically first name. If nobody is eligible, flag the fixture to the appointments secretary.\n"
     )
-    (mail / "seminar_notice.eml").write_text(
+    ctx.write("association/seminar_notice.eml",
         f"From: association@referees.example\nSubject: National seminar\n\nAll grade 1 referees attend the national\n"
         f"seminar on {seminar_day:%A} {seminar_day.day} {seminar_day:%B %Y} and are unavailable for matches that day.\n"
     )
     for rid, days in unavailable.items():
         name = referees[rid - 1][1]
         day = days[0]
-        (refs / f"availability_{rid:03d}.txt").write_text(
+        ctx.write(f"referees/availability_{rid:03d}.txt",
             f"From {name}:\n\nSorry, I can't referee on {day:%A} {day.day} {day:%B}, family commitments. "
             "Any other day is fine.\n"
         )
     topics = ["kit allowance", "fitness test", "expenses claim", "law changes", "mentoring scheme", "assessor visits"]
     for i in range(ctx.size("distractors")):
-        r = rng.choice(referees)
-        (refs if i % 2 else mail).joinpath(f"{topics[i % len(topics)].replace(' ', '_')}_{i:03d}.txt").write_text(
-            f"{topics[i % len(topics)].capitalize()}\n\nMessage from {r[1]} about the {topics[i % len(topics)]}. "
+        r, topic = rng.choice(referees), topics[i % len(topics)]
+        folder = "referees" if i % 2 else "association"
+        ctx.write(f"{folder}/{topic.replace(' ', '_')}_{i:03d}.txt",
+            f"{topic.capitalize()}\n\nMessage from {r[1]} about the {topic}. "
             "Available as usual for appointments.\n"
         )
     facts = {"seminar_day": seminar_day.isoformat(),

@@ -12,15 +12,6 @@ LAST = ["Aalto", "Bakker", "Claes", "Dekker", "Engel", "Falk", "Graaf", "Hoek", 
 TIERS = ["gold", "silver", "standard"]
 
 
-REPORT_NAMES = ["rebooking_log.csv", "disruption_log.csv", "reaccommodation.csv", "rebookings.csv"]
-
-
-def params(ctx) -> dict:
-    """The request: the two voucher values the airline funds this time, and the log's file name."""
-    return {"small_voucher": ctx.rng.choice([10, 15, 20, 25]), "large_voucher": ctx.rng.choice([40, 50, 60, 75]),
-            "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -40,7 +31,6 @@ def generate(ctx):
     codes = list(AIRPORTS)
     routes = [codes[i % len(codes)] for i in range(ctx.size("routes"))]
     band1, band2 = rng.choice([(120, 300), (180, 360), (150, 420)])
-    v1, v2 = ctx.params["small_voucher"], ctx.params["large_voucher"]
 
     flights = []
     for r_idx, dest in enumerate(routes):
@@ -116,49 +106,42 @@ def generate(ctx):
     # Any operating alternative departs later on the same route, so it lands after this: the note forces a refund.
     deadline = dt.datetime.strptime(deadline_flight["arrive"], "%Y-%m-%d %H:%M")
 
-    # Expected outcome: priority order, earliest open flight with a seat, same destination, departing no earlier.
+    # The rebookings the playbook leads to: priority order, earliest open flight with a seat, same destination,
+    # departing no earlier; the customer who wants a refund, and anyone left without a flight, is refunded.
     tier_rank = {t: i for i, t in enumerate(TIERS)}
     pax = {p["id"]: p for p in passengers}
     flight = {f["id"]: f for f in flights}
     seats = {f["id"]: f["seats_left"] for f in flights}
     order = sorted(live, key=lambda b: (tier_rank[pax[b["passenger_id"]]["loyalty_tier"]], b["booked_on"], b["booking_ref"]))
-    expected = {}
+    delays = set()
     for b in order:
         orig = flight[b["flight_id"]]
         if b is refund_wish:
-            expected[b["booking_ref"]] = ["refunded", None, None, 0]
             continue
         options = sorted((f for f in open_after if f["destination"] == orig["destination"] and f["depart"] >= orig["depart"]
                           and seats[f["id"]] > 0), key=lambda f: (f["depart"], f["id"]))
         if b is deadline_pick:
             options = [f for f in options if f["arrive"] <= deadline.strftime("%Y-%m-%d %H:%M")]
         if not options:
-            expected[b["booking_ref"]] = ["refunded", None, None, 0]
             continue
         new = options[0]
         seats[new["id"]] -= 1
-        delay = int((dt.datetime.strptime(new["depart"], "%Y-%m-%d %H:%M") - dt.datetime.strptime(orig["depart"], "%Y-%m-%d %H:%M")).total_seconds() // 60)
-        expected[b["booking_ref"]] = ["rebooked", new["flight_no"], delay, 0]
+        delay = dt.datetime.fromisoformat(new["depart"]) - dt.datetime.fromisoformat(orig["depart"])
+        delays.add(int(delay.total_seconds() // 60))
     # Both voucher values must be earned by someone, so that each matters: where the drawn bands leave one of them
     # unused, put the bands at the shortest and the longest positive delay instead.
-    delays = sorted({v[2] for v in expected.values() if v[0] == "rebooked" and v[2] > 0})
+    delays = sorted(d for d in delays if d > 0)
     if len(delays) >= 2 and not (any(band1 <= d < band2 for d in delays) and delays[-1] >= band2):
         band1, band2 = delays[0], delays[-1]
-    for v in expected.values():
-        if v[0] == "rebooked":
-            v[3] = v2 if v[2] >= band2 else v1 if v[2] >= band1 else 0
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("inbox", "playbook", "customer_notes"):
-        (ws / folder).mkdir()
     long = lambda d: f"{d.strftime('%A')} {d.day} {d.strftime('%B %Y')}"
-    (ws / "inbox" / "airline_ops_notice.eml").write_text(
+    ctx.write("inbox/airline_ops_notice.eml",
         f"From: ops-notices@airline.example\nSubject: Runway closure at {hub}\n\nDear partners,\n\nDue to emergency runway repairs at "
         f"{hub}, all departures from {hub} scheduled between {close_from:02d}:00 and {close_to:02d}:00 on {long(day)} are cancelled "
         f"(a departure at {close_to:02d}:00 or later operates). Arrivals into {hub} are not affected. Please reaccommodate your "
         "customers on later services; the schedules in the booking system have not been updated yet.\n")
-    (ws / "playbook" / "disruption_playbook.md").write_text(
+    ctx.write("playbook/disruption_playbook.md",
         "# Disruption playbook\n\n## Who goes first\n\nSeats on alternative flights are limited. Handle affected customers in "
         "order of loyalty tier (gold, then silver, then standard); within a tier, whoever booked first goes first; if they "
         "booked on the same day, go by booking reference in alphabetical order.\n\n## Where to\n\nRebook each customer on the "
@@ -180,12 +163,13 @@ def generate(ctx):
         notes.append(f"Booking {b['booking_ref']} ({pax[b['passenger_id']]['name']}): {rng.choice(['asked for a window seat', 'vegetarian meal requested', 'travelling with a guitar', 'wheelchair assistance at arrival'])}.")
     rng.shuffle(notes)
     for i in range(0, len(notes), 2):
-        (ws / "customer_notes" / f"notes_{i // 2 + 1:03d}.txt").write_text("Customer service notes\n\n" + "\n".join(notes[i:i + 2]) + "\n")
+        ctx.write(f"customer_notes/notes_{i // 2 + 1:03d}.txt",
+                  "Customer service notes\n\n" + "\n".join(notes[i:i + 2]) + "\n")
     topics = ["fare filing changes", "office christmas party", "GDS maintenance", "new ancillary fees", "baggage rules"]
     for i in range(ctx.size("agency_mail")):
         topic = topics[i % len(topics)]
-        (ws / "inbox" / f"agency_{i:03d}.eml").write_text(f"From: office@agency.example\nSubject: {topic}\n\nA note on {topic}. "
-                                                          f"Nothing to do for disruptions. Ref {rng.randint(100, 999)}.\n")
+        ctx.write(f"inbox/agency_{i:03d}.eml", f"From: office@agency.example\nSubject: {topic}\n\nA note on {topic}. "
+                                                f"Nothing to do for disruptions. Ref {rng.randint(100, 999)}.\n")
 
     facts = {"refund_wish": refund_wish["booking_ref"], "closed_flights": [f["id"] for f in cancelled],
              "already_cancelled": cancelled_one["booking_ref"]}

@@ -11,15 +11,6 @@ FIRST = ["Alba", "Bram", "Cleo", "Dario", "Ewa", "Finn", "Gaia", "Hugo", "Isla",
 LAST = ["Arnaud", "Bos", "Conti", "De Wit", "Eklund", "Fabre", "Gomes", "Hahn", "Ilić", "Jonsson", "Kovač", "Laurent"]
 
 
-REPORT_NAMES = ["reconciliation.csv", "expense_audit.csv", "claim_decisions.csv", "expense_review.csv"]
-RECEIPT_LIMITS = [15, 20, 25, 30, 35]
-
-
-def params(ctx) -> dict:
-    """The request: the value (EUR) up to which a line without a receipt is reimbursed, and the report's file name."""
-    return {"receipt_limit": ctx.rng.choice(RECEIPT_LIMITS), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -76,12 +67,13 @@ def generate(ctx):
     hotel = next(l for l in c1 if l[2] == "hotel")
     card.append((trips[0][1], hotel[1], hotel[3], hotel[4], hotel[5]))
     day0 = c1[0][1]
-    unit1 = 1 / BASE_RATE[CITIES[trips[0][2]]]
-    lines.append([1, day0, "meal", "Trattoria Roma", round(caps[trips[0][2]] * 1.2 * unit1, 2), CITIES[trips[0][2]], 1])
-    lines.append([1, day0, "taxi", "City Cabs", round((receipt_limit + 12) * unit1, 2), CITIES[trips[0][2]], 0])
-    lines.append([1, (dt.date.fromisoformat(trips[0][3]) - dt.timedelta(days=3)).isoformat(), "misc", "Kiosk 24", round(15 * unit1, 2), CITIES[trips[0][2]], 1])
-    # Taxis without a receipt worth (in euros at the day's rate) a value between every two possible limits.
     cur1 = CITIES[trips[0][2]]
+    unit1 = 1 / BASE_RATE[cur1]
+    before_trip = (dt.date.fromisoformat(trips[0][3]) - dt.timedelta(days=3)).isoformat()
+    lines.append([1, day0, "meal", "Trattoria Roma", round(caps[trips[0][2]] * 1.2 * unit1, 2), cur1, 1])
+    lines.append([1, day0, "taxi", "City Cabs", round((receipt_limit + 12) * unit1, 2), cur1, 0])
+    lines.append([1, before_trip, "misc", "Kiosk 24", round(15 * unit1, 2), cur1, 1])
+    # Taxis without a receipt worth (in euros at the day's rate) a value between every two possible limits.
     for value in (17.5, 22.5, 27.5, 32.5):
         lines.append([1, day0, "taxi", "Airport Taxi", round(value / fx[(cur1, day0)], 2), cur1, 0])
     # An exception: a lost hotel receipt on claim 2 that a manager approved.
@@ -99,11 +91,8 @@ def generate(ctx):
     db.executemany("INSERT INTO card_transactions (employee_id, posted_on, merchant, amount, currency) VALUES (?,?,?,?,?)", card)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("policy", "approvals", "news"):
-        (ws / folder).mkdir()
     allowance = "\n".join(f"| {c} | {v} |" for c, v in caps.items())
-    (ws / "policy" / "travel_expense_policy.md").write_text(
+    ctx.write("policy/travel_expense_policy.md",
         "# Travel expense policy\n\nCheck each expense line, in line-number order, against these rules and apply the first "
         "that fits:\n\n1. Only spending from the first to the last day of the trip (inclusive) is reimbursed; reject anything "
         "else with reason `outside_trip`.\n2. Anything that also appears on the employee's corporate card feed (same day, "
@@ -115,16 +104,16 @@ def generate(ctx):
         "Convert every amount to euros at the finance rate for the day the money was spent, and round to cents before "
         "applying the limits.\n\n| City | Daily meal allowance (EUR) |\n|---|---|\n" + allowance + "\n")
     emp2 = next(e for e in employees if e[0] == claims[1][1])
-    (ws / "approvals" / "exception_lost_receipt.eml").write_text(
+    ctx.write("approvals/exception_lost_receipt.eml",
         f"From: finance.controller@corp.example\nSubject: Lost receipt - claim 2\n\n{emp2[1]} lost the receipt for the {c2_hotel[3]} "
         f"hotel bill of {c2_hotel[1]} on claim 2. A signed declaration is on file, so treat that hotel line as if it had a receipt.\n")
     for i in range(ctx.size("approvals")):
         c = rng.choice(claims)
-        (ws / "approvals" / f"approval_note_{i:03d}.eml").write_text(
+        ctx.write(f"approvals/approval_note_{i:03d}.eml",
             f"From: manager@corp.example\nSubject: Trip for claim {c[0]}\n\nI confirm the trip for claim {c[0]} was approved in advance. "
             "No exceptions needed.\n")
     for i in range(ctx.size("finance_news")):
-        (ws / "news" / f"finance_news_{i:03d}.md").write_text(
+        ctx.write(f"news/finance_news_{i:03d}.md",
             f"# Finance news {i + 1}\n\n{rng.choice(['Year-end close dates', 'New card provider', 'VAT reclaim project', 'Mileage rate review'])}. "
             "No change to the expense policy.\n")
 

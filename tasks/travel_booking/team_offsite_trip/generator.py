@@ -11,15 +11,6 @@ LAST = ["Almeida", "Berger", "Costa", "Dvorak", "Eriksen", "Fontaine", "Gallo", 
 HOTEL_WORDS = ["Grand", "Harbour", "Plaza", "Garden", "Central", "Riverside", "Old Town", "Station", "Park", "Royal"]
 
 
-REPORT_NAMES = ["itinerary.csv", "offsite_itinerary.csv", "travel_plan.csv", "trip_bookings.csv"]
-CUTOFFS = [19, 20, 21, 22]
-
-
-def params(ctx) -> dict:
-    """The request: the hour by which travellers must land the evening before, and the itinerary's file name."""
-    return {"cutoff_hour": ctx.rng.choice(CUTOFFS), "report_name": ctx.rng.choice(REPORT_NAMES)}
-
-
 def generate(ctx):
     rng, db = ctx.rng, ctx.db
     db.executescript(
@@ -79,10 +70,9 @@ def generate(ctx):
         duration = rng.randint(100, 230)
         for day in (eve, first_day, last_day, last_day + dt.timedelta(days=1)):
             for _ in range(rng.randint(2, 4) * mult):
-                add_flight(city, dest, day, rng.randint(6 * 60, 22 * 60), duration, rng.uniform(60, 320),
-                           cabin="business" if rng.random() < 0.15 else "economy")
-                add_flight(dest, city, day, rng.randint(6 * 60, 22 * 60), duration, rng.uniform(60, 320),
-                           cabin="business" if rng.random() < 0.15 else "economy")
+                for origin, destination in ((city, dest), (dest, city)):
+                    add_flight(origin, destination, day, rng.randint(6 * 60, 22 * 60), duration, rng.uniform(60, 320),
+                               cabin="business" if rng.random() < 0.15 else "economy")
         # Always a fitting outbound and return on two airlines, plus cheap arrivals half an hour after each possible
         # cutoff, cheaper the later they land: whatever the cutoff, the cheapest flight breaks it, and each cutoff
         # has its own cheapest qualifying flight.
@@ -90,7 +80,7 @@ def generate(ctx):
         for airline in rng.sample(AIRLINES, 2):
             add_flight(city, dest, eve, rng.randint(7 * 60, latest_dep - 30), duration, rng.uniform(90, 250), airline)
             add_flight(dest, city, last_day, rng.randint((end_hour + gap_hours) * 60, 21 * 60 + 30), duration, rng.uniform(90, 250), airline)
-        for k, hour in enumerate(CUTOFFS):
+        for k, hour in enumerate(ctx.choices("cutoff_hour")):
             add_flight(city, dest, eve, hour * 60 + 30 - duration, duration, 45 - 5 * k - rng.uniform(0, 2))
         add_flight(dest, city, last_day, (end_hour + gap_hours) * 60 - rng.randint(15, 80), duration, rng.uniform(35, 55))
     for _ in range(ctx.size("noise_flights")):
@@ -132,17 +122,14 @@ def generate(ctx):
     db.executemany("INSERT INTO hotels VALUES (:id, :name, :city, :nightly_rate, :rating, :distance_km)", hotels)
 
     # --- workspace ---------------------------------------------------------------------------------
-    ws = ctx.workspace
-    for folder in ("mail", "policy", "traveller_notes"):
-        (ws / folder).mkdir()
     long = lambda d: f"{d.strftime('%A')} {d.day} {d.strftime('%B %Y')}"
     people = "\n".join(f"  - {e['name']}" for e in attendees)
-    (ws / "mail" / "offsite_invitation.eml").write_text(
+    ctx.write("mail/offsite_invitation.eml",
         f"From: organiser@corp.example\nSubject: Team offsite in {dest}\n\nHi everyone,\n\nOur offsite will be in {dest}. "
         f"Sessions start at 09:00 on {long(first_day)} and the last session finishes at {end_hour}:00 on {long(last_day)}. "
         f"The following people are coming:\n{people}\n\nPlease let the travel desk know about any special arrangements.\n")
     allowances = "\n".join(f"| {c} | {caps[c]} EUR |" for c in CITIES)
-    (ws / "policy" / "travel_policy.md").write_text(
+    ctx.write("policy/travel_policy.md",
         "# Company travel policy\n\n## Flights\n\nBook economy class only. Travellers fly in on the day before an event "
         f"starts and must land no later than the cutoff hour the travel desk sets for the event, that evening. Return flights leave on the last day of the "
         f"event, departing at least {gap_hours} hours after the final session ends. Among the flights that qualify, "
@@ -166,12 +153,12 @@ def generate(ctx):
     notes.append((bystander, f"{bystander['name']} will not fly {rng.choice(AIRLINES)} under any circumstances."))
     rng.shuffle(notes)
     for i, (e, text) in enumerate(notes, 1):
-        (ws / "traveller_notes" / f"note_{i:03d}.txt").write_text(f"Travel desk note\nRe: {e['name']} ({e['email']})\n\n{text}\n")
+        ctx.write(f"traveller_notes/note_{i:03d}.txt", f"Travel desk note\nRe: {e['name']} ({e['email']})\n\n{text}\n")
     topics = ["expense tool outage", "new corporate card", "visa reminder", "rail pass trial", "parking at HQ",
               "laptop security when travelling"]
     for i in range(ctx.size("other_mail")):
         topic = topics[i % len(topics)]
-        (ws / "mail" / f"info_{i:03d}_{topic.replace(' ', '_')}.eml").write_text(
+        ctx.write(f"mail/info_{i:03d}_{topic.replace(' ', '_')}.eml",
             f"From: travel.desk@corp.example\nSubject: {topic}\n\nA short update on the {topic}; this does not change how trips "
             f"are booked. Ref {rng.randint(1000, 9999)}.\n")
 
