@@ -257,6 +257,14 @@ class Environment(ReferenceCriteria, Verification, Closeable):
         """Run a SELECT and return rows as dicts."""
         return [dict(row) for row in self.db.execute(sql, params).fetchall()]
 
+    @property
+    def facts(self) -> dict[str, Any]:
+        """What the generator recorded for the verifier alone with `ctx.facts(...)` (the `_verifier_facts` table, which
+        no tool shows and no export ships): {key: value}, {} when there is none."""
+        if not self.query("SELECT name FROM sqlite_master WHERE type = 'table' AND name = '_verifier_facts'"):
+            return {}
+        return {row["key"]: json.loads(row["value"]) for row in self.query("SELECT key, value FROM _verifier_facts")}
+
     def query_page(
         self, sql: str, params: tuple | dict = (), page: int = 1, page_size: int = DEFAULT_PAGE_SIZE
     ) -> dict:

@@ -133,6 +133,14 @@ class GenContext:
             return self.files(files[name])
         raise KeyError(f"{name!r} is declared in neither [tables] nor [files] of task.toml")
 
+    def facts(self, **values: Any) -> None:
+        """Record values for the verifier alone (`Environment.facts` reads them back): the `_verifier_facts` table, as
+        JSON, which no tool shows and no export ships. Use it only for what the oracle's end state cannot say."""
+        self.db.execute("CREATE TABLE IF NOT EXISTS _verifier_facts (key TEXT PRIMARY KEY, value TEXT)")
+        self.db.executemany(
+            "INSERT INTO _verifier_facts VALUES (?, ?)", [(key, json.dumps(value)) for key, value in values.items()]
+        )
+
     def choices(self, name: str) -> list:
         """The values task.toml `[params]` lists for parameter `name` (for generators that also draw from them)."""
         return list(self.config["params"][name])

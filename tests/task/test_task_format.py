@@ -313,6 +313,19 @@ def test_a_generator_writes_workspace_files_with_their_folders(tmp_path, monkeyp
     env = task.instantiate("v0", 0)
     try:
         assert (env.workspace / "docs" / "policy" / "rules.md").read_text() == "# Rules"
+        assert env.facts == {}   # none recorded
+    finally:
+        env.close()
+
+
+def test_facts_for_the_verifier_alone_round_trip(tmp_path, monkeypatch):
+    monkeypatch.setenv("PROGAGENT_CACHE", str(tmp_path / "cache"))
+    task = load_task(write_task(tmp_path, "facts", **{"generator.py": (
+        "def generate(ctx):\n    ctx.db.execute('CREATE TABLE t (v)')\n    ctx.db.execute('INSERT INTO t VALUES (1)')\n"
+        "    ctx.facts(suspended=3, delisted=['SKU-1', 'SKU-2'])\n    ctx.facts(note='kept')\n")}))
+    env = task.instantiate("v0", 0)
+    try:
+        assert env.facts == {"suspended": 3, "delisted": ["SKU-1", "SKU-2"], "note": "kept"}
     finally:
         env.close()
 
