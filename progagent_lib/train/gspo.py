@@ -46,6 +46,7 @@ from .precision import check_bf16, master_weights_dtype, sharded_by_launcher
 from .ranks import barrier, gather_lists, is_main, on_main, rank, world_size
 from .saving import save_final
 from ..generation import generator_config, make_generator
+from .informative import DynamicSampler, PromptRate, training_prompts
 from .rollout import EpisodeTokens, RolloutSpec, rollout_summary, run_token_episodes
 
 DYNAMICS_FILE = "dynamics.jsonl"
@@ -54,6 +55,7 @@ IMPORTANCE_SAMPLING = ("none", "truncated")
 IMPORTANCE_SAMPLING_LEVELS = ("sequence", "token")  # = gspo_trainer's (a test checks)
 LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")  # = gspo_trainer's: the losses it computes
 REWARDS = ("binary", "dense")
+LR_SCHEDULERS = ("constant", "linear", "cosine")
 
 
 @dataclass
@@ -154,6 +156,10 @@ class GSPORunConfig:
         },
     )
     learning_rate: float = field(default=1e-6, metadata={"help": "AdamW's learning rate (> 0)."})
+    lr_scheduler_type: str = field(
+        default="constant",
+        metadata={"help": "How the learning rate moves over the run: constant | linear (to 0) | cosine (to 0)."},
+    )
     weight_decay: float = field(default=0.1, metadata={"help": "AdamW's weight decay (>= 0)."})
     temperature: float = field(
         default=1.0,
@@ -162,6 +168,22 @@ class GSPORunConfig:
         },
     )
     num_generations: int = field(default=4, metadata={"help": "Rollouts per task in a group (>= 2)."})
+    # RL that acts (train.informative): prompts chosen by the policy's own pass rate, flat groups replaced.
+    probe_samples: int = field(
+        default=0,
+        metadata={
+            "help": "Samples per candidate prompt (task_ids x scales x train_seeds) at the rollout temperature before "
+            "RL; > 0: train only on prompts passed sometimes but not always (refused if none); 0: no probe."
+        },
+    )
+    dynamic_sampling: bool = field(
+        default=False,
+        metadata={"help": "DAPO: a group whose rewards are all equal is replaced by a fresh group of another prompt."},
+    )
+    refill_groups: int = field(
+        default=2,
+        metadata={"help": "With dynamic_sampling: groups played per generation batch to replace flat ones, at most."},
+    )
     prompts_per_step: int = field(default=1, metadata={"help": "Tasks (groups) per generation batch."})
     # Each generation batch (num_generations x prompts_per_step episodes) is split into `minibatches`, one optimizer
     # step each, and passed over `num_iterations` times: minibatches x num_iterations optimizer steps per batch.
@@ -291,6 +313,12 @@ class GSPORunConfig:
         ):
             check_int(self, name, at_least=1)
         check_int(self, "sample_episodes", at_least=0)
+        check_choice(self, "lr_scheduler_type", LR_SCHEDULERS)
+        check_int(self, "probe_samples", at_least=0, why=" (0: no probe; otherwise at least 2 to see both outcomes)")
+        if self.probe_samples == 1:
+            raise config_error(self, "probe_samples", "is 1: one sample cannot show a prompt passed only sometimes")
+        check_bool(self, "dynamic_sampling")
+        check_int(self, "refill_groups", at_least=0)
         check_budgets(self)
         check_env_hosts(self)
         group = self.num_generations * self.prompts_per_step
@@ -352,15 +380,22 @@ def prompt_key(task_id: str, scale: str, seed: int) -> str:
     return f"{task_id}|{scale}|{seed}"
 
 
-def build_prompt_dataset(tasks: list[Any], scales: list[str], seeds: list[int]):
-    """One row per (task, scale, seed). TRL hands rollout_func only the prompts, so each carries its prompt key."""
+def build_prompt_dataset(tasks: list[Any], prompts: list[PromptRate]):
+    """One row per prompt (task, scale, seed). TRL hands rollout_func only the prompts, so each carries its key."""
     from datasets import Dataset
 
+    by_id = {task.id: task for task in tasks}
     rows = [
-        {"prompt": [{"role": "user", "content": task.instruction(seed), "episode": prompt_key(task.id, scale, seed)}]}
-        for seed in seeds
-        for task in tasks
-        for scale in scales
+        {
+            "prompt": [
+                {
+                    "role": "user",
+                    "content": by_id[p.task_id].instruction(p.seed),
+                    "episode": prompt_key(p.task_id, p.scale, p.seed),
+                }
+            ]
+        }
+        for p in prompts
     ]
     return Dataset.from_list(rows)
 
@@ -394,6 +429,7 @@ class DynamicsLog:
         self.weight_sync_seconds = 0.0  # saving the weights and the engine reloading them (engine generation)
         self.batch: dict[str, Any] = {}  # the summary of the generation batch being trained on
         self.batch_episodes: list[EpisodeTokens] = []  # and its episodes (samples.jsonl takes the first few)
+        self.sampling: dict[str, Any] = {}  # dynamic sampling's counts of the batch (train.informative)
 
     def add(self, episodes: list[EpisodeTokens], seconds: float) -> None:
         self.pending.extend(episodes)
@@ -413,11 +449,12 @@ class DynamicsLog:
         self.batch = {
             **rollout_summary(episodes),
             **zero_variance(episodes, self.group_size, self.reward),
+            **self.sampling,
             "seconds_rollout": self.rollout_seconds,
             "seconds_weight_sync": self.weight_sync_seconds,
         }
         self.batch_episodes = list(episodes)
-        self.pending, self.rollout_seconds, self.weight_sync_seconds = [], 0.0, 0.0
+        self.pending, self.rollout_seconds, self.weight_sync_seconds, self.sampling = [], 0.0, 0.0, {}
         return self.batch
 
     def write(self, step: int, step_seconds: float, log: dict | None = None) -> dict:
@@ -515,8 +552,10 @@ def make_rollout_func(
     dynamics: DynamicsLog | None = None,
     turn_generator: Callable[[Any, list[RolloutSpec]], Any] | None = None,
     chat: Any = None,
+    pool: list[PromptRate] | None = None,
 ):
-    """The function TRL calls instead of its own generation: one full episode per prompt it is given.
+    """The function TRL calls instead of its own generation: one full episode per prompt it is given, and with
+    dynamic_sampling, flat groups replaced by groups of `pool`'s prompts (train.informative.DynamicSampler).
 
     `turn_generator(trainer, specs)` replaces the trainer's model as the source of assistant turns (bench/train.py
     replays teacher turns through it to time the environment on episodes that really use tools)."""
@@ -552,6 +591,11 @@ def make_rollout_func(
         vllm_server_base_url=config.vllm_server_base_url,
     )
     chat_formats: dict[int, Any] = {id(chat.tokenizer): chat} if chat is not None else {}
+    sampler = (
+        DynamicSampler(pool or [], config.num_generations, config.refill_groups, config.reward, config.seed + rank())
+        if config.dynamic_sampling
+        else None
+    )
     engine_state: dict[str, Any] = {}
     vllm_state: dict[str, Any] = {}
 
@@ -617,17 +661,31 @@ def make_rollout_func(
                 model=trainer.accelerator.unwrap_model(trainer.model),
                 vllm_client=vllm_client(trainer) if choice.backend == "trl-vllm" else None,
             )
-        # Episodes of one step run in lockstep, so each turn is one batched generate call.
-        episodes = run_token_episodes(
-            specs,
-            config.harness,
-            chat,
-            generate_turn,
-            limits,
-            error_mode=config.error_mode,
-            policy_name=f"hf:{config.model}@gspo-{config.harness}",
-            env_host=env_host,
-        )
+
+        def play(specs: list[RolloutSpec]) -> list[EpisodeTokens]:
+            # Episodes of one step run in lockstep, so each turn is one batched generate call.
+            return run_token_episodes(
+                specs,
+                config.harness,
+                chat,
+                generate_turn,
+                limits,
+                error_mode=config.error_mode,
+                policy_name=f"hf:{config.model}@gspo-{config.harness}",
+                env_host=env_host,
+            )
+
+        episodes = play(specs)
+        if sampler is not None:
+            n = config.num_generations
+            episodes, sampling = sampler.refill(
+                episodes,
+                lambda prompts: play(
+                    [RolloutSpec(tasks_by_id[p.task_id], p.scale, p.seed) for p in prompts for _ in range(n)]
+                ),
+            )
+            if dynamics is not None:
+                dynamics.sampling = sampling
         if dynamics is not None:
             dynamics.add(episodes, time.perf_counter() - started)
         rewards = [e.reward if config.reward == "binary" else e.score for e in episodes]
@@ -731,6 +789,7 @@ def grpo_args(config: GSPORunConfig, processes: int = 1):
         epsilon=config.epsilon,
         epsilon_high=config.epsilon_high,
         learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_scheduler_type,
         weight_decay=config.weight_decay,
         temperature=config.temperature,
         num_generations=config.num_generations,
@@ -796,6 +855,12 @@ def check_processes(config: GSPORunConfig, processes: int) -> None:
             f"{config.minibatches} minibatch(es): make it a multiple of micro_batch_size x minibatches x "
             f"{processes} (e.g. raise prompts_per_step), or launch fewer ranks"
         )
+    if processes > 1 and config.dynamic_sampling and (group // processes) % config.num_generations:
+        raise ConfigError(
+            f"GSPORunConfig.dynamic_sampling: each of {processes} ranks plays {group // processes} episodes of a "
+            f"batch, not whole groups of {config.num_generations}, so a rank cannot replace a flat group alone: make "
+            "prompts_per_step a multiple of the ranks, or turn dynamic_sampling off"
+        )
     if processes > 1 and config.engine_url and sharded_by_launcher():
         raise ConfigError(
             "GSPORunConfig.engine_url: the engine's weights are pushed from the main rank's model, which "
@@ -820,7 +885,10 @@ def run_gspo(
     check_bf16(config.bf16, "GSPORunConfig.bf16")  # before any compute
     args = grpo_args(config, world_size())  # refuses a batch the ranks cannot share, before any compute
     tasks = select_tasks(config.tasks_root, config.task_ids)
-    dataset = build_prompt_dataset(tasks, config.scales, config.train_seeds)
+    resuming = resume and last_checkpoint(output_dir) is not None
+    # The prompts to train on: with probe_samples, those the policy passes sometimes but not always (train.informative)
+    prompts = on_main(training_prompts, config, tasks, resuming)
+    dataset = build_prompt_dataset(tasks, prompts)
     model, tokenizer = load_model(config.model, chat_template=config.chat_template, dtype=master_weights_dtype())
     positions = model_positions(model.config)
     if positions is not None and config.max_context_tokens is not None and config.max_context_tokens > positions:
@@ -865,7 +933,7 @@ def run_gspo(
         reward_funcs=[verifier_reward],
         args=args,
         train_dataset=dataset,
-        rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat),
+        rollout_func=make_rollout_func(config, tasks, dynamics, turn_generator, chat, prompts),
         peft_config=peft_config,
         callbacks=[_dynamics_callback(dynamics), training_progress("GSPO")],
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
@@ -877,6 +945,7 @@ def run_gspo(
     save_final(trainer.model_wrapped, tokenizer, output_dir / "final", accelerator=trainer.accelerator)
     return {
         "global_step": trainer.state.global_step,
+        "prompts": len(prompts),
         "dynamics": DynamicsLog.read(dynamics.path),
         "final_model": str(output_dir / "final"),
     }

@@ -1,0 +1,129 @@
+"""RL that acts, checked before it runs (train.informative): the pre-RL probe of pass rates, the refusal of a run
+with nothing to learn from, dynamic sampling's refills, and the learning-rate scheduler as a field."""
+import json
+from dataclasses import replace
+
+import pytest
+
+from progagent_lib.config import ConfigError
+from progagent_lib.harness.trajectory import Trajectory
+from progagent_lib.train.gspo import DYNAMICS_FILE, DynamicsLog, GSPORunConfig, grpo_args, make_rollout_func, run_gspo
+from progagent_lib.train.informative import (
+    PROBE_FILE,
+    DynamicSampler,
+    NothingToLearn,
+    PromptRate,
+    choose_informative,
+    informative_group_chance,
+    rates_from_trajectories,
+)
+from progagent_lib.train.rollout import EpisodeTokens
+
+from train.test_train_gspo import small_config, tiny_path  # noqa: F401 - the module's tiny model fixture
+
+
+def episode(seed: int, reward: float, errored: bool = False) -> EpisodeTokens:
+    """A played episode as GSPO reads it: its trajectory's verdict (the tokens do not matter here)."""
+    trajectory = Trajectory("retail/restock_orders", "v0", seed, "ptc", "test", reward=reward, score=reward)
+    if errored:
+        trajectory.end_reason, trajectory.error = "policy_error", "the engine died"
+    return EpisodeTokens(prompt_ids=[1], trajectory=trajectory)
+
+
+def test_rates_keep_errored_samples_out_and_informative_means_both_outcomes():
+    played = [episode(0, 1.0), episode(0, 0.0), episode(0, 0.0, errored=True), episode(1, 1.0), episode(1, 1.0),
+              episode(2, 0.0), episode(2, 0.0)]
+    rates = rates_from_trajectories([e.trajectory for e in played])
+    assert [(r.seed, r.passed, r.samples) for r in rates] == [(0, 1, 2), (1, 2, 2), (2, 0, 2)]
+    assert [r.informative() for r in rates] == [True, False, False]
+    assert choose_informative(rates) == [rates[0]]
+    # the chance that a group has both outcomes grows with the group: p = 1/6 gives 0.52 at 4, 0.77 at 8
+    assert round(informative_group_chance(1 / 6, 4), 2) == 0.52 and round(informative_group_chance(1 / 6, 8), 2) == 0.77
+
+
+def test_a_profile_with_no_informative_prompt_is_refused_naming_the_rates():
+    rates = [PromptRate("retail/restock_orders", "v0", 0, 4, 4), PromptRate("retail/restock_orders", "v0", 1, 0, 4)]
+    with pytest.raises(NothingToLearn, match=r"before its first step.*inside \(0, 1\) at temperature 0.7.*"
+                                             r"restock_orders v0 seed 0: 4/4; retail/restock_orders v0 seed 1: 0/4"):
+        choose_informative(rates, temperature=0.7)
+
+
+def test_dynamic_sampling_replaces_flat_groups_up_to_its_budget():
+    batch = [episode(0, 1.0), episode(0, 1.0), episode(1, 0.0), episode(1, 1.0), episode(2, 0.0), episode(2, 0.0)]
+    pool = [PromptRate("retail/restock_orders", "v0", seed, 1, 2) for seed in (5, 6, 7)]
+    plays = []
+
+    def play(prompts):   # seed 5 comes out flat again, 6 and 7 informative
+        plays.append([p.seed for p in prompts])
+        return [episode(p.seed, float(i % 2) if p.seed != 5 else 0.0) for p in prompts for i in range(2)]
+
+    sampler = DynamicSampler(pool, group_size=2, budget=3, seed=1)
+    kept, stats = sampler.refill(batch, play)
+    assert len(kept) == len(batch) and sum(len(p) for p in plays) <= 3
+    assert stats["groups"] == 3 and stats["flat_groups_sampled"] == 2 and stats["refill_groups"] == sum(map(len, plays))
+    assert kept[2:4] == batch[2:4]     # an informative group stays where it was
+    flat = [g for g in (kept[0:2], kept[2:4], kept[4:6]) if len({e.reward for e in g}) == 1]
+    assert stats["informative_groups"] == 3 - len(flat)
+    # each replaced group is one prompt's, whole
+    assert all(len({e.trajectory.seed for e in kept[i:i + 2]}) == 1 for i in (0, 2, 4))
+    # no budget: nothing is played, flat groups stay and are counted
+    kept, stats = DynamicSampler(pool, group_size=2, budget=0).refill(batch, play)
+    assert kept == batch and stats["refill_groups"] == 0 and stats["informative_group_share"] == pytest.approx(1 / 3)
+
+
+def test_the_rollout_function_refills_flat_groups_and_logs_the_counts(tiny_path, repo, tmp_path, monkeypatch):  # noqa: F811
+    from progagent_lib import load_task
+    from progagent_lib.generation import TurnOutput
+    from progagent_lib.generation.sources import load_model
+    from progagent_lib.harness.chat_format import ChatFormat
+
+    monkeypatch.chdir(repo)
+    _, tokenizer = load_model(str(tiny_path))
+    chat = ChatFormat(tokenizer, model_name=str(tiny_path))
+    answer = tokenizer("Nothing to do.", add_special_tokens=False)["input_ids"] + [chat.end_of_turn]
+    played = []
+
+    def turns(trainer, specs):   # every episode answers at once and fails: every group is flat
+        played.append(len(specs))
+        return lambda contexts, max_new_tokens: [TurnOutput(answer, [-1.0] * len(answer)) for _ in contexts]
+
+    task = load_task(repo / "tasks" / "retail" / "restock_orders")
+    prompts = [[{"role": "user", "content": "x", "episode": f"{task.id}|v0|0"}]] * 2
+    trainer = type("Trainer", (), {"processing_class": tokenizer, "state": type("S", (), {"global_step": 0})()})()
+    config = GSPORunConfig(harness="dtc", num_generations=2, max_turns=2, max_new_tokens=len(answer) + 8,
+                           max_context_tokens=None, dynamic_sampling=True, refill_groups=2)
+    dynamics = DynamicsLog(tmp_path / DYNAMICS_FILE, group_size=2, sample_episodes=0)
+    pool = [PromptRate(task.id, "v0", 3, 1, 2)]
+    out = make_rollout_func(config, [task], dynamics, turn_generator=turns, chat=chat, pool=pool)(prompts, trainer)
+    assert len(out["verifier_reward"]) == 2
+    assert dynamics.sampling == {"groups": 1, "flat_groups_sampled": 1, "refill_groups": 2, "informative_groups": 0,
+                                 "informative_group_share": 0.0}
+    # the refills were played as episodes of the pool's prompt (seed 3), and they are what the batch trains on
+    assert [e.trajectory.seed for e in dynamics.pending] == [3, 3]
+    assert dynamics.summarise()["refill_groups"] == 2
+
+
+def test_a_run_whose_policy_never_passes_is_refused_before_rl_with_its_rates_written(tiny_path, repo, tmp_path,  # noqa: F811
+                                                                                   monkeypatch):
+    monkeypatch.chdir(repo)
+    out = tmp_path / "refused"
+    config = replace(small_config(tiny_path, out, max_steps=1), probe_samples=2, temperature=1.0)
+    with pytest.raises(NothingToLearn, match=r"retail/restock_orders v0 seed 0: 0/2; retail/restock_orders v0 seed 1"):
+        run_gspo(config)
+    record = json.loads((out / PROBE_FILE).read_text())
+    assert record["candidates"] == 2 and record["chosen"] == 0
+    assert [(p["seed"], p["samples"], p["chosen"]) for p in record["prompts"]] == [(0, 2, False), (1, 2, False)]
+    assert (out / "probe" / "trajectories.jsonl").exists() and not list(out.glob("checkpoint-*"))
+
+
+def test_rl_settings_are_fields_checked_in_one_line(tmp_path):
+    assert grpo_args(GSPORunConfig(output_dir=str(tmp_path))).lr_scheduler_type == "constant"
+    assert grpo_args(GSPORunConfig(output_dir=str(tmp_path), lr_scheduler_type="cosine")).lr_scheduler_type == "cosine"
+    with pytest.raises(ConfigError, match=r"lr_scheduler_type='step': must be one of constant, linear, cosine"):
+        GSPORunConfig(lr_scheduler_type="step")
+    with pytest.raises(ConfigError, match=r"probe_samples=1: is 1: one sample cannot show"):
+        GSPORunConfig(probe_samples=1)
+    with pytest.raises(ConfigError, match=r"dynamic_sampling: each of 2 ranks plays 3 episodes"):
+        from progagent_lib.train.gspo import check_processes
+        check_processes(GSPORunConfig(num_generations=2, prompts_per_step=3, micro_batch_size=1, minibatches=1,
+                                      dynamic_sampling=True), 2)
