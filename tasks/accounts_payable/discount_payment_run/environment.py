@@ -8,8 +8,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class PaymentRunEnv(WorkspaceEnvironment):
     @tool
     def list_vendors(self, page: int = 1) -> dict:
-        """List suppliers with the payment terms on file, 20 per page.
-        """
+        """List suppliers with the payment terms on file, 20 per page."""
         return self.query_page("SELECT id, name, terms FROM vendors ORDER BY id", page=page)
 
     @tool
@@ -95,9 +94,9 @@ class PaymentRunEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         paid, released = "payments p JOIN payment_batches b ON b.id = p.batch_id", "b.status = 'released'"
-        blocked = self.query("SELECT value FROM _verifier_facts WHERE key = 'blocked'")[0]["value"]
+        blocked = self.facts["blocked"]
         stopped = self.query(f"SELECT count(*) AS n FROM {paid} JOIN invoices i ON i.id = p.invoice_id "
-                             f"WHERE {released} AND i.vendor_id = ?", (int(blocked),))[0]["n"]
+                             f"WHERE {released} AND i.vendor_id = ?", (blocked,))[0]["n"]
         saved = self.reference.query(f"SELECT sum(p.discount) AS s FROM {paid} WHERE {released}")[0]["s"]
         return [
             self.tables_match("payment_batches", key="payment_date", where="status = 'released'",

@@ -16,7 +16,6 @@ def generate(ctx):
             amount REAL, status TEXT);
         CREATE TABLE payment_batches (id INTEGER PRIMARY KEY, payment_date TEXT, status TEXT);
         CREATE TABLE payments (id INTEGER PRIMARY KEY, batch_id INTEGER, invoice_id INTEGER, discount REAL, amount_paid REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     run = dt.date(2026, 11, 2) + dt.timedelta(weeks=rng.randint(0, 5))  # always a Monday
@@ -87,4 +86,4 @@ def generate(ctx):
             f"{names[rng.randint(1, n_vendors)]}.\nNo change to terms or payments. Ref {rng.randint(1000, 9999)}.\n")
     for rel, body in docs.items():
         ctx.write(rel, body)
-    db.execute("INSERT INTO _verifier_facts VALUES ('blocked', ?)", (blocked,))
+    ctx.facts(blocked=blocked)

@@ -7,8 +7,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class DuplicateEnv(WorkspaceEnvironment):
     @tool
     def list_vendors(self, page: int = 1) -> dict:
-        """List suppliers (id and name), 20 per page.
-        """
+        """List suppliers (id and name), 20 per page."""
         return self.query_page("SELECT id, name FROM vendors ORDER BY id", page=page)
 
     @tool
@@ -78,11 +77,11 @@ class DuplicateEnv(WorkspaceEnvironment):
         on_case = "recovery_items r JOIN recovery_cases c ON c.id = r.case_id"
         flagged = "invoices i LEFT JOIN recovery_items r ON r.invoice_id = i.id"
         flags = ["i.status", "r.case_id IS NOT NULL"]
-        weekly = self.query("SELECT value FROM _verifier_facts WHERE key = 'weekly'")[0]["value"]
+        weekly = self.facts["weekly"]
         # The weekly biller's invoices flagged (voided or on a case) beyond the reference's re-keyed duplicate.
         weekly_flagged = f"SELECT i.id FROM {flagged} WHERE i.vendor_id = ? AND (i.status = 'void' OR r.case_id)"
-        false_flags = {r["id"] for r in self.query(weekly_flagged, (int(weekly),))} - {
-            r["id"] for r in self.reference.query(weekly_flagged, (int(weekly),))}
+        false_flags = {r["id"] for r in self.query(weekly_flagged, (weekly,))} - {
+            r["id"] for r in self.reference.query(weekly_flagged, (weekly,))}
         rekeyed = [d["duplicate"] for d in json.loads(self.reference.read(report)) if d["rule"] == "number"]
         recovered = self.reference.query(f"SELECT sum(i.amount) AS t FROM {on_case} "
                                          "JOIN invoices i ON i.id = r.invoice_id")

@@ -21,7 +21,6 @@ def generate(ctx):
             status TEXT, description TEXT, duplicate_of INTEGER);
         CREATE TABLE recovery_cases (id INTEGER PRIMARY KEY, vendor_id INTEGER);
         CREATE TABLE recovery_items (case_id INTEGER, invoice_id INTEGER UNIQUE);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     window = ctx.params["window_days"]
@@ -115,4 +114,4 @@ def generate(ctx):
         ctx.write(f"ap_inbox/team_{i:03d}.eml",
             f"Subject: {subject}\n\nHi team - {subject}: details to follow. {rng.choice(names)} called about a statement.\n"
             "Nothing here changes the duplicate check.\n")
-    db.execute("INSERT INTO _verifier_facts VALUES ('weekly', ?)", (weekly,))
+    ctx.facts(weekly=weekly)

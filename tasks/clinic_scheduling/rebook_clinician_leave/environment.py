@@ -1,6 +1,5 @@
 """Tools and verifier for clinic_scheduling/rebook_clinician_leave."""
 import datetime as dt
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -103,7 +102,7 @@ class RebookEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def broken_wishes(self) -> int:
         """Moves whose new slot breaks a wish the patient gave the front desk (hour, site or clinician)."""
-        wishes = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'prefs'")[0]["value"])
+        wishes = self.facts["prefs"]
         broken = 0
         for move in self.query(f"SELECT a.patient_id, n.start, c.id, c.site FROM {MOVES} "
                                "JOIN clinicians c ON c.id = n.clinician_id WHERE a.status = 'moved'"):

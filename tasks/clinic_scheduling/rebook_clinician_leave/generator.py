@@ -1,6 +1,5 @@
 """State for clinic_scheduling/rebook_clinician_leave: a small practice's diary, open slots and front-desk notes."""
 import datetime as dt
-import json
 
 SPECIALTIES = ["General practice", "Physiotherapy", "Dermatology"]
 SITES = ["Northgate", "Riverside", "Elm Park"]
@@ -77,7 +76,6 @@ def generate(ctx):
             status TEXT, reason TEXT, moved_to INTEGER);
         CREATE TABLE slots (id INTEGER PRIMARY KEY, clinician_id INTEGER, start TEXT, status TEXT);
         CREATE TABLE notifications (id INTEGER PRIMARY KEY, appointment_id INTEGER, patient_id INTEGER, sent_at TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     clinicians = {}
@@ -211,4 +209,4 @@ def generate(ctx):
             f"From: office@clinic.example\nSubject: {topic}\n\nA reminder about the {topic}. {doc['name']} is "
             f"coordinating; no change to anyone's bookings. Ref {rng.randint(1000, 9999)}.\n")
 
-    db.execute("INSERT INTO _verifier_facts VALUES ('prefs', ?)", (json.dumps(prefs),))
+    ctx.facts(prefs=prefs)

@@ -87,7 +87,7 @@ class RoomAllocationEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         clinic = "bookings b JOIN rooms r ON r.id = b.room_id"
-        outage = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'outage'")[0]["value"])
+        outage = self.facts["outage"]
         booked = self.query(f"SELECT count(*) AS n, coalesce(sum(NOT b.confirmed), 0) AS unconfirmed, coalesce(sum("
                             f"b.room_id = ? AND b.day IN (SELECT value FROM json_each(?))), 0) AS closed FROM {clinic} "
                             "WHERE b.session_id IS NOT NULL", (outage["room"], json.dumps(outage["days"])))[0]

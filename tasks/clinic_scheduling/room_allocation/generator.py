@@ -1,6 +1,5 @@
 """State for clinic_scheduling/room_allocation: rooms and their kit, next week's sessions, bookings and estates notices."""
 import datetime as dt
-import json
 
 SITES = ["Northgate", "Riverside"]
 KIT = ["ultrasound", "sterile trolley", "treatment couch", "ECG", "height-adjustable bed"]
@@ -24,7 +23,6 @@ def generate(ctx):
         CREATE TABLE bookings (id INTEGER PRIMARY KEY, room_id INTEGER, session_id INTEGER, day TEXT, start TEXT, end TEXT,
             purpose TEXT, confirmed INTEGER DEFAULT 0);
         CREATE TABLE flags (id INTEGER PRIMARY KEY, session_id INTEGER, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     rooms = []
@@ -116,4 +114,4 @@ def generate(ctx):
             "Routine works outside clinic hours; no effect on bookings.\n")
 
     outage = {"room": outage_room["id"], "days": [d.isoformat() for d in outage_days]}
-    db.execute("INSERT INTO _verifier_facts VALUES ('outage', ?)", (json.dumps(outage),))
+    ctx.facts(outage=outage)

@@ -16,8 +16,7 @@ def _iso(value: str, name: str) -> str:
 class VaccinationRecallEnv(WorkspaceEnvironment):
     @tool
     def list_patients(self, page: int = 1) -> dict:
-        """List registered patients with MRN, name, date of birth and registration status, 20 per page.
-        """
+        """List registered patients with MRN, name, date of birth and registration status, 20 per page."""
         return self.query_page("SELECT id, mrn, name, birth_date, status FROM patients ORDER BY id", page=page)
 
     @tool

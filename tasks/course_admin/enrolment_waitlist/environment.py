@@ -10,8 +10,7 @@ DECISIONS = ("enrol", "waitlist", "decline")
 class RegistrationEnv(WorkspaceEnvironment):
     @tool
     def list_courses(self, page: int = 1) -> dict:
-        """List this term's courses with their recorded seat capacity, 20 per page.
-        """
+        """List this term's courses with their recorded seat capacity, 20 per page."""
         return self.query_page("SELECT code, title, department, capacity FROM courses ORDER BY code", page=page)
 
     @tool
@@ -103,7 +102,7 @@ class RegistrationEnv(WorkspaceEnvironment):
 
     def criteria(self, final_response: str) -> list[Criterion]:
         seats = "requests r JOIN students s ON s.id = r.student_id JOIN courses c ON c.id = r.course_id"
-        special = self.query("SELECT value FROM _verifier_facts WHERE key = 'special_courses'")[0]["value"]
+        special = json.dumps(self.facts["special_courses"])  # as JSON text, for json_each below
         declined = self.reference.query("SELECT count(*) AS n FROM requests WHERE status = 'declined'")[0]["n"]
         return [
             self.tables_match("requests", key="id", where="status = 'pending'", criterion="every_request_decided"),

@@ -1,6 +1,5 @@
 """State for course_admin/enrolment_waitlist: catalogue, transcripts, registration requests, office mail."""
 import datetime as dt
-import json
 
 DEPARTMENTS = {"BIO": "Biology", "CHEM": "Chemistry", "CS": "Computer Science", "ECON": "Economics",
                "HIST": "History", "MATH": "Mathematics", "PHYS": "Physics", "PSY": "Psychology"}
@@ -31,7 +30,6 @@ def generate(ctx):
         CREATE TABLE transcript (student_id INTEGER, course_code TEXT, term TEXT, grade TEXT);
         CREATE TABLE requests (id INTEGER PRIMARY KEY, student_id INTEGER, course_id INTEGER, submitted_at TEXT,
             status TEXT, waitlist_position INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     min_grade = rng.choice(["C", "C-", "D"])
@@ -152,4 +150,4 @@ def generate(ctx):
         ctx.write(f"mail/{filename}", f"Subject: {subject}\n\n{body}\nNothing here changes registration. "
                                      f"Ticket {rng.randint(10000, 99999)}.\n")
     special = [tie_course[1], small_course[1]]  # the same-minute tie on the last seat, the smaller room
-    db.execute("INSERT INTO _verifier_facts VALUES ('special_courses', ?)", (json.dumps(special),))
+    ctx.facts(special_courses=special)

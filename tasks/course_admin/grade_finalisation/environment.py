@@ -13,8 +13,7 @@ class GradesEnv(WorkspaceEnvironment):
 
     @tool
     def list_courses(self, page: int = 1) -> dict:
-        """List this term's courses (code, title, lecturer), 20 per page.
-        """
+        """List this term's courses (code, title, lecturer), 20 per page."""
         return self.query_page("SELECT code, title, lecturer FROM courses ORDER BY code", page=page)
 
     @tool

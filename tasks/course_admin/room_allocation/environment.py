@@ -1,5 +1,4 @@
 """Tools and verifier for course_admin/room_allocation."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -30,8 +29,7 @@ class RoomAllocationEnv(WorkspaceEnvironment):
 
     @tool
     def list_rooms(self, page: int = 1) -> dict:
-        """List teaching rooms (code, building, floor, capacity, features), 20 per page.
-        """
+        """List teaching rooms (code, building, floor, capacity, features), 20 per page."""
         return self.query_page("SELECT * FROM rooms ORDER BY code", page=page)
 
     @tool
@@ -76,7 +74,7 @@ class RoomAllocationEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         placed = "sections s JOIN rooms r ON r.code = s.room WHERE s.state = 'placed'"
         (cut_room, cut_capacity), lecturer = facts["capacity_cut"], facts["ground_floor_lecturer"]
         breaches = self.query(f"SELECT count(*) AS n FROM {placed} AND (r.code = ? OR r.building = ? OR (r.code = ? "

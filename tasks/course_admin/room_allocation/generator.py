@@ -1,5 +1,4 @@
 """State for course_admin/room_allocation: rooms with features and floors, timetabled sections, estates notices."""
-import json
 
 SLOTS = [f"{day} {hour}" for day in ("Mon", "Tue", "Wed", "Thu") for hour in ("09:00", "11:00", "14:00", "16:00")]
 TOPICS = ["Introduction to", "Methods in", "Advanced", "Seminar in", "Field Studies in", "Topics in"]
@@ -18,7 +17,6 @@ def generate(ctx):
         CREATE TABLE sections (id INTEGER PRIMARY KEY, code TEXT UNIQUE, title TEXT, slot TEXT, enrolment INTEGER, needs TEXT,
             lecturer TEXT, room TEXT, state TEXT);
         CREATE TABLE timetable_status (published INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         INSERT INTO timetable_status VALUES (0);
         """
     )
@@ -89,5 +87,4 @@ def generate(ctx):
             f"{rng.choice(buildings)} building next month. Teaching rooms are unaffected.\n")
     for rel, body in texts.items():
         ctx.write(rel, body)
-    facts = {"closed": closed, "capacity_cut": [cut_room, new_capacity], "ground_floor_lecturer": access_lecturer}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(closed=closed, capacity_cut=[cut_room, new_capacity], ground_floor_lecturer=access_lecturer)

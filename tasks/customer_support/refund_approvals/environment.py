@@ -31,8 +31,7 @@ class RefundApprovalEnv(WorkspaceEnvironment):
 
     @tool
     def list_customers(self, page: int = 1) -> dict:
-        """List customers with their loyalty tier, 20 per page.
-        """
+        """List customers with their loyalty tier, 20 per page."""
         return self.query_page("SELECT id, name, email, loyalty_tier FROM customers ORDER BY id", page=page)
 
     @tool

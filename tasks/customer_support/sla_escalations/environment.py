@@ -9,8 +9,7 @@ STATUSES = ("open", "pending", "solved")
 class SlaEscalationEnv(WorkspaceEnvironment):
     @tool
     def list_customers(self, page: int = 1) -> dict:
-        """List customer accounts with their support plan, 20 per page.
-        """
+        """List customer accounts with their support plan, 20 per page."""
         return self.query_page("SELECT id, name, plan, region, seats FROM customers ORDER BY id", page=page)
 
     @tool
@@ -27,8 +26,7 @@ class SlaEscalationEnv(WorkspaceEnvironment):
 
     @tool
     def list_escalations(self, page: int = 1) -> dict:
-        """List escalations already on file, 20 per page.
-        """
+        """List escalations already on file, 20 per page."""
         return self.query_page("SELECT id, ticket_id, team, reason, created_at FROM escalations ORDER BY id", page=page)
 
     @tool

@@ -9,8 +9,7 @@ TIERS = ("gold", "silver")
 class DemandResponseEnv(WorkspaceEnvironment):
     @tool
     def list_customers(self, page: int = 1) -> dict:
-        """Customer accounts with their meter type as recorded; 20 per page.
-        """
+        """Customer accounts with their meter type as recorded; 20 per page."""
         return self.query_page("SELECT id, account_no, name, meter_type, postcode FROM customers ORDER BY id", page=page)
 
     @tool

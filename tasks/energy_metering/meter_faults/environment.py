@@ -10,8 +10,7 @@ FAULTS = ("reverse", "stuck", "spike")  # most serious first
 class MeterFaultsEnv(WorkspaceEnvironment):
     @tool
     def list_meters(self, page: int = 1) -> dict:
-        """List meters with their account, address and installation date, 20 per page.
-        """
+        """List meters with their account, address and installation date, 20 per page."""
         return self.query_page("SELECT meter_id, account_no, address, installed_on FROM meters ORDER BY id", page=page)
 
     @tool
@@ -105,8 +104,7 @@ class MeterFaultsEnv(WorkspaceEnvironment):
         return Criterion(written.name, problem is None, 1.0, problem or written.detail)
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        before = self.query("SELECT value FROM _verifier_facts WHERE key = 'pre_tickets'")[0]["value"]
-        new = f"id > {int(before)}"
+        new = f"id > {self.facts['pre_tickets']}"
         opened = self.reference.query(f"SELECT count(*) AS n FROM tickets WHERE {new}")[0]["n"]
         return [
             self.tables_match("tickets", key="meter_id", where=new, weight=2.0,

@@ -10,7 +10,6 @@ def generate(ctx):
         CREATE TABLE readings (id INTEGER PRIMARY KEY, meter_id TEXT, read_date TEXT, register_kwh INTEGER);
         CREATE TABLE tickets (id INTEGER PRIMARY KEY, meter_id TEXT, fault TEXT, first_seen TEXT, status TEXT, visit_date TEXT);
         CREATE TABLE ticket_notes (id INTEGER PRIMARY KEY, ticket_id INTEGER, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     first_day = date(2026, 10, 5) + timedelta(days=rng.randint(0, 20))
@@ -113,4 +112,4 @@ def generate(ctx):
     for i, (m, topic) in enumerate(zip(visited, (field_topics * count)[:count])):
         ctx.write(f"{'mail' if i % 2 else 'engineering'}/{i:03d}-{topic.replace(' ', '-')}.md",
             f"# {topic}\n\nField note about the {topic}. Engineer visited {m[3]} last quarter; meter {m[1]} was read normally.\n")
-    db.execute("INSERT INTO _verifier_facts VALUES ('pre_tickets', ?)", (len(tickets),))
+    ctx.facts(pre_tickets=len(tickets))

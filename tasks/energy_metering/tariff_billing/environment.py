@@ -19,8 +19,7 @@ class TariffBillingEnv(WorkspaceEnvironment):
 
     @tool
     def list_tariffs(self, page: int = 1) -> dict:
-        """List tariffs with their unit rate (pence per kWh) and standing charge (pence per day).
-        """
+        """List tariffs with their unit rate (pence per kWh) and standing charge (pence per day)."""
         return self.query_page("SELECT code, name, unit_rate_pence, standing_pence_per_day FROM tariffs ORDER BY code", page=page)
 
     @tool

@@ -1,5 +1,4 @@
 """Tools and verifier for event_planning/guest_seating."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_json, normalise, parse_json
@@ -10,16 +9,14 @@ MEALS = ("standard", "vegetarian", "vegan", "gluten_free")
 class GuestSeatingEnv(WorkspaceEnvironment):
     @tool
     def list_guests(self, page: int = 1) -> dict:
-        """List invited guests with RSVP, meal choice and whose plus-one they are, 20 per page.
-        """
+        """List invited guests with RSVP, meal choice and whose plus-one they are, 20 per page."""
         return self.query_page("SELECT g.id, g.name, g.email, g.organisation, g.rsvp, g.meal, g.plus_one_of, t.table_number "
                                "FROM guests g LEFT JOIN seating s ON s.guest_id = g.id LEFT JOIN dining_tables t ON t.id = s.table_id "
                                "ORDER BY g.id", page=page)
 
     @tool
     def list_tables(self, page: int = 1) -> dict:
-        """List dining tables with seat count, zone and how many seats are taken, 20 per page.
-        """
+        """List dining tables with seat count, zone and how many seats are taken, 20 per page."""
         return self.query_page("SELECT t.table_number, t.seats, t.zone, count(s.guest_id) AS taken FROM dining_tables t "
                                "LEFT JOIN seating s ON s.table_id = t.id GROUP BY t.id ORDER BY t.table_number", page=page)
 
@@ -72,7 +69,7 @@ class GuestSeatingEnv(WorkspaceEnvironment):
     # Many seatings keep the organiser's notes, so the seating is checked against the notes, not the reference's.
     def broken_notes(self) -> list[str]:
         """The seating notes (other than the board table) this episode's seating breaks."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         (rival, other), (wheelchair, second) = facts["feud"], facts["step_free"]
         table_of = "(SELECT table_id FROM seating WHERE guest_id = {})"
         at = "FROM seating s JOIN dining_tables t ON t.id = s.table_id WHERE"

@@ -1,5 +1,4 @@
 """State for event_planning/guest_seating: guests with RSVPs and plus-ones, tables, seating notes and guest e-mails."""
-import json
 import math
 
 GIVEN = ["Alba", "Bram", "Celine", "Dario", "Elif", "Frode", "Giulia", "Hamid", "Ilse", "Jonah", "Karin", "Lars",
@@ -17,7 +16,6 @@ def generate(ctx):
             plus_one_of INTEGER);
         CREATE TABLE dining_tables (id INTEGER PRIMARY KEY, table_number INTEGER UNIQUE, seats INTEGER, zone TEXT);
         CREATE TABLE seating (guest_id INTEGER PRIMARY KEY, table_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     names = rng.sample([f"{g} {m}. {f}" for g in GIVEN for m in "CELS" for f in FAMILY], ctx.size("guests"))
@@ -80,5 +78,4 @@ def generate(ctx):
             body = f"{rng.choice(questions)} Looking forward to it."
         ctx.write(f"inbox/msg_{i + 3:03d}.eml", f"From: {g[1]} <{g[2]}>\nSubject: Gala question\n\n{body}\n")
 
-    facts = {"feud": [g[0] for g in feud], "step_free": [g[0] for g in step_free]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(feud=[g[0] for g in feud], step_free=[g[0] for g in step_free])

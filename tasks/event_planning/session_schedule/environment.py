@@ -1,5 +1,4 @@
 """Tools and verifier for event_planning/session_schedule."""
-import json
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -9,8 +8,7 @@ from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_rows, parse_rows
 class SessionScheduleEnv(WorkspaceEnvironment):
     @tool
     def list_sessions(self, page: int = 1) -> dict:
-        """List programme sessions with track, format, expected attendance and speaker ids, 20 per page.
-        """
+        """List programme sessions with track, format, expected attendance and speaker ids, 20 per page."""
         result = self.query_page("SELECT id, code, title, track, format, expected_attendance, abstract "
                                  "FROM sessions ORDER BY id", page=page)
         for s in result["items"]:
@@ -20,14 +18,12 @@ class SessionScheduleEnv(WorkspaceEnvironment):
 
     @tool
     def list_speakers(self, page: int = 1) -> dict:
-        """List speakers, 20 per page.
-        """
+        """List speakers, 20 per page."""
         return self.query_page("SELECT id, name, affiliation, bio FROM speakers ORDER BY id", page=page)
 
     @tool
     def list_rooms(self, page: int = 1) -> dict:
-        """List rooms with seating capacity and whether they are lab-equipped, 20 per page.
-        """
+        """List rooms with seating capacity and whether they are lab-equipped, 20 per page."""
         return self.query_page("SELECT id, name, capacity, lab_equipped FROM rooms ORDER BY id", page=page)
 
     @tool
@@ -70,7 +66,6 @@ class SessionScheduleEnv(WorkspaceEnvironment):
     # Many timetables keep the rules, so the timetable is checked against the rules, not against the reference's.
     def broken(self, rule: str) -> int:
         """How many scheduled sessions (or pairs of them) break one of the rules below."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
         day, start = re.fullmatch(r"day (\d) at (\d\d:\d\d)", self.params["sponsor_slot"]).groups()
         track = "(SELECT track FROM sessions WHERE id = {}.session_id)"
         sql = {
@@ -86,7 +81,7 @@ class SessionScheduleEnv(WorkspaceEnvironment):
                             "(p.speaker_id = :morning_day1 AND (s.day != 1 OR s.end_time > '13:00')) OR "
                             "(p.speaker_id = :late_riser AND s.start = '09:00') OR (s.day = :day AND s.start = :start)",
         }[rule]
-        values = dict(facts, closed=self.params["closed_room"], day=int(day), start=start)
+        values = dict(self.facts, closed=self.params["closed_room"], day=int(day), start=start)
         return self.db.execute(f"SELECT count(*) {sql}", values).fetchone()[0]
 
     def timetable_written(self, complete: bool) -> Criterion:

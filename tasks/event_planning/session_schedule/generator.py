@@ -1,5 +1,4 @@
 """State for event_planning/session_schedule: sessions, speakers, rooms, time slots, committee rules and speaker mail."""
-import json
 import math
 
 TOPICS = ["Data Engineering", "Security", "Cloud Native", "Machine Learning", "Frontend", "DevOps", "Databases",
@@ -25,7 +24,6 @@ def generate(ctx):
         CREATE TABLE speakers (id INTEGER PRIMARY KEY, name TEXT UNIQUE, affiliation TEXT, bio TEXT);
         CREATE TABLE session_speakers (session_id INTEGER, speaker_id INTEGER, PRIMARY KEY (session_id, speaker_id));
         CREATE TABLE timetable (session_id INTEGER PRIMARY KEY, room_id INTEGER, slot_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     slots = []
@@ -121,5 +119,4 @@ def generate(ctx):
             f"From: {who[1].lower().replace('. ', '.').replace(' ', '.')}@speakers.example\nSubject: {chatter[i % len(chatter)].capitalize()}\n\n"
             f"Hi, {who[1]} here with a question about the {chatter[i % len(chatter)]}. I'm happy with any slot. Thanks!\n"
         )
-    facts = {"only_day2": only_day2, "morning_day1": morning_day1, "late_riser": late_riser}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(only_day2=only_day2, morning_day1=morning_day1, late_riser=late_riser)

@@ -5,8 +5,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class VendorBookingEnv(WorkspaceEnvironment):
     @tool
     def list_events(self, page: int = 1) -> dict:
-        """List the agency's events, 20 per page.
-        """
+        """List the agency's events, 20 per page."""
         return self.query_page("SELECT id, name, event_date, city, guests FROM events ORDER BY id", page=page)
 
     @tool

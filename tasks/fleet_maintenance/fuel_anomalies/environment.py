@@ -7,14 +7,12 @@ RULES = ("stolen_card", "wrong_fuel", "over_capacity", "odometer_rollback", "rap
 class FuelAnomalyEnv(WorkspaceEnvironment):
     @tool
     def list_vehicles(self, page: int = 1) -> dict:
-        """List vehicles with fuel type, tank size (litres, as recorded) and assigned driver, 20 per page.
-        """
+        """List vehicles with fuel type, tank size (litres, as recorded) and assigned driver, 20 per page."""
         return self.query_page("SELECT id, unit_number, fuel_type, tank_litres, driver_id, depot FROM vehicles ORDER BY id", page=page)
 
     @tool
     def list_drivers(self, page: int = 1) -> dict:
-        """List drivers with their fuel card number and card status, 20 per page.
-        """
+        """List drivers with their fuel card number and card status, 20 per page."""
         return self.query_page("SELECT id, name, card_number, card_status FROM drivers ORDER BY id", page=page)
 
     @tool

@@ -5,8 +5,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class BudgetComplianceEnv(WorkspaceEnvironment):
     @tool
     def list_awards(self, page: int = 1) -> dict:
-        """List sponsored awards with sponsor and period of performance, 20 per page.
-        """
+        """List sponsored awards with sponsor and period of performance, 20 per page."""
         return self.query_page("SELECT id, award_number, sponsor, pi, start_date, end_date, total_budget FROM awards ORDER BY id", page=page)
 
     @tool

@@ -7,14 +7,12 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class EffortReportingEnv(WorkspaceEnvironment):
     @tool
     def list_people(self, page: int = 1) -> dict:
-        """List research personnel with department, role and annual salary, 20 per page.
-        """
+        """List research personnel with department, role and annual salary, 20 per page."""
         return self.query_page("SELECT id, name, department, role, annual_salary FROM people ORDER BY id", page=page)
 
     @tool
     def list_grants(self, page: int = 1) -> dict:
-        """List grants with sponsor and start and end dates, 20 per page.
-        """
+        """List grants with sponsor and start and end dates, 20 per page."""
         return self.query_page("SELECT id, code, sponsor, title, start_date, end_date FROM grants ORDER BY id", page=page)
 
     @tool

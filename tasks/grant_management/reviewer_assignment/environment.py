@@ -1,5 +1,4 @@
 """Tools and verifier for grant_management/reviewer_assignment."""
-import json
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -9,8 +8,7 @@ from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_rows, parse_rows
 class ReviewerAssignmentEnv(WorkspaceEnvironment):
     @tool
     def list_proposals(self, page: int = 1) -> dict:
-        """List proposals with topic, principal investigator, institution and co-investigators, 20 per page.
-        """
+        """List proposals with topic, principal investigator, institution and co-investigators, 20 per page."""
         return self.query_page("SELECT id, ref, title, topic, pi_name, institution, co_investigators, requested_amount, summary "
                                "FROM proposals ORDER BY id", page=page)
 
@@ -63,8 +61,7 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
     # Many assignments keep the panel rules, so they are checked against the rules, not against the reference's.
     def broken(self, rule: str) -> int:
         """Assignments to a deferred proposal or an unfit or conflicted reviewer, or reviewers over their limit."""
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
-        values = dict(facts, deferred=self.params["deferred_topic"], since=2026 - self.params["coi_years"] + 1)
+        values = dict(self.facts, deferred=self.params["deferred_topic"], since=2026 - self.params["coi_years"] + 1)
         sql = {
             "conflict": "FROM assignments a JOIN proposals p ON p.id = a.proposal_id JOIN reviewers r ON r.id = "
                         "a.reviewer_id WHERE p.topic = :deferred OR r.id = :unavailable OR instr(',' || r.expertise "

@@ -1,5 +1,4 @@
 """State for grant_management/reviewer_assignment: proposals, reviewers, co-authorship records and panel mail."""
-import json
 
 INSTITUTIONS = ["Uppsala", "Leiden", "Ghent", "Bologna", "Porto", "Tartu", "Aarhus", "Graz", "Basel", "Krakow"]
 GIVEN = ["Agnes", "Boris", "Carmen", "Dieter", "Elena", "Filip", "Greta", "Henri", "Irene", "Jakob", "Katrin", "Luis",
@@ -24,7 +23,6 @@ def generate(ctx):
         CREATE TABLE reviewers (id INTEGER PRIMARY KEY, name TEXT UNIQUE, institution TEXT, expertise TEXT, max_load INTEGER);
         CREATE TABLE collaborations (id INTEGER PRIMARY KEY, reviewer_id INTEGER, coauthor TEXT, year INTEGER, venue TEXT);
         CREATE TABLE assignments (id INTEGER PRIMARY KEY, proposal_id INTEGER, reviewer_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     per_proposal = rng.choice([2, 3])
@@ -106,5 +104,4 @@ def generate(ctx):
             f"Dear programme officer, a quick question about the {topics_chat[i % len(topics_chat)]}. I am happy to "
             f"review as planned and have nothing to declare. Regards, {r[1]}\n"
         )
-    facts = {"cap": cap, "unavailable": unavailable[0], "recuser": recuser[0], "recused": first[0]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(cap=cap, unavailable=unavailable[0], recuser=recuser[0], recused=first[0])

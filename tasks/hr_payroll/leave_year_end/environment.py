@@ -51,7 +51,7 @@ class LeaveEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         balances = "year_end_balances b JOIN employees e ON e.id = b.employee_id"
-        veteran_hired_by = self.query("SELECT value FROM _verifier_facts")[0]["value"]  # long service by 31 Dec
+        veteran_hired_by = self.facts["long_service_hired_by"]  # long service by 31 Dec
 
         def matches(columns, where, criterion, weight=1.0):
             return self.tables_match(balances, key="b.employee_id", columns=columns, where=f"b.year = {YEAR}{where}",

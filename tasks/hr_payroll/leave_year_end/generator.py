@@ -28,7 +28,6 @@ def generate(ctx):
         CREATE TABLE leave_records (id INTEGER PRIMARY KEY, employee_id INTEGER, start_date TEXT, days REAL, kind TEXT);
         CREATE TABLE year_end_balances (id INTEGER PRIMARY KEY, employee_id INTEGER, year INTEGER, accrued REAL,
             taken REAL, carried_forward REAL, forfeited REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     monthly = rng.choice([1.75, 2.0, 2.25])
@@ -108,4 +107,4 @@ def generate(ctx):
             f"Ref {rng.randint(100, 999)}.\n")
     for rel, text in docs.items():
         ctx.write(rel, text)
-    db.execute("INSERT INTO _verifier_facts VALUES ('long_service_hired_by', ?)", (f"{2026 - service_years}-12-31",))
+    ctx.facts(long_service_hired_by=f"{2026 - service_years}-12-31")

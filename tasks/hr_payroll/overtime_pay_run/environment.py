@@ -1,6 +1,5 @@
 """Tools and verifier for hr_payroll/overtime_pay_run."""
 import datetime as dt
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -106,7 +105,7 @@ class PayrollEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         lines = ("pay_lines l JOIN pay_runs r ON r.id = l.run_id AND r.status = 'submitted' "
                  "JOIN employees e ON e.id = l.employee_id")
         hours = ["l.regular_hours", "l.overtime_hours", "l.holiday_hours"]

@@ -1,6 +1,5 @@
 """State for hr_payroll/overtime_pay_run: staff, daily timesheets around one fortnight, HR documents."""
 import datetime as dt
-import json
 
 FIRST = ["Ana", "Ben", "Chloe", "Dev", "Elif", "Farid", "Grace", "Hugo", "Ines", "Jonah", "Kemi", "Liam",
          "Mara", "Nils", "Olga", "Priya", "Quinn", "Rosa", "Sami", "Tess", "Umar", "Vera", "Wes", "Yara"]
@@ -29,7 +28,6 @@ def generate(ctx):
         CREATE TABLE pay_runs (id INTEGER PRIMARY KEY, period_start TEXT, period_end TEXT, status TEXT);
         CREATE TABLE pay_lines (id INTEGER PRIMARY KEY, run_id INTEGER, employee_id INTEGER, regular_hours REAL,
             overtime_hours REAL, holiday_hours REAL, gross_pay REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     departments = ctx.choices("excluded_department")  # every department: the request may leave out any of them
@@ -140,5 +138,4 @@ def generate(ctx):
     for name, text in docs.items():
         ctx.write(name, text)
 
-    facts = {"daily_union": daily_union, "corrected": sorted(corrected)}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(daily_union=daily_union, corrected=sorted(corrected))

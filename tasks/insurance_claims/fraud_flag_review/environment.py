@@ -29,14 +29,12 @@ class FraudReviewEnv(WorkspaceEnvironment):
 
     @tool
     def list_claimants(self, page: int = 1) -> dict:
-        """List claimants with their phone number and payout bank account, 20 per page.
-        """
+        """List claimants with their phone number and payout bank account, 20 per page."""
         return self.query_page("SELECT id, name, phone, bank_account FROM claimants ORDER BY id", page=page)
 
     @tool
     def list_repair_shops(self, page: int = 1) -> dict:
-        """List the repair shops used on claims, 20 per page.
-        """
+        """List the repair shops used on claims, 20 per page."""
         return self.query_page("SELECT id, name, town FROM repair_shops ORDER BY id", page=page)
 
     @tool
@@ -73,7 +71,7 @@ class FraudReviewEnv(WorkspaceEnvironment):
     def criteria(self, final_response: str) -> list[Criterion]:
         flagged = "flags f JOIN claims c ON c.id = f.claim_id"
         referred = "referrals r JOIN flags f ON f.id = r.flag_id JOIN claims c ON c.id = f.claim_id"
-        cleared = self.query("SELECT value FROM _verifier_facts WHERE key = 'cleared'")[0]["value"]
+        cleared = self.facts["cleared"]
         mine = {r["claim_no"]: r["status"] for r in self.query(f"SELECT c.claim_no, c.status FROM {flagged}")}
         left_alone = bool(mine) and cleared not in mine and "with SIU" not in mine.values()
         # the oracle flags in rank order, so its first flag is the top-ranked claim

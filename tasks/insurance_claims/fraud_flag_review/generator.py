@@ -21,7 +21,6 @@ def generate(ctx):
             loss_date TEXT, reported_date TEXT, amount REAL, shop_id INTEGER, status TEXT);
         CREATE TABLE flags (id INTEGER PRIMARY KEY, claim_id INTEGER, score INTEGER);
         CREATE TABLE referrals (id INTEGER PRIMARY KEY, flag_id INTEGER, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     perils = ctx.choices("excluded_peril")  # every motor peril: the request may leave out any of them
@@ -137,4 +136,4 @@ def generate(ctx):
             f"# Claims newsletter {i + 1}\n\n{rng.choice(['Winter driving tips', 'New FNOL form', 'Team news', 'Complaint trends'])}. "
             "No change to fraud screening.\n")
 
-    db.execute("INSERT INTO _verifier_facts VALUES ('cleared', ?)", (cleared["claim_no"],))
+    ctx.facts(cleared=cleared["claim_no"])

@@ -1,5 +1,4 @@
 """Tools and verifier for it_operations/access_review."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -15,8 +14,7 @@ class AccessReviewEnv(WorkspaceEnvironment):
 
     @tool
     def list_systems(self, page: int = 1) -> dict:
-        """List the systems in scope of access reviews and their owners, 20 per page.
-        """
+        """List the systems in scope of access reviews and their owners, 20 per page."""
         return self.query_page("SELECT id, name, owner FROM systems ORDER BY id", page=page)
 
     @tool
@@ -79,7 +77,7 @@ class AccessReviewEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        protected = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'protected'")[0]["value"])
+        protected = self.facts["protected"]
         acted = {r["account_id"] for r in self.query("SELECT account_id FROM review_actions")}
         reviews = self.query("SELECT COUNT(DISTINCT review_id) AS n FROM review_actions")[0]["n"]
         disabled = self.reference.query("SELECT COUNT(*) AS n FROM review_actions WHERE action = 'disabled'")[0]["n"]

@@ -1,6 +1,5 @@
 """State for it_operations/access_review: people, systems and accounts, with the security team's rules and mail."""
 import datetime as dt
-import json
 
 SYSTEMS = ["ERP", "CRM", "HR Portal", "Data Warehouse", "Git Server", "VPN", "Payroll", "Ticketing", "Wiki", "Build Farm"]
 FIRST = ["ada", "bo", "cy", "di", "ed", "fi", "gus", "hal", "ida", "jo", "kai", "liv", "max", "nia", "oz", "pam", "raj",
@@ -19,7 +18,6 @@ def generate(ctx):
             created TEXT, last_login TEXT, status TEXT);
         CREATE TABLE reviews (id INTEGER PRIMARY KEY, name TEXT, opened TEXT);
         CREATE TABLE review_actions (id INTEGER PRIMARY KEY, review_id INTEGER, account_id INTEGER, action TEXT, reason TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     depts = ctx.choices("skipped_department")  # every department: the request may leave out any of them
@@ -150,4 +148,4 @@ def generate(ctx):
             "Employment records in the directory are current.\n")
 
     protected_ids = [a["id"] for a in accounts if a["account_name"] == "bg-emergency" and a["system_id"] in protected]
-    db.execute("INSERT INTO _verifier_facts VALUES ('protected', ?)", (json.dumps(protected_ids),))
+    ctx.facts(protected=protected_ids)

@@ -9,14 +9,12 @@ from progagent_lib.task.criteria import MAX_FILE_CHARS, ParseError, compare_json
 class IncidentReviewEnv(WorkspaceEnvironment):
     @tool
     def list_services(self, page: int = 1) -> dict:
-        """List services with their tier and owning team, 20 per page.
-        """
+        """List services with their tier and owning team, 20 per page."""
         return self.query_page("SELECT id, name, tier, team FROM services ORDER BY id", page=page)
 
     @tool
     def list_incidents(self, page: int = 1) -> dict:
-        """List incidents (reference, service, severity, opening time in UTC, title, causing change id), 20 per page.
-        """
+        """List incidents (reference, service, severity, opening time in UTC, title, causing change id), 20 per page."""
         return self.query_page("SELECT id, ref, service_id, severity, opened_at, title, caused_by_change FROM incidents ORDER BY id", page=page)
 
     @tool

@@ -25,8 +25,7 @@ class PatchRolloutEnv(WorkspaceEnvironment):
 
     @tool
     def list_services(self, page: int = 1) -> dict:
-        """List business services with their tier (1 = most critical) and owning team, 20 per page.
-        """
+        """List business services with their tier (1 = most critical) and owning team, 20 per page."""
         return self.query_page("SELECT id, name, tier, owner_team FROM services ORDER BY id", page=page)
 
     @tool
@@ -103,7 +102,7 @@ class PatchRolloutEnv(WorkspaceEnvironment):
                          "change ids differ")
 
     def criteria(self, final_response: str) -> list[Criterion]:
-        excluded = set(json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'excluded'")[0]["value"]))
+        excluded = set(self.facts["excluded"])
         scheduled = {r["host_id"] for r in self.query("SELECT host_id FROM change_hosts")}
         waves = "change_hosts h JOIN changes c ON c.id = h.change_id"
         total = self.reference.query("SELECT COUNT(DISTINCT host_id) AS n FROM change_hosts")[0]["n"]

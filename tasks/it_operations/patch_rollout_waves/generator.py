@@ -1,6 +1,5 @@
 """State for it_operations/patch_rollout_waves: a CMDB of servers, the patch catalogue and the ops team's mail."""
 import datetime as dt
-import json
 
 SERVICE_WORDS = ["billing", "payroll", "search", "intranet", "ledger", "crm", "mailrelay", "reporting", "ticketing",
                  "inventory", "auth", "gateway", "warehouse", "telemetry", "backup", "printing"]
@@ -35,7 +34,6 @@ def generate(ctx):
         CREATE TABLE installations (id INTEGER PRIMARY KEY, host_id INTEGER, patch_id INTEGER, installed_on TEXT);
         CREATE TABLE changes (id INTEGER PRIMARY KEY, wave INTEGER, scheduled_date TEXT, summary TEXT, status TEXT);
         CREATE TABLE change_hosts (change_id INTEGER, host_id INTEGER, PRIMARY KEY (change_id, host_id));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     oses = ctx.choices("excluded_os")  # every operating system: the request may pull any one's update
@@ -158,4 +156,4 @@ def generate(ctx):
             f"check the service health page, then put the node back. Expect about {rng.randint(10, 40)} minutes.\n")
 
     excluded = sorted([h["id"] for h in needing if h["service_id"] == held["id"]] + list(decom_ids))
-    db.execute("INSERT INTO _verifier_facts VALUES ('excluded', ?)", (json.dumps(excluded),))
+    ctx.facts(excluded=excluded)

@@ -1,5 +1,4 @@
 """Tools and verifier for legal_contracts/clause_compliance."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -61,7 +60,7 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        waived = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'waived'")[0]["value"])
+        waived = self.facts["waived"]
         logged_waived = self.query("SELECT id FROM issues WHERE contract_id = ? AND heading = ?", tuple(waived))
         high = self.reference.query("SELECT COUNT(DISTINCT contract_id) AS n FROM issues WHERE severity = 'high'")
         return [

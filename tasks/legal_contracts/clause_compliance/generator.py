@@ -1,5 +1,4 @@
 """State for legal_contracts/clause_compliance: contracts, their clause texts and the legal playbook."""
-import json
 
 VENDORS = ["Acorn Systems", "Brightwave", "Castellan", "Delphine Data", "Everline", "Foxglove Logistics", "Granite IT",
            "Halcyon Media", "Indigo Print", "Jetstream Cloud", "Kingfisher Labs", "Lumen Analytics", "Meridian Works",
@@ -37,7 +36,6 @@ def generate(ctx):
             annual_value REAL);
         CREATE TABLE clauses (id INTEGER PRIMARY KEY, contract_id INTEGER, heading TEXT, text TEXT);
         CREATE TABLE issues (id INTEGER PRIMARY KEY, contract_id INTEGER, heading TEXT, severity TEXT, reviewer TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     min_values = ctx.choices("min_value")  # the value cut-offs a request may set
@@ -118,5 +116,4 @@ def generate(ctx):
                  "This does not change any clause or playbook position.", ""]
         folder = "legal" if i % 2 else "mail"
         ctx.write(f"{folder}/{i:03d}_{topic.replace(' ', '_')}.txt", "\n".join(lines))
-    waived_clause = json.dumps([waived[0], "Limitation of liability"])
-    db.execute("INSERT INTO _verifier_facts VALUES ('waived', ?)", (waived_clause,))
+    ctx.facts(waived=[waived[0], "Limitation of liability"])

@@ -10,8 +10,7 @@ RATINGS = ("red", "amber", "green")
 class CounterpartyExposureEnv(WorkspaceEnvironment):
     @tool
     def list_counterparties(self, page: int = 1) -> dict:
-        """Customer companies, their country and current risk rating; 20 per page.
-        """
+        """Customer companies, their country and current risk rating; 20 per page."""
         return self.query_page("SELECT id, name, country, risk_rating FROM counterparties ORDER BY id", page=page)
 
     @tool

@@ -1,5 +1,4 @@
 """Tools and verifier for legal_contracts/renewal_notices."""
-import json
 import re
 from datetime import date
 from typing import Literal
@@ -84,7 +83,7 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         notices = "notices n JOIN contracts c ON c.id = n.contract_id"
-        kept = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'kept'")[0]["value"])
+        kept = self.facts["kept"]
         spared = not [r for r in self.query(f"SELECT c.contract_no FROM {notices}") if r["contract_no"] in kept]
         first = "n.notice_deadline = (SELECT MIN(notice_deadline) FROM notices)"
         urgent = {r["contract_no"] for r in self.reference.query(f"SELECT c.contract_no FROM {notices} WHERE {first}")}

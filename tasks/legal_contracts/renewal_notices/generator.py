@@ -1,5 +1,4 @@
 """State for legal_contracts/renewal_notices: a contract register, amendments and legal correspondence."""
-import json
 from datetime import date, timedelta
 
 COMPANY_STEMS = ["Arden", "Belmont", "Corvid", "Dunmore", "Elstree", "Fenwick", "Galloway", "Harrow", "Ilford",
@@ -40,7 +39,6 @@ def generate(ctx):
             summary TEXT);
         CREATE TABLE notices (id INTEGER PRIMARY KEY, contract_id INTEGER, notice_deadline TEXT, status TEXT,
             recipient TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     min_values = ctx.choices("min_value")  # the value floors a request may set
@@ -192,4 +190,4 @@ def generate(ctx):
             f"this; the notice period question was settled in {rng.randint(2019, 2024)}. Ref {rng.randint(1000, 9999)}.\n"
         )
     kept = sorted([kept_in_window["contract_no"]] + [c["contract_no"] for c in others])
-    db.execute("INSERT INTO _verifier_facts VALUES ('kept', ?)", (json.dumps(kept),))
+    ctx.facts(kept=kept)

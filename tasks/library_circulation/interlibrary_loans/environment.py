@@ -20,8 +20,7 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
 
     @tool
     def list_partners(self, page: int = 1) -> dict:
-        """List partner libraries with their code, name and how many of our items they hold now, 20 per page.
-        """
+        """List partner libraries with their code, name and how many of our items they hold now, 20 per page."""
         return self.query_page("SELECT id, code, name, items_on_loan FROM partners ORDER BY id", page=page)
 
     @tool

@@ -16,14 +16,12 @@ def _day(text: str, what: str) -> date:
 class OverdueFinesEnv(WorkspaceEnvironment):
     @tool
     def list_patrons(self, page: int = 1) -> dict:
-        """List library card holders with their card type and block status, 20 per page.
-        """
+        """List library card holders with their card type and block status, 20 per page."""
         return self.query_page("SELECT id, card_number, name, card_type, blocked FROM patrons ORDER BY id", page=page)
 
     @tool
     def list_items(self, page: int = 1) -> dict:
-        """List catalogue items with their format, 20 per page.
-        """
+        """List catalogue items with their format, 20 per page."""
         return self.query_page("SELECT id, barcode, title, format FROM items ORDER BY id", page=page)
 
     @tool

@@ -1,5 +1,4 @@
 """Tools and verifier for logistics/carrier_assignment."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 from progagent_lib.task.criteria import parse_rows
@@ -19,8 +18,7 @@ class CarrierEnv(WorkspaceEnvironment):
 
     @tool
     def list_carriers(self, page: int = 1) -> dict:
-        """List carriers with their weight limit, dangerous-goods certification and on-time record, 20 per page.
-        """
+        """List carriers with their weight limit, dangerous-goods certification and on-time record, 20 per page."""
         return self.query_page("SELECT * FROM carriers ORDER BY id", page=page)
 
     @tool
@@ -95,7 +93,7 @@ class CarrierEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         booked = "bookings b JOIN manifests m ON m.id = b.manifest_id JOIN shipments s ON s.id = b.shipment_id"
         (banned, ban_land), (lapsed, lapse_day) = facts["ban"], facts["lapsed"]
         # Partial credit: a wrong choice of carrier elsewhere still respects (or breaks) the notices.

@@ -1,6 +1,5 @@
 """State for logistics/carrier_assignment: waiting shipments, carriers, lane rates and the shipping office's notes."""
 import datetime as dt
-import json
 
 COUNTRIES = ["Austria", "Belgium", "Czechia", "Denmark", "Estonia", "Finland", "Greece", "Hungary", "Ireland",
              "Latvia", "Norway", "Portugal"]
@@ -21,7 +20,6 @@ def generate(ctx):
             weight_kg INTEGER, hazmat INTEGER, ready_date TEXT, status TEXT, hold_reason TEXT);
         CREATE TABLE manifests (id INTEGER PRIMARY KEY, carrier_id INTEGER, created_seq INTEGER);
         CREATE TABLE bookings (id INTEGER PRIMARY KEY, manifest_id INTEGER, shipment_id INTEGER UNIQUE, base_charge REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     n = ctx.size("carriers")
@@ -119,6 +117,4 @@ def generate(ctx):
         ctx.write(f"notices/ops_{number:03d}_{topic.replace(' ', '_')}.txt",
             f"Ops note: {topic}. {carrier_name} drivers should use gate {gate} next week.\n"
             f"This has no effect on which carrier we book. Ticket {ticket}.\n")
-    facts = {"closed": closed_land, "ban": [banned, ban_land], "lapsed": [lapsed, cutoff.isoformat()],
-             "tie_land": tie_land}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(closed=closed_land, ban=[banned, ban_land], lapsed=[lapsed, cutoff.isoformat()], tie_land=tie_land)

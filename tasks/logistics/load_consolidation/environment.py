@@ -1,5 +1,4 @@
 """Tools and verifier for logistics/load_consolidation."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import MAX_FILE_CHARS, ParseError, compare_rows, parse_rows
@@ -19,8 +18,7 @@ class LoadPlanEnv(WorkspaceEnvironment):
 
     @tool
     def list_truck_types(self, page: int = 1) -> dict:
-        """List the truck types with their temperature, weight limit (kg) and pallet limit.
-        """
+        """List the truck types with their temperature, weight limit (kg) and pallet limit."""
         return self.query_page("SELECT * FROM truck_types ORDER BY name", page=page)
 
     @tool
@@ -84,7 +82,7 @@ class LoadPlanEnv(WorkspaceEnvironment):
     # Any plan that keeps the rules with no more trucks than the depot's procedure passes, so beyond the set of
     # planned orders the rules are checked on the episode's own loads, not compared with the oracle's.
     def criteria(self, final_response: str) -> list[Criterion]:
-        dedicated = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'dedicated'")[0]["value"])
+        dedicated = self.facts["dedicated"]
         planned = "load_orders lo JOIN loads l ON l.id = lo.load_id JOIN orders o ON o.id = lo.order_id " \
                   "JOIN truck_types t ON t.name = l.truck_type"
         mixed = self.query(f"SELECT count(*) AS n FROM {planned} WHERE o.region != l.region "

@@ -1,5 +1,4 @@
 """State for logistics/load_consolidation: tomorrow's orders, truck types, the depot's planning rules."""
-import json
 
 CUSTOMERS = ["Bellweather Foods", "Copperleaf Retail", "Driftwood Stores", "Evergreen Grocers", "Foxglove Market",
              "Goldcrest Wholesale", "Hillside Co-op", "Ironbridge Outlets", "Juniper Fresh", "Kingfisher Depot",
@@ -16,7 +15,6 @@ def generate(ctx):
             pallets INTEGER, temperature TEXT);
         CREATE TABLE loads (id INTEGER PRIMARY KEY, region TEXT, truck_type TEXT);
         CREATE TABLE load_orders (load_id INTEGER, order_id INTEGER UNIQUE);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     db.executemany("INSERT INTO truck_types VALUES (?,?,?,?)", TRUCKS)
@@ -71,4 +69,4 @@ def generate(ctx):
         text = (f"Depot notice about the {memo}. Drivers for {rng.choice(regions)} please note the change from "
                 f"{rng.choice(['Monday', 'Wednesday', 'Friday'])}.\nPlanning rules are not affected. No. {rng.randint(100, 999)}.\n")
         ctx.write(f"depot/notice_{i:03d}_{memo.replace(' ', '_')}.txt", text)
-    db.execute("INSERT INTO _verifier_facts VALUES ('dedicated', ?)", (json.dumps(dedicated),))
+    ctx.facts(dedicated=dedicated)

@@ -7,8 +7,7 @@ SERVICES = ("express", "standard", "economy")
 class SlaEnv(WorkspaceEnvironment):
     @tool
     def list_customers(self, page: int = 1) -> dict:
-        """List customers with their account tier, 20 per page.
-        """
+        """List customers with their account tier, 20 per page."""
         return self.query_page("SELECT id, name, tier FROM customers ORDER BY id", page=page)
 
     @tool

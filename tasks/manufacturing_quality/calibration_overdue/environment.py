@@ -9,8 +9,7 @@ from progagent_lib.task.criteria import compare_rows
 class CalibrationEnv(WorkspaceEnvironment):
     @tool
     def list_instruments(self, page: int = 1) -> dict:
-        """List registered measuring instruments with type, location, status and calibration interval, 20 per page.
-        """
+        """List registered measuring instruments with type, location, status and calibration interval, 20 per page."""
         return self.query_page("SELECT id, tag, type, location, status, interval_days, commissioned_on, serial "
                                "FROM instruments ORDER BY id", page=page)
 

@@ -7,8 +7,7 @@ CAUSE_TYPES = ("supplier_notice", "defect_rate")
 class LotQuarantineEnv(WorkspaceEnvironment):
     @tool
     def list_suppliers(self, page: int = 1) -> dict:
-        """List approved suppliers, 20 per page.
-        """
+        """List approved suppliers, 20 per page."""
         return self.query_page("SELECT id, name, country FROM suppliers ORDER BY id", page=page)
 
     @tool
@@ -35,14 +34,12 @@ class LotQuarantineEnv(WorkspaceEnvironment):
 
     @tool
     def list_batches(self, page: int = 1) -> dict:
-        """List finished batches (batch number, product, production date, line, status), 20 per page.
-        """
+        """List finished batches (batch number, product, production date, line, status), 20 per page."""
         return self.query_page("SELECT id, batch_no, product, produced, line, status FROM batches ORDER BY id", page=page)
 
     @tool
     def list_inspections(self, page: int = 1) -> dict:
-        """List final-inspection records (batch, date, units inspected, defect code, defects found), 50 per page.
-        """
+        """List final-inspection records (batch, date, units inspected, defect code, defects found), 50 per page."""
         return self.query_page("SELECT id, batch_id, inspected_on, units, defect_code, defects FROM inspections ORDER BY id",
                                page=page, page_size=50)
 

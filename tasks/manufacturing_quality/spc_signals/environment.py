@@ -9,8 +9,7 @@ RULES = ("beyond_limits", "range", "run")
 class SpcEnv(WorkspaceEnvironment):
     @tool
     def list_characteristics(self, page: int = 1) -> dict:
-        """List the charted characteristics (code, part, feature, unit, nominal), 20 per page.
-        """
+        """List the charted characteristics (code, part, feature, unit, nominal), 20 per page."""
         return self.query_page("SELECT id, code, part, name, unit, nominal FROM characteristics ORDER BY id", page=page)
 
     @tool
@@ -63,7 +62,7 @@ class SpcEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         raised = [(r["characteristic_id"], r["seq"]) for r in self.query("SELECT characteristic_id, seq FROM ncrs")]
         invalid, trial = tuple(facts["invalid_subgroup"]), facts["trial_characteristic"]
         per_code = self.reference.query("SELECT c.code, count(*) AS n FROM ncrs n JOIN characteristics c "

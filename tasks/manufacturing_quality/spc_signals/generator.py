@@ -22,7 +22,6 @@ def generate(ctx):
             batch_no TEXT, readings TEXT);
         CREATE TABLE ncrs (id INTEGER PRIMARY KEY, characteristic_id INTEGER, seq INTEGER, rule TEXT);
         CREATE TABLE batch_holds (batch_no TEXT PRIMARY KEY, ncr_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     baseline = ctx.params["baseline"]
@@ -101,5 +100,4 @@ def generate(ctx):
         ctx.write(f"news/quality_news_{i:03d}.md",
             f"# Quality news {i + 1}\n\nAudit season is coming; nothing changes in SPC.\n")
 
-    facts = {"trial_characteristic": trial[0], "invalid_subgroup": [wild[0], wild[1]]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(trial_characteristic=trial[0], invalid_subgroup=[wild[0], wild[1]])

@@ -19,8 +19,7 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
 
     @tool
     def list_suppressions(self, page: int = 1) -> dict:
-        """List addresses the sending platform refuses to mail, 20 per page.
-        """
+        """List addresses the sending platform refuses to mail, 20 per page."""
         return self.query_page("SELECT email, reason, added_on FROM suppressions ORDER BY id", page=page)
 
     @tool

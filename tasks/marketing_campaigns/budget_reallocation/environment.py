@@ -7,8 +7,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class BudgetReallocationEnv(WorkspaceEnvironment):
     @tool
     def list_campaigns(self, page: int = 1) -> dict:
-        """List paid campaigns with channel, status and monthly budget, 20 per page.
-        """
+        """List paid campaigns with channel, status and monthly budget, 20 per page."""
         return self.query_page("SELECT id, name, channel, market, status, monthly_budget FROM campaigns ORDER BY id", page=page)
 
     @tool

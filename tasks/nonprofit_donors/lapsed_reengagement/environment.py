@@ -8,8 +8,7 @@ CHANNELS = ("phone", "letter", "email")
 class LapsedReengagementEnv(WorkspaceEnvironment):
     @tool
     def list_donors(self, page: int = 1) -> dict:
-        """Supporters: number, name, e-mail and whether they opted out of e-mail; 20 per page.
-        """
+        """Supporters: number, name, e-mail and whether they opted out of e-mail; 20 per page."""
         result = self.query_page("SELECT id, donor_no, name, email, email_opt_out FROM donors ORDER BY id", page=page)
         for d in result["items"]:
             d["email_opt_out"] = bool(d["email_opt_out"])

@@ -9,14 +9,12 @@ TODAY = dt.date(2026, 12, 1)
 class MatchingGiftEnv(WorkspaceEnvironment):
     @tool
     def list_employers(self, page: int = 1) -> dict:
-        """List the companies our donors work for, 20 per page.
-        """
+        """List the companies our donors work for, 20 per page."""
         return self.query_page("SELECT id, name, contact_email FROM employers ORDER BY id", page=page)
 
     @tool
     def list_donors(self, page: int = 1) -> dict:
-        """List donors with their employer id (null if none) and employment status, 20 per page.
-        """
+        """List donors with their employer id (null if none) and employment status, 20 per page."""
         return self.query_page("SELECT id, name, employer_id, employment_status, email FROM donors ORDER BY id", page=page)
 
     @tool

@@ -7,8 +7,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class TaxReceiptsEnv(WorkspaceEnvironment):
     @tool
     def list_donors(self, page: int = 1) -> dict:
-        """List supporters with their supporter number, name, e-mail and country of residence, 20 per page.
-        """
+        """List supporters with their supporter number, name, e-mail and country of residence, 20 per page."""
         return self.query_page("SELECT id, donor_no, first_name, last_name, email, country FROM donors ORDER BY id", page=page)
 
     @tool
@@ -33,8 +32,7 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
 
     @tool
     def list_declarations(self, page: int = 1) -> dict:
-        """List Gift Aid declarations on file: who signed, when, and which gifts they cover, 20 per page.
-        """
+        """List Gift Aid declarations on file: who signed, when, and which gifts they cover, 20 per page."""
         return self.query_page("SELECT id, donor_id, signed_on, covers FROM declarations ORDER BY id", page=page)
 
     @tool

@@ -9,8 +9,7 @@ REASONS = ("late_payments", "property_sale")
 class LeaseRenewalEnv(WorkspaceEnvironment):
     @tool
     def list_properties(self, page: int = 1) -> dict:
-        """List the portfolio's buildings (name, address, district, year built), 20 per page.
-        """
+        """List the portfolio's buildings (name, address, district, year built), 20 per page."""
         return self.query_page("SELECT id, name, address, district, year_built FROM properties ORDER BY id", page=page)
 
     @tool

@@ -1,6 +1,5 @@
 """Tools and verifier for real_estate/maintenance_triage."""
 import datetime as dt
-import json
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
@@ -11,8 +10,7 @@ PRIORITIES = ("emergency", "urgent", "routine")
 class MaintenanceTriageEnv(WorkspaceEnvironment):
     @tool
     def list_units(self, page: int = 1) -> dict:
-        """List rental units with their building name and district, 20 per page.
-        """
+        """List rental units with their building name and district, 20 per page."""
         return self.query_page("SELECT u.id, u.unit_no, u.property_id, p.name AS building, p.district FROM units u "
                                "JOIN properties p ON p.id = u.property_id ORDER BY u.id", page=page)
 
@@ -90,7 +88,7 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        suspended = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'suspended'")[0]["value"])
+        suspended = self.facts["suspended"]
         to_suspended = self.query("SELECT count(*) AS n FROM work_orders WHERE vendor_id = ?", (suspended,))[0]["n"]
         emergencies = self.reference.query("SELECT count(*) AS n FROM triage WHERE priority = 'emergency'")[0]["n"]
         counts = self.reference.query("SELECT v.name, count(*) AS n FROM work_orders w JOIN vendors v "

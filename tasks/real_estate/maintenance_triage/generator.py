@@ -2,7 +2,6 @@
 The request (task.toml [params]) sets this month's routine target in days and urgent target in hours (they override the
 guide's 7 days and 24 hours; routine requests and an urgent no-heat report on a mild day are pinned at every scale)."""
 import datetime as dt
-import json
 
 DISTRICTS = ["Harbor", "Midtown", "Old Quarter", "Eastside"]
 BUILDINGS = ["Alder House", "Birch Court", "Cedar Yard", "Damson Lofts", "Elm Terrace", "Foxglove Mews", "Gorse Place", "Heron Wharf"]
@@ -40,7 +39,6 @@ def generate(ctx):
             max_open_jobs INTEGER, open_jobs INTEGER);
         CREATE TABLE triage (request_id INTEGER PRIMARY KEY, priority TEXT, due_by TEXT);
         CREATE TABLE work_orders (id INTEGER PRIMARY KEY, request_id INTEGER, vendor_id INTEGER, paged INTEGER DEFAULT 0);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     props = []
@@ -131,4 +129,4 @@ def generate(ctx):
         ctx.write(f"site_notes/visit_{i:03d}.txt",
             f"Site visit to {p['name']}: communal areas clean, {rng.choice(['lift serviced', 'gutters cleared', 'fire doors checked'])}.\n")
 
-    db.execute("INSERT INTO _verifier_facts VALUES ('suspended', ?)", (json.dumps(suspended["id"]),))
+    ctx.facts(suspended=suspended["id"])

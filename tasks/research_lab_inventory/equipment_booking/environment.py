@@ -1,5 +1,4 @@
 """Tools and verifier for research_lab_inventory/equipment_booking."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -19,8 +18,7 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
 
     @tool
     def list_groups(self, page: int = 1) -> dict:
-        """Research groups and how each is funded; 20 per page.
-        """
+        """Research groups and how each is funded; 20 per page."""
         return self.query_page("SELECT id, name, funding FROM groups ORDER BY id", page=page)
 
     @tool
@@ -76,8 +74,7 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        down_id, down_day, lo, hi = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'maintenance'")
-                                               [0]["value"])
+        down_id, down_day, lo, hi = self.facts["maintenance"]
         clashes = self.query("SELECT count(*) AS n FROM decisions d JOIN requests r ON r.id = d.request_id WHERE "
                              "d.decision = 'approved' AND d.instrument_id = ? AND r.day = ? AND r.start_hour < ? "
                              "AND ? < r.start_hour + r.hours", (down_id, down_day, hi, lo))[0]["n"]

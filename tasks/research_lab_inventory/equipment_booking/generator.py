@@ -1,5 +1,4 @@
 """State for research_lab_inventory/equipment_booking: instruments, research groups and booking requests."""
-import json
 from datetime import date, datetime, timedelta
 
 KINDS = ["confocal microscope", "flow cytometer", "HPLC system"]
@@ -17,7 +16,6 @@ def generate(ctx):
         CREATE TABLE requests (id INTEGER PRIMARY KEY, request_no TEXT UNIQUE, group_id INTEGER, kind TEXT, day TEXT,
             start_hour INTEGER, hours INTEGER, submitted_at TEXT);
         CREATE TABLE decisions (id INTEGER PRIMARY KEY, request_id INTEGER, decision TEXT, instrument_id INTEGER, reason TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     monday = date(2026, 11, 9) + timedelta(weeks=rng.randint(0, 5))
@@ -110,5 +108,4 @@ def generate(ctx):
         target = f"core_facility/faq_{i:03d}.txt" if i % 2 else f"mail/user_meeting_{i:03d}.txt"
         ctx.write(target, f"About {topic}\n\n{asker} raised a question about {topic} at the user meeting. "
                           "No change to bookings.\n")
-    facts = {"maintenance": [down[0], days[1].isoformat(), 8, 13]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(maintenance=[down[0], days[1].isoformat(), 8, 13])

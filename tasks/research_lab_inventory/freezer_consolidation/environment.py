@@ -6,8 +6,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class FreezerConsolidationEnv(WorkspaceEnvironment):
     @tool
     def list_freezers(self, page: int = 1) -> dict:
-        """List freezers with room, temperature, biosafety rating and box capacity, 20 per page.
-        """
+        """List freezers with room, temperature, biosafety rating and box capacity, 20 per page."""
         return self.query_page("SELECT id, name, room, temperature, biosafety_level, capacity_boxes, model "
                                "FROM freezers ORDER BY id", page=page)
 

@@ -1,5 +1,4 @@
 """Tools and verifier for research_lab_inventory/reagent_disposal."""
-import json
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -60,7 +59,7 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         g = facts["guaranteed"]
         codes = {r["barcode"] for r in self.query("SELECT r.barcode FROM manifest_items i JOIN reagents r "
                                                    "ON r.id = i.reagent_id")}

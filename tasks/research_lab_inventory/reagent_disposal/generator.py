@@ -1,5 +1,4 @@
 """State for research_lab_inventory/reagent_disposal: a chemical inventory and the safety office's rules."""
-import json
 from datetime import date, timedelta
 
 CHEMICALS = [  # name, hazard class recorded in the inventory
@@ -25,7 +24,6 @@ def generate(ctx):
             container_ml INTEGER, expiry_date TEXT, opened_on TEXT, lot TEXT, supplier TEXT, status TEXT);
         CREATE TABLE manifests (id INTEGER PRIMARY KEY, stream TEXT, status TEXT);
         CREATE TABLE manifest_items (id INTEGER PRIMARY KEY, manifest_id INTEGER, reagent_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     audit = date(2026, 12, 1) + timedelta(days=rng.randint(0, 20))
@@ -112,6 +110,5 @@ def generate(ctx):
             f"Subject: {topic}\n\nA reminder from {rng.choice(PIS)}'s group about the {topic} in room {r[3]}.\n"
             f"Container {r[1]} was moved to the second shelf; this has no effect on its disposal date.\n"
         )
-    facts = {"extended": [extended[1]], "guaranteed": {"aged": aged_ether[1], "fresh": fresh_thf[1],
-                                                       "refused": refused[1], "unopened": unopened_ether[1]}}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(extended=[extended[1]], guaranteed={"aged": aged_ether[1], "fresh": fresh_thf[1], "refused": refused[1],
+                                                  "unopened": unopened_ether[1]})

@@ -1,5 +1,4 @@
 """Tools and verifier for restaurant_supply/supplier_price_review."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import parse_rows
@@ -8,14 +7,12 @@ from progagent_lib.task.criteria import parse_rows
 class SupplierPriceReviewEnv(WorkspaceEnvironment):
     @tool
     def list_items(self, page: int = 1) -> dict:
-        """Items we buy: unit of measure, weekly usage in that unit and current supplier; 20 per page.
-        """
+        """Items we buy: unit of measure, weekly usage in that unit and current supplier; 20 per page."""
         return self.query_page("SELECT id, code, name, unit, weekly_usage, supplier_id FROM items ORDER BY id", page=page)
 
     @tool
     def list_suppliers(self, page: int = 1) -> dict:
-        """Suppliers and their delivery days; 20 per page.
-        """
+        """Suppliers and their delivery days; 20 per page."""
         return self.query_page("SELECT id, name, delivery_days FROM suppliers ORDER BY id", page=page)
 
     @tool
@@ -48,7 +45,7 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        failed = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'failed'")[0]["value"])
+        failed = self.facts["failed"]
         to_failed = self.query("SELECT count(*) AS n FROM supplier_changes WHERE new_supplier_id = ?", (failed,))[0]["n"]
         name = self.params["report_name"]
         prices = ["old_unit_price", "new_unit_price"]

@@ -1,5 +1,4 @@
 """State for restaurant_supply/supplier_price_review: items, suppliers and their quotes in assorted pack sizes."""
-import json
 from datetime import date, timedelta
 
 GOODS = [("basmati rice", "kg"), ("plain flour", "kg"), ("caster sugar", "kg"), ("rapeseed oil", "l"), ("olive oil", "l"),
@@ -35,7 +34,6 @@ def generate(ctx):
         CREATE TABLE items (id INTEGER PRIMARY KEY, code TEXT UNIQUE, name TEXT, unit TEXT, weekly_usage REAL, supplier_id INTEGER);
         CREATE TABLE quotes (id INTEGER PRIMARY KEY, supplier_id INTEGER, item_id INTEGER, pack TEXT, pack_price REAL, valid_until TEXT);
         CREATE TABLE supplier_changes (id INTEGER PRIMARY KEY, item_id INTEGER, old_supplier_id INTEGER, new_supplier_id INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     review = date(2026, 11, 23) + timedelta(days=rng.randint(0, 14))
@@ -103,5 +101,4 @@ def generate(ctx):
         folder = "mail" if idx % 2 == 0 else "purchasing"
         ctx.write(f"{folder}/{idx:03d}_{heading.replace(' ', '_')}.md",
                   f"## {heading}\n\nA note about the {heading}. {firm[1]} delivers {firm[2]}; no pricing news here.\n")
-    facts = {"failed": failed}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(failed=failed)

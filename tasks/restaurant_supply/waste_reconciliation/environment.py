@@ -18,8 +18,7 @@ def _window(date_from: str, date_to: str) -> tuple[str, str]:
 class WasteReconciliationEnv(WorkspaceEnvironment):
     @tool
     def list_items(self, page: int = 1) -> dict:
-        """Stock items with their unit of measure (kg, l or each) and cost per unit, 20 per page.
-        """
+        """Stock items with their unit of measure (kg, l or each) and cost per unit, 20 per page."""
         return self.query_page("SELECT id, code, name, unit, unit_cost FROM items ORDER BY id", page=page)
 
     @tool
@@ -57,8 +56,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
 
     @tool
     def list_recipe_lines(self, page: int = 1) -> dict:
-        """Recipe lines: how much of each item one portion of a dish uses (in the item's unit), 20 per page.
-        """
+        """Recipe lines: how much of each item one portion of a dish uses (in the item's unit), 20 per page."""
         return self.query_page("SELECT dish_id, item_id, quantity FROM recipe_lines ORDER BY id", page=page)
 
     @tool

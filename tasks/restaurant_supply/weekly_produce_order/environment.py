@@ -1,5 +1,4 @@
 """Tools and verifier for restaurant_supply/weekly_produce_order."""
-import json
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -20,8 +19,7 @@ class ProduceOrderEnv(WorkspaceEnvironment):
 
     @tool
     def list_dishes(self, page: int = 1) -> dict:
-        """List the dishes on the menu, 20 per page.
-        """
+        """List the dishes on the menu, 20 per page."""
         return self.query_page("SELECT id, name, section FROM dishes ORDER BY id", page=page)
 
     @tool
@@ -83,7 +81,7 @@ class ProduceOrderEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         ordered = {r["ingredient_id"] for r in self.query("SELECT ingredient_id FROM order_lines")}
         lines = "order_lines l JOIN orders o ON o.id = l.order_id"
         own_supplier = self.tables_match(lines, key="l.ingredient_id", columns="o.supplier")

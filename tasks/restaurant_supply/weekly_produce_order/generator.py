@@ -1,5 +1,4 @@
 """State for restaurant_supply/weekly_produce_order: recipes, a cover forecast, stock and kitchen notes."""
-import json
 from datetime import date, timedelta
 
 PRODUCE = ["tomatoes", "red onions", "shallots", "garlic", "carrots", "courgettes", "aubergines", "spinach",
@@ -27,7 +26,6 @@ def generate(ctx):
         CREATE TABLE forecast (id INTEGER PRIMARY KEY, service_date TEXT, dish_id INTEGER, covers INTEGER);
         CREATE TABLE orders (id INTEGER PRIMARY KEY, supplier TEXT, status TEXT);
         CREATE TABLE order_lines (id INTEGER PRIMARY KEY, order_id INTEGER, ingredient_id INTEGER, packs INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     week = date(2026, 11, 16) + timedelta(weeks=rng.randint(0, 3))  # a Monday
@@ -129,5 +127,4 @@ def generate(ctx):
             f"{topic.title()}\n\nReminder about the {topic}. {ing[4]} said the {ing[2]} last week were excellent.\n"
             f"No change to ordering. Ticket {rng.randint(100, 999)}.\n"
         )
-    facts = {"removed": removed, "swap": swap}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(removed=removed, swap=swap)

@@ -1,6 +1,5 @@
 """Tools and verifier for retail/aged_stock_markdown."""
 import datetime as dt
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -68,7 +67,7 @@ class MarkdownEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         changes = "price_changes c JOIN products p ON p.id = c.product_id"
         untouched = (facts["excluded_brand"], facts["seasonal"], self.params["held_category"])
         wrong = self.query(f"SELECT count(*) AS n FROM {changes} WHERE p.brand = ? OR p.category IN (?, ?)", untouched)

@@ -1,7 +1,6 @@
 """State for retail/aged_stock_markdown: a catalogue with sales history, the markdown policy and buyers' notes."""
 import datetime as dt
 import itertools
-import json
 
 CATEGORIES = ["kitchenware", "bedding", "toys", "garden", "stationery", "lighting", "bathroom", "christmas decor"]
 BRANDS = ["Hearthly", "Nordvik", "Plumtree", "Casa Sol", "Brightway", "Tinker & Co", "Willow Lane", "Ostara"]
@@ -20,7 +19,6 @@ def generate(ctx):
         CREATE TABLE markdown_events (id INTEGER PRIMARY KEY, title TEXT, effective_date TEXT);
         CREATE TABLE price_changes (id INTEGER PRIMARY KEY, event_id INTEGER, product_id INTEGER, old_price REAL,
             new_price REAL, UNIQUE (event_id, product_id));
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     first_band, second_band = rng.choice(BANDS)
@@ -92,5 +90,4 @@ def generate(ctx):
         ctx.write(f"mail/store_{i:03d}_{topic.replace(' ', '_')}.eml",
                   f"Subject: {topic}\n\nQuick update on the {topic}. The {brand} display stays where it is.\n"
                   f"No impact on pricing. Ref {ref}.\n")
-    facts = {"excluded_brand": excluded_brand, "seasonal": seasonal}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(excluded_brand=excluded_brand, seasonal=seasonal)

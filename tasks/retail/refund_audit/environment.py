@@ -6,8 +6,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class RefundAuditEnv(WorkspaceEnvironment):
     @tool
     def list_returns(self, page: int = 1) -> dict:
-        """List processed returns (order, sku, units, date received, reason, condition, refund issued), 20 per page.
-        """
+        """List processed returns (order, sku, units, date received, reason, condition, refund issued), 20 per page."""
         return self.query_page(
             "SELECT r.id AS return_id, o.order_no, r.sku, r.qty, r.return_date, r.reason, r.item_condition, r.refund_issued "
             "FROM returns r JOIN orders o ON o.id = r.order_id ORDER BY r.id", page=page)

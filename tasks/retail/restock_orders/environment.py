@@ -69,7 +69,7 @@ class RestockEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         orders = "purchase_orders o JOIN products p ON p.id = o.product_id"
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         banned = self.query(
             f"SELECT count(*) AS n FROM {orders} WHERE o.status = 'open' AND (p.category = ? OR o.supplier_id = ? "
             f"OR p.sku IN (SELECT value FROM json_each(?)))",

@@ -1,5 +1,4 @@
 """State for retail/restock_orders: a catalogue, suppliers, sales history and the shop's documents."""
-import json
 
 ADJECTIVES = ["Classic", "Organic", "Family", "Light", "Premium", "Everyday", "Fresh", "Golden"]
 NOUNS = ["Oats", "Coffee", "Detergent", "Crackers", "Shampoo", "Peas", "Tea", "Rice", "Soap", "Juice", "Pasta", "Chips"]
@@ -20,7 +19,6 @@ def generate(ctx):
         CREATE TABLE sales (id INTEGER PRIMARY KEY, product_id INTEGER, day TEXT, quantity INTEGER);
         CREATE TABLE purchase_orders (id INTEGER PRIMARY KEY, product_id INTEGER, supplier_id INTEGER,
             quantity INTEGER, unit_cost REAL, status TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     n_suppliers = 8 + {"v0": 0, "v1": 2, "v2": 4, "v3": 8}[ctx.scale]  # a few more suppliers at larger scales
@@ -97,5 +95,4 @@ def generate(ctx):
             f"{other[1]} confirmed their delivery window ({other[3]} days). Nothing changes for ordering.\n"
             f"Reference {rng.randint(1000, 9999)}.\n"
         )
-    db.execute("INSERT INTO _verifier_facts VALUES ('suspended_supplier', ?)", (json.dumps(suspended),))
-    db.execute("INSERT INTO _verifier_facts VALUES ('discontinued', ?)", (json.dumps(discontinued),))
+    ctx.facts(suspended_supplier=suspended, discontinued=discontinued)

@@ -1,5 +1,4 @@
 """Tools and verifier for sports_league/final_standings."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import parse_rows, same_value
@@ -49,7 +48,7 @@ class FinalStandingsEnv(WorkspaceEnvironment):
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
-        deducted = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'deducted'")[0]["value"])
+        deducted = self.facts["deducted"]
         touched = [t["name"] for t in self.query("SELECT name FROM teams WHERE id = ? OR division = 1", (deducted,))]
         rulings = self.file_matches(name, key="team", columns="points")
         if not rulings.passed and "differs" in rulings.detail:  # only the clubs the rulings touch count here

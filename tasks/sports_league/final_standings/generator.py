@@ -1,6 +1,5 @@
 """State for sports_league/final_standings: clubs, a double round-robin per division, and league papers."""
 import itertools
-import json
 
 TOWNS = ["Ashby", "Brackley", "Colne", "Dorking", "Egham", "Frome", "Garstang", "Hexham", "Ilkley", "Jarrow",
          "Keswick", "Ledbury", "Malton", "Nelson", "Otley", "Penrith", "Ripon", "Selby", "Thame", "Ulverston",
@@ -53,7 +52,6 @@ def generate(ctx):
             away_id INTEGER, home_goals INTEGER, away_goals INTEGER, status TEXT, played_on TEXT, attendance INTEGER,
             referee TEXT);
         CREATE TABLE season_outcomes (id INTEGER PRIMARY KEY, team_id INTEGER, outcome TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     win_points = rng.choice([2, 3])
@@ -134,5 +132,4 @@ def generate(ctx):
         ctx.write(f"{folder}/item_{index:03d}_{item.replace(' ', '_')}.txt",
                   f"{item.title()}\n\nThe secretary of {club} wrote about the {item}.\n"
                   f"Noted by the committee; it has no bearing on results or the tables. Ref {rng.randint(100, 999)}.\n")
-    facts = {"deducted": deducted[0]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(deducted=deducted[0])

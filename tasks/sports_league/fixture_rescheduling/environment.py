@@ -7,8 +7,7 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class FixtureReschedulingEnv(WorkspaceEnvironment):
     @tool
     def list_teams(self, page: int = 1) -> dict:
-        """List clubs with their home venue id and broadcast tier, 20 per page.
-        """
+        """List clubs with their home venue id and broadcast tier, 20 per page."""
         return self.query_page("SELECT t.id, t.name, t.home_venue_id, v.name AS home_venue, t.broadcast_tier "
                                "FROM teams t JOIN venues v ON v.id = t.home_venue_id ORDER BY t.id", page=page)
 

@@ -1,5 +1,4 @@
 """Tools and verifier for sports_league/referee_appointments."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -7,14 +6,12 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class RefereeAppointmentsEnv(WorkspaceEnvironment):
     @tool
     def list_teams(self, page: int = 1) -> dict:
-        """Clubs and their division; 20 per page.
-        """
+        """Clubs and their division; 20 per page."""
         return self.query_page("SELECT id, name, division FROM teams ORDER BY id", page=page)
 
     @tool
     def list_referees(self, page: int = 1) -> dict:
-        """Referees with grade (1 is the highest) and the club they are affiliated with, if any; 20 per page.
-        """
+        """Referees with grade (1 is the highest) and the club they are affiliated with, if any; 20 per page."""
         return self.query_page("SELECT id, name, grade, affiliated_team_id FROM referees ORDER BY id", page=page)
 
     @tool
@@ -29,8 +26,7 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
 
     @tool
     def list_fixtures(self, page: int = 1) -> dict:
-        """Upcoming fixtures that need a referee, with division and kickoff time; 20 per page.
-        """
+        """Upcoming fixtures that need a referee, with division and kickoff time; 20 per page."""
         return self.query_page("SELECT id, division, kickoff, home_id, away_id FROM fixtures ORDER BY id", page=page)
 
     def _open_fixture(self, fixture_id: int) -> None:
@@ -66,7 +62,7 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         away = {int(k): set(v) for k, v in facts["unavailable"].items()}
         made = self.query("SELECT a.referee_id, r.grade, f.division, substr(f.kickoff, 1, 10) AS day FROM appointments a "
                           "JOIN referees r ON r.id = a.referee_id JOIN fixtures f ON f.id = a.fixture_id")

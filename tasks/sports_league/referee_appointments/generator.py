@@ -1,5 +1,4 @@
 """State for sports_league/referee_appointments: clubs, referees, past appointments and the next fixtures."""
-import json
 from datetime import date, datetime, timedelta
 
 PLACES = ["Aldbourne", "Barnsley", "Crewe", "Didcot", "Epsom", "Fleet", "Goole", "Hythe", "Ipswich", "Kendal", "Leek",
@@ -45,7 +44,6 @@ def generate(ctx):
         CREATE TABLE fixtures (id INTEGER PRIMARY KEY, division INTEGER, kickoff TEXT, home_id INTEGER, away_id INTEGER);
         CREATE TABLE appointments (id INTEGER PRIMARY KEY, fixture_id INTEGER, referee_id INTEGER);
         CREATE TABLE flags (id INTEGER PRIMARY KEY, fixture_id INTEGER, note TEXT);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     saturday = date(2026, 11, 14) + timedelta(weeks=rng.randint(0, 4))
@@ -130,6 +128,5 @@ def generate(ctx):
             f"{topic.capitalize()}\n\nMessage from {r[1]} about the {topic}. "
             "Available as usual for appointments.\n"
         )
-    facts = {"seminar_day": seminar_day.isoformat(),
-             "unavailable": {str(k): [d.isoformat() for d in v] for k, v in unavailable.items()}}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?,?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(seminar_day=seminar_day.isoformat(),
+              unavailable={str(k): [d.isoformat() for d in v] for k, v in unavailable.items()})

@@ -1,6 +1,5 @@
 """Tools and verifier for travel_booking/disruption_rebooking."""
 import datetime as dt
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
@@ -93,7 +92,7 @@ class DisruptionEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         moves = "bookings b JOIN bookings o ON o.id = b.replaces JOIN flights f ON f.id = b.flight_id"
         moved = self.tables_match(moves, key="o.booking_ref")
         refunded = self.tables_match("bookings", key="booking_ref", where="status = 'refunded'")

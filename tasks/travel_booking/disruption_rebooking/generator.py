@@ -1,6 +1,5 @@
 """State for travel_booking/disruption_rebooking: a day of departures from one airport, customer bookings and agency files."""
 import datetime as dt
-import json
 
 AIRPORTS = {"LIS": "Lisbon", "MAD": "Madrid", "BER": "Berlin", "DUB": "Dublin", "VIE": "Vienna", "PRG": "Prague",
             "CPH": "Copenhagen", "MXP": "Milan", "ATH": "Athens", "OSL": "Oslo", "WAW": "Warsaw", "BRU": "Brussels"}
@@ -22,7 +21,6 @@ def generate(ctx):
         CREATE TABLE bookings (id INTEGER PRIMARY KEY, booking_ref TEXT UNIQUE, passenger_id INTEGER, flight_id INTEGER,
             booked_on TEXT, status TEXT, replaces INTEGER);
         CREATE TABLE vouchers (id INTEGER PRIMARY KEY, booking_id INTEGER, amount INTEGER);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     hub = rng.choice(HUBS)
@@ -171,6 +169,5 @@ def generate(ctx):
         ctx.write(f"inbox/agency_{i:03d}.eml", f"From: office@agency.example\nSubject: {topic}\n\nA note on {topic}. "
                                                 f"Nothing to do for disruptions. Ref {rng.randint(100, 999)}.\n")
 
-    facts = {"refund_wish": refund_wish["booking_ref"], "closed_flights": [f["id"] for f in cancelled],
-             "already_cancelled": cancelled_one["booking_ref"]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(refund_wish=refund_wish["booking_ref"], closed_flights=[f["id"] for f in cancelled],
+              already_cancelled=cancelled_one["booking_ref"])

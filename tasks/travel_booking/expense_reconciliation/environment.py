@@ -1,5 +1,4 @@
 """Tools and verifier for travel_booking/expense_reconciliation."""
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 
@@ -103,8 +102,8 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        excused = json.loads(self.query("SELECT value FROM _verifier_facts WHERE key = 'excused_line'")[0]["value"])
-        honoured = self.query("SELECT decision FROM decisions WHERE line_id = ?", (int(excused),))
+        excused = self.facts["excused_line"]
+        honoured = self.query("SELECT decision FROM decisions WHERE line_id = ?", (excused,))
         total = self.reference.query("SELECT sum(approved_eur) AS t FROM decisions")[0]["t"] or 0.0
         return [
             self.tables_match("decisions", key="line_id", columns=["decision", "reason"], weight=2.0,

@@ -1,6 +1,5 @@
 """State for travel_booking/expense_reconciliation: trips, expense claims and lines, FX rates, the card feed and policy."""
 import datetime as dt
-import json
 
 CITIES = {"Lisbon": "EUR", "London": "GBP", "Zurich": "CHF", "Copenhagen": "DKK", "Stockholm": "SEK", "Vienna": "EUR", "Prague": "CZK"}
 BASE_RATE = {"EUR": 1.0, "GBP": 1.16, "CHF": 1.05, "DKK": 0.134, "SEK": 0.087, "CZK": 0.040}
@@ -24,7 +23,6 @@ def generate(ctx):
         CREATE TABLE card_transactions (id INTEGER PRIMARY KEY, employee_id INTEGER, posted_on TEXT, merchant TEXT, amount REAL, currency TEXT);
         CREATE TABLE decisions (line_id INTEGER PRIMARY KEY, decision TEXT, approved_eur REAL, reason TEXT);
         CREATE TABLE payments (id INTEGER PRIMARY KEY, claim_id INTEGER, amount_eur REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     caps = {c: rng.choice([45, 55, 60, 70, 80]) for c in CITIES}
@@ -118,4 +116,4 @@ def generate(ctx):
             "No change to the expense policy.\n")
 
     excused_line = next(lid for lid, l in enumerate(lines, 1) if l is c2_hotel)
-    db.execute("INSERT INTO _verifier_facts VALUES ('excused_line', ?)", (json.dumps(str(excused_line)),))
+    ctx.facts(excused_line=excused_line)

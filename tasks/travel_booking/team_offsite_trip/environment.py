@@ -1,6 +1,5 @@
 """Tools and verifier for travel_booking/team_offsite_trip."""
 import datetime as dt
-import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import parse_rows
@@ -105,7 +104,7 @@ class OffsiteTripEnv(WorkspaceEnvironment):
 
     # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
-        facts = {r["key"]: json.loads(r["value"]) for r in self.query("SELECT key, value FROM _verifier_facts")}
+        facts = self.facts
         avoider, airline = facts["avoider"]
         flown = self.query("SELECT b.employee_id, f.airline FROM flight_bookings b JOIN flights f ON f.id = b.flight_id")
         kept = bool(flown) and not any(b["employee_id"] in facts["no_flights"] or

@@ -1,6 +1,5 @@
 """State for travel_booking/team_offsite_trip: staff directory, flight schedule, hotels, policy and notes."""
 import datetime as dt
-import json
 
 CITIES = ["Lisbon", "Madrid", "Berlin", "Dublin", "Vienna", "Prague", "Copenhagen", "Milan"]
 AIRLINES = ["Aurora Air", "Blue Skies", "Continental Hop", "Danube Wings", "Eastjet"]
@@ -23,7 +22,6 @@ def generate(ctx):
         CREATE TABLE flight_bookings (id INTEGER PRIMARY KEY, trip_id INTEGER, employee_id INTEGER, flight_id INTEGER, fare REAL);
         CREATE TABLE hotel_bookings (id INTEGER PRIMARY KEY, trip_id INTEGER, employee_id INTEGER, hotel_id INTEGER,
             check_in TEXT, check_out TEXT, cost REAL);
-        CREATE TABLE _verifier_facts (key TEXT PRIMARY KEY, value TEXT);
         """
     )
     dest = rng.choice(CITIES)
@@ -162,5 +160,4 @@ def generate(ctx):
             f"From: travel.desk@corp.example\nSubject: {topic}\n\nA short update on the {topic}; this does not change how trips "
             f"are booked. Ref {rng.randint(1000, 9999)}.\n")
 
-    facts = {"no_flights": [driver["id"], local["id"]], "avoider": [avoider["id"], avoided_airline]}
-    db.executemany("INSERT INTO _verifier_facts VALUES (?, ?)", [(k, json.dumps(v)) for k, v in facts.items()])
+    ctx.facts(no_flights=[driver["id"], local["id"]], avoider=[avoider["id"], avoided_airline])
