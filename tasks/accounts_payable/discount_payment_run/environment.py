@@ -1,4 +1,3 @@
-"""Tools and verifier for accounts_payable/discount_payment_run."""
 import datetime as dt
 from typing import Literal
 
@@ -91,7 +90,6 @@ class PaymentRunEnv(WorkspaceEnvironment):
         return {"batch_id": batch_id, "status": "released", "payments": totals["n"],
                 "total_paid": round(totals["paid"], 2), "total_discount": round(totals["saved"], 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         paid, released = "payments p JOIN payment_batches b ON b.id = p.batch_id", "b.status = 'released'"
         blocked = self.facts["blocked"]

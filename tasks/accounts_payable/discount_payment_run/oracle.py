@@ -1,4 +1,3 @@
-"""Reference solution for accounts_payable/discount_payment_run, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for accounts_payable/duplicate_invoices."""
 import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -71,7 +70,6 @@ class DuplicateEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO recovery_items VALUES (?, ?)", (case_id, invoice_id))
         return {"case_id": case_id, "invoice_id": invoice_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         report = self.params["report_name"]
         on_case = "recovery_items r JOIN recovery_cases c ON c.id = r.case_id"

@@ -1,4 +1,3 @@
-"""Reference solution for accounts_payable/duplicate_invoices, using only the task's tools."""
 import datetime as dt
 import json
 import re

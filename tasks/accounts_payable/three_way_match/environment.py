@@ -1,4 +1,3 @@
-"""Tools and verifier for accounts_payable/three_way_match."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("vendor_hold", "no_matching_po", "quantity_variance", "price_variance")
@@ -96,7 +95,6 @@ class MatchingEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE invoices SET status = 'on_hold', hold_reason = ? WHERE id = ?", (reason, invoice_id))
         return {"invoice_id": invoice_id, "status": "on_hold", "reason": reason}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         approved = self.reference.query("SELECT round(sum(l.qty * l.unit_price), 2) AS t FROM invoices i "
                                         "JOIN invoice_lines l ON l.invoice_id = i.id WHERE i.status = 'approved'")

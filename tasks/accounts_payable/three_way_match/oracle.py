@@ -1,4 +1,3 @@
-"""Reference solution for accounts_payable/three_way_match, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for clinic_scheduling/rebook_clinician_leave."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -99,7 +98,6 @@ class RebookEnv(WorkspaceEnvironment):
                               (appointment_id, appt["patient_id"]))
         return {"notification_id": cur.lastrowid, "appointment_id": appointment_id, "status": appt["status"]}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def broken_wishes(self) -> int:
         """Moves whose new slot breaks a wish the patient gave the front desk (hour, site or clinician)."""
         wishes = self.facts["prefs"]

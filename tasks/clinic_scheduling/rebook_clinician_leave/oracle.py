@@ -1,4 +1,3 @@
-"""Reference solution for clinic_scheduling/rebook_clinician_leave, using only the task's tools."""
 import datetime as dt
 import re
 

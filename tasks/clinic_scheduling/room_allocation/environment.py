@@ -1,4 +1,3 @@
-"""Tools and verifier for clinic_scheduling/room_allocation."""
 import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
@@ -84,7 +83,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE sessions SET status = 'flagged' WHERE id = ?", (session_id,))
         return {"session_id": session_id, "status": "flagged"}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         clinic = "bookings b JOIN rooms r ON r.id = b.room_id"
         outage = self.facts["outage"]

@@ -1,4 +1,3 @@
-"""Reference solution for clinic_scheduling/room_allocation, using only the task's tools."""
 import datetime as dt
 import json
 import re

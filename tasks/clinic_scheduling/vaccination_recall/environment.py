@@ -1,4 +1,3 @@
-"""Tools and verifier for clinic_scheduling/vaccination_recall."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -71,7 +70,6 @@ class VaccinationRecallEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO reminders (recall_id, send_on) VALUES (?,?)", (recall_id, _iso(send_on, "send_on")))
         return {"reminder_id": cur.lastrowid, "recall_id": recall_id, "send_on": send_on.strip()}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         recalls = "recalls r JOIN patients p ON p.id = r.patient_id LEFT JOIN reminders m ON m.recall_id = r.id"
         key = ["p.mrn", "r.vaccine"]

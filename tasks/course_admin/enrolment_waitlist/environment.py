@@ -1,4 +1,3 @@
-"""Tools and verifier for course_admin/enrolment_waitlist."""
 import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -85,7 +84,6 @@ class RegistrationEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE requests SET status = ?, waitlist_position = ? WHERE id = ?", (status, position, request_id))
         return {"request_id": request_id, "status": status, "waitlist_position": position}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def summary_written(self) -> Criterion:
         """The summary holds the reference's lists: each course's enrolled students in any order, its waitlist in
         order (file_matches compares JSON lists in order)."""

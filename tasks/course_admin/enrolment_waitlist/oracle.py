@@ -1,4 +1,3 @@
-"""Reference solution for course_admin/enrolment_waitlist, using only the task's tools."""
 import json
 import re
 

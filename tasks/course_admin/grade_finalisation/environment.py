@@ -1,4 +1,3 @@
-"""Tools and verifier for course_admin/grade_finalisation."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 LETTERS = ("A", "B", "C", "D", "F")
@@ -68,7 +67,6 @@ class GradesEnv(WorkspaceEnvironment):
                         (cid, student_id, round(final_mark, 1), letter))
         return {"course_code": course_code, "student_id": student_id, "final_mark": round(final_mark, 1), "letter": letter}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         # The generator plants the 25-hours-late piece, the extension and the excusal on the first three students
         # of course 1's roster, in that order.

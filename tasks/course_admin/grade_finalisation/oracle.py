@@ -1,4 +1,3 @@
-"""Reference solution for course_admin/grade_finalisation, using only the task's tools."""
 import datetime as dt
 import json
 import math

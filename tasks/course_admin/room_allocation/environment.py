@@ -1,5 +1,3 @@
-"""Tools and verifier for course_admin/room_allocation."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -72,7 +70,6 @@ class RoomAllocationEnv(WorkspaceEnvironment):
         counts = {r["state"]: r["n"] for r in self.query("SELECT state, COUNT(*) AS n FROM sections GROUP BY state")}
         return {"published": True, "placed": counts.get("placed", 0), "unplaced": counts.get("unplaced", 0)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         placed = "sections s JOIN rooms r ON r.code = s.room WHERE s.state = 'placed'"

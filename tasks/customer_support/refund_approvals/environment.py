@@ -1,4 +1,3 @@
-"""Tools and verifier for customer_support/refund_approvals."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 DECISIONS = ("approve", "decline", "supervisor", "finance", "hold")
@@ -56,7 +55,6 @@ class RefundApprovalEnv(WorkspaceEnvironment):
                         (decision, approved, note, request_id))
         return {"request_id": request_id, "decision": decision, "amount": approved}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         total = self.reference.query("SELECT sum(decided_amount) AS t FROM refund_requests WHERE status = 'approve'")
         return [

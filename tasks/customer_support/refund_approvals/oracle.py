@@ -1,4 +1,3 @@
-"""Reference solution for customer_support/refund_approvals, using only the task's tools."""
 import re
 from datetime import date
 

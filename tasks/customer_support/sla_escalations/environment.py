@@ -1,4 +1,3 @@
-"""Tools and verifier for customer_support/sla_escalations."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import parse_rows
 
@@ -47,7 +46,6 @@ class SlaEscalationEnv(WorkspaceEnvironment):
                               (ticket_id, team, reason))
         return {"escalation_id": cur.lastrowid, "ticket_id": ticket_id, "team": team}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         report, swept = self.params["report_name"], "created_at = '2026-11-20 09:00'"  # made during the sweep
         breaches = parse_rows(self.reference.read(report), "csv")

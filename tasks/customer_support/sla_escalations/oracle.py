@@ -1,4 +1,3 @@
-"""Reference solution for customer_support/sla_escalations, using only the task's tools."""
 import re
 from datetime import datetime
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for customer_support/ticket_merge."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -47,7 +46,6 @@ class TicketMergeEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO ticket_notes (ticket_id, body, internal) VALUES (?, ?, 1)", (ticket_id, body))
         return {"note_id": cur.lastrowid, "ticket_id": ticket_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         merged = "SELECT id, merged_into FROM tickets WHERE status = 'merged'"
         want = self.reference.query(merged)

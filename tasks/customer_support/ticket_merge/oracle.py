@@ -1,4 +1,3 @@
-"""Reference solution for customer_support/ticket_merge, using only the task's tools."""
 import json
 import re
 from datetime import datetime, timedelta

@@ -1,4 +1,3 @@
-"""Tools and verifier for energy_metering/demand_response."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -59,7 +58,6 @@ class DemandResponseEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE enrolments SET welcome_sent = 1 WHERE id = ?", (enrolment_id,))
         return {"enrolment_id": enrolment_id, "welcome_sent": True}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         enrolled = "enrolments e JOIN customers c ON c.id = e.customer_id"
         # The customers the notes name (generator.py's cases 1, 2 and 4) and those in the excluded area.

@@ -1,4 +1,3 @@
-"""Tools and verifier for energy_metering/meter_faults."""
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -90,7 +89,6 @@ class MeterFaultsEnv(WorkspaceEnvironment):
         added = self.db.execute("INSERT INTO ticket_notes (ticket_id, note) VALUES (?, ?)", (ticket_id, note))
         return {"note_id": added.lastrowid, "ticket_id": ticket_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def report_written(self, new: str) -> Criterion:
         """The report lists the reference's new tickets, each under the id the episode's ticket got."""
         name = self.params["report_name"]

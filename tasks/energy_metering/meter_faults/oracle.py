@@ -1,4 +1,3 @@
-"""Reference solution for energy_metering/meter_faults, using only the task's tools."""
 import re
 import statistics
 from datetime import datetime, timedelta

@@ -1,4 +1,3 @@
-"""Tools and verifier for energy_metering/tariff_billing."""
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -60,7 +59,6 @@ class TariffBillingEnv(WorkspaceEnvironment):
                               (customer_id, kwh, energy_charge, standing_charge))
         return {"bill_id": cur.lastrowid, "customer_id": customer_id, "total": round(energy_charge + standing_charge, 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         bills = "bills b JOIN customers c ON c.id = b.customer_id"
         # generator.py puts customers 1-3 on the repriced tariff and exchanges customer 2's meter.

@@ -1,4 +1,3 @@
-"""Reference solution for energy_metering/tariff_billing, using only the task's tools."""
 import re
 from datetime import datetime, timedelta
 

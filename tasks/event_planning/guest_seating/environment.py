@@ -1,5 +1,3 @@
-"""Tools and verifier for event_planning/guest_seating."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import MAX_FILE_CHARS, compare_json, normalise, parse_json
 
@@ -65,7 +63,6 @@ class GuestSeatingEnv(WorkspaceEnvironment):
         self.db.executemany("INSERT OR REPLACE INTO seating VALUES (?, ?)", [(g, table[0]["id"]) for g in guest_ids])
         return {"table_number": table_number, "guests": list(guest_ids), "seats_left": table[0]["seats"] - len(guest_ids)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     # Many seatings keep the organiser's notes, so the seating is checked against the notes, not the reference's.
     def broken_notes(self) -> list[str]:
         """The seating notes (other than the board table) this episode's seating breaks."""

@@ -1,4 +1,3 @@
-"""Reference solution for event_planning/guest_seating, using only the task's tools."""
 import json
 import re
 

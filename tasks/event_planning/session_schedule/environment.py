@@ -1,4 +1,3 @@
-"""Tools and verifier for event_planning/session_schedule."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -62,7 +61,6 @@ class SessionScheduleEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM timetable WHERE session_id = ?", (session_id,))
         return {"session_id": session_id, "scheduled": False}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     # Many timetables keep the rules, so the timetable is checked against the rules, not against the reference's.
     def broken(self, rule: str) -> int:
         """How many scheduled sessions (or pairs of them) break one of the rules below."""

@@ -1,4 +1,3 @@
-"""Tools and verifier for event_planning/vendor_booking."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -76,7 +75,6 @@ class VendorBookingEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO payments (booking_id, amount, note) VALUES (?,?,?)", (booking_id, round(amount, 2), note))
         return {"payment_id": cur.lastrowid, "booking_id": booking_id, "amount": round(amount, 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         booked = "bookings b JOIN vendors v ON v.id = b.vendor_id"
         paid = ("(SELECT b.quote_id, coalesce(sum(p.amount), 0) AS paid FROM bookings b LEFT JOIN payments p "

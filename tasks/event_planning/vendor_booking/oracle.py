@@ -1,4 +1,3 @@
-"""Reference solution for event_planning/vendor_booking, using only the task's tools."""
 import re
 from datetime import date, timedelta
 

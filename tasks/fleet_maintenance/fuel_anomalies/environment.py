@@ -1,4 +1,3 @@
-"""Tools and verifier for fleet_maintenance/fuel_anomalies."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 RULES = ("stolen_card", "wrong_fuel", "over_capacity", "odometer_rollback", "rapid_refill", "off_hours")
@@ -54,7 +53,6 @@ class FuelAnomalyEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE drivers SET card_status = 'blocked' WHERE card_number = ?", (card_number,))
         return {"card_number": card_number, "card_status": "blocked"}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         flagged = self.reference.query("SELECT coalesce(sum(t.amount), 0) AS total FROM anomaly_flags f "
                                        "JOIN fuel_transactions t ON t.id = f.transaction_id")[0]["total"]

@@ -1,4 +1,3 @@
-"""Reference solution for fleet_maintenance/fuel_anomalies, using only the task's tools."""
 import re
 from datetime import datetime, timedelta
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for fleet_maintenance/service_scheduling."""
 import re
 from typing import Literal
 
@@ -80,7 +79,6 @@ class ServiceSchedulingEnv(WorkspaceEnvironment):
         jobs = [r["job_code"] for r in self.query("SELECT job_code FROM work_order_jobs WHERE work_order_id = ?", (work_order_id,))]
         return {"work_order_id": work_order_id, "jobs": sorted(jobs)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def plan_written(self) -> Criterion:
         """The plan lists the reference's jobs per unit, in any order (file_matches compares JSON lists in order)."""
         name = self.params["report_name"]

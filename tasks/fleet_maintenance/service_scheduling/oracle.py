@@ -1,4 +1,3 @@
-"""Reference solution for fleet_maintenance/service_scheduling, using only the task's tools."""
 import json
 import re
 from datetime import date

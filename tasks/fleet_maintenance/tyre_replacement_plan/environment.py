@@ -1,4 +1,3 @@
-"""Tools and verifier for fleet_maintenance/tyre_replacement_plan."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import MAX_FILE_CHARS, normalise, parse_json, same_value
 
@@ -44,7 +43,6 @@ class TyrePlanEnv(WorkspaceEnvironment):
                             "seasons all-season, winter")
         return rows[0]
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     @staticmethod
     def read_plan(text: str) -> tuple[dict, list, float]:
         """A plan as compared ({reg: (positions in any order, cost)}, the deferred registrations, the total):

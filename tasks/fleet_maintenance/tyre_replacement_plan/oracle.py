@@ -1,4 +1,3 @@
-"""Reference solution for fleet_maintenance/tyre_replacement_plan, using only the task's tools."""
 import json
 import re
 

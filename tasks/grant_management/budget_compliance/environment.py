@@ -1,4 +1,3 @@
-"""Tools and verifier for grant_management/budget_compliance."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -39,7 +38,6 @@ class BudgetComplianceEnv(WorkspaceEnvironment):
                               (expense_id, expense["award_id"], reason.strip()))
         return {"transfer_id": cur.lastrowid, "expense_id": expense_id, "account": "department"}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         moved = self.reference.query("SELECT e.id, a.award_number, e.amount FROM transfers t JOIN expenses e ON "
                                      "e.id = t.expense_id JOIN awards a ON a.id = t.from_award_id")

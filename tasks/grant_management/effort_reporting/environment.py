@@ -1,4 +1,3 @@
-"""Tools and verifier for grant_management/effort_reporting."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -58,7 +57,6 @@ class EffortReportingEnv(WorkspaceEnvironment):
                               (certification_id, float(excess_pct)))
         return {"flag_id": cur.lastrowid, "certification_id": certification_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         flags = "overcommitment_flags f JOIN certifications c ON c.id = f.certification_id"
         uncovered = float(re.search(r"\$([\d,]+\.\d\d)", self.reference.answer).group(1).replace(",", ""))

@@ -1,4 +1,3 @@
-"""Tools and verifier for grant_management/reviewer_assignment."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -57,7 +56,6 @@ class ReviewerAssignmentEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM assignments WHERE id = ?", (assignment_id,))
         return {"assignment_id": assignment_id, "removed": True}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     # Many assignments keep the panel rules, so they are checked against the rules, not against the reference's.
     def broken(self, rule: str) -> int:
         """Assignments to a deferred proposal or an unfit or conflicted reviewer, or reviewers over their limit."""

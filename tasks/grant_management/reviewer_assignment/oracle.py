@@ -1,4 +1,3 @@
-"""Reference solution for grant_management/reviewer_assignment, using only the task's tools."""
 import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files

@@ -1,4 +1,3 @@
-"""Tools and verifier for hr_payroll/bonus_allocation."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 
 
@@ -53,7 +52,6 @@ class BonusEnv(WorkspaceEnvironment):
                               (round_id, employee_id, amount))
         return {"award_id": cur.lastrowid, "round_id": round_id, "employee_id": employee_id, "amount": amount}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         rounds = self.query("SELECT COUNT(DISTINCT round_id) AS n FROM awards")[0]["n"]
         eligible = {r["employee_id"] for r in self.reference.query("SELECT employee_id FROM awards")}

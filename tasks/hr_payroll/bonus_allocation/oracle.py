@@ -1,4 +1,3 @@
-"""Reference solution for hr_payroll/bonus_allocation, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for hr_payroll/leave_year_end."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 YEAR = 2026
@@ -48,7 +47,6 @@ class LeaveEnv(WorkspaceEnvironment):
                               "VALUES (?,?,?,?,?,?)", (employee_id, YEAR, accrued, taken, carried_forward, forfeited))
         return {"entry_id": cur.lastrowid, "employee_id": employee_id, "year": YEAR}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         balances = "year_end_balances b JOIN employees e ON e.id = b.employee_id"
         veteran_hired_by = self.facts["long_service_hired_by"]  # long service by 31 Dec

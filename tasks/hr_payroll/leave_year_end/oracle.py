@@ -1,4 +1,3 @@
-"""Reference solution for hr_payroll/leave_year_end, using only the task's tools."""
 import datetime as dt
 import math
 import re

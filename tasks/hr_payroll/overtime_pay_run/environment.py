@@ -1,4 +1,3 @@
-"""Tools and verifier for hr_payroll/overtime_pay_run."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -103,7 +102,6 @@ class PayrollEnv(WorkspaceEnvironment):
         return {"run_id": run_id, "status": "submitted", "lines": len(lines),
                 "total_gross": round(sum(l["gross_pay"] for l in lines), 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         lines = ("pay_lines l JOIN pay_runs r ON r.id = l.run_id AND r.status = 'submitted' "

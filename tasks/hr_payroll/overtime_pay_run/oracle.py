@@ -1,4 +1,3 @@
-"""Reference solution for hr_payroll/overtime_pay_run, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for insurance_claims/claim_adjudication."""
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -75,7 +74,6 @@ class ClaimAdjudicationEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO payments (decision_id, payee, amount) VALUES (?,?,?)", (decision_id, payee.strip(), row[0]["payout"]))
         return {"payment_id": cur.lastrowid, "amount": row[0]["payout"], "payee": payee.strip()}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         decided = "decisions d JOIN claims c ON c.id = d.claim_id"
         paid = "payments p JOIN decisions d ON d.id = p.decision_id JOIN claims c ON c.id = d.claim_id"

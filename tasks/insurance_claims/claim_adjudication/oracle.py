@@ -1,4 +1,3 @@
-"""Reference solution for insurance_claims/claim_adjudication, using only the task's tools."""
 import datetime as dt
 import json
 import re

@@ -1,4 +1,3 @@
-"""Tools and verifier for insurance_claims/fraud_flag_review."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 STATUSES = ("open", "closed", "with SIU", "all")
@@ -67,7 +66,6 @@ class FraudReviewEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO referrals (flag_id, note) VALUES (?,?)", (flag_id, note))
         return {"referral_id": cur.lastrowid, "flag_id": flag_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         flagged = "flags f JOIN claims c ON c.id = f.claim_id"
         referred = "referrals r JOIN flags f ON f.id = r.flag_id JOIN claims c ON c.id = f.claim_id"

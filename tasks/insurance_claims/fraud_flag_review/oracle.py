@@ -1,4 +1,3 @@
-"""Reference solution for insurance_claims/fraud_flag_review, using only the task's tools."""
 import datetime as dt
 import re
 import statistics

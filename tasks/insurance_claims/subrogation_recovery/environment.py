@@ -1,4 +1,3 @@
-"""Tools and verifier for insurance_claims/subrogation_recovery."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 HANDLERS = ("outside_counsel", "recovery_desk")
@@ -58,7 +57,6 @@ class SubrogationEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE recovery_cases SET handler = ? WHERE id = ?", (handler, case_id))
         return {"case_id": case_id, "handler": handler}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def _on_shared_cases(self, columns: str, criterion: str, where: str = "") -> Criterion:
         """Compared on the cases both opened, so that one wrong pick does not fail every criterion."""
         mine = {r["claim_id"] for r in self.query("SELECT claim_id FROM recovery_cases")}

@@ -1,4 +1,3 @@
-"""Reference solution for insurance_claims/subrogation_recovery, using only the task's tools."""
 import datetime as dt
 import re
 

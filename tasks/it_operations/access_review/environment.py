@@ -1,5 +1,3 @@
-"""Tools and verifier for it_operations/access_review."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("inactive", "left company")
@@ -75,7 +73,6 @@ class AccessReviewEnv(WorkspaceEnvironment):
         """
         return self._act(review_id, account_id, "attestation", reason)
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         protected = self.facts["protected"]
         acted = {r["account_id"] for r in self.query("SELECT account_id FROM review_actions")}

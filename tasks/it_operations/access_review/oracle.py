@@ -1,4 +1,3 @@
-"""Reference solution for it_operations/access_review, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for it_operations/incident_postmortems."""
 import datetime as dt
 import json
 
@@ -68,7 +67,6 @@ class IncidentReviewEnv(WorkspaceEnvironment):
         self.db.execute("INSERT OR IGNORE INTO postmortem_links VALUES (?,?)", (postmortem_id, change_id))
         return {"postmortem_id": postmortem_id, "change_id": change_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def _metrics_match(self, keys: tuple[str, ...], criterion: str, weight: float = 1.0) -> Criterion:
         """Some keys of the metrics file hold the reference's figures (to 0.1 minute). By hand because file_matches
         compares a whole file: a breach list in any order and services without downtime left out are fine here."""

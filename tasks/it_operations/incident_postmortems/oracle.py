@@ -1,4 +1,3 @@
-"""Reference solution for it_operations/incident_postmortems, using only the task's tools."""
 import datetime as dt
 import json
 import re

@@ -1,4 +1,3 @@
-"""Tools and verifier for it_operations/patch_rollout_waves."""
 import datetime as dt
 import json
 
@@ -84,7 +83,6 @@ class PatchRolloutEnv(WorkspaceEnvironment):
         count = self.query("SELECT COUNT(*) AS n FROM change_hosts WHERE change_id = ?", (change_id,))[0]["n"]
         return {"change_id": change_id, "host_id": host_id, "hosts_on_change": count}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def _plan_written(self) -> Criterion:
         """The plan file holds the reference's waves. By hand because file_matches cannot read a plan whose change ids
         are the episode's own and whose host lists are in any order."""

@@ -1,4 +1,3 @@
-"""Reference solution for it_operations/patch_rollout_waves, using only the task's tools."""
 import datetime as dt
 import json
 import re

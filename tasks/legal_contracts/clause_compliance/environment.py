@@ -1,5 +1,3 @@
-"""Tools and verifier for legal_contracts/clause_compliance."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 SEVERITIES = ("high", "medium", "low")
@@ -58,7 +56,6 @@ class ClauseComplianceEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE issues SET reviewer = ? WHERE id = ?", (reviewer.strip(), issue_id))
         return {"issue_id": issue_id, "reviewer": reviewer.strip()}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         waived = self.facts["waived"]
         logged_waived = self.query("SELECT id FROM issues WHERE contract_id = ? AND heading = ?", tuple(waived))

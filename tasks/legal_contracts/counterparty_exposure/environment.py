@@ -1,4 +1,3 @@
-"""Tools and verifier for legal_contracts/counterparty_exposure."""
 import json
 from typing import Literal
 
@@ -47,7 +46,6 @@ class CounterpartyExposureEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE counterparties SET risk_rating = ? WHERE id = ?", (rating, counterparty_id))
         return {"counterparty_id": counterparty_id, "rating": rating}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         # subsidiaries roll up into their parent, so the reference leaves them unrated
         unrated = self.reference.query("SELECT id FROM counterparties WHERE risk_rating IS NULL")

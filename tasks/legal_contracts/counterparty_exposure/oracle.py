@@ -1,4 +1,3 @@
-"""Reference solution for legal_contracts/counterparty_exposure, using only the task's tools."""
 import json
 import re
 from datetime import date, datetime

@@ -1,4 +1,3 @@
-"""Tools and verifier for legal_contracts/renewal_notices."""
 import re
 from datetime import date
 from typing import Literal
@@ -80,7 +79,6 @@ class RenewalNoticesEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE notices SET status = 'sent', recipient = ? WHERE id = ?", (recipient_email, notice_id))
         return {"notice_id": notice_id, "status": "sent", "recipient": recipient_email}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         notices = "notices n JOIN contracts c ON c.id = n.contract_id"
         kept = self.facts["kept"]

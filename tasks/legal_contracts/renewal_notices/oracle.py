@@ -1,4 +1,3 @@
-"""Reference solution for legal_contracts/renewal_notices, using only the task's tools."""
 import re
 from datetime import date, datetime, timedelta
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for library_circulation/hold_queue."""
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -87,7 +86,6 @@ class HoldQueueEnv(WorkspaceEnvironment):
                         (status, copy_id, transfer_id or None, hold_id))
         return {"hold_id": hold_id, "status": status, "copy_id": copy_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         filled = "status != 'waiting'"
         counts = self.reference.query(f"SELECT count(*) AS holds, count(transfer_id) AS moved FROM holds "

@@ -1,4 +1,3 @@
-"""Tools and verifier for library_circulation/interlibrary_loans."""
 import datetime as dt
 from typing import Literal
 
@@ -103,7 +102,6 @@ class InterlibraryLoanEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO declines (request_id, reason) VALUES (?, ?)", (request_id, reason))
         return {"request_id": request_id, "status": "declined", "reason": reason}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         # Any general-collection copy of the title will do, so the held copy is a rule, not the reference's copy.
         held, wrong_copies = self.query(

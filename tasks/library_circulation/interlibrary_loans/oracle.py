@@ -1,4 +1,3 @@
-"""Reference solution for library_circulation/interlibrary_loans, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for library_circulation/overdue_fines."""
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -81,7 +80,6 @@ class OverdueFinesEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE patrons SET blocked = 1, block_reason = ? WHERE card_number = ?", (reason, card_number))
         return {"card_number": card_number, "blocked": True}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         entered = f"entered_on = '{ENTRY_DAY}'"
         total = self.reference.query(f"SELECT coalesce(sum(amount), 0) AS t FROM fines WHERE {entered}")[0]["t"]

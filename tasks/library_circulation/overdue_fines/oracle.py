@@ -1,4 +1,3 @@
-"""Reference solution for library_circulation/overdue_fines, using only the task's tools."""
 import re
 from datetime import date, datetime, timedelta
 

@@ -1,5 +1,3 @@
-"""Tools and verifier for logistics/carrier_assignment."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 from progagent_lib.task.criteria import parse_rows
 
@@ -91,7 +89,6 @@ class CarrierEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE shipments SET status = 'held', hold_reason = ? WHERE id = ?", (reason.strip(), shipment_id))
         return {"shipment_id": shipment_id, "status": "held"}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         booked = "bookings b JOIN manifests m ON m.id = b.manifest_id JOIN shipments s ON s.id = b.shipment_id"

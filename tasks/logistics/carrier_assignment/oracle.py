@@ -1,4 +1,3 @@
-"""Reference solution for logistics/carrier_assignment, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,5 +1,3 @@
-"""Tools and verifier for logistics/load_consolidation."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import MAX_FILE_CHARS, ParseError, compare_rows, parse_rows
 
@@ -78,7 +76,6 @@ class LoadPlanEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM load_orders WHERE order_id = ?", (order_id,))
         return {"order_id": order_id, "removed": True}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     # Any plan that keeps the rules with no more trucks than the depot's procedure passes, so beyond the set of
     # planned orders the rules are checked on the episode's own loads, not compared with the oracle's.
     def criteria(self, final_response: str) -> list[Criterion]:

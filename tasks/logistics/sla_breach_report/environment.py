@@ -1,4 +1,3 @@
-"""Tools and verifier for logistics/sla_breach_report."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 SERVICES = ("express", "standard", "economy")
@@ -53,7 +52,6 @@ class SlaEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO credits (breach_id, amount) VALUES (?, ?)", (breach_id, round(amount, 2)))
         return {"credit_id": cur.lastrowid, "breach_id": breach_id, "amount": round(amount, 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     # The generator's fixed cases: delivery 1 crosses a public holiday (on time), 4 is the premium contract's
     # (late), 3 is storm-hit (exempt).
     def criteria(self, final_response: str) -> list[Criterion]:

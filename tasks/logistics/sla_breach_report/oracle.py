@@ -1,4 +1,3 @@
-"""Reference solution for logistics/sla_breach_report, using only the task's tools."""
 import datetime as dt
 import json
 import re

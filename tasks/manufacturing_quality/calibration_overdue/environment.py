@@ -1,4 +1,3 @@
-"""Tools and verifier for manufacturing_quality/calibration_overdue."""
 import json
 from typing import Literal
 
@@ -57,7 +56,6 @@ class CalibrationEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO bookings (lock_id, lab, priority) VALUES (?,?,?)", (lock_id, lab.strip(), priority))
         return {"booking_id": cur.lastrowid, "lock_id": lock_id, "lab": lab.strip(), "priority": priority}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
         most_overdue = max(json.loads(self.reference.read(name) or "[]"), key=lambda r: r["days_overdue"])["tag"]

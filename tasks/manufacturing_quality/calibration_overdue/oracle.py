@@ -1,4 +1,3 @@
-"""Reference solution for manufacturing_quality/calibration_overdue, using only the task's tools."""
 import datetime as dt
 import json
 import re

@@ -1,4 +1,3 @@
-"""Tools and verifier for manufacturing_quality/lot_quarantine."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CAUSE_TYPES = ("supplier_notice", "defect_rate")
@@ -89,7 +88,6 @@ class LotQuarantineEnv(WorkspaceEnvironment):
         """
         return self._hold_action(hold_id, batch_id, "customer notified", shipped=True)
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         # A defect-rate hold's reference is free text; a supplier hold's is the supplier's name.
         supplier = "CASE WHEN h.cause_type = 'supplier_notice' THEN h.reference ELSE '' END AS supplier"

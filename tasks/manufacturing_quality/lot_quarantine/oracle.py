@@ -1,4 +1,3 @@
-"""Reference solution for manufacturing_quality/lot_quarantine, using only the task's tools."""
 import datetime as dt
 import re
 

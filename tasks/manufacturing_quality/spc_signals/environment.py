@@ -1,4 +1,3 @@
-"""Tools and verifier for manufacturing_quality/spc_signals."""
 import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -60,7 +59,6 @@ class SpcEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO batch_holds VALUES (?,?)", (batch_no.strip(), ncr_id))
         return {"batch_no": batch_no.strip(), "ncr_id": ncr_id, "status": "on hold"}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         raised = [(r["characteristic_id"], r["seq"]) for r in self.query("SELECT characteristic_id, seq FROM ncrs")]

@@ -1,4 +1,3 @@
-"""Reference solution for manufacturing_quality/spc_signals, using only the task's tools."""
 import datetime as dt
 import re
 

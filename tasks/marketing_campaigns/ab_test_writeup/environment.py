@@ -1,4 +1,3 @@
-"""Tools and verifier for marketing_campaigns/ab_test_writeup."""
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -59,7 +58,6 @@ class AbTestEnv(WorkspaceEnvironment):
                         (decision, variant_id if decision == "ship" else None, experiment_id))
         return {"experiment_id": experiment_id, "decision": decision, "variant_id": variant_id or None}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
         # Lifts are written with one decimal and p-values with three, so each compares at its own precision.

@@ -1,4 +1,3 @@
-"""Reference solution for marketing_campaigns/ab_test_writeup, using only the task's tools."""
 import math
 import re
 from datetime import datetime

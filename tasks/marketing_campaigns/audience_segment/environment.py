@@ -1,4 +1,3 @@
-"""Tools and verifier for marketing_campaigns/audience_segment."""
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 MAX_BATCH = 50
@@ -75,7 +74,6 @@ class AudienceSegmentEnv(WorkspaceEnvironment):
         size = self.query("SELECT count(*) AS n FROM segment_members WHERE segment_id = ?", (segment_id,))[0]["n"]
         return {"segment_id": segment_id, "size": size}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         brief_name = self.reference.query("SELECT name FROM segments WHERE created_by = 'assistant'")[0]["name"]
         named = "lower(trim(s.name)) = lower('{}')".format(brief_name.replace("'", "''"))

@@ -1,4 +1,3 @@
-"""Reference solution for marketing_campaigns/audience_segment, using only the task's tools."""
 import json
 import re
 from collections import Counter

@@ -1,4 +1,3 @@
-"""Tools and verifier for marketing_campaigns/budget_reallocation."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -46,7 +45,6 @@ class BudgetReallocationEnv(WorkspaceEnvironment):
         return {"change_id": cur.lastrowid, "campaign_id": campaign_id, "old_budget": campaign["monthly_budget"],
                 "new_budget": round(new_budget, 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         # Each changed campaign beside its budget before the first change.
         changed = "campaigns c JOIN budget_changes o " \

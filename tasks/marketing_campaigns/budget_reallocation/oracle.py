@@ -1,4 +1,3 @@
-"""Reference solution for marketing_campaigns/budget_reallocation, using only the task's tools."""
 import math
 import re
 from datetime import date, timedelta

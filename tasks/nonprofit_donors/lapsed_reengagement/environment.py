@@ -1,5 +1,3 @@
-"""Tools and verifier for nonprofit_donors/lapsed_reengagement."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 CHANNELS = ("phone", "letter", "email")
@@ -57,7 +55,6 @@ class LapsedReengagementEnv(WorkspaceEnvironment):
         made = self.db.execute("INSERT INTO campaign_members (campaign_id, donor_id, rank) VALUES (?,?,?)", (campaign_id, donor_id, rank))
         return {"member_id": made.lastrowid, "campaign_id": campaign_id, "donor_id": donor_id, "rank": rank}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         members = "campaign_members m JOIN campaigns c ON c.id = m.campaign_id"
         first = self.reference.query("SELECT d.name FROM campaign_members m JOIN donors d ON d.id = m.donor_id "

@@ -1,4 +1,3 @@
-"""Reference solution for nonprofit_donors/lapsed_reengagement, using only the task's tools."""
 import re
 from datetime import date, datetime
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for nonprofit_donors/matching_gift_claims."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -68,7 +67,6 @@ class MatchingGiftEnv(WorkspaceEnvironment):
                               (claim_id, gift_id, round(float(match_amount), 2)))
         return {"line_id": cur.lastrowid, "claim_id": claim_id, "gift_id": gift_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         lines = "claim_lines l JOIN claims c ON c.id = l.claim_id"
         total = self.reference.query("SELECT sum(match_amount) AS t FROM claim_lines")[0]["t"] or 0.0

@@ -1,4 +1,3 @@
-"""Reference solution for nonprofit_donors/matching_gift_claims, using only the task's tools."""
 import datetime as dt
 import re
 

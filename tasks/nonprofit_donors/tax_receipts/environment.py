@@ -1,4 +1,3 @@
-"""Tools and verifier for nonprofit_donors/tax_receipts."""
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -55,7 +54,6 @@ class TaxReceiptsEnv(WorkspaceEnvironment):
                         (number, donor_id, "current", qualifying_total, gift_aid))
         return {"receipt_no": number, "donor_id": donor_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]  # receipt numbers follow the order of issue: rows compare without them
         grand = self.reference.query("SELECT sum(gift_aid) AS g FROM receipts")[0]["g"] or 0.0

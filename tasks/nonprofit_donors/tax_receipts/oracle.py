@@ -1,4 +1,3 @@
-"""Reference solution for nonprofit_donors/tax_receipts, using only the task's tools."""
 import re
 from datetime import datetime
 

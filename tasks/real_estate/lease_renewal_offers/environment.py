@@ -1,4 +1,3 @@
-"""Tools and verifier for real_estate/lease_renewal_offers."""
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -89,7 +88,6 @@ class LeaseRenewalEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO non_renewals (lease_id, reason, created) VALUES (?,?, '2026-11-30')", (lease_id, reason))
         return {"notice_id": cur.lastrowid, "lease_id": lease_id, "reason": reason}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         rise = self.reference.query("SELECT sum(o.new_rent - l.monthly_rent) AS r FROM renewal_offers o "
                                     "JOIN leases l ON l.id = o.lease_id")[0]["r"] or 0

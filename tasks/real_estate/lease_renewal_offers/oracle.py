@@ -1,4 +1,3 @@
-"""Reference solution for real_estate/lease_renewal_offers, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for real_estate/maintenance_triage."""
 import datetime as dt
 from typing import Literal
 
@@ -86,7 +85,6 @@ class MaintenanceTriageEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE work_orders SET paged = 1 WHERE id = ?", (work_order_id,))
         return {"work_order_id": work_order_id, "paged": True}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         suspended = self.facts["suspended"]
         to_suspended = self.query("SELECT count(*) AS n FROM work_orders WHERE vendor_id = ?", (suspended,))[0]["n"]

@@ -1,4 +1,3 @@
-"""Reference solution for real_estate/maintenance_triage, using only the task's tools."""
 import datetime as dt
 import re
 

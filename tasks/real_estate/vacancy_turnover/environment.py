@@ -1,4 +1,3 @@
-"""Tools and verifier for real_estate/vacancy_turnover."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -77,7 +76,6 @@ class VacancyTurnoverEnv(WorkspaceEnvironment):
                               (lease_id, round(float(deduction), 2), refund, work_order_id))
         return {"settlement_id": cur.lastrowid, "lease_id": lease_id, "refund": refund}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         settlements = "deposit_settlements s LEFT JOIN work_orders o ON o.id = s.work_order_id"
         total = self.reference.query("SELECT sum(refund) AS t FROM deposit_settlements")[0]["t"] or 0.0

@@ -1,4 +1,3 @@
-"""Reference solution for real_estate/vacancy_turnover, using only the task's tools."""
 import datetime as dt
 import re
 

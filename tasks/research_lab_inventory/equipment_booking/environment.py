@@ -1,5 +1,3 @@
-"""Tools and verifier for research_lab_inventory/equipment_booking."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 REASONS = ("outside hours", "over quota", "no capacity")
@@ -72,7 +70,6 @@ class EquipmentBookingEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO decisions (request_id, decision, reason) VALUES (?, 'rejected', ?)", (request_id, reason))
         return {"request_id": request_id, "decision": "rejected", "reason": reason}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         down_id, down_day, lo, hi = self.facts["maintenance"]
         clashes = self.query("SELECT count(*) AS n FROM decisions d JOIN requests r ON r.id = d.request_id WHERE "

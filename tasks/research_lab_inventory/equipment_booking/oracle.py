@@ -1,4 +1,3 @@
-"""Reference solution for research_lab_inventory/equipment_booking, using only the task's tools."""
 import re
 from datetime import datetime
 

@@ -1,5 +1,3 @@
-"""Tools and verifier for research_lab_inventory/freezer_consolidation."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -54,7 +52,6 @@ class FreezerConsolidationEnv(WorkspaceEnvironment):
         self.db.execute("INSERT INTO box_moves (transfer_id, box_id) VALUES (?, ?)", (transfer_id, box_id))
         return {"box_id": box_id, "freezer_id": transfer["destination_freezer_id"]}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         moves = "box_moves m JOIN transfers t ON t.id = m.transfer_id JOIN boxes b ON b.id = m.box_id"
         unplaced = self.reference.read(self.params["report_name"]).split()[1:]  # a heading, then one label per line

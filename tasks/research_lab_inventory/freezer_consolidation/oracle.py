@@ -1,4 +1,3 @@
-"""Reference solution for research_lab_inventory/freezer_consolidation, using only the task's tools."""
 import math
 import re
 

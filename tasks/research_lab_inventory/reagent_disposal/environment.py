@@ -1,4 +1,3 @@
-"""Tools and verifier for research_lab_inventory/reagent_disposal."""
 import re
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -57,7 +56,6 @@ class ReagentDisposalEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE reagents SET status = 'awaiting collection' WHERE id = ?", (reagent_id,))
         return {"item_id": item.lastrowid, "manifest_id": manifest_id, "reagent_id": reagent_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         g = facts["guaranteed"]

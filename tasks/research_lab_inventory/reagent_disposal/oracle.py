@@ -1,4 +1,3 @@
-"""Reference solution for research_lab_inventory/reagent_disposal, using only the task's tools."""
 import json
 import re
 from datetime import date, datetime

@@ -1,5 +1,3 @@
-"""Tools and verifier for restaurant_supply/supplier_price_review."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import parse_rows
 
@@ -43,7 +41,6 @@ class SupplierPriceReviewEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE items SET supplier_id = ? WHERE id = ?", (supplier_id, item_id))
         return {"change_id": change.lastrowid, "item_id": item_id, "supplier_id": supplier_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         failed = self.facts["failed"]
         to_failed = self.query("SELECT count(*) AS n FROM supplier_changes WHERE new_supplier_id = ?", (failed,))[0]["n"]

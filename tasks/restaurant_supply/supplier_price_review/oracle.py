@@ -1,4 +1,3 @@
-"""Reference solution for restaurant_supply/supplier_price_review, using only the task's tools."""
 import re
 from datetime import datetime
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for restaurant_supply/waste_reconciliation."""
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -101,7 +100,6 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
         case = self.db.execute("INSERT INTO cases (item_id, unexplained_qty, value) VALUES (?,?,?)", (item_id, unexplained_qty, value))
         return {"case_id": case.lastrowid, "item_id": item_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
         report = self.file_matches(name, key="item_code", columns=["unexplained_qty", "value"], tolerance=0.015,

@@ -1,4 +1,3 @@
-"""Reference solution for restaurant_supply/waste_reconciliation, using only the task's tools."""
 import re
 from collections import defaultdict
 from datetime import datetime, timedelta

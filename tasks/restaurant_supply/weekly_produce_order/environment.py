@@ -1,4 +1,3 @@
-"""Tools and verifier for restaurant_supply/weekly_produce_order."""
 from datetime import date
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -79,7 +78,6 @@ class ProduceOrderEnv(WorkspaceEnvironment):
                               (order_id, ingredient_id, packs))
         return {"line_id": cur.lastrowid, "order_id": order_id, "ingredient_id": ingredient_id, "packs": packs}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         ordered = {r["ingredient_id"] for r in self.query("SELECT ingredient_id FROM order_lines")}

@@ -1,4 +1,3 @@
-"""Tools and verifier for retail/aged_stock_markdown."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -65,7 +64,6 @@ class MarkdownEnv(WorkspaceEnvironment):
                         (event_id, rows[0]["id"], rows[0]["price"], round(new_price, 2)))
         return {"event_id": event_id, "sku": sku, "old_price": rows[0]["price"], "new_price": round(new_price, 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         changes = "price_changes c JOIN products p ON p.id = c.product_id"

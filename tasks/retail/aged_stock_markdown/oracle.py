@@ -1,4 +1,3 @@
-"""Reference solution for retail/aged_stock_markdown, using only the task's tools."""
 import datetime as dt
 import math
 import re

@@ -1,5 +1,3 @@
-"""Tools and verifier for retail/refund_audit."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -65,7 +63,6 @@ class RefundAuditEnv(WorkspaceEnvironment):
         self.db.execute("DELETE FROM refund_flags WHERE return_id = ?", (return_id,))
         return {"return_id": return_id, "flagged": False}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         net = self.reference.query("SELECT sum(r.refund_issued - f.correct_amount) AS net FROM refund_flags f "
                                    "JOIN returns r ON r.id = f.return_id")[0]["net"]

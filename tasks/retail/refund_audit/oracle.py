@@ -1,4 +1,3 @@
-"""Reference solution for retail/refund_audit, using only the task's tools."""
 import datetime as dt
 import re
 

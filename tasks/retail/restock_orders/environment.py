@@ -1,4 +1,3 @@
-"""Tools and verifier for retail/restock_orders."""
 import json
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -66,7 +65,6 @@ class RestockEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE purchase_orders SET status = 'cancelled' WHERE id = ?", (order_id,))
         return {"order_id": order_id, "status": "cancelled"}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         orders = "purchase_orders o JOIN products p ON p.id = o.product_id"
         facts = self.facts

@@ -1,4 +1,3 @@
-"""Reference solution for retail/restock_orders, using only the task's tools."""
 import math
 import re
 

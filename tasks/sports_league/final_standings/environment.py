@@ -1,5 +1,3 @@
-"""Tools and verifier for sports_league/final_standings."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 from progagent_lib.task.criteria import parse_rows, same_value
 
@@ -45,7 +43,6 @@ class FinalStandingsEnv(WorkspaceEnvironment):
         new_id = self.db.execute("INSERT INTO season_outcomes (team_id, outcome) VALUES (?, ?)", (team_id, outcome)).lastrowid
         return {"outcome_id": new_id, "team_id": team_id, "outcome": outcome}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         name = self.params["report_name"]
         deducted = self.facts["deducted"]

@@ -1,4 +1,3 @@
-"""Tools and verifier for sports_league/fixture_rescheduling."""
 from typing import Literal
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -62,7 +61,6 @@ class FixtureReschedulingEnv(WorkspaceEnvironment):
                         (slot[0]["slot_date"], slot[0]["kickoff"], slot_id, match_id))
         return {"match_id": match_id, "date": slot[0]["slot_date"], "kickoff": slot[0]["kickoff"]}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         stuck = self.reference.query("SELECT h.name AS home, a.name AS away FROM matches m JOIN teams h "
                                      "ON h.id = m.home_team_id JOIN teams a ON a.id = m.away_team_id "

@@ -1,4 +1,3 @@
-"""Reference solution for sports_league/fixture_rescheduling, using only the task's tools."""
 import datetime as dt
 import re
 

@@ -1,5 +1,3 @@
-"""Tools and verifier for sports_league/referee_appointments."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 
 
@@ -60,7 +58,6 @@ class RefereeAppointmentsEnv(WorkspaceEnvironment):
         made = self.db.execute("INSERT INTO flags (fixture_id, note) VALUES (?, ?)", (fixture_id, note))
         return {"flag_id": made.lastrowid, "fixture_id": fixture_id}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         away = {int(k): set(v) for k, v in facts["unavailable"].items()}

@@ -1,4 +1,3 @@
-"""Reference solution for sports_league/referee_appointments, using only the task's tools."""
 import re
 from datetime import date, datetime, timedelta
 

@@ -1,4 +1,3 @@
-"""Tools and verifier for travel_booking/disruption_rebooking."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -90,7 +89,6 @@ class DisruptionEnv(WorkspaceEnvironment):
         cur = self.db.execute("INSERT INTO vouchers (booking_id, amount) VALUES (?,?)", (booking_id, amount))
         return {"voucher_id": cur.lastrowid, "booking_id": booking_id, "amount": amount}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         moves = "bookings b JOIN bookings o ON o.id = b.replaces JOIN flights f ON f.id = b.flight_id"

@@ -1,4 +1,3 @@
-"""Reference solution for travel_booking/disruption_rebooking, using only the task's tools."""
 import datetime as dt
 import re
 

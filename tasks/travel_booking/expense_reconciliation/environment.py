@@ -1,5 +1,3 @@
-"""Tools and verifier for travel_booking/expense_reconciliation."""
-
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, paginate, tool
 
 DECISIONS = ("approved", "partial", "rejected")
@@ -100,7 +98,6 @@ class ExpenseAuditEnv(WorkspaceEnvironment):
         self.db.execute("UPDATE claims SET status = 'released' WHERE id = ?", (claim_id,))
         return {"payment_id": cur.lastrowid, "claim_id": claim_id, "amount_eur": round(total, 2)}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         excused = self.facts["excused_line"]
         honoured = self.query("SELECT decision FROM decisions WHERE line_id = ?", (excused,))

@@ -1,4 +1,3 @@
-"""Tools and verifier for travel_booking/team_offsite_trip."""
 import datetime as dt
 
 from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
@@ -102,7 +101,6 @@ class OffsiteTripEnv(WorkspaceEnvironment):
                               (trip_id, employee_id, hotel_id, start, end, cost))
         return {"reservation_id": cur.lastrowid, "hotel": hotel["name"], "nights": nights, "cost": cost}
 
-    # --- verifier: the oracle's final state is the truth (task/criteria.py) ----------------------
     def criteria(self, final_response: str) -> list[Criterion]:
         facts = self.facts
         avoider, airline = facts["avoider"]

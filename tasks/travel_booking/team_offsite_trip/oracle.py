@@ -1,4 +1,3 @@
-"""Reference solution for travel_booking/team_offsite_trip, using only the task's tools."""
 import datetime as dt
 import re
 
