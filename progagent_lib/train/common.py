@@ -14,14 +14,16 @@ from ..harness.spec import HARNESSES
 HARNESS_NAMES = HARNESSES.keys()  # live: a harness registered later (harness.spec.register_harness) is valid too
 # The pipeline's stages, in the order they run and are listed. base: the model before training; memorize: the
 # memorization baseline (no model); control: SFT continued for as many optimizer steps as GSPO took, on the same
-# teacher data. Read by the pipeline, the learning tables (train.scoring) and the figures (analysis.learning).
-STAGES = ("base", "memorize", "sft", "gspo", "control")
+# teacher data; rft: rejection-sampling fine-tuning, SFT on the SFT policy's own R = 1 samples of GSPO's prompts drawn
+# with GSPO's rollout budget, for as many optimizer steps. Read by the pipeline, the learning tables (train.scoring) and the figures (analysis.learning).
+STAGES = ("base", "memorize", "sft", "gspo", "control", "rft")
 STAGE_LABELS = {
     "base": "base model",
     "memorize": "memorization baseline",
     "sft": "SFT",
     "gspo": "GSPO",
     "control": "SFT control",
+    "rft": "RFT control",
 }
 SHARED_STAGES = ("base", "memorize")  # one model (or none) for every recipe
 

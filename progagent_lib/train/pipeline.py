@@ -20,6 +20,7 @@ module are the main rank's, their results broadcast; each trained model is compl
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -86,7 +87,9 @@ class PipelineConfig:
     )
     stages: list[str] = field(
         default_factory=lambda: list(STAGES),
-        metadata={"help": "The stages run, in order: base, memorize, sft, gspo, control (control needs gspo)."},
+        metadata={
+            "help": "The stages run, in order: base, memorize, sft, gspo, control, rft (control and rft need gspo)."
+        },
     )
     check: bool = field(
         default=True,
@@ -152,6 +155,13 @@ class PipelineConfig:
                 "stages",
                 "the control (SFT for as many optimizer steps as GSPO) needs the gspo stage; add gspo or drop control",
             )
+        if "rft" in self.stages and "gspo" not in self.stages:
+            raise config_error(
+                self,
+                "stages",
+                "rft (SFT on its own R = 1 samples with GSPO's rollout budget and steps) needs the gspo stage; add "
+                "gspo or drop rft",
+            )
         check_bool(self, "check")
         check_nested(self, "splits", SplitConfig)
         check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
@@ -211,8 +221,8 @@ class Recipe:
             return str(self.out / f"sft-{harness}" / "final")
         if stage == "gspo":
             return str(self.out / f"gspo-{harness}" / "final")
-        if stage == "control":
-            return str(self.out / f"control-{harness}" / "final")
+        if stage in ("control", "rft"):
+            return str(self.out / f"{stage}-{harness}" / "final")
         raise ValueError(f"unknown stage {stage!r}; stages are {STAGES}")
 
     def engine(self) -> EngineSettings:
@@ -428,6 +438,79 @@ class Recipe:
         self._timed(f"control_{harness}", started)
         return result
 
+    def rft(self, harness: str) -> dict:
+        """The RFT control (rejection-sampling fine-tuning, RAFT): the SFT policy samples GSPO's prompts (the probe's
+        informative ones when GSPO probed) as many times as GSPO played episodes, at GSPO's temperature and budgets;
+        the R = 1 samples are its SFT data, trained with SFT's settings for as many optimizer steps as GSPO took.
+        What RL adds beyond imitating its own successes is GSPO minus this."""
+        started = time.perf_counter()
+        steps = on_main(self.gspo_steps, harness)
+        samples = on_main(self._rft_samples, harness)
+        kept = rft_data(samples)
+        out = self.out / f"rft-{harness}"
+        if not kept:  # nothing to imitate: the RFT model is the SFT model, and its rows say so (same_weights_as)
+            print(f"rft-{harness}: none of {len(samples)} samples passed (R = 1); the RFT model is the SFT model")
+            on_main(shutil.copytree, self.model_for("sft", harness), out / "final", dirs_exist_ok=True)
+            self._timed(f"rft_{harness}", started)
+            return {"final_model": str(out / "final"), "samples": len(samples), "kept": 0}
+        config = replace(
+            self.config.sft,
+            model=self.model_for("sft", harness),
+            chat_template=self.config.chat_template,
+            harnesses=[harness],
+            max_steps=steps,
+            min_score=1.0,
+            output_dir=str(out),
+        )
+        result = run_sft(config, kept, preselected=True)
+        self._timed(f"rft_{harness}", started)
+        return {**result, "samples": len(samples), "kept": len(kept)}
+
+    def _rft_samples(self, harness: str) -> list[Any]:
+        from .gspo import DYNAMICS_FILE, DynamicsLog
+        from .informative import PROBE_FILE, candidate_prompts, read_rates
+
+        gspo = self.config.gspo
+        probe = self.out / f"gspo-{harness}" / PROBE_FILE
+        if probe.exists():
+            prompts = [[r.task_id, r.scale, r.seed] for r in read_rates(probe)]
+        else:
+            tasks = select_tasks(gspo.tasks_root, gspo.task_ids)
+            prompts = [
+                [t.id, scale, seed] for t, scale, seed in candidate_prompts(tasks, gspo.scales, gspo.train_seeds)
+            ]
+        # GSPO's rollout budget: the episodes of each generation batch it trained on, refills included
+        lines = DynamicsLog.read(self.out / f"gspo-{harness}" / DYNAMICS_FILE)
+        played = sum(
+            line.get("episodes", 0) + line.get("refill_groups", 0) * gspo.num_generations
+            for line in lines
+            if line.get("pass") == 1
+        )
+        played = played or self.gspo_steps(harness) // (gspo.minibatches * gspo.num_iterations) * (
+            gspo.num_generations * gspo.prompts_per_step
+        )
+        samples = max(1, -(-played // len(prompts)))
+        trajectories, _ = evaluate(
+            replace(
+                self.config.eval,
+                model=self.model_for("sft", harness),
+                stage=f"rft-samples-{harness}",
+                chat_template=self.config.chat_template,
+                harnesses=[harness],
+                instances=prompts,
+                samples=samples,
+                temperature=gspo.temperature,
+                max_turns=gspo.max_turns,
+                max_new_tokens=gspo.max_new_tokens,
+                max_context_tokens=gspo.max_context_tokens,
+                max_observation_chars=gspo.max_observation_chars,
+                max_tool_calls=gspo.max_tool_calls,
+                output_dir=str(self.out / f"rft-{harness}" / "samples"),
+                **self.engine(),
+            )
+        )
+        return trajectories
+
     def gspo_steps(self, harness: str) -> int:
         """The optimizer steps GSPO took (its trainer state), else the configured max_steps."""
         state = self.out / f"gspo-{harness}" / "final" / "trainer_state.json"
@@ -510,7 +593,7 @@ class Recipe:
         - the base model's and the memorization baseline's: another recipe's rows (neither depends on the recipe; a
           'tiny' base is built per recipe and is evaluated for each).
         Copied rows are marked `same_weights_as` (the stage, or stage-recipe, they came from)."""
-        if stage in ("gspo", "control"):
+        if stage in ("gspo", "control", "rft"):
             if not same_weights(model, self.model_for("sft", harness)):
                 return None
             sources = [("sft", harness)]
@@ -611,6 +694,11 @@ class Recipe:
         return rows
 
 
+def rft_data(samples: list[Any]) -> list[Any]:
+    """What rejection-sampling fine-tuning imitates: the samples that passed (R = 1), none that errored."""
+    return [t for t in samples if t.reward == 1.0 and not t.errored]
+
+
 def same_weights(a: str | Path, b: str | Path) -> bool:
     """Do two saved checkpoints (folders of .safetensors files) hold bit-identical tensors under the same names?"""
     a_files, b_files = sorted(Path(a).glob("*.safetensors")), sorted(Path(b).glob("*.safetensors"))
@@ -678,6 +766,9 @@ def run_pipeline(config: PipelineConfig) -> dict:
         if "control" in config.stages:
             recipe.control(harness, teacher[harness])
             rows += recipe.evaluate("control", harness)
+        if "rft" in config.stages:
+            recipe.rft(harness)
+            rows += recipe.evaluate("rft", harness)
     summary = {
         "learning": rows,
         "seconds": recipe.seconds,

@@ -127,3 +127,25 @@ def test_rl_settings_are_fields_checked_in_one_line(tmp_path):
         from progagent_lib.train.gspo import check_processes
         check_processes(GSPORunConfig(num_generations=2, prompts_per_step=3, micro_batch_size=1, minibatches=1,
                                       dynamic_sampling=True), 2)
+
+
+def test_rft_keeps_only_the_episodes_that_passed(restock_task):
+    from progagent_lib.harness.episode import Limits, run_episode
+    from progagent_lib.harness.spec import CLAIM_DONE
+    from progagent_lib.harness.turn import ToolCall, Turn
+    from progagent_lib.policy.oracle import OracleTeacher
+    from progagent_lib.train.pipeline import rft_data
+
+    class ClaimsAtOnce:
+        """A policy that hands in an answer without doing anything (R = 0)."""
+
+        def act(self, messages, tools):
+            return Turn(tool_calls=[ToolCall(CLAIM_DONE, {"action": "Done."}, "call_1")])
+
+    task, limits = restock_task, Limits(max_tool_calls=None, max_turns=8, max_context_tokens=None)
+    passed = run_episode(task, "v0", 0, "ptc", OracleTeacher("ptc"), limits)
+    failed = run_episode(task, "v0", 1, "ptc", ClaimsAtOnce(), limits)
+    errored = run_episode(task, "v0", 2, "ptc", OracleTeacher("ptc"), limits)
+    errored.end_reason, errored.error = "policy_error", "the engine died"
+    assert (passed.reward, failed.reward) == (1.0, 0.0)
+    assert rft_data([failed, passed, errored]) == [passed]
