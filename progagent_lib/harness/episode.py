@@ -416,7 +416,7 @@ def run_episode(
     )
     agent = None
     try:
-        agent = start_agent(policy, task, episode.env.params)
+        agent = start_agent(policy, task, episode.env.params, (episode.env.scale, episode.env.seed))
         while not episode.finished:
             try:
                 turn = agent.act(episode.messages, episode.tools)
@@ -438,16 +438,20 @@ def run_episode(
         episode.close()
 
 
-def start_agent(policy: Any, task: EpisodeTask, params: dict) -> Any:
-    """The per-episode player of `policy`: `start_episode(task, params)`, or `start_episode(task)` for a policy written
-    before tasks had instance parameters (it reads the instruction from the messages), or the policy itself."""
+def start_agent(policy: Any, task: EpisodeTask, params: dict, instance: tuple[str, int] | None = None) -> Any:
+    """The per-episode player of `policy`: `start_episode(task, params, instance)` for a policy that takes the
+    instance's (scale, seed) (the oracle teacher, which plans its reading on a private copy of it),
+    `start_episode(task, params)`, or `start_episode(task)` for a policy written before tasks had instance parameters
+    (it reads the instruction from the messages), or the policy itself."""
     if not hasattr(policy, "start_episode"):
         return policy
     try:
-        takes_params = len(inspect.signature(policy.start_episode).parameters) >= 2
+        arity = len(inspect.signature(policy.start_episode).parameters)
     except (TypeError, ValueError):
-        takes_params = True
-    return policy.start_episode(task, params) if takes_params else policy.start_episode(task)
+        arity = 2
+    if arity >= 3:
+        return policy.start_episode(task, params, instance)
+    return policy.start_episode(task, params) if arity >= 2 else policy.start_episode(task)
 
 
 def _tool_message(call: ToolCall, content: str) -> dict:

@@ -6,12 +6,13 @@ and the teacher decides its next step from what it observed, never from the envi
 - DTC: the oracle runs in a worker thread on a proxy of the task's tools. Each tool call on the proxy
   becomes one model turn; the episode loop runs it and the teacher hands the observation, decoded,
   back to the oracle. When the oracle returns, its answer goes to `claim_done`.
-- PTC: a first program inspects (the workspace files and a sample of each listing tool), a second
-  defines the oracle's code in the session (variables persist), a third runs it and prints the answer,
-  then `claim_done`. The program is the oracle compacted as a capable model would write it (`oracle_program`):
+- PTC: a first program inspects (the workspace files and a sample of each listing tool); then, with `reading=True`,
+  from what that printed, programs read the documents and records the solution's rule strings, thresholds and keys
+  come from (`policy.reading`: the solution's literals are then ones the student has seen); a program defines the
+  oracle's code in the session (variables persist), another runs it and prints the answer, then `claim_done`. The program is the oracle compacted as a capable model would write it (`oracle_program`):
   no docstrings or comments, and of `progagent_lib.task.oracle_kit` (which the kernel cannot import) only
   the helpers the oracle uses.
-- Hybrid: the single look-ups of the inspection as direct calls, the looping work as one program.
+- Hybrid: the single look-ups of the inspection and of the reading as direct calls, the looping work as one program.
 
 Which of the three a harness gets is its row's `teacher_opening` (harness.spec), never its name.
 """
@@ -60,14 +61,22 @@ class OracleTeacher:
     default_limits = Limits(max_tool_calls=None, max_turns=None, max_context_tokens=None)
     name = "oracle"
 
-    def __init__(self, harness: str | HarnessSpec = DEFAULT_HARNESS, tokenizer: Any = None):
+    def __init__(self, harness: str | HarnessSpec = DEFAULT_HARNESS, tokenizer: Any = None, reading: bool = False):
         self.spec = get_harness(harness) if isinstance(harness, str) else harness
         self.harness = self.spec.name
         self.tokenizer = tokenizer  # only for counting tokens in the episode loop
+        # True: reading turns (policy.reading) before the solution. Off by default until the shipped profiles' budgets
+        # are sized for the longer episodes (`progagent train grounding` measures both).
+        self.reading = reading
 
-    def start_episode(self, task, params: dict | None = None) -> "_OracleEpisode":
-        """The player of one episode; `params` are the instance's parameters (the episode's `env.params`)."""
-        return EPISODE_PLAYERS[self.spec.teacher_opening](task, self.spec, params)
+    def start_episode(
+        self, task, params: dict | None = None, instance: tuple[str, int] | None = None
+    ) -> "_OracleEpisode":
+        """The player of one episode; `params` are the instance's parameters (the episode's `env.params`), `instance`
+        its (scale, seed), on a private copy of which the teacher plans its reading (None: no reading turns)."""
+        player = EPISODE_PLAYERS[self.spec.teacher_opening](task, self.spec, params)
+        player.instance = instance if self.reading else None
+        return player
 
     def act(self, messages: list[dict], tools: list[dict]) -> Turn:
         raise TypeError(
@@ -88,6 +97,7 @@ class _OracleEpisode:
         self.specs = task.env_class.tool_specs
         self.step = 0
         self.observed: Any = None  # the harness's Observation of our last call, when the episode hands it over
+        self.instance: tuple[str, int] | None = None  # (scale, seed): where the reading is planned (None: no reading)
 
     def observe(self, observations: list) -> None:
         """The episode's Observations for the calls of our last turn (structured value, error and timeout flags).
@@ -242,11 +252,50 @@ class DirectOracleEpisode(_OracleEpisode):
 
 
 class ProgramOracleEpisode(_OracleEpisode):
-    """PTC: inspect, define, run, claim_done."""
+    """PTC: inspect, read, define, run, claim_done."""
+
+    reads_directly = False  # its reading is programs that print; Hybrid's is direct calls
 
     def __init__(self, task, harness: str | HarnessSpec, params: dict | None = None):
         super().__init__(task, harness, params)
         self.plan = self._plan()
+        # The reading is planned once the first look at the data has been printed: after PTC's inspection program,
+        # after Hybrid's direct look-ups (before its program).
+        first_program = next(i for i, (kind, _) in enumerate(self.plan) if kind == "program")
+        self.reading_after = first_program if self.reads_directly else first_program + 1
+
+    def _solution(self) -> str:
+        """The code whose literals the reading must show: the oracle's program and the call that runs it."""
+        return oracle_program(self.task) + f"\n\nanswer = {solve_call(self.params)}"
+
+    def _reading(self, messages: list[dict], tools: list[dict]) -> list[tuple[str, Any]]:
+        """The reading steps, planned from what the episode has shown so far (see policy.reading)."""
+        if self.instance is None:
+            return []
+        from .grounding import seen_text
+        from .reading import plan_reading, reading_programs
+
+        scale, seed = self.instance
+        direct = self.reads_directly
+        reads = plan_reading(
+            self.task, self.params, scale, seed, self._solution(), seen_text(messages, tools), direct=direct
+        )
+        if direct:
+            return [
+                ("direct", (r.name, r.arguments or {}, "This document or record holds a rule I need; I read it."))
+                for r in reads
+            ]
+        return [
+            (
+                "program",
+                (
+                    code,
+                    "Before writing the solution I read what the rules come from: the documents that state them "
+                    "and one record of each kind I will use, so that every name and value I write is one I saw.",
+                ),
+            )
+            for code in reading_programs(reads)
+        ]
 
     def _plan(self) -> list[tuple[str, Any]]:
         return [
@@ -289,6 +338,8 @@ class ProgramOracleEpisode(_OracleEpisode):
                 raise PolicyError(f"the oracle program failed under {self.task.id}: {observation[-2000:]}")
             self.last_output = observation
             self.observed = None
+            if self.step == self.reading_after:
+                self.plan[self.step : self.step] = self._reading(messages, tools)
         if self.step >= len(self.plan):
             raise PolicyError("the oracle teacher has no step left; claim_done should have ended the episode")
         kind, payload = self.plan[self.step]
@@ -306,7 +357,9 @@ class ProgramOracleEpisode(_OracleEpisode):
 
 
 class HybridOracleEpisode(ProgramOracleEpisode):
-    """Hybrid: single look-ups as direct calls, the loops in one program."""
+    """Hybrid: single look-ups (the first look, the reading) as direct calls, the loops in one program."""
+
+    reads_directly = True
 
     def _plan(self) -> list[tuple[str, Any]]:
         plan: list[tuple[str, Any]] = []

@@ -16,6 +16,7 @@ import json
 import sys
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from ..cli import DEFAULT_SCALE, Parser, UsageError, existing_file, harness_list, one_of, task_ids_under, task_path
 from ..config import load_config
@@ -108,6 +109,23 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     needs.add_argument("--seed", type=int, default=0)
     needs.add_argument("--out", help="also write the table as CSV")
     needs.set_defaults(func=needs_command)
+    grounding = commands.add_parser(
+        "grounding",
+        help="the grounded-literal rate of the teacher's programs per task (policy.grounding), without and with its "
+        "reading turns, and what the reading costs in tokens",
+    )
+    grounding.add_argument(
+        "--tasks", type=task_path, default=pool_root(), metavar="POOL", help="the task pool's folder"
+    )
+    grounding.add_argument("--task", dest="task_ids", nargs="+", default=[], help="task ids (default: every task)")
+    grounding.add_argument(
+        "--harness", type=harness_list, default="ptc,hybrid", help="comma-separated harnesses (default ptc,hybrid)"
+    )
+    grounding.add_argument("--model", default="smollm2", help="whose tokenizer counts the episode (default smollm2)")
+    grounding.add_argument("--scale", type=one_of(SCALES, "scale"), default=DEFAULT_SCALE)
+    grounding.add_argument("--seed", type=int, default=0)
+    grounding.add_argument("--out", help="also write the table as Markdown (e.g. docs/grounding.md)")
+    grounding.set_defaults(func=grounding_command)
     table = commands.add_parser(
         "table",
         help="the cross-harness table of a pipeline run: every model (base, "
@@ -122,6 +140,82 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "PREFIX.csv (e.g. figures/cpu-cross/cross_harness_learning)",
     )
     table.set_defaults(func=table_command)
+
+
+def grounding_command(args: argparse.Namespace) -> int:
+    """Per (task, harness): the teacher's literals, how many the student could have seen, without and with its
+    reading turns, the episode's tokens either way; and the pool's summary. Exit 1 if any reading episode fails."""
+    import polars as pl
+    from tqdm.auto import tqdm
+    from transformers import AutoTokenizer
+
+    from ..generation.sources import resolve_model_source
+    from ..harness.episode import Limits, run_episode
+    from ..policy import OracleTeacher
+    from ..policy.grounding import episode_grounding
+    from .common import select_tasks
+
+    tasks = select_tasks(args.tasks, task_ids_under(args.tasks, args.task_ids))
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_source(args.model))
+    unlimited = Limits(max_tool_calls=None, max_turns=None, max_context_tokens=None)
+    rows = []
+    for task, harness in tqdm([(t, h) for h in args.harness for t in tasks], desc="grounding", unit="task"):
+        row: dict = {"task_id": task.id, "harness": harness}
+        for reading in (False, True):
+            played = run_episode(
+                task,
+                args.scale,
+                args.seed,
+                harness,
+                OracleTeacher(harness, reading=reading),
+                unlimited,
+                tokenizer=tokenizer,
+            )
+            grounding = episode_grounding(played.messages, played.tools)
+            suffix = "_reading" if reading else ""
+            row |= {
+                f"rate{suffix}": round(grounding.rate, 3),
+                f"literals{suffix}": grounding.total,
+                f"tokens{suffix}": played.context_tokens,
+                f"reward{suffix}": played.reward,
+            }
+        row["ungrounded"] = ", ".join(sorted({repr(lit.value)[:40] for lit in grounding.ungrounded}))[:300]
+        rows.append(row)
+    table = pl.DataFrame(rows).sort("harness", "rate_reading")
+    summary = (
+        table.group_by("harness")
+        .agg(
+            pl.len().alias("tasks"),
+            pl.col("rate").mean().round(3).alias("mean_rate"),
+            pl.col("rate_reading").mean().round(3).alias("mean_rate_reading"),
+            (pl.col("rate_reading") == 1.0).sum().alias("at_100pct_reading"),
+            pl.col("tokens").median().alias("median_tokens"),
+            pl.col("tokens_reading").median().alias("median_tokens_reading"),
+            (pl.col("reward_reading") == 1.0).sum().alias("reading_R1"),
+        )
+        .sort("harness")
+    )
+    with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=220, fmt_str_lengths=80, tbl_hide_dataframe_shape=True):
+        print(table.drop("ungrounded"))
+        print(f"per harness ({args.scale}, seed {args.seed}; tokens: {args.model}'s tokenizer, the whole episode):")
+        print(summary)
+    if args.out:
+        command = (
+            "progagent train grounding " + " ".join(sys.argv[3:]) if sys.argv[1:3] == ["train", "grounding"] else ""
+        )
+        Path(args.out).write_text(
+            f"# The teacher's grounded-literal rate\n\n`{command.strip()}` ({args.scale}, seed {args.seed}; tokens: "
+            f"{args.model}'s tokenizer, the whole episode; policy.grounding says what counts)\n\n"
+            f"{markdown_table(summary)}\n\n{markdown_table(table)}\n"
+        )
+    return 0 if table["reward_reading"].min() == 1.0 else 1
+
+
+def markdown_table(frame: Any) -> str:
+    """A polars DataFrame as a Markdown table (values as text, `|` escaped)."""
+    cells = [[str(v).replace("|", "\\|") for v in row] for row in frame.iter_rows()]
+    lines = ["| " + " | ".join(frame.columns) + " |", "|" + "---|" * len(frame.columns)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
 
 
 def needs_command(args: argparse.Namespace) -> int:

@@ -425,18 +425,23 @@ class Recipe:
         settings, for as many optimizer steps as GSPO took. What RL adds beyond more SFT is GSPO minus this."""
         started = time.perf_counter()
         trajectories = trajectories if trajectories is not None else self.teacher()[harness]
-        steps = on_main(self.gspo_steps, harness)
+        result = self._continued_sft("control", harness, trajectories)
+        self._timed(f"control_{harness}", started)
+        return result
+
+    def _continued_sft(self, stage: str, harness: str, trajectories: list[Any], **changes: Any) -> dict:
+        """SFT continued from the recipe's SFT model, with SFT's settings, for as many optimizer steps as GSPO took:
+        the controls at GSPO's compute (`changes`: other SFT settings)."""
         config = replace(
             self.config.sft,
             model=self.model_for("sft", harness),
             chat_template=self.config.chat_template,
             harnesses=[harness],
-            max_steps=steps,
-            output_dir=str(self.out / f"control-{harness}"),
+            max_steps=on_main(self.gspo_steps, harness),
+            output_dir=str(self.out / f"{stage}-{harness}"),
+            **changes,
         )
-        result = run_sft(config, trajectories, preselected=True)
-        self._timed(f"control_{harness}", started)
-        return result
+        return run_sft(config, trajectories, preselected=True)
 
     def rft(self, harness: str) -> dict:
         """The RFT control (rejection-sampling fine-tuning, RAFT): the SFT policy samples GSPO's prompts (the probe's
@@ -444,7 +449,6 @@ class Recipe:
         the R = 1 samples are its SFT data, trained with SFT's settings for as many optimizer steps as GSPO took.
         What RL adds beyond imitating its own successes is GSPO minus this."""
         started = time.perf_counter()
-        steps = on_main(self.gspo_steps, harness)
         samples = on_main(self._rft_samples, harness)
         kept = rft_data(samples)
         out = self.out / f"rft-{harness}"
@@ -453,16 +457,7 @@ class Recipe:
             on_main(shutil.copytree, self.model_for("sft", harness), out / "final", dirs_exist_ok=True)
             self._timed(f"rft_{harness}", started)
             return {"final_model": str(out / "final"), "samples": len(samples), "kept": 0}
-        config = replace(
-            self.config.sft,
-            model=self.model_for("sft", harness),
-            chat_template=self.config.chat_template,
-            harnesses=[harness],
-            max_steps=steps,
-            min_score=1.0,
-            output_dir=str(out),
-        )
-        result = run_sft(config, kept, preselected=True)
+        result = self._continued_sft("rft", harness, kept, min_score=1.0)
         self._timed(f"rft_{harness}", started)
         return {**result, "samples": len(samples), "kept": len(kept)}
 

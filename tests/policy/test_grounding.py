@@ -1,0 +1,65 @@
+"""The grounded-literal rate (policy.grounding) and the teacher that reads before it writes (policy.reading)."""
+from progagent_lib.harness.episode import Limits, run_episode
+from progagent_lib.policy.grounding import Literal, episode_grounding, is_grounded, program_literals, regex_runs
+from progagent_lib.policy.oracle import OracleTeacher
+
+UNLIMITED = Limits(max_tool_calls=None, max_turns=None, max_context_tokens=None)
+
+
+def program_message(code: str) -> dict:
+    return {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "programmatic_tool_call", "arguments": {"code": code}}}]}
+
+
+def test_an_ungrounded_literal_fails_and_printing_its_source_grounds_it():
+    solution = ("held = re.search(r'Subject: Hold on (.+)', text)\n"
+                "if 'must not be reordered' in text and p['on_hand'] < 0.15 * p['target']:\n"
+                "    print(f'held {held}')\n")
+    asked = [{"role": "system", "content": "You write programs."},
+             {"role": "user", "content": "Reorder what is low."},
+             {"role": "tool", "content": "{'sku': 'SKU-1', 'on_hand': 3, 'target': 40}"}]
+    before = episode_grounding([*asked, program_message(solution)])
+    assert sorted(str(lit.value) for lit in before.ungrounded) == [
+        "0.15", "Subject: Hold on (.+)", "must not be reordered"]
+    assert before.rate < 1.0
+    document = {"role": "tool", "content": "Subject: Hold on Keystone\n\nThese lines must not be reordered unless "
+                                           "stock falls below 0.15 of target."}
+    after = episode_grounding([*asked, document, program_message(solution)])
+    assert after.ungrounded == [] and after.rate == 1.0
+    # what was printed after the program does not ground it
+    late = episode_grounding([*asked, program_message(solution), document])
+    assert len(late.ungrounded) == 3
+
+
+def test_what_is_a_literal_and_what_is_the_programs_own_wording():
+    code = ('"""Docstring."""\n'
+            "print('Total:', total)\n"
+            "line = f'{sku},{qty}'\n"
+            "stats = {'gf': 0, 'ga': 0}\n"
+            "rates = {'standard': 0.2}\n"
+            "day = d.strftime('%d %B %Y')\n"
+            "x = row['on_hand'] * 100 + 1e-9\n")
+    found = {(lit.kind, lit.value) for lit in program_literals(code)}
+    # docstrings, print's text, f-string text and date formats are not literals
+    assert not {v for _, v in found} & {"Docstring.", "Total:", ",", "%d %B %Y"}
+    assert ("name", "gf") in found                      # a key the program defines for its own data
+    assert ("text", "standard") in found and ("number", 0.2) in found   # a dict of constants is task knowledge
+    assert ("text", "on_hand") in found
+    assert is_grounded(Literal(100, "number", 1), "") and is_grounded(Literal(1e-9, "number", 1), "")
+    assert not is_grounded(Literal(125, "number", 1), "up to 1250 units") and is_grounded(Literal(125, "number", 1), "to 125% of")
+    assert regex_runs(r"invoices dated on or after (\d+ \w+ \d{4}), (.+?) offers") == ["invoices dated on or after ",
+                                                                                        " offers"]
+
+
+def test_the_reading_teacher_shows_every_literal_of_its_solution_and_still_solves(restock_task):
+    plain = run_episode(restock_task, "v0", 0, "ptc", OracleTeacher("ptc"), UNLIMITED)
+    reading = run_episode(restock_task, "v0", 0, "ptc", OracleTeacher("ptc", reading=True), UNLIMITED)
+    assert plain.reward == reading.reward == 1.0
+    before, after = episode_grounding(plain.messages, plain.tools), episode_grounding(reading.messages, reading.tools)
+    assert {lit.value for lit in before.ungrounded} >= {"Subject: Hold on (.+)", "must not be reordered", "case_pack"}
+    assert after.ungrounded == [] and after.rate == 1.0
+    assert reading.turns == plain.turns + 1      # one reading program: the notice, the delisting notes, a supplier
+    read = next(m for m in reading.messages if m["role"] == "tool" and "Subject: Hold on" in m.get("content", ""))
+    assert "must not be reordered" in read["content"] and "case_pack" in read["content"]
+    hybrid = run_episode(restock_task, "v0", 0, "hybrid", OracleTeacher("hybrid", reading=True), UNLIMITED)
+    assert hybrid.reward == 1.0 and episode_grounding(hybrid.messages, hybrid.tools).rate == 1.0
