@@ -416,10 +416,7 @@ def run_episode(
     )
     agent = None
     try:
-        scale, seed = getattr(episode.env, "scale", None), getattr(episode.env, "seed", None)
-        # an external suite's environment has no scale or seed
-        instance = (str(scale), int(seed)) if scale is not None and seed is not None else None
-        agent = start_agent(policy, task, episode.env.params, instance)
+        agent = start_agent(policy, task, episode.env.params, (scale, seed))
         while not episode.finished:
             try:
                 turn = agent.act(episode.messages, episode.tools)
