@@ -23,6 +23,7 @@ from typing import Any
 from ..stats import wilson_interval
 
 PROBE_FILE = "pre_rl_pass_rates.json"
+POST_PROBE_FILE = "post_rl_pass_rates.json"  # the same prompts, sampled the same way, after RL (train.pipeline)
 
 
 class NothingToLearn(ValueError):
@@ -184,12 +185,17 @@ def candidate_prompts(tasks: Sequence[Any], scales: Sequence[str], seeds: Sequen
     return [(task, scale, seed) for seed in seeds for task in tasks for scale in scales]
 
 
-def probe_pass_rates(config: Any, tasks: Sequence[Any]) -> list[PromptRate]:
-    """Sample each candidate prompt of a GSPORunConfig `probe_samples` times with its policy, at its temperature,
-    under its harness and budgets, through the evaluation path (`<output_dir>/probe/trajectories.jsonl`)."""
+def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[PromptRate] | None = None) -> list:
+    """Sample each candidate prompt of a GSPORunConfig (or `prompts`) `probe_samples` times with its policy, at its
+    temperature, under its harness and budgets, through the evaluation path (`<output_dir>/probe/`)."""
     from .evaluate import EvalConfig, evaluate
 
-    prompts = candidate_prompts(tasks, config.scales, config.train_seeds)
+    by_id = {task.id: task for task in tasks}
+    chosen = (
+        [(by_id[p.task_id], p.scale, p.seed) for p in prompts]
+        if prompts is not None
+        else candidate_prompts(tasks, config.scales, config.train_seeds)
+    )
     probe = EvalConfig(
         model=config.model,
         stage="pre-rl-probe",
@@ -197,7 +203,7 @@ def probe_pass_rates(config: Any, tasks: Sequence[Any]) -> list[PromptRate]:
         output_dir=str(Path(config.output_dir) / "probe"),
         tasks_root=config.tasks_root,
         harnesses=[config.harness],
-        instances=[[task.id, scale, seed] for task, scale, seed in prompts],
+        instances=[[task.id, scale, seed] for task, scale, seed in chosen],
         samples=config.probe_samples,
         temperature=config.temperature,
         max_turns=config.max_turns,

@@ -40,6 +40,7 @@ from .evaluate import EvalConfig, evaluate
 from ..harness.spec import DEFAULT_HARNESS, HARNESSES
 from .common import HARNESS_NAMES, SHARED_STAGES, STAGES, limits_of, model_positions, select_tasks
 from .gspo import GSPORunConfig, run_gspo
+from .paired import PAIRED_FILE, format_paired, paired_rows, write_paired
 from .ranks import is_main, on_main
 from .scoring import commit_of, config_hash, format_learning_table, learning_rows
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
@@ -418,6 +419,10 @@ class Recipe:
         )
         result = run_gspo(config)
         self._timed(f"gspo_{harness}", started)
+        started = time.perf_counter()
+        result["probe_after"] = self.probe_after(harness)
+        if result["probe_after"] is not None:
+            self._timed(f"probe_after_gspo_{harness}", started)
         return result
 
     def control(self, harness: str, trajectories: list[Any] | None = None) -> dict:
@@ -505,6 +510,66 @@ class Recipe:
             )
         )
         return trajectories
+
+    def paired(self, harness: str) -> list[dict]:
+        """GSPO against SFT, the control and RFT on the same held-out instances, per split and decoding
+        (train.paired), written to paired.json; on the main rank."""
+        return on_main(self._paired, harness)
+
+    def _paired(self, harness: str) -> list[dict]:
+        split_of = {(i.task_id, i.scale, i.seed): i.split for i in self.instances()}
+        decodings = ["greedy"] + (["sampled"] if self.config.sampled else [])
+        rows = paired_rows(self.out, harness, split_of, decodings, read_learning(self.out / LEARNING_FILE))
+        earlier = [r for r in _read_json_list(self.out / PAIRED_FILE) if r.get("recipe") != harness]
+        write_paired(self.out, earlier + rows)
+        return rows
+
+    def probe_after(self, harness: str) -> dict | None:
+        """The GSPO model sampled on the prompts GSPO trained on, as the probe sampled the SFT model before it (same
+        samples, temperature and budgets): each prompt's rate before and after, and the paired difference over the
+        prompts (`post_rl_pass_rates.json` in the GSPO folder). None when GSPO did not probe."""
+        return on_main(self._probe_after, harness)
+
+    def _probe_after(self, harness: str) -> dict | None:
+        from dataclasses import asdict as as_dict
+
+        from ..stats import paired_difference
+        from .informative import POST_PROBE_FILE, PROBE_FILE, probe_pass_rates, read_rates
+
+        folder = self.out / f"gspo-{harness}"
+        if not (folder / PROBE_FILE).exists():
+            return None
+        before = read_rates(folder / PROBE_FILE)
+        config = replace(
+            self.config.gspo,
+            model=self.model_for("gspo", harness),
+            harness=harness,
+            output_dir=str(folder / "after"),
+            probe_samples=self.config.gspo.probe_samples or max(r.samples for r in before),
+            **self.engine(),
+        )
+        tasks = select_tasks(config.tasks_root, list(dict.fromkeys(r.task_id for r in before)))
+        measured = {(r.task_id, r.scale, r.seed): r for r in probe_pass_rates(config, tasks, before)}
+        after = [measured[(r.task_id, r.scale, r.seed)] for r in before]
+        difference = paired_difference([r.rate for r in before], [r.rate for r in after])
+        record = {
+            "prompts": [
+                {
+                    "task_id": b.task_id,
+                    "scale": b.scale,
+                    "seed": b.seed,
+                    "before": b.rate,
+                    "after": a.rate,
+                    "samples": a.samples,
+                }
+                for b, a in zip(before, after)
+            ],
+            "paired": as_dict(difference),
+            "summary": f"pass rate on the {len(before)} trained prompts, after minus before RL: {difference.text()}",
+        }
+        (folder / POST_PROBE_FILE).write_text(json.dumps(record, indent=2))
+        print(f"gspo-{harness}: {record['summary']}")
+        return record
 
     def gspo_steps(self, harness: str) -> int:
         """The optimizer steps GSPO took (its trainer state), else the configured max_steps."""
@@ -694,6 +759,10 @@ def rft_data(samples: list[Any]) -> list[Any]:
     return [t for t in samples if t.reward == 1.0 and not t.errored]
 
 
+def _read_json_list(path: Path) -> list[dict]:
+    return json.loads(path.read_text()) if path.exists() else []
+
+
 def same_weights(a: str | Path, b: str | Path) -> bool:
     """Do two saved checkpoints (folders of .safetensors files) hold bit-identical tensors under the same names?"""
     a_files, b_files = sorted(Path(a).glob("*.safetensors")), sorted(Path(b).glob("*.safetensors"))
@@ -766,6 +835,7 @@ def run_pipeline(config: PipelineConfig) -> dict:
             rows += recipe.evaluate("rft", harness)
     summary = {
         "learning": rows,
+        "paired": [row for harness in config.rl_harnesses for row in recipe.paired(harness)],
         "seconds": recipe.seconds,
         "total_seconds": sum(recipe.seconds.values()),
         **recipe.identity,
@@ -776,11 +846,15 @@ def run_pipeline(config: PipelineConfig) -> dict:
 
 def write_summary(out: Path, summary: dict) -> None:
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    (out / "summary.md").write_text(format_summary(summary["learning"], summary["seconds"]) + "\n")
+    (out / "summary.md").write_text(
+        format_summary(summary["learning"], summary["seconds"], summary.get("paired", [])) + "\n"
+    )
 
 
-def format_summary(rows: list[dict], seconds: dict[str, float]) -> str:
+def format_summary(rows: list[dict], seconds: dict[str, float], paired: list[dict] | None = None) -> str:
     lines = [format_learning_table(rows)]
+    if paired:
+        lines += ["", "What RL adds, paired on the same instances (B - A in pass rate):", "", format_paired(paired)]
     lines += [
         "",
         "Seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in seconds.items()) + f"; total {sum(seconds.values()):.0f}",

@@ -149,3 +149,27 @@ def test_rft_keeps_only_the_episodes_that_passed(restock_task):
     errored.end_reason, errored.error = "policy_error", "the engine died"
     assert (passed.reward, failed.reward) == (1.0, 0.0)
     assert rft_data([failed, passed, errored]) == [passed]
+
+
+def test_after_rl_the_trained_prompts_are_sampled_again_and_compared_in_pairs(tiny_path, repo, tmp_path,  # noqa: F811
+                                                                              monkeypatch):
+    import shutil
+
+    from progagent_lib.train.informative import POST_PROBE_FILE, write_rates
+    from progagent_lib.train.pipeline import PipelineConfig, Recipe
+
+    monkeypatch.chdir(repo)
+    config = PipelineConfig(model=str(tiny_path), gspo=replace(small_config(tiny_path, tmp_path, 1), probe_samples=2))
+    recipe = Recipe(config, tmp_path / "run")
+    folder = tmp_path / "run" / "gspo-dtc"
+    shutil.copytree(tiny_path, folder / "final")           # the model GSPO left (here: the tiny one, unchanged)
+    before = [PromptRate("retail/restock_orders", "v0", 0, 1, 2), PromptRate("retail/restock_orders", "v0", 1, 2, 2)]
+    write_rates(folder / PROBE_FILE, before, before, 2)
+    record = recipe.probe_after("dtc")
+    assert [(p["seed"], p["before"], p["after"], p["samples"]) for p in record["prompts"]] == [(0, 0.5, 0.0, 2),
+                                                                                             (1, 1.0, 0.0, 2)]
+    assert record["paired"]["difference"] == pytest.approx(-0.75) and record["paired"]["units"] == 2
+    assert json.loads((folder / POST_PROBE_FILE).read_text()) == record
+    assert "after minus before RL: -0.750" in record["summary"]
+    # a run whose GSPO did not probe has nothing to compare
+    assert recipe.probe_after("ptc") is None
