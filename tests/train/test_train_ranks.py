@@ -114,7 +114,7 @@ def test_two_ranks_give_the_single_process_learning_rows_and_weights(runs):
 
     one, two = runs
     assert learning_rows(two) == learning_rows(one)
-    assert len(learning_rows(one)) == 4 * 3   # memorize, sft, gspo, control x three splits
+    assert len(learning_rows(one)) == 5 * 3   # memorize, sft, gspo, control, rft x three splits
     for model in ("sft-ptc/initial", "sft-ptc/final", "gspo-ptc/final", "control-ptc/final"):
         assert same_weights(one / model, two / model), model
 
