@@ -185,26 +185,21 @@ def candidate_prompts(tasks: Sequence[Any], scales: Sequence[str], seeds: Sequen
     return [(task, scale, seed) for seed in seeds for task in tasks for scale in scales]
 
 
-def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[PromptRate] | None = None) -> list:
-    """Sample each candidate prompt of a GSPORunConfig (or `prompts`) `probe_samples` times with its policy, at its
-    temperature, under its harness and budgets, through the evaluation path (`<output_dir>/probe/`)."""
-    from .evaluate import EvalConfig, evaluate
+def rollout_sampling(config: Any, instances: Sequence[Sequence], samples: int, stage: str, output_dir: str | Path):
+    """An evaluation that samples `instances` as a GSPORunConfig's rollouts are sampled: its policy and chat
+    template, harness, temperature, budgets, error mode, environment hosts, generator and seed. The pre-RL probe, the
+    post-RL probe and the RFT control's samples all use it, so each is drawn as GSPO draws."""
+    from .evaluate import EvalConfig
 
-    by_id = {task.id: task for task in tasks}
-    chosen = (
-        [(by_id[p.task_id], p.scale, p.seed) for p in prompts]
-        if prompts is not None
-        else candidate_prompts(tasks, config.scales, config.train_seeds)
-    )
-    probe = EvalConfig(
+    return EvalConfig(
         model=config.model,
-        stage="pre-rl-probe",
+        stage=stage,
         chat_template=config.chat_template,
-        output_dir=str(Path(config.output_dir) / "probe"),
+        output_dir=str(output_dir),
         tasks_root=config.tasks_root,
         harnesses=[config.harness],
-        instances=[[task.id, scale, seed] for task, scale, seed in chosen],
-        samples=config.probe_samples,
+        instances=[list(instance) for instance in instances],
+        samples=samples,
         temperature=config.temperature,
         max_turns=config.max_turns,
         max_new_tokens=config.max_new_tokens,
@@ -220,6 +215,21 @@ def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[Prompt
         vllm_server_base_url=config.vllm_server_base_url if config.use_vllm else None,
         seed=config.seed,
     )
+
+
+def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[PromptRate] | None = None) -> list:
+    """Sample each candidate prompt of a GSPORunConfig (or `prompts`) `probe_samples` times as its rollouts are
+    sampled (`rollout_sampling`), through the evaluation path (`<output_dir>/probe/`)."""
+    from .evaluate import evaluate
+
+    by_id = {task.id: task for task in tasks}
+    chosen = (
+        [(by_id[p.task_id], p.scale, p.seed) for p in prompts]
+        if prompts is not None
+        else candidate_prompts(tasks, config.scales, config.train_seeds)
+    )
+    instances = [(task.id, scale, seed) for task, scale, seed in chosen]
+    probe = rollout_sampling(config, instances, config.probe_samples, "pre-rl-probe", Path(config.output_dir) / "probe")
     trajectories, _ = evaluate(probe)
     return rates_from_trajectories(trajectories)
 

@@ -468,7 +468,7 @@ class Recipe:
 
     def _rft_samples(self, harness: str) -> list[Any]:
         from .gspo import DYNAMICS_FILE, DynamicsLog
-        from .informative import PROBE_FILE, candidate_prompts, read_rates
+        from .informative import PROBE_FILE, candidate_prompts, read_rates, rollout_sampling
 
         gspo = self.config.gspo
         probe = self.out / f"gspo-{harness}" / PROBE_FILE
@@ -490,25 +490,15 @@ class Recipe:
             gspo.num_generations * gspo.prompts_per_step
         )
         samples = max(1, -(-played // len(prompts)))
-        trajectories, _ = evaluate(
-            replace(
-                self.config.eval,
-                model=self.model_for("sft", harness),
-                stage=f"rft-samples-{harness}",
-                chat_template=self.config.chat_template,
-                harnesses=[harness],
-                instances=prompts,
-                samples=samples,
-                temperature=gspo.temperature,
-                max_turns=gspo.max_turns,
-                max_new_tokens=gspo.max_new_tokens,
-                max_context_tokens=gspo.max_context_tokens,
-                max_observation_chars=gspo.max_observation_chars,
-                max_tool_calls=gspo.max_tool_calls,
-                output_dir=str(self.out / f"rft-{harness}" / "samples"),
-                **self.engine(),
-            )
+        sampler = replace(
+            gspo,
+            model=self.model_for("sft", harness),
+            chat_template=self.config.chat_template,
+            harness=harness,
+            **self.engine(),
         )
+        output_dir = self.out / f"rft-{harness}" / "samples"
+        trajectories, _ = evaluate(rollout_sampling(sampler, prompts, samples, f"rft-samples-{harness}", output_dir))
         return trajectories
 
     def paired(self, harness: str) -> list[dict]:
