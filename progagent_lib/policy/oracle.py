@@ -9,9 +9,9 @@ and the teacher decides its next step from what it observed, never from the envi
 - PTC: a first program inspects (the workspace files and a sample of each listing tool); then, with `reading=True`,
   from what that printed, programs read the documents and records the solution's rule strings, thresholds and keys
   come from (`policy.reading`: the solution's literals are then ones the student has seen); a program defines the
-  oracle's code in the session (variables persist), another runs it and prints the answer, then `claim_done`. The program is the oracle compacted as a capable model would write it (`oracle_program`):
-  no docstrings or comments, and of `progagent_lib.task.oracle_kit` (which the kernel cannot import) only
-  the helpers the oracle uses.
+  oracle's code in the session (variables persist), another runs it and prints the answer, then `claim_done`. The
+  program is the oracle compacted as a capable model would write it (`oracle_program`): no docstrings or comments,
+  and of `progagent_lib.task.oracle_kit` (which the kernel cannot import) only the helpers the oracle uses.
 - Hybrid: the single look-ups of the inspection and of the reading as direct calls, the looping work as one program.
 
 Which of the three a harness gets is its row's `teacher_opening` (harness.spec), never its name.
