@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 PROFILE ?= cpu-smoke
 export PROGAGENT_CACHE ?= $(CURDIR)/.cache/progagent
 
-.PHONY: install engine verifiers install-gpu gpu-check reproduce study dtc-sft cross lint test lab certify stats bench \
+.PHONY: install engine verifiers install-gpu gpu-check reproduce benchmark-models study dtc-sft cross lint test lab certify stats bench \
 	bench-engine clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml setup.py
@@ -101,6 +101,10 @@ endif
 .PHONY: figures
 figures: install
 	$(PY) -m progagent_lib.analysis.publish --profile $(PROFILE)
+
+# Notebook 09's model rows for cpu-smoke (its base and GSPO models on AgentDojo and BFCL), in make reproduce's run folder.
+benchmark-models: install engine
+	$(VENV)/bin/progagent reproduce --profile cpu-smoke-models --run-dir runs/cpu-smoke --only 09
 
 # The transfer study (profile cpu-study, under two hours on 2 cores): the training and evaluation notebooks only.
 study: install engine

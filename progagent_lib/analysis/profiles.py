@@ -191,7 +191,8 @@ class BenchmarkSettings:
     stages: list[str] = field(
         default_factory=lambda: ["base", "gspo"],
         metadata={
-            "help": "Models in the table: base, and each trained recipe's sft, gspo, control (those whose checkpoint exists)."
+            "help": "Models in the table: base, and each trained recipe's sft, gspo, control (those whose checkpoint exists); "
+            "empty: the reference and memorization rows only."
         },
     )
     max_new_tokens: int = field(default=512, metadata={"help": "Tokens per model turn (a longer one is cut)."})
@@ -224,7 +225,7 @@ class BenchmarkSettings:
                 raise config_error(self, "suites", f"{name}: the parts must be a list of names (empty: every part)")
         check_int(self, "limit", at_least=1)
         check_choices(self, "harnesses", HARNESS_NAMES)
-        check_choices(self, "stages", CROSS_HARNESS_STAGES)
+        check_choices(self, "stages", CROSS_HARNESS_STAGES, empty=True)
         for name in ("max_new_tokens", "max_turns", "max_tool_calls", "workers"):
             check_int(self, name, at_least=1)
         check_bool(self, "injections")
@@ -265,6 +266,9 @@ class ProfileSettings:
     engine: str | None = field(
         default=None,
         metadata={"help": "The model `progagent reproduce` serves with vLLM for the run; null: generation in-process."},
+    )
+    engine_kv_cache_gib: int | None = field(
+        default=None, metadata={"help": "That server's KV cache on CPU in GiB (null: the engine's default, 2)."}
     )
     rl_harnesses: list[str] = field(
         default_factory=lambda: [DEFAULT_HARNESS],

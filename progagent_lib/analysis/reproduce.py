@@ -79,7 +79,8 @@ def reproduce(
 
             started = time.perf_counter()
             print(f"engine: starting vLLM for {model} (profile {prof.name}) ...", flush=True)
-            server = stack.enter_context(EngineServer(str(model), free_port()))
+            kv_cache_gib = prof.get("engine_kv_cache_gib") or 2  # the server's KV cache on CPU, in GiB
+            server = stack.enter_context(EngineServer(str(model), free_port(), kv_cache_gib=kv_cache_gib))
             seconds["engine_start"] = time.perf_counter() - started
             assert server.served_name is not None  # EngineServer names the model when it is made
             print(

@@ -54,15 +54,24 @@ class TeacherNeeds:
 
 
 def teacher_needs(
-    task: Any, harness: str, chat: Any, *, scale: str = "v0", seed: int = 0, limits: Limits | None = None
+    task: Any,
+    harness: str,
+    chat: Any,
+    *,
+    scale: str = "v0",
+    seed: int = 0,
+    limits: Limits | None = None,
+    reading: bool = False,
 ) -> tuple[TeacherNeeds, Any]:
-    """Measure one teacher episode; with `limits`, also return the replay under them (its trajectory)."""
+    """Measure one teacher episode (the reading teacher's with `reading`); with `limits`, also return the replay
+    under them (its trajectory)."""
     from ..harness.episode import run_episode
     from ..policy import OracleTeacher
     from ..generation import ReplayTurns
     from .rollout import RolloutSpec, run_token_episodes
 
-    played = run_episode(task, scale, seed, harness, OracleTeacher(harness), UNLIMITED, tokenizer=chat.tokenizer)
+    teacher = OracleTeacher(harness, reading=reading)
+    played = run_episode(task, scale, seed, harness, teacher, UNLIMITED, tokenizer=chat.tokenizer)
     chat.check_conversation(played.messages, played.tools)
     script = chat.assistant_turns(played.messages, played.tools)
     replay = run_token_episodes([RolloutSpec(task, scale, seed)], harness, chat, ReplayTurns([script]), UNLIMITED)[0]
@@ -88,9 +97,13 @@ def teacher_needs(
 
 
 def measure(
-    tasks: list[Any], harnesses: list[str], chat: Any, *, scale: str = "v0", seed: int = 0
+    tasks: list[Any], harnesses: list[str], chat: Any, *, scale: str = "v0", seed: int = 0, reading: bool = False
 ) -> list[TeacherNeeds]:
-    return [teacher_needs(task, harness, chat, scale=scale, seed=seed)[0] for harness in harnesses for task in tasks]
+    return [
+        teacher_needs(task, harness, chat, scale=scale, seed=seed, reading=reading)[0]
+        for harness in harnesses
+        for task in tasks
+    ]
 
 
 def problems_of(

@@ -36,8 +36,9 @@ from ..config import (
     check_text,
     config_error,
 )
-from .evaluate import EvalConfig, evaluate
+from .evaluate import TRAJECTORIES_FILE, EvalConfig, evaluate
 from ..harness.spec import DEFAULT_HARNESS, HARNESSES
+from ..harness.trajectory import read_jsonl
 from .common import HARNESS_NAMES, SHARED_STAGES, STAGES, limits_of, model_positions, select_tasks
 from .gspo import GSPORunConfig, run_gspo
 from .paired import PAIRED_FILE, format_paired, paired_rows, write_paired
@@ -279,10 +280,11 @@ class Recipe:
         trained = self.config.rl_harnesses
         played = self.played_harnesses()
         evaluated = [h for h in played if h not in trained]
-        measured = measure(training, played, chat, scale=scale)
-        measured_held_out = measure(held_out, played, chat, scale=scale)
+        reading = self.config.sft.teacher_reading  # the teacher SFT learns from is the one measured
+        measured = measure(training, played, chat, scale=scale, reading=reading)
+        measured_held_out = measure(held_out, played, chat, scale=scale, reading=reading)
         others = [h for h in HARNESSES if h not in played]
-        shown = measure(training[:1], others, chat, scale=scale)
+        shown = measure(training[:1], others, chat, scale=scale, reading=reading)
         table = [
             {
                 **asdict(n),
@@ -489,7 +491,16 @@ class Recipe:
         played = played or self.gspo_steps(harness) // (gspo.minibatches * gspo.num_iterations) * (
             gspo.num_generations * gspo.prompts_per_step
         )
-        samples = max(1, -(-played // len(prompts)))
+        # The probe's samples of these prompts are the SFT policy's, drawn as GSPO draws: they count towards RFT's
+        # budget, and only the rest is sampled here.
+        keys = {tuple(p) for p in prompts}
+        probe_file = self.out / f"gspo-{harness}" / "probe" / TRAJECTORIES_FILE
+        probed = (
+            [t for t in read_jsonl(probe_file) if (t.task_id, t.scale, t.seed) in keys] if probe_file.exists() else []
+        )
+        samples = max(0, -(-(played - len(probed)) // len(prompts)))
+        if not samples:
+            return probed
         sampler = replace(
             gspo,
             model=self.model_for("sft", harness),
@@ -499,7 +510,7 @@ class Recipe:
         )
         output_dir = self.out / f"rft-{harness}" / "samples"
         trajectories, _ = evaluate(rollout_sampling(sampler, prompts, samples, f"rft-samples-{harness}", output_dir))
-        return trajectories
+        return probed + trajectories
 
     def paired(self, harness: str) -> list[dict]:
         """GSPO against SFT, the control and RFT on the same held-out instances, per split and decoding

@@ -78,6 +78,13 @@ class SFTRunConfig:
     seeds: list[int] = field(
         default_factory=lambda: [0], metadata={"help": "Seeds of the teacher trajectories played here."}
     )
+    teacher_reading: bool = field(
+        default=False,
+        metadata={
+            "help": "The teacher prints the documents and records its program's literals come from before it writes "
+            "the program (OracleTeacher(reading=True)): longer episodes whose programs use only what was shown."
+        },
+    )
     min_score: float = field(
         default=0.7, metadata={"help": "Keep trajectories with R~ >= this (the paper's 0.7), in [0, 1]."}
     )
@@ -296,7 +303,7 @@ def teacher_trajectories(config: SFTRunConfig, tasks: list[Any], save_to: Path |
 
     trajectories = []
     for harness in config.harnesses:
-        teacher = OracleTeacher(harness)
+        teacher = OracleTeacher(harness, reading=config.teacher_reading)
         for task in tasks:
             for scale in config.scales:
                 for seed in config.seeds:

@@ -38,7 +38,18 @@ class SplitConfig:
         default=1, metadata={"help": "(a) instances per trained task (same parameters as a trained instance)."}
     )
     params_per_task: int = field(
-        default=1, metadata={"help": "(b) instances per trained task (parameters no trained instance drew)."}
+        default=1,
+        metadata={
+            "help": "(b) instances per trained task whose request no trained instance had (with values_per_task: "
+            "each of its values drawn by some trained instance)."
+        },
+    )
+    values_per_task: int = field(
+        default=0,
+        metadata={
+            "help": "More (b) instances per trained task, each with a request value (a category, a threshold) that no "
+            "trained instance drew: the values a training stage's seeds leave out are held out."
+        },
     )
     max_trained_tasks: int | None = field(
         default=None,
@@ -56,7 +67,7 @@ class SplitConfig:
     scale: str = field(default="v0", metadata={"help": "The scale (v0..v3) every held-out instance is played at."})
 
     def __post_init__(self) -> None:
-        for name in ("seeds_per_task", "params_per_task", "seeds_per_held_out_task"):
+        for name in ("seeds_per_task", "params_per_task", "values_per_task", "seeds_per_held_out_task"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise SplitError(f"splits.{name}={value!r}: must be an integer >= 0")
@@ -83,6 +94,7 @@ class Instance:
     seed: int
     split: str
     params: str = "{}"  # the instance's parameters as canonical JSON (what the split was decided on)
+    new_values: str = ""  # (b): the request values no trained instance drew, "name=value; ..." ("" when none)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -113,6 +125,24 @@ def trained_params(task: Any, seeds: Iterable[int]) -> set[str]:
     return {params_key(task.params_for(seed)) for seed in seeds}
 
 
+def trained_values(task: Any, seeds: Iterable[int]) -> dict[str, set[str]]:
+    """Per request parameter, the values (as canonical JSON) the trained seeds drew."""
+    seen: dict[str, set[str]] = {}
+    for seed in seeds:
+        for name, value in task.params_for(seed).items():
+            seen.setdefault(name, set()).add(json.dumps(value, sort_keys=True))
+    return seen
+
+
+def new_values(params: dict, seen: dict[str, set[str]]) -> str:
+    """The values of `params` that `seen` (trained_values) lacks, as "name=value; ..." ("" when none)."""
+    return "; ".join(
+        f"{name}={value}"
+        for name, value in sorted(params.items())
+        if json.dumps(value, sort_keys=True) not in seen.get(name, set())
+    )
+
+
 def make_splits(tasks_by_id: dict[str, Any], trained: TrainedInstances, config: SplitConfig) -> list[Instance]:
     """The held-out instances of the three splits (in split, task, seed order). Raises SplitError, naming the task,
     when a held-out task is also trained, a task is unknown, or a split that asks for instances gets none."""
@@ -129,37 +159,41 @@ def make_splits(tasks_by_id: dict[str, Any], trained: TrainedInstances, config: 
     for task_id in spread_over_domains(trained.task_ids, config.max_trained_tasks):
         task = tasks_by_id[task_id]
         seen = trained_params(task, trained.seeds[task_id])
-        want = {"seeds": config.seeds_per_task, "params": config.params_per_task}
-        found: dict[str, list[Instance]] = {"seeds": [], "params": []}
+        values = trained_values(task, trained.seeds[task_id])
+        # "values": (b) instances with a request value no trained seed drew; "params": (b) with every value seen
+        want = {"seeds": config.seeds_per_task, "params": config.params_per_task, "values": config.values_per_task}
+        found: dict[str, list[Instance]] = {"seeds": [], "params": [], "values": []}
         for seed in range(config.first_seed, config.first_seed + config.search):
             if seed in trained.seeds[task_id]:
                 continue
-            key = params_key(task.params_for(seed))
-            split = "seeds" if key in seen else "params"
-            if len(found[split]) < want[split]:
-                found[split].append(Instance(task_id, config.scale, seed, split, key))
-            if all(len(found[s]) >= want[s] for s in want):
+            params = task.params_for(seed)
+            key, unseen = params_key(params), new_values(params, values)
+            # without values_per_task, params_per_task counts every new request, new values or not
+            kind = "seeds" if key in seen else "values" if unseen and config.values_per_task else "params"
+            if len(found[kind]) < want[kind]:
+                split = "seeds" if kind == "seeds" else "params"
+                found[kind].append(Instance(task_id, config.scale, seed, split, key, unseen))
+            if all(len(found[k]) >= want[k] for k in want):
                 break
-        for split in ("seeds", "params"):
-            if len(found[split]) < want[split]:
-                what = (
-                    "drew a trained instance's parameters again"
-                    if split == "seeds"
-                    else "drew parameters no trained instance had"
-                )
+        for kind, what, knob in (
+            ("seeds", "drew a trained instance's parameters again", "seeds_per_task"),
+            ("params", "drew a new request of values trained instances drew", "params_per_task"),
+            ("values", "drew a request value no trained instance drew", "values_per_task"),
+        ):
+            if len(found[kind]) < want[kind]:
                 raise SplitError(
-                    f"split {SPLIT_LABELS[split]}: on {task_id}, only {len(found[split])} of seeds "
-                    f"{config.first_seed}-{config.first_seed + config.search - 1} {what} (wanted "
-                    f"{want[split]}); raise splits.search or lower splits.{'seeds' if split == 'seeds' else 'params'}_per_task"
+                    f"split {SPLIT_LABELS['seeds' if kind == 'seeds' else 'params']}: on {task_id}, only "
+                    f"{len(found[kind])} of seeds {config.first_seed}-{config.first_seed + config.search - 1} {what} "
+                    f"(wanted {want[kind]}); raise splits.search or lower splits.{knob}"
                 )
-            instances += found[split]
+            instances += found[kind]
     for task_id in config.held_out_tasks:
         task = tasks_by_id[task_id]
         for seed in range(config.first_seed, config.first_seed + config.seeds_per_held_out_task):
             instances.append(Instance(task_id, config.scale, seed, "tasks", params_key(task.params_for(seed))))
     for split, wanted in (
         ("seeds", config.seeds_per_task),
-        ("params", config.params_per_task),
+        ("params", config.params_per_task + config.values_per_task),
         ("tasks", config.seeds_per_held_out_task * bool(config.held_out_tasks)),
     ):
         if wanted and not any(i.split == split for i in instances):

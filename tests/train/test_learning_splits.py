@@ -122,6 +122,25 @@ def test_the_memorization_baseline_passes_exactly_the_instances_a_stored_program
     assert chosen.id == task.id and task.params_for(seed) == task.params_for(same.seed)
 
 
+def test_held_out_values_are_values_no_training_seed_drew(pool):
+    """values_per_task: (b) instances whose request has a value (here an excluded category) no trained seed drew;
+    params_per_task then counts new requests of seen values only. Seeds 0-11 of restock_orders never exclude
+    household or frozen."""
+    task = pool["retail/restock_orders"]
+    trained = TrainedInstances().add([task.id], range(12))
+    instances = make_splits(pool, trained, SplitConfig(seeds_per_task=1, params_per_task=3, values_per_task=3))
+    seen = {task.params_for(s)["excluded_category"] for s in range(12)}
+    assert seen.isdisjoint({"household", "frozen"})
+    new = [i for i in instances if i.new_values]
+    assert len(new) == 3 and all(i.split == "params" for i in new)
+    assert {task.params_for(i.seed)["excluded_category"] for i in new} <= {"household", "frozen"}
+    assert all(i.new_values == f"excluded_category={task.params_for(i.seed)['excluded_category']}" for i in new)
+    old = [i for i in instances if i.split == "params" and not i.new_values]
+    assert len(old) == 3 and all(task.params_for(i.seed)["excluded_category"] in seen for i in old)
+    with pytest.raises(SplitError, match="values_per_task"):
+        make_splits(pool, trained, SplitConfig(values_per_task=1, search=2))
+
+
 def test_intervals_against_known_values():
     assert wilson_interval(4, 4) == pytest.approx((0.5101, 1.0), abs=1e-4)
     assert wilson_interval(0, 8) == pytest.approx((0.0, 0.3244), abs=1e-4)
