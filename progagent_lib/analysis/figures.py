@@ -14,6 +14,7 @@ import polars as pl
 from .style import (
     SCALE_ORDER,
     NoFigureData,
+    require_updates,
     harness_color,
     harness_order,
     harness_shape,
@@ -134,6 +135,8 @@ DYNAMICS_PANELS = [
     ("tool_output_tokens_per_episode", "Tool-output tokens per episode", "Tokens", False),
     ("tool_calls_per_episode", "Tool calls per episode", "Calls", False),
     ("runtime_errors_per_episode", "Runtime errors per episode", "Errors", False),
+    ("dtc_like_program_share", "DTC-like programs", "Share of programs (one call, printed whole)", True),
+    ("truncation_rate", "Episodes ended on a budget", "Share of rollouts", True),
 ]
 
 
@@ -142,6 +145,7 @@ def training_dynamics(dynamics: pl.DataFrame) -> alt.VConcatChart:
     tool_calls_per_episode, runtime_errors_per_episode: the rows of the GSPO dynamics log). The reward is a share
     of rollouts with R = 1: its axis is [0, 1]; a constant series gets an axis around its value."""
     require_rows(dynamics, "training_dynamics", ["step", "harness"])
+    require_updates(dynamics, "training_dynamics")
     shown = [p for p in DYNAMICS_PANELS if p[0] in dynamics.columns and dynamics[p[0]].drop_nulls().len()]
     if not shown:
         raise NoFigureData(

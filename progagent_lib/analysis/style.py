@@ -35,6 +35,20 @@ def require_rows(table: pl.DataFrame, figure: str, columns: Iterable[str] = ()) 
     return table
 
 
+def require_updates(steps: pl.DataFrame, figure: str) -> pl.DataFrame:
+    """`steps` (RL steps with a `skipped` column, as the GSPO dynamics log writes) if at least one step updated the
+    policy; otherwise NoFigureData: curves of a run in which nothing was trained would be read as training dynamics.
+    A table without the column (an older log) is passed through."""
+    if "skipped" in steps.columns and steps.height:
+        skipped = steps.get_column("skipped").drop_nulls()
+        if skipped.len() and bool(skipped.all()):
+            raise NoFigureData(
+                f"{figure}: every one of the run's {skipped.len()} optimizer steps was skipped (no group had a reward "
+                "difference), so the policy never changed; no figure is saved"
+            )
+    return steps
+
+
 def harness_order() -> list[str]:
     """Every registered harness, in the house order (the order of harness.spec.HARNESSES)."""
     return list(HARNESSES)

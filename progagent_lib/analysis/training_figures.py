@@ -24,7 +24,15 @@ from typing import Any
 import altair as alt
 import polars as pl
 
-from .style import NoFigureData, harness_color, harness_order, require_rows, step_axis, y_scale
+from .style import (
+    NoFigureData,
+    harness_color,
+    harness_order,
+    require_rows,
+    require_updates,
+    step_axis,
+    y_scale,
+)
 
 TRAINER_LOG = "trainer_log.txt"  # what a training call printed, captured by `logs_to_file`
 WIDTH, HEIGHT = 250, 170
@@ -260,7 +268,9 @@ GSPO_PANELS = [
 
 
 def gspo_training(steps: pl.DataFrame, name: str = "harness", title: str = "GSPO training") -> alt.VConcatChart:
-    """Loss, reward and pass rate per RL step, one line per run (a `gspo_step_table`, runs in column `name`)."""
+    """Loss, reward and pass rate per RL step, one line per run (a `gspo_step_table`, runs in column `name`).
+    Refused (NoFigureData) when no step updated the policy."""
+    require_updates(steps, title)
     return training_curves(steps, GSPO_PANELS, title, color=name if name in steps.columns else None, columns=3)
 
 
@@ -326,6 +336,8 @@ def gspo_diagnostics(steps: pl.DataFrame, name: str = "harness", title: str = "G
     its min-max band), token entropy, the sampler-trainer log-prob mismatch (mean, max; on each generation batch's
     first step), the clip fractions and the truncated-importance-sampling weight. A panel whose columns the logs
     lack is left out; with none (no logged steps), NoFigureData."""
+
+    require_updates(steps, title)
 
     def present(column: str) -> bool:
         return column in steps.columns and steps.get_column(column).drop_nulls().len() > 0

@@ -140,6 +140,53 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "PREFIX.csv (e.g. figures/cpu-cross/cross_harness_learning)",
     )
     table.set_defaults(func=table_command)
+    curve = commands.add_parser(
+        "sft-curve",
+        help="sampled pass rate on held-out instances against SFT's optimizer steps (one SFT run, its checkpoints "
+        "evaluated)",
+    )
+    curve.add_argument(
+        "--config", required=True, type=existing_file, help="a pipeline config, e.g. configs/cpu-smoke.yaml"
+    )
+    curve.add_argument("--output-dir", required=True, help="the curve's own folder (its SFT run and evaluations)")
+    curve.add_argument("--every", type=int, default=4, help="keep the weights every this many steps (default 4)")
+    curve.add_argument("--max-steps", type=int, default=24, help="SFT's last step (default 24)")
+    curve.add_argument("--samples", type=int, default=2, help="samples per held-out instance (default 2)")
+    curve.add_argument("--split", default="params", choices=["seeds", "params", "tasks"], help="default params: (b)")
+    curve.add_argument("--engine", action="store_true", help="start an engine and generate through it")
+    curve.add_argument("--out", help="also write the table as Markdown")
+    curve.set_defaults(func=curve_command)
+
+
+def curve_command(args: argparse.Namespace) -> int:
+    """`progagent train sft-curve`: train.sft_curve.sft_curve, printed (and written with --out) as a table."""
+    from dataclasses import replace
+
+    from .pipeline import PipelineConfig
+    from .sft_curve import format_curve, sft_curve
+
+    config = load_config(PipelineConfig, args.config, {})
+
+    def run(config: PipelineConfig) -> list[dict]:
+        return sft_curve(
+            config, args.output_dir, every=args.every, max_steps=args.max_steps, samples=args.samples, split=args.split
+        )
+
+    try:
+        if args.engine and not config.engine_url:
+            from ..engine import EngineServer, free_port
+
+            with EngineServer(config.model, free_port()) as server:
+                points = run(replace(config, engine_url=server.base_url, engine_model=server.served_name))
+        else:
+            points = run(config)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    table = format_curve(points)
+    print(table)
+    if args.out:
+        Path(args.out).write_text(f"`progagent train sft-curve --config {args.config} ...`\n\n{table}\n")
+    return 0
 
 
 def grounding_command(args: argparse.Namespace) -> int:

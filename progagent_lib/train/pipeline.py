@@ -358,8 +358,9 @@ class Recipe:
 
     def _rows(self, trajectories: list[Any], **fields: Any) -> list[dict]:
         split_of = {(i.task_id, i.scale, i.seed): i.split for i in self.instances()}
+        new_values_of = {(i.task_id, i.scale, i.seed): i.new_values for i in self.instances()}
         limits = asdict(limits_of(self.config.eval))
-        return learning_rows(trajectories, split_of, **self.identity, limits=limits, **fields)
+        return learning_rows(trajectories, split_of, new_values_of, **self.identity, limits=limits, **fields)
 
     def teacher(self) -> dict[str, list[Any]]:
         """Teacher trajectories for every trained harness, balanced (equal numbers, every task covered): played,

@@ -77,9 +77,16 @@ def summarise(trajectories: list[Any]) -> dict[str, Any]:
     }
 
 
-def learning_rows(trajectories: list[Any], split_of: dict[INSTANCE, str], **fields: Any) -> list[dict]:
+def learning_rows(
+    trajectories: list[Any],
+    split_of: dict[INSTANCE, str],
+    new_values_of: dict[INSTANCE, str] | None = None,
+    **fields: Any,
+) -> list[dict]:
     """One row per (harness, split) of `trajectories`, each carrying `fields` (stage, recipe, decoding, model, run
-    identity, ...). Every episode must belong to a split (KeyError naming it otherwise)."""
+    identity, ...). Every episode must belong to a split (KeyError naming it otherwise). With `new_values_of` (the
+    request values no trained instance drew, per instance; splits.Instance.new_values), a row whose split holds
+    such instances also says how those did: new_values_instances, _passed, _pass_rate, _pass_low, _pass_high."""
     groups: dict[tuple[str, str], list[Any]] = defaultdict(list)
     for t in trajectories:
         key = (t.task_id, t.scale, t.seed)
@@ -99,9 +106,18 @@ def learning_rows(trajectories: list[Any], split_of: dict[INSTANCE, str], **fiel
                 "seeds": sorted({t.seed for t in group}),
                 "scales": sorted({t.scale for t in group}),
                 **summarise(group),
+                **_new_values_summary(group, new_values_of or {}),
             }
         )
     return rows
+
+
+def _new_values_summary(group: list[Any], new_values_of: dict[INSTANCE, str]) -> dict[str, Any]:
+    fresh = [t for t in group if new_values_of.get((t.task_id, t.scale, t.seed))]
+    if not fresh:
+        return {}
+    summary = summarise(fresh)
+    return {f"new_values_{k}": summary[k] for k in ("instances", "passed", "pass_rate", "pass_low", "pass_high")}
 
 
 def config_hash(config: Any) -> str:
@@ -161,6 +177,12 @@ def format_learning_table(rows: Iterable[dict]) -> str:
             f"{pct(r['runtime_error_rate'])} | {pct(r['claim_done_rate'])} | {pct(r['task_tool_call_rate'])} | "
             f"{r['tool_output_tokens']:.0f} |"
         )
+        if r.get("new_values_instances"):  # (b)'s instances whose request has a value no training seed drew
+            lines.append(
+                f"| {r['split']}: new values only | {r['stage']} | {r.get('recipe', r['harness'])} | {r['harness']} | "
+                f"{r['decoding']} | {r['new_values_instances']} | - | {r['new_values_pass_rate']:.2f} "
+                f"({r['new_values_pass_low']:.2f}-{r['new_values_pass_high']:.2f}) | - | - | - | - | - | - |"
+            )
     return "\n".join(lines)
 
 

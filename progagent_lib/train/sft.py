@@ -95,6 +95,13 @@ class SFTRunConfig:
         default=8192,
         metadata={"help": "Tokens per trajectory; a longer teacher trajectory is refused, not cut (null: no limit)."},
     )
+    save_steps: int | None = field(
+        default=None,
+        metadata={
+            "help": "Also keep the weights every this many optimizer steps (<output_dir>/checkpoint-N, model only: "
+            "the SFT curve evaluates them); null: only the final model."
+        },
+    )
     num_train_epochs: float = field(default=1.0, metadata={"help": "Passes over the dataset (when max_steps is -1)."})
     max_steps: int = field(default=-1, metadata={"help": "Optimizer steps; -1: num_train_epochs decides."})
     learning_rate: float = field(default=1e-5, metadata={"help": "AdamW's peak learning rate (> 0)."})
@@ -146,6 +153,7 @@ class SFTRunConfig:
         check_ints(self, "seeds")
         check_number(self, "min_score", at_least=0, at_most=1)
         check_int(self, "per_harness", at_least=1, optional=True)
+        check_int(self, "save_steps", at_least=1, optional=True)
         check_int(self, "max_length", at_least=1, optional=True, why=" (null: no limit)")
         check_number(self, "num_train_epochs", above=0)
         check_int(self, "max_steps", at_least=1, also=(-1,), why=" (-1: num_train_epochs decides)")
@@ -157,6 +165,7 @@ class SFTRunConfig:
         check_int(self, "gradient_accumulation_steps", at_least=1)
         check_nested(self, "lora", LoraSettings, optional=True)
         check_bool(self, "bf16")
+        check_bool(self, "teacher_reading")
         check_bool(self, "gradient_checkpointing")
         check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
         check_int(self, "seed", at_least=0)
@@ -339,7 +348,9 @@ def sft_args(config: SFTRunConfig):
         per_device_train_batch_size=config.per_device_train_batch_size,
         gradient_accumulation_steps=config.gradient_accumulation_steps,
         logging_steps=1,
-        save_strategy="no",
+        save_strategy="steps" if config.save_steps else "no",
+        save_steps=config.save_steps or 500,
+        save_only_model=True,
         # The bar is train.monitoring's (a widget in notebooks), so transformers' own is off.
         report_to=config.report_to,
         project="progagent",

@@ -204,3 +204,14 @@ def test_ablation_variants_with_equal_pass_rates_stay_apart_under_one_legend():
     [points] = [v for v in views if v["mark"]["type"] == "point"]
     color, shape = points["encoding"]["color"], points["encoding"]["shape"]
     assert color["scale"] == shape["scale"] and color["title"] == shape["title"]   # merged into one legend
+
+
+def test_figures_of_a_run_that_never_updated_are_refused():
+    """Every GSPO step skipped (no group had a reward difference): the dynamics, training and diagnostics figures
+    say so and draw nothing; one updated step is enough to draw them."""
+    steps = DYNAMICS.with_columns(pl.lit(True).alias("skipped"), pl.lit(0.1).alias("loss"),
+                                  pl.lit(1.0).alias("ratio_mean"), pl.lit(0.2).alias("entropy"))
+    for draw in (figures.training_dynamics, tf.gspo_training, tf.gspo_diagnostics):
+        with pytest.raises(NoFigureData, match="every one of the run's 3 optimizer steps was skipped"):
+            draw(steps)
+        draw(steps.with_columns(pl.Series("skipped", [True, False, True])))

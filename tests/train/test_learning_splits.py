@@ -14,7 +14,7 @@ from progagent_lib.policy.memorize import NearestMemorizationPolicy
 from progagent_lib.stats import wilson_interval, wilson_rate
 from progagent_lib.config import load_config
 from progagent_lib.train.pipeline import PipelineConfig, Recipe, read_learning, write_learning_rows
-from progagent_lib.train.scoring import learning_rows, summarise
+from progagent_lib.train.scoring import format_learning_table, learning_rows, summarise
 from progagent_lib.train.splits import (Instance, SplitConfig, SplitError, TrainedInstances, check_disjoint,
                                         make_splits, params_key, spread_over_domains)
 
@@ -169,6 +169,12 @@ def test_rows_pool_samples_per_instance_and_carry_the_per_task_spread():
     assert seeds["stage"] == "sft" and seeds["claim_done_rate"] == 0.75
     with pytest.raises(KeyError, match="belongs to no evaluation split"):
         learning_rows([_trajectory("d/w", 9, 1.0)], split_of)
+    # (b)'s instances with a request value no training seed drew are also summarised on their own
+    new_values_of = {("a/x", "v0", 2): "excluded_category=frozen"}
+    rows = {r["split"]: r for r in learning_rows(trajectories, split_of, new_values_of, stage="sft", decoding="sampled")}
+    assert rows["seeds"]["new_values_instances"] == 1 and rows["seeds"]["new_values_pass_rate"] == 1.0
+    assert "new_values_instances" not in rows["tasks"]
+    assert "seeds: new values only" in format_learning_table(rows.values())
     errored = _trajectory("a/x", 1, 0.0)
     errored.end_reason = "policy_error"
     assert summarise([errored, _trajectory("a/x", 1, 1.0)])["errored"] == 1
