@@ -15,10 +15,10 @@ def solve(tools, exam_uplift, max_late_penalty, report_name, started_periods=Tru
             regs["penalty"] = int(m.group(1))
             regs["cutoff"] = int(re.search(r"more than (\d+) full days late", flat).group(1))
             regs["bounds"] = [(l, int(v)) for l, v in re.findall(r"\b([ABCD]) from (\d+)", flat)]
-        m = re.search(r"\((\w+)\) an extension on the (.+?) for (\w+): the new deadline is (\d+ \w+ \d{4} at \d+:\d+)", flat)
+        m = re.search(r"\((\w+)\) an extension on the (.+?) for (\w+): the new deadline\s+is (\d+ \w+ \d{4} at \d+:\d+)", flat)
         if m:
             extensions[(m.group(1), m.group(3), m.group(2))] = dt.datetime.strptime(m.group(4), "%d %B %Y at %H:%M")
-        m = re.search(r"\((\w+)\)\. The (.+?) in (\w+) is excused", flat)
+        m = re.search(r"\((\w+)\)\. The (.+?) in (\w+) is\s+excused", flat)
         if m:
             excused.add((m.group(1), m.group(3), m.group(2)))
 
@@ -51,7 +51,7 @@ def solve(tools, exam_uplift, max_late_penalty, report_name, started_periods=Tru
                 elif late_hours > 0:
                     mark = max(0.0, mark - min(max_late_penalty, regs["penalty"] * periods))
                 total += part["weight"] * mark
-            final = math.floor(total / weights * 10 + 0.5 + 1e-9) / 10
+            final = round(total / weights + 1e-9, 1)  # one decimal place, halves up
             letter = next((l for l, bound in regs["bounds"] if final >= bound), "F")
             tools.record_final_grade(course_code=code, student_id=student["student_id"], final_mark=final, letter=letter)
             counts[letter] = counts.get(letter, 0) + 1

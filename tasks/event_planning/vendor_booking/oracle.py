@@ -1,9 +1,7 @@
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
-
-BOOKING_DAY = "2026-11-30"
 
 
 def euros(text):
@@ -15,6 +13,8 @@ def solve(tools, skipped_service, insurance_margin_days, report_name, budget_rai
     memo = next(t for t in texts.values() if t.startswith("# Planning memo:"))
     policy = next(t for t in texts.values() if "deposit" in t and "paid in full" in t)
     event_name = re.search(r"# Planning memo: (.+)", memo).group(1).strip()
+    booked_on = re.search(r"on the day we book \((\d+ \w+ \d{4})\)", " ".join(memo.split())).group(1)
+    booking_day = datetime.strptime(booked_on, "%d %B %Y").date().isoformat()
     caps = {m.group(1): euros(m.group(2)) for m in re.finditer(r"^- ([\w-]+): no more than ([\d,]+) euros", memo, re.M)
             if m.group(1) != skipped_service}
     avoid = set()
@@ -37,7 +37,7 @@ def solve(tools, skipped_service, insurance_margin_days, report_name, budget_rai
         options = []
         for q in quotes:
             v = vendors.get(q["vendor_id"])
-            if (v and q["amount"] <= cap and q["valid_until"] >= BOOKING_DAY and v["insurance_expiry"] >= insured_until
+            if (v and q["amount"] <= cap and q["valid_until"] >= booking_day and v["insurance_expiry"] >= insured_until
                     and v["name"] not in avoid):
                 options.append((-v["rating"], q["amount"] if cheaper_wins_ties else 0, q["id"], q["amount"], v["name"]))
         *_, quote_id, amount, vendor_name = min(options)
@@ -46,6 +46,7 @@ def solve(tools, skipped_service, insurance_margin_days, report_name, budget_rai
         tools.record_payment(booking_id=booking["booking_id"], amount=due, note="deposit" if due < amount else "paid in full")
         total += due
         rows.append(f"| {category} | {vendor_name} | {amount:.2f} | {due:.2f} |")
-    table = "| category | vendor | quote | paid_now |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    columns = "category | vendor | quote | paid_now".split(" | ")  # the columns the request names
+    table = "| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|\n" + "\n".join(rows) + "\n"
     tools.write_file(path=report_name, content=table)
     return f"Booked {len(rows)} vendors for {event_name}. We pay {total:.2f} euros today."

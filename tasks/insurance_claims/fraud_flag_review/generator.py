@@ -112,7 +112,7 @@ def generate(ctx):
         f"- the claimant's bank account is also held by another claimant: {pts['shared_bank']} points\n"
         f"- the repair shop is on SIU's watch list: {pts['watch_shop']} points\n"
         f"- the claim was reported more than {late_days} days after the loss: {pts['late']} points\n"
-        f"- the amount claimed is more than {words[inflate]} the median amount of all our claims (open and closed) for the same peril: "
+        f"- the amount claimed is more than {words[inflate]} ({inflate} times) the median amount of all our claims (open and closed) for the same peril: "
         f"{pts['inflated']} points\n\n"
         f"Flag every claim scoring {threshold} points or more. Rank flagged claims by score, highest first; break ties by the larger "
         "amount claimed, then by claim number. Claims already with SIU are not scored again.\n")

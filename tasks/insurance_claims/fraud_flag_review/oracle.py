@@ -4,8 +4,6 @@ import statistics
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-TIMES = {"twice": 2, "three times": 3}
-
 
 def solve(tools, excluded_peril, siu_capacity, report_name, tie_break_by_amount=True) -> str:
     capacity = siu_capacity
@@ -20,8 +18,7 @@ def solve(tools, excluded_peril, siu_capacity, report_name, tie_break_by_amount=
             p_bank = int(re.search(r"also held by another claimant: (\d+) points", text).group(1))
             p_watch = int(re.search(r"watch list: (\d+) points", text).group(1))
             late_days, p_late = map(int, re.search(r"more than (\d+) days after the loss: (\d+) points", text).groups())
-            times, p_infl = re.search(r"more than (twice|three times) the median.*?: (\d+) points", text).groups()
-            times, p_infl = TIMES[times], int(p_infl)
+            times, p_infl = map(int, re.search(r"more than \w+(?: times)? \((\d+) times\) the median.*?: (\d+) points", text).groups())
             threshold = int(re.search(r"Flag every claim scoring (\d+) points", text).group(1))
         m = re.search(r"current watch list is: (.+?)\. Treat", text)
         if m:
@@ -60,12 +57,14 @@ def solve(tools, excluded_peril, siu_capacity, report_name, tie_break_by_amount=
         if score >= threshold:
             flagged.append((score, c))
     flagged.sort(key=lambda sc: (-sc[0], -sc[1]["amount"] if tie_break_by_amount else 0, sc[1]["claim_no"]))
+    columns = "rank | claim_no | score | referred".split(" | ")  # the columns the request names
+    header = "| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|\n"
     lines = []
     for rank, (score, c) in enumerate(flagged, 1):
         flag = tools.flag_claim(claim_id=c["id"], score=score)
         if rank <= capacity:
             tools.refer_to_siu(flag_id=flag["flag_id"], note=f"rank {rank}, score {score}")
         lines.append(f"| {rank} | {c['claim_no']} | {score} | {'yes' if rank <= capacity else 'no'} |")
-    tools.write_file(path=report_name, content="# Fraud screen\n\n| rank | claim_no | score | referred |\n|---|---|---|---|\n" + "\n".join(lines) + "\n")
+    tools.write_file(path=report_name, content=header + "\n".join(lines) + "\n")
     return (f"{len(flagged)} claims were flagged. The top-ranked claim is {flagged[0][1]['claim_no']} "
             f"(score {flagged[0][0]}). I referred {min(capacity, len(flagged))} claims to SIU.")

@@ -26,7 +26,7 @@ def solve(tools, courier_date, request_cutoff, keep_one_on_shelf=True) -> str:
                 "formats": _formats(re.search(r"(?:We can take|we borrow) (.+?)\.", flat).group(1)),
                 "limit": int(re.search(r"(?:at most|more than) (\d+) of your items", flat).group(1)),
             }
-        stop = re.search(r"Subject: Lending suspended (.+?) still has", flat)
+        stop = re.search(r"Subject: Lending suspended\s+(.+?) still has", flat)
         if stop:
             suspended_name = stop.group(1)
     partners = {p["id"]: p for p in read_all(tools.list_partners)}

@@ -50,7 +50,7 @@ def solve(tools, held_out, report_name, relative_lift=True) -> str:
         else:
             tools.record_decision(experiment_id=e["id"], decision="keep_control")
             rows.append(f"| {e['key']} | keep_control |  | {lift:.1f} | {p:.3f} |")
-    report = ("# November A/B test results\n\nAnalysed per the pre-registered plan; incident days removed.\n\n"
-              "| experiment | decision | variant | lift_pct | p_value |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n")
+    columns = "experiment | decision | variant | lift_pct | p_value".split(" | ")  # the columns the request names
+    report = "| " + " | ".join(columns) + " |\n" + "|---" * len(columns) + "|\n" + "\n".join(rows) + "\n"
     tools.write_file(path=report_name, content=report)
     return f"{ships} of the {len(rows)} November tests have a variant to ship."

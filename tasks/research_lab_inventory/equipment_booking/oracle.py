@@ -11,7 +11,7 @@ def solve(tools, closing_hour, report_name, by_funding=True) -> str:
         if "booking policy" in flat:
             quota = int(re.search(r"at most (\d+) approved instrument-hours", flat).group(1))
             open_from, open_to = int(re.search(r"opens at (\d\d):00", flat).group(1)), closing_hour
-        m = re.search(r"The .+? (\S+) will be out of service on \w+ (\d+ \w+) from (\d\d):00 to (\d\d):00", flat)
+        m = re.search(r"The .+? (\S+) will be\s+out of service on \w+ (\d+ \w+) from (\d\d):00 to (\d\d):00", flat)
         if m:
             outages.append(m.groups())
         q = re.search(r"the ([A-Z][\w ]+?) may hold up to (\d+) instrument-hours in the week starting \w+ (\d+ \w+)", flat)

@@ -1,15 +1,17 @@
 import datetime as dt
 import re
 
-from progagent_lib.task.oracle_kit import read_all, read_files
+from progagent_lib.task.oracle_kit import read_all
 
 
 def solve(tools, restocking_fee_pct, tolerance, report_name, holiday_extension=True) -> str:
-    docs = " ".join(" ".join(t.split()) for t in read_files(tools, "policies/*").values())
+    paths = [f["path"] for f in read_all(tools.list_files) if f["path"].startswith("policies/")]
+    docs = " ".join(" ".join(tools.read_file(path=path).split()) for path in paths)
     window = int(re.search(r"within (\d+) days of the order date", docs).group(1))
     fee = restocking_fee_pct
-    m = re.search(r"between 15 November and 24 December (\d{4}) \(both included\) can be returned until 31 January (\d{4})", docs)
-    season = (dt.date(int(m.group(1)), 11, 15), dt.date(int(m.group(1)), 12, 24), dt.date(int(m.group(2)), 1, 31))
+    m = re.search(r"between (\d+ \w+) and (\d+ \w+) (\d{4}) \(both included\) can be returned until\s+(\d+ \w+ \d{4})", docs)
+    first, last, year, until = m.groups()
+    season = tuple(dt.datetime.strptime(day, "%d %B %Y").date() for day in (f"{first} {year}", f"{last} {year}", until))
 
     orders, products, rows, net = {}, {}, [], 0.0
     for r in read_all(tools.list_returns):
@@ -30,7 +32,7 @@ def solve(tools, restocking_fee_pct, tolerance, report_name, holiday_extension=T
             elif product["category"] == "electronics" and r["item_condition"] == "opened":
                 amount *= (100 - fee) / 100
         correct = round(amount + 1e-9, 2)
-        if abs(correct - r["refund_issued"]) >= max(0.01, tolerance) - 1e-9:
+        if abs(correct - r["refund_issued"]) >= tolerance - 1e-9:
             tools.flag_refund(return_id=r["return_id"], correct_amount=correct)
             rows.append(f"{r['return_id']},{r['refund_issued']:.2f},{correct:.2f}")
             net += r["refund_issued"] - correct

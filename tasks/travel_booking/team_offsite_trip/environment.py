@@ -25,7 +25,8 @@ class OffsiteTripEnv(WorkspaceEnvironment):
 
     @tool
     def search_flights(self, origin: str, destination: str, date: str, page: int = 1) -> dict:
-        """Search scheduled flights between two cities departing on one day, by departure time, 20 per page.
+        """Search scheduled flights between two cities departing on one day, by departure time, 20 per page. Each
+        flight has id, flight_no, airline, origin, destination, depart, arrive, cabin and fare.
 
         Args:
             origin: Departure city, e.g. "Berlin".
@@ -40,6 +41,7 @@ class OffsiteTripEnv(WorkspaceEnvironment):
     @tool
     def list_hotels(self, city: str, page: int = 1) -> dict:
         """List partner hotels in a city with nightly rate (EUR), guest rating and distance to the city centre venue.
+        Each hotel has id, name, city, nightly_rate, rating and distance_km.
 
         Args:
             city: The city, e.g. "Vienna".

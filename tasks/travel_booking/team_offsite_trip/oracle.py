@@ -26,7 +26,7 @@ def solve(tools, cutoff_hour, report_name, read_driver_notes=True) -> str:
         if who:
             if "no flights are needed" in text:
                 drivers.add(who.group(1))
-            banned = re.search(r"(?:never to book them on|will not fly) (.+?)(?: again| under)", text)
+            banned = re.search(r"never to book them on (.+?) again", text) or re.search(r"will not fly (.+?) under", text)
             if banned:
                 avoid[who.group(1)] = banned.group(1)
 
