@@ -25,7 +25,7 @@ class RebookEnv(WorkspaceEnvironment):
 
     @tool
     def list_appointments(self, clinician_id: int, date_from: str, date_to: str, page: int = 1) -> dict:
-        """List one clinician's appointments (booked, cancelled or moved) between two dates inclusive, 20 per page.
+        """List one clinician's appointments between two dates inclusive, with their status (booked, cancelled, moved).
 
         Args:
             clinician_id: The clinician's staff number.

@@ -21,7 +21,7 @@ def parse_wish(sentence, clinicians_by_name):
     site = re.search(r"(?:our|at) ([A-Z][\w ]*?) (?:site|only)", sentence)
     if site:
         return ("site", site.group(1))
-    if "morning" in low or "before midday" in low:
+    if "morning" in low:
         return ("morning", None)
     if "afternoon" in low or "12:00 onwards" in low:
         return ("afternoon", None)
@@ -65,7 +65,7 @@ def solve(tools, extension_days, report_name, use_preferences=True) -> str:
         for s in slots:
             if s["slot_id"] in taken or s["clinician_id"] == doc_id or s["start"] < a["start"]:
                 continue
-            hour = int(s["start"][11:13])
+            hour = dt.datetime.fromisoformat(s["start"]).hour
             if wish and not {"morning": hour < 12, "afternoon": hour >= 12,
                              "site": s["site"] == wish[1], "avoid": s["clinician_id"] != wish[1]}[wish[0]]:
                 continue
@@ -75,7 +75,7 @@ def solve(tools, extension_days, report_name, use_preferences=True) -> str:
         taken.add(best["slot_id"])
         moved = tools.rebook_appointment(appointment_id=a["id"], slot_id=best["slot_id"])
         tools.notify_patient(appointment_id=moved["new_appointment_id"])
-        delay += (dt.date.fromisoformat(best["start"][:10]) - dt.date.fromisoformat(a["start"][:10])).days
+        delay += (dt.datetime.fromisoformat(best["start"]).date() - dt.datetime.fromisoformat(a["start"]).date()).days
         rows.append(f"{a['id']},{patient['mrn']},{moved['new_appointment_id']},{clin[best['clinician_id']]['name']},{best['start']}")
     tools.write_file(path=report_name,
                      content="old_appointment_id,patient_mrn,new_appointment_id,new_clinician,new_start\n" + "\n".join(rows) + "\n")

@@ -13,7 +13,8 @@ class DemandResponseEnv(WorkspaceEnvironment):
 
     @tool
     def list_peak_readings(self, page: int = 1, customer_id: int = 0, date_from: str = "", date_to: str = "") -> dict:
-        """Evening peak consumption per hour (17 and 18), in kWh; 20 per page, by customer then date.
+        """Evening peak consumption per hour (17 and 18), in kWh, as customer_id, reading_date, hour and kwh; 20 per page,
+        by customer then date.
 
         Args:
             customer_id: Only this customer's readings when non-zero.

@@ -15,10 +15,10 @@ def solve(tools, excluded_area, excluded_weekday, sheet_name, trust_meter_log=Tr
         if "enrolment rules" in flat:
             first, last = (_when(x) for x in re.search(r"from (\d+ \w+ \d{4}) to (\d+ \w+ \d{4}) inclusive", flat).groups())
             floor = float(re.search(r"average peak of at least ([\d.]+) kWh", flat).group(1))
-            share = float(re.search(r"flexible load is (\d+) percent", flat).group(1))
+            share = float(re.search(r"flexible\s+load is (\d+) percent", flat).group(1))
             room = float(re.search(r"can take ([\d.]+) kWh", flat).group(1))
             gold = float(re.search(r"gold for a flexible load of ([\d.]+) kWh", flat).group(1))
-        if "medical equipment" in flat or "do not want to take part" in flat:
+        if "medical equipment" in flat or re.search(r"do not\s+want to take part", flat):
             barred |= set(re.findall(r"DR-\d+", flat))
         if trust_meter_log and "replaced with a smart meter" in flat:
             upgraded |= set(re.findall(r"at (DR-\d+) replaced with a smart meter", flat))

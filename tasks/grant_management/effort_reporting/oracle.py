@@ -1,8 +1,9 @@
+import datetime as dt
 import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-PERIOD_START = "2026-07-01"
+PERIOD_START = dt.date(2026, 7, 1).isoformat()  # the request's period: the second half of 2026
 
 
 def solve(tools, effort_limit, excluded_department, cap_every_award=True) -> str:
@@ -13,10 +14,10 @@ def solve(tools, effort_limit, excluded_department, cap_every_award=True) -> str
         m = re.search(r"Faculty always keep (\d+)% of their effort", flat)
         if m:
             teaching = float(m.group(1))
-        m = re.search(r"faculty in (.+?) also reserve (\d+)% of their effort for clinical", flat)
+        m = re.search(r"faculty in (.+?) also reserve (\d+)% of their\s+effort for clinical", flat)
         if m:
             clinical_dept, clinical = m.group(1), float(m.group(2))
-        m = re.search(r"limited to an annual rate of \$([\d,]+)", flat)
+        m = re.search(r"limited to an annual rate of\s+\$([\d,]+)", flat)
         if m:
             cap = float(m.group(1).replace(",", ""))
             capped_sponsor = text.splitlines()[0].strip()

@@ -5,10 +5,10 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 
 def solve(tools, skipped_region, parcel_kg, report_name, dedicated_alone=True) -> str:
     dedicated, held = set(), set()
-    for text in read_files(tools, "mail/*").values():
+    for text in read_files(tools).values():
         flat = " ".join(text.split())
         dedicated |= set(re.findall(r"From this week (.+?) pays for dedicated transport", flat))
-        held |= set(re.findall(r"Subject: Credit hold (.+?) is over its credit limit", flat))
+        held |= set(re.findall(r"Subject: Credit hold\s+(.+?) is over its credit limit", flat))
 
     kinds = {t["temperature"]: t for t in read_all(tools.list_truck_types)}
     groups = {}
@@ -34,6 +34,7 @@ def solve(tools, skipped_region, parcel_kg, report_name, dedicated_alone=True) -
             target[2] += o["pallets"]
             target[3].append(o["ref"])
         rows += [f"| {l[0]} | {region} | {truck['name']} | {', '.join(l[3])} | {l[1]} |" for l in open_loads]
-    table = "| load_id | region | truck_type | orders | total_kg |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
-    tools.write_file(path=report_name, content="# Load plan\n\n" + table)
+    columns = "load_id | region | truck_type | orders | total_kg"  # as the request names them
+    table = f"| {columns} |\n|---|---|---|---|---|\n" + "\n".join(rows) + "\n"
+    tools.write_file(path=report_name, content=table)
     return f"The plan is ready: we need {len(rows)} trucks in total."

@@ -11,7 +11,8 @@ FIRST = ["Alice", "Ben", "Carmen", "Dev", "Elif", "Fergus", "Gwen", "Hamid", "Is
          "Mateo", "Nadia", "Oskar", "Petra", "Ravi", "Sofia", "Theo", "Uma"]
 LAST = ["Archer", "Bell", "Cruz", "Doyle", "Ellis", "Frost", "Greer", "Hale", "Ivers", "Joyce", "Khan", "Lamb",
         "Moss", "Nash", "Owen", "Pike"]
-RATIO_WORDS = {1.0: "dollar for dollar", 2.0: "two dollars for every dollar", 0.5: "fifty cents for every dollar"}
+RATIO_WORDS = {1.0: "dollar for dollar (1 times the gift)", 2.0: "two dollars for every dollar (2 times the gift)",
+               0.5: "fifty cents for every dollar (0.5 times the gift)"}
 TODAY = dt.date(2026, 12, 1)
 EXCLUDABLE = COMPANIES[2:]  # Altamira and Brookfield carry the retiree, cap and deadline traps
 

@@ -4,18 +4,19 @@ import re
 from progagent_lib.task.oracle_kit import read_all, read_files
 
 TODAY = dt.date(2026, 12, 1)
-RATIOS = {"dollar for dollar": 1.0, "two dollars for every dollar": 2.0, "fifty cents for every dollar": 0.5}
 
 
 def _programme(text: str) -> dict:
     flat = " ".join(text.split())
     days = re.search(r"within (\d+) days of the date of the gift", flat)
     excluded = re.search(r"do not match gifts to (.+?) funds", flat)
+    year_end = re.search(r"must reach us by (\d{1,2} \w+) of the following year", flat)
     return {
-        "ratio": next(v for k, v in RATIOS.items() if k in flat),
+        "ratio": float(re.search(r"\(([\d.]+) times the gift\)", flat).group(1)),
         "minimum": float(re.search(r"Gifts of less than \$(\d+)", flat).group(1)),
         "cap": float(re.search(r"up to \$([\d,]+) in matching", flat).group(1).replace(",", "")),
         "days": int(days.group(1)) if days else None,
+        "year_end": year_end.group(1) if year_end else None,
         "retirees": "retirees are not eligible" not in flat,
         "excluded": excluded.group(1) if excluded else None,
     }
@@ -28,7 +29,7 @@ def solve(tools, excluded_company, report_name, check_retirees=True) -> str:
         if title:
             programmes[title.group(1)] = _programme(text)
         flat = " ".join(text.split())
-        stop = re.search(r"restructuring, (.+?) has paused .*? made on or after (\d{1,2} \w+ \d{4}) will not", flat)
+        stop = re.search(r"restructuring, (.+?) has paused .*? made on or after\s+(\d{1,2} \w+ \d{4}) will not", flat)
         if stop:
             paused, paused_from = stop.group(1), dt.datetime.strptime(stop.group(2), "%d %B %Y").date()
     employers = {e["id"]: e for e in read_all(tools.list_employers)}
@@ -49,7 +50,8 @@ def solve(tools, excluded_company, report_name, check_retirees=True) -> str:
             continue
         if company == paused and day >= paused_from:
             continue
-        deadline = day + dt.timedelta(days=rules["days"]) if rules["days"] else dt.date(day.year + 1, 6, 30)
+        deadline = (day + dt.timedelta(days=rules["days"]) if rules["days"] else
+                    dt.datetime.strptime(f"{rules['year_end']} {day.year + 1}", "%d %B %Y").date())
         if TODAY > deadline:
             continue
         key = (donor["id"], day.year)

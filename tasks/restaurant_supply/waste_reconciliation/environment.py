@@ -32,7 +32,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
 
     @tool
     def list_deliveries(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
-        """Deliveries booked in, by invoice, 20 per page.
+        """Deliveries booked in, by invoice (invoice_no, item_id, delivered_on, quantity), 20 per page.
 
         Args:
             date_from: First delivery date to include (YYYY-MM-DD), or empty.
@@ -44,7 +44,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
 
     @tool
     def list_sales(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
-        """Portions sold per dish and day, 20 per page.
+        """Portions sold per dish and day (dish_id, sale_date, portions), 20 per page.
 
         Args:
             date_from: First sale date to include (YYYY-MM-DD), or empty.
@@ -60,7 +60,7 @@ class WasteReconciliationEnv(WorkspaceEnvironment):
 
     @tool
     def list_waste(self, page: int = 1, date_from: str = "", date_to: str = "") -> dict:
-        """Waste log entries, 20 per page.
+        """Waste log entries (entry_no, item_id, logged_on, quantity, reason), 20 per page.
 
         Args:
             date_from: First date to include (YYYY-MM-DD), or empty.

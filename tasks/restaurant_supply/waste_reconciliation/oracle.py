@@ -11,7 +11,7 @@ def solve(tools, threshold, report_name, check_records=True) -> str:
     meals, skip_invoices, skip_entries = [], set(), set()
     for text in read_files(tools).values():
         flat = " ".join(text.split())
-        proc = re.search(r"covers Monday (\d+ \w+ \d{4})", flat)
+        proc = re.search(r"covers Monday\s+(\d+ \w+ \d{4})", flat)
         if proc:
             monday = datetime.strptime(proc.group(1), "%d %B %Y").date()
         for amount, unit, code in re.findall(r"staff meal used ([\d.]+) (g|ml|kg|l) of .+? \((ITM-\d+)\)", text):
@@ -27,7 +27,7 @@ def solve(tools, threshold, report_name, check_records=True) -> str:
     items = {i["id"]: i for i in read_all(tools.list_items)}
     by_code = {i["code"]: i for i in items.values()}
     for code, quantity in meals:
-        tools.record_staff_meal(item_id=by_code[code]["id"], quantity=round(quantity, 3), note="staff meal notebook")
+        tools.record_staff_meal(item_id=by_code[code]["id"], quantity=round(quantity, 3), note="Staff meal notebook")
 
     first, last = monday.isoformat(), (monday + timedelta(days=6)).isoformat()
     left = defaultdict(float)

@@ -6,7 +6,7 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 
 def solve(tools, rest_days, report_name, by_workload=True) -> str:
     fixtures = sorted(read_all(tools.list_fixtures), key=lambda f: (f["kickoff"], f["id"]))
-    year = int(fixtures[0]["kickoff"][:4])
+    year = datetime.fromisoformat(fixtures[0]["kickoff"]).year
     referees = read_all(tools.list_referees)
     by_name = {r["name"]: r for r in referees}
     rest, seminar, away = rest_days, None, {}
@@ -15,7 +15,7 @@ def solve(tools, rest_days, report_name, by_workload=True) -> str:
         m = re.search(r"All grade 1 referees attend .*? on \w+ (\d+ \w+ \d{4})", flat)
         if m:
             seminar = datetime.strptime(m.group(1), "%d %B %Y").date().isoformat()
-        m = re.search(r"From (.+?): Sorry, I can't referee on \w+ (\d+ \w+)", flat)
+        m = re.search(r"From (.+?):\s+Sorry, I can't referee on \w+ (\d+ \w+)", flat)
         if m:
             day = datetime.strptime(f"{m.group(2)} {year}", "%d %B %Y").date().isoformat()
             away.setdefault(by_name[m.group(1)]["id"], set()).add(day)
@@ -30,7 +30,7 @@ def solve(tools, rest_days, report_name, by_workload=True) -> str:
     booked = {}
     lines, flagged = ["fixture_id,kickoff,home,away,referee"], 0
     for fx in fixtures:
-        day = fx["kickoff"][:10]
+        day = datetime.fromisoformat(fx["kickoff"]).date().isoformat()
         since = (date.fromisoformat(day) - timedelta(days=rest)).isoformat()
         clubs = (fx["home_id"], fx["away_id"])
         options = [r for r in referees
@@ -45,7 +45,7 @@ def solve(tools, rest_days, report_name, by_workload=True) -> str:
             booked.setdefault(pick["id"], set()).add(day)
             who = pick["name"]
         else:
-            tools.flag_fixture(fixture_id=fx["id"], note="no eligible referee under the policy")
+            tools.flag_fixture(fixture_id=fx["id"], note="nobody is eligible")
             flagged += 1
             who = ""
         lines.append(f"{fx['id']},{fx['kickoff']},{teams[fx['home_id']]},{teams[fx['away_id']]},{who}")
