@@ -283,7 +283,8 @@ class ProgramOracleEpisode(_OracleEpisode):
         if direct:
             return [
                 ("direct", (r.name, r.arguments or {}, "This document or record holds a rule I need; I read it."))
-                for r in reads
+                for chosen in reads
+                for r in chosen
             ]
         return [
             (

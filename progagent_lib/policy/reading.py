@@ -8,8 +8,9 @@ Which ones: the teacher plays its own solution once on a private copy of the ins
 student never sees this) and records every read it makes. For each literal the episode has not shown yet, a read
 whose printed result shows it is chosen, fewest reads first and documents before records, among the reads whose own
 arguments were already shown (a path from the file listing, an id from a printed row), so every literal of the
-reading programs is grounded too. The reads are packed into programs whose printed output stays under a bound; what
-no read can show stays ungrounded and is counted by the grounded-literal rate.
+reading programs is grounded too. It plans in rounds: a read whose argument a chosen read prints (the city an
+invitation names) is usable in the next round, in a later program. The reads are packed into programs whose printed
+output stays under a bound; what no read can show stays ungrounded and is counted by the grounded-literal rate.
 """
 
 from __future__ import annotations
@@ -91,49 +92,62 @@ def candidate_reads(recorded: Sequence[tuple[str, dict, Any]]) -> list[Read]:
     return reads
 
 
-def choose_reads(needed: Sequence[Literal], reads: Sequence[Read], seen: str) -> list[Read]:
+def choose_reads(needed: Sequence[Literal], reads: Sequence[Read], seen: str, rounds: int = 3) -> list[list[Read]]:
     """A small set of reads that shows the needed literals (greedy cover: most literals per printed character,
-    documents first), using only reads whose own literals `seen` already shows."""
-    usable = [r for r in reads if all(is_grounded(lit, seen) for lit in program_literals(r.code))]
+    documents first), in rounds: a read is usable once its own literals are shown, by `seen` or by a read of an
+    earlier round (a city named in a printed invitation, then the hotels of that city). At most `rounds` rounds."""
     left = [lit for lit in needed if not is_grounded(lit, seen)]
-    chosen: list[Read] = []
-    while left:
-        best, best_shown = None, []
-        for read in usable:
-            if read in chosen:
-                continue
-            shown = [lit for lit in left if is_grounded(lit, read.shown)]
-            if not shown:
-                continue
-            key = (len(shown) / (200 + len(read.shown)), read.document, -read.order)
-            if best is None or key > best[0]:
-                best, best_shown = (key, read), shown
-        if best is None:
+    planned: list[list[Read]] = []
+    taken: set[str] = set()  # the codes of the reads already planned
+    while left and len(planned) < rounds:
+        usable = [
+            r for r in reads if r.code not in taken and all(is_grounded(lit, seen) for lit in program_literals(r.code))
+        ]
+        chosen: list[Read] = []
+        while left:
+            best, best_shown = None, []
+            for read in usable:
+                if read in chosen:
+                    continue
+                shown = [lit for lit in left if is_grounded(lit, read.shown)]
+                if not shown:
+                    continue
+                key = (len(shown) / (200 + len(read.shown)), read.document, -read.order)
+                if best is None or key > best[0]:
+                    best, best_shown = (key, read), shown
+            if best is None:
+                break
+            chosen.append(best[1])
+            left = [lit for lit in left if lit not in best_shown]
+        if not chosen:
             break
-        chosen.append(best[1])
-        left = [lit for lit in left if lit not in best_shown]
-    return sorted(chosen, key=lambda r: (not r.document, r.order))
+        planned.append(sorted(chosen, key=lambda r: (not r.document, r.order)))
+        taken.update(r.code for r in chosen)
+        seen = "\n".join([seen, *(r.shown for r in chosen)])
+    return planned
 
 
-def reading_programs(chosen: Sequence[Read], per_program: int = OUTPUT_PER_PROGRAM) -> list[str]:
-    """The chosen reads packed into programs whose printed output stays under `per_program` characters."""
+def reading_programs(planned: Sequence[Sequence[Read]], per_program: int = OUTPUT_PER_PROGRAM) -> list[str]:
+    """Each round's reads packed into programs whose printed output stays under `per_program` characters (a round
+    starts a new program: its reads use what the earlier rounds printed)."""
     programs: list[list[Read]] = []
-    size = 0
-    for read in chosen:
-        if programs and size + len(read.shown) <= per_program:
-            programs[-1].append(read)
-            size += len(read.shown)
-        else:
-            programs.append([read])
-            size = len(read.shown)
+    for chosen in planned:
+        size = per_program + 1  # a new program for each round
+        for read in chosen:
+            if programs and size + len(read.shown) <= per_program:
+                programs[-1].append(read)
+                size += len(read.shown)
+            else:
+                programs.append([read])
+                size = len(read.shown)
     return ["\n".join(r.code for r in program) for program in programs]
 
 
 def plan_reading(
     task: Any, params: dict, scale: str, seed: int, program: str, seen: str, direct: bool = False
-) -> list[Read]:
-    """The reads that show what `program`'s literals come from, given the text `seen` so far (`direct`: only reads
-    a direct tool call can make, for Hybrid's look-ups)."""
+) -> list[list[Read]]:
+    """The reads, in rounds (choose_reads), that show what `program`'s literals come from, given the text `seen` so
+    far (`direct`: only reads a direct tool call can make, for Hybrid's look-ups)."""
     needed = [lit for lit in program_literals(program) if not is_grounded(lit, seen)]
     if not needed:
         return []

@@ -63,3 +63,20 @@ def test_the_reading_teacher_shows_every_literal_of_its_solution_and_still_solve
     assert "must not be reordered" in read["content"] and "case_pack" in read["content"]
     hybrid = run_episode(restock_task, "v0", 0, "hybrid", OracleTeacher("hybrid", reading=True), UNLIMITED)
     assert hybrid.reward == 1.0 and episode_grounding(hybrid.messages, hybrid.tools).rate == 1.0
+
+
+def test_reads_are_planned_in_rounds_when_one_read_names_the_next():
+    """The invitation (a document) shows the offsite's rule phrase and names the city; the hotels of that city show
+    the record's key. The hotel read's own argument is only shown once the invitation is printed, so it comes in a
+    second round, in a program of its own."""
+    from progagent_lib.policy.grounding import program_literals
+    from progagent_lib.policy.reading import Read, choose_reads, reading_programs
+
+    invitation = Read("print(tools.read_file(path='invite.md'))", "The offsite is in Lyon; book four-star hotels.", 0)
+    hotels = Read("print(tools.list_hotels(city='Lyon'))", "[{'id': 1, 'nightly_rate': 120}]", 1)
+    needed = program_literals("rule = 'book four-star hotels'\nrate = hotel['nightly_rate']")
+    seen = "listing: invite.md"
+    planned = choose_reads(needed, [hotels, invitation], seen)
+    assert planned == [[invitation], [hotels]]
+    assert reading_programs(planned) == [invitation.code, hotels.code]
+    assert choose_reads(needed, [hotels, invitation], seen, rounds=1) == [[invitation]]

@@ -19,7 +19,7 @@ def solve(tools, approval_limit, report_name, roll_weekends=True) -> str:
         m = re.search(r"This run pays on \w+ (\d+ \w+ \d{4}); the next run will pay on \w+ (\d+ \w+ \d{4})", flat)
         if m:
             run, nxt = (dt.datetime.strptime(x, "%d %B %Y").date() for x in m.groups())
-        m = re.search(r"invoices dated on or after (\d+ \w+ \d{4}), (.+?) offers (\d+/\d+ net \d+)", flat)
+        m = re.search(r"invoices dated on or after (\d+ \w+ \d{4}), (.+?) offers\s(\d+/\d+ net \d+)", flat)
         if m:
             new_terms[m.group(2)] = (dt.datetime.strptime(m.group(1), "%d %B %Y").date(), m.group(3))
         m = re.search(r"quality dispute with (.+?)\. Do not pay", flat)
@@ -46,7 +46,7 @@ def solve(tools, approval_limit, report_name, roll_weekends=True) -> str:
             payment = tools.add_payment(batch_id=batch, invoice_id=inv["id"], discount=discount)
             lines.append(f"{inv['invoice_no']},{payment['amount_paid']:.2f},{discount:.2f}")
             saved += discount
-    result = tools.release_payment_batch(batch_id=batch)
+    tools.release_payment_batch(batch_id=batch)
     tools.write_file(path=report_name, content="invoice_no,amount_paid,discount\n" + "\n".join(lines) + "\n")
-    return (f"The payment run for {run.isoformat()} is released with {result['payments']} payments. "
-            f"Discounts saved us {result['total_discount']:.2f}.")
+    return (f"The payment run for {run.isoformat()} is released with {len(lines)} payments. "
+            f"Discounts saved us {saved:.2f}.")

@@ -48,6 +48,7 @@ def solve(tools, cutoff_date, excluded_domain, log_name, window_from_primary=Tru
                 log[t["id"]] = []
     log = {p: ids for p, ids in log.items() if ids}
     for primary, ids in log.items():
-        tools.add_internal_note(ticket_id=primary, body="Merged duplicates into this ticket: " + ", ".join(f"#{i}" for i in ids))
+        # the playbook asks for a note listing the ticket numbers merged into the primary
+        tools.add_internal_note(ticket_id=primary, body=", ".join(f"#{i}" for i in ids))
     tools.write_file(path=log_name, content=json.dumps({str(k): v for k, v in log.items()}, indent=2))
     return f"Merged {sum(map(len, log.values()))} duplicate tickets into {len(log)} primary tickets."

@@ -27,17 +27,17 @@ def solve(tools, excluded_pi, min_amount, report_name, honour_approvals=True) ->
         if e["account"] != "grant" or award["pi"] == excluded_pi or e["amount"] < min_amount:
             continue
         sponsor, approved = award["sponsor"], honour_approvals and (award["award_number"], e["po_number"]) in approvals
-        reason = None
+        reason = None  # each reason quotes the rule it breaks
         if not award["start_date"] <= e["posted_on"] <= award["end_date"]:
-            reason = "outside the period of performance"
+            reason = "period of performance"
         elif e["category"] == "hospitality":
-            reason = "hospitality is never allowable"
+            reason = "never charged to a sponsored award"
         elif e["category"] == "equipment" and sponsor in bans_equipment:
-            reason = "sponsor does not allow equipment"
-        elif e["category"] == "equipment" and e["amount"] > equipment_cap.get(sponsor, float("inf")) and not approved:
-            reason = "equipment over the sponsor's limit without prior approval"
+            reason = "Equipment is not an allowable cost"
+        elif e["category"] == "equipment" and sponsor in equipment_cap and e["amount"] > equipment_cap[sponsor] and not approved:
+            reason = "written prior approval; without it the purchase is unallowable"
         elif e["category"] == "travel_international" and sponsor in needs_trip_approval and not approved:
-            reason = "international travel without prior approval"
+            reason = "may only be charged with our written prior approval"
         if reason:
             tools.transfer_expense(expense_id=e["id"], reason=reason)
             moved.append(f"{e['id']},{award['award_number']},{e['amount']:.2f},{reason}")

@@ -4,7 +4,6 @@ import re
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-DATE = r"\w+day (\d{1,2} \w+ \d{4})"
 NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 
 
@@ -29,10 +28,10 @@ def solve(tools, first_wave_date, excluded_os, plan_name, freeze_all_waves=False
         if "working days after" in text:
             gap = NUMBER_WORDS[re.search(r"scheduled (\w+) working days after", text).group(1)]
         if "change freeze" in text.lower() and "production" in text:
-            lo, hi = re.search(r"from " + DATE + r" until " + DATE, text).groups()
+            lo, hi = re.search(r"from \w+day (\d{1,2} \w+ \d{4}) until \w+day (\d{1,2} \w+ \d{4})", text).groups()
             freeze = (day_of(lo), day_of(hi))
         if "moving offices" in text:
-            holidays.add(day_of(re.search(r"moving offices on " + DATE, text).group(1)))
+            holidays.add(day_of(re.search(r"moving offices on \w+day (\d{1,2} \w+ \d{4})", text).group(1)))
         m = re.search(r"leave every (\S+) server", text)
         if m:
             held.add(m.group(1))

@@ -36,16 +36,17 @@ def solve(tools, held_site, max_weight, report_name, punctual_on_ties=True) -> s
             c = carriers[lane["carrier_id"]]
             if s["weight_kg"] > c["max_weight_kg"] or (c["name"], land) in banned_lanes:
                 continue
-            if s["hazmat"] and (not c["hazmat_certified"] or s["ready_date"] >= lapses.get(c["name"], "9999")):
+            lapse = lapses.get(c["name"])
+            if s["hazmat"] and (not c["hazmat_certified"] or lapse is not None and s["ready_date"] >= lapse):
                 continue
             freight = round(max(lane["minimum_charge"], lane["rate_per_kg"] * s["weight_kg"]), 2)
             key = (freight, -c["on_time_pct"] if punctual_on_ties else 0, c["id"])
             best = key if best is None or key < best else best
-        cid = best[2]
+        freight, cid = best[0], best[2]
         if cid not in manifests:
             manifests[cid] = tools.create_manifest(carrier_id=cid)["manifest_id"]
-        booking = tools.add_to_manifest(manifest_id=manifests[cid], shipment_id=s["id"])
-        cost = round(booking["base_charge"] + (fee if s["hazmat"] else 0.0), 2)
+        tools.add_to_manifest(manifest_id=manifests[cid], shipment_id=s["id"])  # charges the lane's freight
+        cost = round(freight + (fee if s["hazmat"] else 0.0), 2)
         total += cost
         rows.append(f"{s['ref']},{carriers[cid]['name']},{cost:.2f}")
     tools.write_file(path=report_name, content="shipment,carrier,cost\n" + "\n".join(rows) + "\n")

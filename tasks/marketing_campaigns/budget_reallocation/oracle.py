@@ -1,6 +1,6 @@
 import math
 import re
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
@@ -10,7 +10,11 @@ def solve(tools, cut_pct, top_count, report_name, conversions_break_ties=True) -
     memo = next(t for t in texts.values() if "budget shuffle" in t.lower() and "lowest-ranked" in t)
     weeks = int(re.search(r"last (\d+) complete weeks", memo).group(1))
     cut_count = int(re.search(r"The (\d+) lowest-ranked", memo).group(1))
-    window_start = (date(2026, 11, 23) - timedelta(weeks=weeks - 1)).isoformat()
+    # the memo gives the last week's start without its year; the metrics' dates carry the year
+    last_start = re.search(r"the most recent of which started on \w+ (\d+ \w+)", " ".join(memo.split())).group(1)
+    year = date.fromisoformat(tools.list_weekly_metrics(page=1)["items"][0]["week_start"]).year
+    last_week = datetime.strptime(f"{last_start} {year}", "%d %B %Y").date()
+    window_start = (last_week - timedelta(weeks=weeks - 1)).isoformat()
     paused = {m.group(1).strip() for t in texts.values() for m in [re.search(r"Heads-up: (.+?) will be paused", t)] if m}
     brand_exempt = any("brand campaigns" in t and "cannot be cut" in t for t in texts.values())
 
@@ -39,7 +43,7 @@ def solve(tools, cut_pct, top_count, report_name, conversions_break_ties=True) -
 
     lines = ["campaign,old_budget,new_budget"]
     for cid, budget in new_budget.items():
-        tools.set_campaign_budget(campaign_id=cid, new_budget=budget, note="December shuffle")
+        tools.set_campaign_budget(campaign_id=cid, new_budget=budget, note="December budget shuffle")
         name = campaigns[cid]["name"]
         lines.append(f"\"{name}\",{campaigns[cid]['monthly_budget']:.2f},{budget:.2f}")
     tools.write_file(path=report_name, content="\n".join(lines) + "\n")

@@ -28,12 +28,12 @@ def solve(tools, perox_months, report_name, peroxide_rules=True) -> str:
     months = perox_months
     stream_of = {
         "flammable": re.search(r"solvent stream, code (\w{4})", rules).group(1),
-        "oxidizer": re.search(r"on their own under (\w{4})", rules).group(1),
+        "oxidizer": re.search(r"their own under\s(\w{4})", rules).group(1),
         "corrosive": re.search(r"Corrosives go to (\w{4})", rules).group(1),
-        "toxic": re.search(r"toxic materials to (\w{4})", rules).group(1),
+        "toxic": re.search(r"toxic materials to\s(\w{4})", rules).group(1),
         "non-hazardous": re.search(r"general lab waste, (\w{4})", rules).group(1),
     }
-    former_stream = re.search(r"stabilised stream (\w{4})", rules).group(1)
+    former_stream = re.search(r"stabilised stream\s(\w{4})", rules).group(1)
 
     due = []
     for r in read_all(tools.list_reagents):

@@ -9,7 +9,7 @@ def solve(tools, rest_days, report_name, closure_inclusive=True) -> str:
     text = " ".join(texts)
     rest = rest_days
     evening = re.search(r"kick-off at (\d{1,2}:\d{2}) or later", text).group(1)
-    closure = next(m for m in (re.search(r"Subject: (.+?) closed for pitch works .*? from (\d{1,2} \w+ \d{4}) to "
+    closure = next(m for m in (re.search(r"Subject: (.+?) closed for pitch works\s.*? from (\d{1,2} \w+ \d{4}) to "
                                          r"(\d{1,2} \w+ \d{4}) inclusive", t) for t in texts) if m)
     closed_venue = closure.group(1)
     closed_from, closed_to = (dt.datetime.strptime(closure.group(i), "%d %B %Y").date() for i in (2, 3))
