@@ -31,10 +31,9 @@ def solve(tools, reserved_seats, waitlist_cap, summary_name, ties_by_student_num
             students[r["student_id"]] = tools.get_student(student_id=r["student_id"])
 
     def passed(student, course):
-        best = {}
-        for t in student["transcript"]:
-            best[t["course_code"]] = min(best.get(t["course_code"], 99), SCALE.index(t["grade"]))
-        return all(best.get(p, 99) <= SCALE.index(min_grade) for p in course["prerequisites"])
+        cutoff = SCALE.index(min_grade)
+        good = {t["course_code"] for t in student["transcript"] if SCALE.index(t["grade"]) <= cutoff}
+        return all(p in good for p in course["prerequisites"])
 
     summary = {code: {"enrolled": [], "waitlist": []} for code in courses}
     declined = 0

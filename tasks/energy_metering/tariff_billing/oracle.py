@@ -13,11 +13,12 @@ def solve(tools, discount_pct, skipped_tariff, bills_name, bill_replaced_meter=T
     for text in read_files(tools).values():
         m = re.search(r"from (\d+) (\w+) to (\d+) (\w+) (\d{4}) inclusive", text)
         if m:
-            period = (_day(f"{m.group(1)} {m.group(2)} {m.group(5)}"), _day(f"{m.group(3)} {m.group(4)} {m.group(5)}") + timedelta(days=1))
-        for name, rate, when in re.findall(r"the (.+?) tariff (?:changes from [\d.]+p to|moves to) ([\d.]+)p per kWh"
-                                           r"(?: with effect)?\s+from (\d+ \w+ \d{4})", text):
+            first_day, first_month, last_day, last_month, year = m.groups()
+            period = (_day(f"{first_day} {first_month} {year}"), _day(f"{last_day} {last_month} {year}") + timedelta(days=1))
+        for name, rate, when in re.findall(r"the (.+?) tariff changes from [\d.]+p to ([\d.]+)p per kWh with effect"
+                                           r"\s+from (\d+ \w+ \d{4})", text):
             changes.append((name, float(rate), _day(when)))
-        if "standing charge is waived" in " ".join(text.split()):
+        if re.search(r"standing\s+charge is waived", text):
             waived |= set(re.findall(r"AC-\d+", text))
         exchanges += re.findall(r"Account (AC-\d+): faulty meter (MTR-\d+) removed and replaced by (MTR-\d+)", text)
     start, end = period

@@ -100,8 +100,8 @@ def generate(ctx):
         "payroll/overtime_policy.md": (
             "# Overtime policy\n\n"
             "Unless a collective agreement says otherwise, overtime is worked time beyond 40 hours within a\n"
-            "calendar week (Monday to Sunday). It is paid at one and a half times the ordinary hourly rate;\n"
-            "everything else is regular time at the ordinary rate.\n\n"
+            "calendar week (Monday to Sunday). It is paid at 1.5 times (one and a half times) the ordinary\n"
+            "hourly rate; everything else is regular time at the ordinary rate.\n\n"
             "Contractors are engaged through accounts payable and invoice us directly: they are never paid\n"
             "through the payroll run, even when they log hours in the timesheet system.\n\n"
             "Gross pay is rounded to the cent at the end of the calculation.\n"),

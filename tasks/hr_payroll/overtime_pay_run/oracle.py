@@ -12,7 +12,7 @@ def to_iso(text):
 
 def solve(tools, excluded_department, overtime_cap, apply_rate_corrections=True) -> str:
     start = end = holiday = None
-    daily_rules, rates = {}, {}
+    daily_rules, rates, multiplier = {}, {}, None
     for path, text in read_files(tools).items():
         period = re.search(r"period starting (\w+ \d+ \w+ \d{4}) and ending (\w+ \d+ \w+ \d{4})", text)
         if period:
@@ -23,9 +23,13 @@ def solve(tools, excluded_department, overtime_cap, apply_rate_corrections=True)
         daily = re.search(r"members of (Local \d+)\. Instead, any time worked beyond (\w+) hours in a single day", text.replace("\n", " "))
         if daily:
             daily_rules[daily.group(1)] = WORDS[daily.group(2)]
+        paid_at = re.search(r"paid at ([\d.]+) times", text)
+        if paid_at:
+            multiplier = float(paid_at.group(1))
         for emp_no, rate in re.findall(r"(E\d+): the system still shows the old rate; pay ([\d.]+) per hour", text):
             rates[emp_no] = float(rate)
 
+    lines, total_gross = 0, 0.0
     run = tools.create_pay_run(period_start=start.isoformat(), period_end=end.isoformat())
     for emp in read_all(tools.list_employees):
         if emp["employment_type"] != "employee" or emp["department"] == excluded_department:
@@ -49,9 +53,11 @@ def solve(tools, excluded_department, overtime_cap, apply_rate_corrections=True)
             overtime = sum(max(0.0, h - 40.0) for h in per_week.values())
         overtime = min(overtime, overtime_cap)  # anything beyond the cap is banked as time off
         rate = rates.get(emp["emp_no"], emp["hourly_rate"]) if apply_rate_corrections else emp["hourly_rate"]
-        gross = round(rate * (regular + 1.5 * overtime + 2 * holiday_hours), 2)
+        gross = round(rate * (regular + multiplier * overtime + 2 * holiday_hours), 2)
         tools.add_pay_line(run_id=run["run_id"], employee_id=emp["id"], regular_hours=regular,
                            overtime_hours=overtime, holiday_hours=holiday_hours, gross_pay=gross)
-    result = tools.submit_pay_run(run_id=run["run_id"])
-    return (f"The pay run for {start} to {end} is submitted with {result['lines']} lines. "
-            f"Total gross pay: {result['total_gross']:.2f}.")
+        lines += 1
+        total_gross += gross
+    tools.submit_pay_run(run_id=run["run_id"])
+    return (f"The pay run for {start} to {end} is submitted with {lines} lines. "
+            f"Total gross pay: {total_gross:.2f}.")

@@ -3,7 +3,7 @@ from datetime import date, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-TODAY = "2026-12-01"
+TODAY = date(2026, 12, 1).isoformat()  # the request: "today is 1 December 2026"
 
 
 def solve(tools, no_van_branch, renewal_days, report_name, renewal_drive=True) -> str:

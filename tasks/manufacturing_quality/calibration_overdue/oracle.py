@@ -10,9 +10,9 @@ AUDIT = dt.date(2026, 11, 30)
 def solve(tools, excluded_location, urgent_over, report_name, skip_failed=True) -> str:
     text = " ".join("\n".join(read_files(tools).values()).split())
     torque = int(re.search(r"torque wrench is on a (\d+)-day interval", text).group(1))
-    external = re.search(r"everything else goes to (.+?)\. Bookings", text).group(1)
+    external = re.search(r"everything else goes to (.+?)\.\s+Bookings", text).group(1)
     dimensional = ("caliper", "micrometer", "gauge block", "height gauge")
-    extension = re.search(r"approved a (\d+)-day extension .*? instruments while the lab clears its backlog: (.+?)\. Add", text)
+    extension = re.search(r"approved a (\d+)-day extension .*?\s+instruments while the lab clears its backlog: (.+?)\.\s+Add", text)
     ext_days, ext_tags = int(extension.group(1)), {t.strip() for t in extension.group(2).split(",")}
 
     report = []

@@ -55,6 +55,7 @@ def solve(tools, max_raise, term_months, report_name, new_buildings_exempt=True)
         tools.create_renewal_offer(lease_id=lease["id"], new_rent=new, term_months=term_months)
         rise += new - current
         rows.append(f"| {lease['id']} | {tools.get_tenant(tenant_id=lease['tenant_id'])['name']} | {current} | {new} |")
-    table = "| lease_id | tenant | current_rent | new_rent |\n|---|---|---|---|\n" + "\n".join(rows) + "\n"
-    tools.write_file(path=report_name, content="# Renewal offers\n\n" + table)
+    columns = "lease_id | tenant | current_rent | new_rent".split(" | ")  # the columns the request names
+    header = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    tools.write_file(path=report_name, content="\n".join(header + rows) + "\n")
     return f"I made {len(rows)} renewal offers. If all are accepted the monthly rent roll goes up by {rise} dollars."

@@ -24,7 +24,7 @@ def solve(tools, receipt_limit, report_name, check_card=True) -> str:
     for claim in read_all(tools.list_claims):
         trip = tools.get_trip(trip_id=claim["trip_id"])
         card = {(t["posted_on"], t["merchant"], t["amount"], t["currency"]) for t in read_all(tools.list_card_transactions, employee_id=claim["employee_id"])}
-        left = {}
+        left, claim_total = {}, 0.0
         for line in read_all(tools.list_expense_lines, claim_id=claim["id"]):
             eur = round(line["amount"] * rate(line["currency"], line["spent_on"]), 2)
             if not trip["start_date"] <= line["spent_on"] <= trip["end_date"]:
@@ -42,6 +42,8 @@ def solve(tools, receipt_limit, report_name, check_card=True) -> str:
                 outcome = ("approved", eur, "")
             tools.decide_line(line_id=line["id"], decision=outcome[0], approved_eur=outcome[1], reason=outcome[2])
             rows.append(f"{line['id']},{outcome[0]},{outcome[1]:.2f},{outcome[2]}")
-        total += tools.release_claim(claim_id=claim["id"])["amount_eur"]
+            claim_total += outcome[1]
+        tools.release_claim(claim_id=claim["id"])
+        total += round(claim_total, 2)
     tools.write_file(path=report_name, content="line_id,decision,approved_eur,reason\n" + "\n".join(rows) + "\n")
     return f"All claims are decided and released. We will reimburse {total:.2f} EUR in total."
