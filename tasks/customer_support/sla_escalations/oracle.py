@@ -13,7 +13,7 @@ def solve(tools, excluded_region, min_overdue_hours, report_name, follow_list_up
 
     policy = next(t for t in texts.values() if "first reply" in t and "within" in t and "enterprise" in t)
     targets = {m.group(1).lower(): int(m.group(2))
-               for m in re.finditer(r"\b(urgent|high|normal|low)\b[^.]*?within (\d+) hours", policy, re.I)}
+               for m in re.finditer(r"\b(urgent|High|normal|low)\b[^.]*?within (\d+) hours", policy, re.I)}
 
     # Replay the account managers' e-mails in date order: later ones add to or remove from the list.
     vip = set()

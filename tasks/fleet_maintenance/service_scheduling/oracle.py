@@ -23,7 +23,7 @@ def solve(tools, plan_date, lookahead_km, report_name, recalls_at_handback=True)
         if back:
             handback = back.group(1)
         ref = re.search(r"reference (RC-\d\d-\d{3})", text)
-        scope = re.search(r"(\S+) has (?:identified|found) .*? on (.+?) vehicles of model years (\d{4}) to (\d{4})", text, re.S)
+        scope = re.search(r"(\S+) has \w+ .*? on (.+?) vehicles of model years (\d{4}) to (\d{4})", text, re.S)
         if ref and scope:
             recalls.append((ref.group(1), scope.group(1), scope.group(2), int(scope.group(3)), int(scope.group(4))))
 
@@ -52,7 +52,7 @@ def solve(tools, plan_date, lookahead_km, report_name, recalls_at_handback=True)
                 recall_jobs += 1
         if not jobs:
             continue
-        order_id = open_orders.get(v["id"]) or tools.create_work_order(vehicle_id=v["id"], note="scheduled maintenance")["work_order_id"]
+        order_id = open_orders.get(v["id"]) or tools.create_work_order(vehicle_id=v["id"])["work_order_id"]
         for code in jobs:
             tools.add_work_order_job(work_order_id=order_id, job_code=code)
         plan.append({"unit": v["unit_number"], "jobs": jobs})

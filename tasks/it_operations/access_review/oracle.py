@@ -53,6 +53,6 @@ def solve(tools, skipped_system, skipped_department, report_name, check_exceptio
             else:
                 tools.request_attestation(review_id=review_id, account_id=acc["id"], reason=reason)
             rows.append(f"| {acc['account_name']} | {system['name']} | {action} | {reason} |")
-    tools.write_file(path=report_name, content="# Access review\n\n| account | system | action | reason |\n|---|---|---|---|\n"
-                     + "\n".join(rows) + "\n")
+    columns = "account | system | action | reason"  # the request's column list
+    tools.write_file(path=report_name, content=f"| {columns} |\n|---|---|---|---|\n" + "\n".join(rows) + "\n")
     return f"Review complete: I disabled {disabled} accounts and requested {len(rows) - disabled} owner attestations."

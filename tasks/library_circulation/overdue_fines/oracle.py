@@ -1,3 +1,4 @@
+import calendar
 import re
 from datetime import date, datetime, timedelta
 
@@ -8,7 +9,7 @@ FORMAT_WORDS = {"books": "book", "DVDs": "dvd", "audiobooks": "audiobook", "maga
 
 def dates_in(text):
     return [datetime.strptime(f"{d} {m} 2026", "%d %B %Y").date()
-            for d, m in re.findall(r"(\d{1,2}) (October|November|December)", text)]
+            for d, m in re.findall(r"(\d{1,2}) ([A-Z][a-z]+)", text) if m in calendar.month_name]
 
 
 def solve(tools, fine_free_format, min_fine, report_name, skip_closed_days=True) -> str:

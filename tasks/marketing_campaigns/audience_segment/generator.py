@@ -73,7 +73,7 @@ def generate(ctx):
                      (SEND_DAY - timedelta(days=rng.randint(2, 300))).isoformat()) for c in suppressed])
     db.execute("INSERT INTO segments (name, created_by) VALUES ('Autumn newsletter', 'lena')")
 
-    spoken = [COUNTRY_NAMES[c] for c in countries]
+    spoken = [f"{COUNTRY_NAMES[c]} ({c})" for c in countries]
     ctx.write("docs/winter_reactivation_brief.md",
         "# Winter reactivation mailer - campaign brief\n\n"
         f"We want to win back paying customers in {spoken[0]}, {spoken[1]} and {spoken[2]} before the holidays. "

@@ -5,9 +5,6 @@ from datetime import date, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-CODES = {"Germany": "DE", "France": "FR", "Netherlands": "NL", "Spain": "ES", "Italy": "IT", "Poland": "PL",
-         "Sweden": "SE", "Ireland": "IE"}
-
 
 def solve(tools, excluded_domain, min_spend, report_name, fold_case=True, window_inclusive=True) -> str:
     def address(text: str) -> str:
@@ -16,7 +13,7 @@ def solve(tools, excluded_domain, min_spend, report_name, fold_case=True, window
     texts = read_files(tools)
     brief = next(t for t in texts.values() if "campaign brief" in t)
     first_paragraph = brief.split("\n\n")[1]
-    countries = {code for name, code in CODES.items() if name in first_paragraph}
+    countries = set(re.findall(r"\(([A-Z]{2})\)", first_paragraph))  # "Germany (DE), ..."
     window = int(re.search(r"within the (\d+) days", brief).group(1))
     name = re.search(r'name the segment "([^"]+)"', brief).group(1)
     cutoff = (date(2026, 12, 1) - timedelta(days=window)).isoformat()

@@ -7,8 +7,8 @@ from progagent_lib.task.oracle_kit import read_all, read_files
 def solve(tools, headroom, report_name, fill_limit=True) -> str:
     text = " ".join("\n".join(read_files(tools).values()).split())
     failing_name = re.search(r"The compressor on (\S+) ", text).group(1)
-    reserved_name = re.search(r"Subject: Freezer set aside for the trial samples (\S+) is reserved", text).group(1)
-    defrost_name = re.search(r"Subject: Planned defrost (\S+) is switched off", text).group(1)
+    reserved_name = re.search(r"(\S+) is reserved for the incoming clinical trial samples", text).group(1)
+    defrost_name = re.search(r"(\S+) is switched off for its annual defrost", text).group(1)
 
     freezers = {f["id"]: f for f in read_all(tools.list_freezers)}
     by_name = {f["name"]: f for f in freezers.values()}

@@ -12,7 +12,7 @@ def solve(tools, movers, report_name, head_to_head=True) -> str:
     tiebreaks = tiebreaks if head_to_head else ["gd"]
     deductions, awarded = {}, {}
     for text in texts.values():
-        d = re.search(r"breaches, (.+?) is deducted (\d+) points", text)
+        d = re.search(r"breaches, (.+?) is\s+deducted (\d+) points", text)
         if d:
             deductions[d.group(1)] = int(d.group(2))
         a = re.search(r"In match (\d+),.*?score of \d+-\d+ \(home (\d+), away (\d+)\)", text)
