@@ -49,7 +49,7 @@ def solve(tools, last_day, report_name, follow_equipment_moves=True) -> str:
                 and not any(r["name"] == name and s["day"] in days for name, days in closures)
                 and not any(rid == r["id"] and a < s["end"] and s["start"] < b for rid, a, b in busy[s["day"]])]
         if not fits:
-            tools.flag_session(session_id=s["id"], note="no room meets the guide's requirements")
+            tools.flag_session(session_id=s["id"], note="cannot be given a suitable room")
             plan.append({"session_id": s["id"], "room": None, "status": "flagged"})
             continue
         room = min(fits, key=lambda r: (r["capacity"], r["id"]))

@@ -87,9 +87,9 @@ def generate(ctx):
         "A meter gets one ticket, for its most serious fault: reverse running is the most serious, then stuck, then\n"
         "spike. If a fault type occurs more than once, first seen is its earliest occurrence.\n\n"
         "## Visits\n"
-        "Book the visit on the first working day after today for reverse running, the third working day after today\n"
-        "for a stuck register, and the fifth working day after today for a spike. Working days are Monday to Friday,\n"
-        f"except public holidays. Today is {today.day} {today:%B %Y}.\n"
+        "Book the visit 1 working day after today for reverse running, 3 working days after today for a stuck\n"
+        "register, and 5 working days after today for a spike. Working days are Monday to Friday, except public\n"
+        f"holidays. Today is {today.day} {today:%B %Y}.\n"
     )
     ctx.write("mail/bank_holiday.eml",
         f"From: scheduling@grid.example\nSubject: Holiday cover\n\nReminder that {holiday:%A} {holiday.day} {holiday:%B %Y} is a public\n"

@@ -4,8 +4,6 @@ from datetime import datetime, timedelta
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6, "seventh": 7}
-
 
 def solve(tools, excluded_street, booked_days, report_name, working_days=True) -> str:
     holidays, ignore_stuck_accounts, ignore_reverse = set(), set(), set()
@@ -16,9 +14,9 @@ def solve(tools, excluded_street, booked_days, report_name, working_days=True) -
             factor = float(re.search(r"more than (\d+) times the meter's median", flat).group(1))
             today = datetime.strptime(re.search(r"Today is (\d+ \w+ \d{4})", flat).group(1), "%d %B %Y").date()
             visit_after = {}
-            for ordinal, what in re.findall(r"the (\w+) working day after today for (reverse|a stuck|a spike)", flat):
-                visit_after[what.replace("a ", "")] = ORDINALS[ordinal]
-        for when in re.findall(r"\w+day (\d+ \w+ \d{4}) is a public holiday", flat):
+            for days, what in re.findall(r"(\d+) working days? after today for (reverse|a stuck|a spike)", flat):
+                visit_after[what.replace("a ", "")] = int(days)
+        for when in re.findall(r"\w+day (\d+ \w+ \d{4}) is a public\s+holiday", flat):
             holidays.add(datetime.strptime(when, "%d %B %Y").date())
         if "does not move there is expected" in flat:
             ignore_stuck_accounts |= set(re.findall(r"account (AC-\d+)", flat))

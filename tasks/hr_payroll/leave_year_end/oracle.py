@@ -12,7 +12,7 @@ def solve(tools, shutdown_days, extra_carry_days, count_hiring_month=False) -> s
         m = re.search(r"staff earn ([\d.]+) days of annual leave for every calendar month", flat)
         if m:
             rules["monthly"] = float(m.group(1))
-            rules["years"], rules["bonus"] = map(int, re.search(r"completed (\d+) years of service .*? receives (\d+) extra days", flat).groups())
+            rules["years"], rules["bonus"] = map(int, re.search(r"completed (\d+) years of service .*?receives (\d+) extra days", flat).groups())
             rules["cap"] = float(re.search(r"at most (\d+) days may be carried forward", flat).group(1))
         m = re.search(r"\((P\d+)\) was booked on annual leave for three days from (\d+ \w+ \d{4})", flat)
         if m:

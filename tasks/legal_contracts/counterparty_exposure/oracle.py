@@ -26,8 +26,9 @@ def solve(tools, commitment_pct, aging_days, report_name, halve_disputed=True) -
     for inv in read_all(tools.list_invoices):
         k = contracts[inv["contract_id"]]
         billed[k["id"]] = billed.get(k["id"], 0) + inv["amount"]
-        disputed = 0.5 if halve_disputed else 1.0
-        share = 1.0 if inv["status"] == "open" else disputed if inv["status"] == "disputed" else 0.0
+        share = 1.0 if inv["status"] in ("open", "disputed") else 0.0
+        if inv["status"] == "disputed" and halve_disputed:
+            share /= 2  # a disputed invoice counts at half its amount
         if (review - date.fromisoformat(inv["issued_on"])).days > aging_days:
             share = 0.0  # with collections, already provisioned
         exposure[k["counterparty_id"]] = exposure.get(k["counterparty_id"], 0) + share * inv["amount"] * rates[k["currency"]]

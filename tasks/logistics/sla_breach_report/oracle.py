@@ -15,10 +15,10 @@ def solve(tools, excluded_region, min_fee, report_name, skip_holidays=True) -> s
             pct = int(re.search(r"service credit of (\d+)%", text).group(1))
         if text.startswith("# Public holidays"):
             holidays |= {dt.datetime.strptime(d, "%d %B %Y").date() for d in re.findall(r"- \w+ (\d+ \w+ \d{4})", text)}
-        m = re.search(r"Deliveries to (\w+) picked up between \w+ (\d+ \w+ \d{4}) and \w+ (\d+ \w+ \d{4})", text)
+        m = re.search(r"Deliveries to (\w+) picked up between\s\w+ (\d+ \w+ \d{4}) and \w+ (\d+ \w+ \d{4})", text)
         if m:
             storm = (m.group(1),) + tuple(dt.datetime.strptime(x, "%d %B %Y").date() for x in m.groups()[1:])
-        m = re.search(r"# Contract addendum (.+?) has bought our premium standard service", text)
+        m = re.search(r"# Contract addendum\s(.+?) has bought our premium standard service", text)
         if m:
             premium.add(m.group(1))
 

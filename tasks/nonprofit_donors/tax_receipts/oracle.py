@@ -3,8 +3,6 @@ from datetime import datetime
 
 from progagent_lib.task.oracle_kit import read_all, read_files
 
-NOT_DONATIONS = ("raffle ticket", "auction purchase")
-
 
 def solve(tools, excluded_campaign, threshold, report_name, read_declarations=True) -> str:
     cancelled, anonymous = {}, set()
@@ -13,6 +11,10 @@ def solve(tools, excluded_campaign, threshold, report_name, read_declarations=Tr
         policy = re.search(r"from 6 April (\d{4}) to 5 April (\d{4})", flat)
         if policy:
             start, end = f"{policy.group(1)}-04-06", f"{policy.group(2)}-04-05"
+            # the payment methods that are not donations, as the policy names them ("Raffle tickets and ...")
+            named = re.search(r"Only genuine donations count towards a receipt\. (.+?) are payments", flat)
+            not_donations = named.group(1).lower()
+            aid_rate = int(re.search(r"Gift Aid is (\d+) percent", flat).group(1)) / 100
         stop = re.search(r"cancel my Gift Aid declaration from today \((\d+ \w+ \d{4})\)", flat)
         if stop:
             number = re.search(r"supporter number is (D\d+)", flat).group(1)
@@ -23,8 +25,10 @@ def solve(tools, excluded_campaign, threshold, report_name, read_declarations=Tr
     donors = {d["id"]: d for d in read_all(tools.list_donors)}
     declarations = {d["donor_id"]: d for d in read_all(tools.list_declarations)}
     totals, aided = {}, {}
-    for g in read_all(tools.list_gifts, date_from=start, date_to=end):
-        if g["status"] != "received" or g["method"] in NOT_DONATIONS or g["campaign"] == excluded_campaign:
+    for g in read_all(tools.list_gifts):
+        if not start <= g["gift_date"] <= end:
+            continue
+        if g["status"] != "received" or g["method"] in not_donations or g["campaign"] == excluded_campaign:
             continue
         donor = donors[g["donor_id"]]
         totals[donor["id"]] = totals.get(donor["id"], 0) + g["amount"]
@@ -41,7 +45,7 @@ def solve(tools, excluded_campaign, threshold, report_name, read_declarations=Tr
     for did in sorted(totals):
         if totals[did] < threshold:
             continue
-        aid = round(aided.get(did, 0) * 0.25, 2)
+        aid = round(aided.get(did, 0) * aid_rate, 2)
         receipt = tools.issue_receipt(donor_id=did, qualifying_total=round(totals[did], 2), gift_aid=aid)
         d = donors[did]
         label = "Anonymous" if d["donor_no"] in anonymous else f"{d['first_name']} {d['last_name']}"

@@ -29,7 +29,9 @@ def solve(tools, buffer_pct, report_name, retire_dish=True) -> str:
     recipes = {d["id"]: tools.get_recipe(dish_id=d["id"])["lines"] for d in dishes}
 
     usage = defaultdict(int)
-    for row in read_all(tools.list_forecast, date_from=week_start.isoformat(), date_to=week_end.isoformat()):
+    for row in read_all(tools.list_forecast):
+        if not week_start.isoformat() <= row["service_date"] <= week_end.isoformat():
+            continue  # the table also holds last week's actuals
         if retire_dish and row["dish_id"] == retired_id and row["service_date"] >= retire_day.isoformat():
             continue
         for line in recipes[row["dish_id"]]:

@@ -6,7 +6,8 @@ from progagent_lib import Criterion, ToolError, WorkspaceEnvironment, tool
 class DisruptionEnv(WorkspaceEnvironment):
     @tool
     def list_departures(self, airport: str, date: str, page: int = 1) -> dict:
-        """List scheduled departures from an airport on one day, by departure time, with free seats; 20 per page.
+        """List scheduled departures from an airport on one day, by departure time; 20 per page. Each departure has
+        id, flight_no, origin, destination, depart and arrive (YYYY-MM-DD HH:MM) and seats_left (free seats).
 
         Args:
             airport: Three-letter airport code, e.g. "AMS".
@@ -21,7 +22,8 @@ class DisruptionEnv(WorkspaceEnvironment):
 
     @tool
     def list_flight_bookings(self, flight_id: int, page: int = 1) -> dict:
-        """List our customers' bookings on one flight (reference, passenger, booking date, status), 20 per page.
+        """List our customers' bookings on one flight, 20 per page: id, booking_ref, passenger_id, flight_id,
+        booked_on (the booking date) and status.
 
         Args:
             flight_id: The flight's id.
@@ -47,7 +49,8 @@ class DisruptionEnv(WorkspaceEnvironment):
 
     @tool
     def rebook(self, booking_id: int, flight_id: int) -> dict:
-        """Move a confirmed booking to another flight; takes a seat and returns the new booking.
+        """Move a confirmed booking to another flight; takes a seat and returns the new booking: new_booking_id,
+        booking_ref and flight_no.
 
         Args:
             booking_id: The booking to move.

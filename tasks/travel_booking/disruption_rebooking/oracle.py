@@ -12,8 +12,8 @@ def solve(tools, small_voucher, large_voucher, report_name, read_deadlines=True)
     for text in texts.values():
         m = re.search(r"departures from (\w{3}) scheduled between (\d\d):00 and (\d\d):00 on \w+ (\d+ \w+ \d{4})", text)
         if m:
-            hub, lo, hi = m.group(1), int(m.group(2)), int(m.group(3))
-            day = dt.datetime.strptime(m.group(4), "%d %B %Y").date()
+            hub, lo, hi, when = m.groups()
+            lo, hi, day = int(lo), int(hi), dt.datetime.strptime(when, "%d %B %Y").date()
         if "# Disruption playbook" in text:
             b1, b2 = (int(a) for a in re.findall(r"at least (\d+) minutes later", text))
             v1, v2 = small_voucher, large_voucher
@@ -22,7 +22,8 @@ def solve(tools, small_voucher, large_voucher, report_name, read_deadlines=True)
             deadlines[ref] = dt.datetime.strptime(f"{when} {hhmm}", "%d %B %Y %H:%M").strftime(STAMP)
 
     def operates(f):
-        return not (f["depart"][:10] == day.isoformat() and lo <= int(f["depart"][11:13]) < hi)
+        depart = dt.datetime.strptime(f["depart"], STAMP)
+        return not (depart.date() == day and lo <= depart.hour < hi)
 
     flights = read_all(tools.list_departures, airport=hub, date=day.isoformat())
     flights += read_all(tools.list_departures, airport=hub, date=(day + dt.timedelta(days=1)).isoformat())
@@ -37,13 +38,13 @@ def solve(tools, small_voucher, large_voucher, report_name, read_deadlines=True)
     ranked = []
     for b, f in affected:
         tier = tools.get_passenger(passenger_id=b["passenger_id"])["loyalty_tier"]
-        ranked.append((tiers[tier], b["booked_on"], b["booking_ref"], b, f))
-    ranked.sort(key=lambda r: r[:3])
+        ranked.append(((tiers[tier], b["booked_on"], b["booking_ref"]), b, f))
+    ranked.sort(key=lambda r: r[0])
 
     log, rebooked, voucher_total = [], 0, 0
-    for _, _, ref, b, orig in ranked:
+    for (_, _, ref), b, orig in ranked:
         options = [f for f in flights if operates(f) and f["destination"] == orig["destination"] and f["depart"] >= orig["depart"]
-                   and seats[f["id"]] > 0 and (f["arrive"] <= deadlines.get(ref, "9999") or not read_deadlines)]
+                   and seats[f["id"]] > 0 and (ref not in deadlines or f["arrive"] <= deadlines[ref] or not read_deadlines)]
         if ref in refund_refs or not options:
             tools.refund_booking(booking_id=b["id"])
             log.append(f"{ref},refunded,,,0")
