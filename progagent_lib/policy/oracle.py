@@ -430,9 +430,15 @@ def listing_tools(specs: dict) -> list[str]:
 def inspection_program(specs: dict) -> str:
     lines = []
     if "list_files" in specs:
-        lines += [
-            "files = tools.list_files()",
-            "print(files['total'], 'workspace files:', [f['path'] for f in files['items']])",
+        lines += [  # every page of paths: the documents the reading prints are named here, at any scale
+            "paths, page = [], 1",
+            "while True:",
+            "    files = tools.list_files(page=page)",
+            "    paths += [f['path'] for f in files['items']]",
+            "    if not files['has_more']:",
+            "        break",
+            "    page += 1",
+            "print(len(paths), 'workspace files:', paths)",
         ]
     for name in listing_tools(specs)[:2]:
         lines += [

@@ -41,7 +41,7 @@ class Read:
 
 
 def is_read(name: str) -> bool:
-    return name.startswith(READ_PREFIXES) and name != "list_files"
+    return name.startswith(READ_PREFIXES)
 
 
 def record_reads(task: Any, params: dict, scale: str, seed: int) -> list[tuple[str, dict, Any]]:
@@ -92,38 +92,57 @@ def candidate_reads(recorded: Sequence[tuple[str, dict, Any]]) -> list[Read]:
     return reads
 
 
+def _cover(needed: Sequence[Literal], usable: Sequence[Read]) -> list[Read]:
+    """Greedy cover: the reads showing the most of `needed` per printed character, documents first."""
+    left = list(needed)
+    chosen: list[Read] = []
+    while left:
+        best, best_shown = None, []
+        for read in usable:
+            if read in chosen:
+                continue
+            shown = [lit for lit in left if is_grounded(lit, read.shown)]
+            if not shown:
+                continue
+            key = (len(shown) / (200 + len(read.shown)), read.document, -read.order)
+            if best is None or key > best[0]:
+                best, best_shown = (key, read), shown
+        if best is None:
+            break
+        chosen.append(best[1])
+        left = [lit for lit in left if lit not in best_shown]
+    return chosen
+
+
 def choose_reads(needed: Sequence[Literal], reads: Sequence[Read], seen: str, rounds: int = 3) -> list[list[Read]]:
     """A small set of reads that shows the needed literals (greedy cover: most literals per printed character,
-    documents first), in rounds: a read is usable once its own literals are shown, by `seen` or by a read of an
-    earlier round (a city named in a printed invitation, then the hotels of that city). At most `rounds` rounds."""
+    documents first), in rounds. A read is usable once its own literals are shown, by `seen` or by a read of an
+    earlier round: a read that would show a needed literal but is not usable yet (a document on the listing's second
+    page, the hotels of a city an invitation names) is unblocked by reads in this round that show what it lacks, and
+    comes in the next. At most `rounds` rounds."""
     left = [lit for lit in needed if not is_grounded(lit, seen)]
     planned: list[list[Read]] = []
     taken: set[str] = set()  # the codes of the reads already planned
     while left and len(planned) < rounds:
-        usable = [
-            r for r in reads if r.code not in taken and all(is_grounded(lit, seen) for lit in program_literals(r.code))
-        ]
-        chosen: list[Read] = []
-        while left:
-            best, best_shown = None, []
-            for read in usable:
-                if read in chosen:
-                    continue
-                shown = [lit for lit in left if is_grounded(lit, read.shown)]
-                if not shown:
-                    continue
-                key = (len(shown) / (200 + len(read.shown)), read.document, -read.order)
-                if best is None or key > best[0]:
-                    best, best_shown = (key, read), shown
-            if best is None:
-                break
-            chosen.append(best[1])
-            left = [lit for lit in left if lit not in best_shown]
+        usable, blocked = [], []
+        for r in reads:
+            if r.code not in taken:
+                (usable if all(is_grounded(lit, seen) for lit in program_literals(r.code)) else blocked).append(r)
+        chosen = _cover(left, usable)
+        rest = [lit for lit in left if not any(is_grounded(lit, r.shown) for r in chosen)]
+        lacking: list[Literal] = []  # what the blocked reads that would show the rest need shown first
+        for read in blocked:
+            if any(is_grounded(lit, read.shown) for lit in rest):
+                lacking += [
+                    lit for lit in program_literals(read.code) if not is_grounded(lit, seen) and lit not in lacking
+                ]
+        chosen += [r for r in _cover(lacking, usable) if r not in chosen]
         if not chosen:
             break
         planned.append(sorted(chosen, key=lambda r: (not r.document, r.order)))
         taken.update(r.code for r in chosen)
         seen = "\n".join([seen, *(r.shown for r in chosen)])
+        left = [lit for lit in left if not is_grounded(lit, seen)]
     return planned
 
 

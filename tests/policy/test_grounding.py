@@ -80,3 +80,17 @@ def test_reads_are_planned_in_rounds_when_one_read_names_the_next():
     assert planned == [[invitation], [hotels]]
     assert reading_programs(planned) == [invitation.code, hotels.code]
     assert choose_reads(needed, [hotels, invitation], seen, rounds=1) == [[invitation]]
+
+
+def test_a_document_on_an_unprinted_listing_page_is_unblocked_by_printing_that_page():
+    """The rule's document is on the listing's second page, which the first look did not print: the reading prints
+    that page first (the read the document's path needs), then the document, in a later program."""
+    from progagent_lib.policy.grounding import program_literals
+    from progagent_lib.policy.reading import Read, choose_reads, reading_programs
+
+    page = Read("print(tools.list_files(page=2)['items'])", "[{'path': 'policies/returns.md', 'bytes': 90}]", 0)
+    document = Read("print(tools.read_file(path='policies/returns.md'))", "Refunds within 30 days are approved.", 1)
+    needed = program_literals("rule = 'Refunds within'")
+    planned = choose_reads(needed, [document, page], "a page's items; 20 workspace files: ['notes/a.md', ...]")
+    assert planned == [[page], [document]]
+    assert reading_programs(planned) == [page.code, document.code]
