@@ -116,7 +116,7 @@ def test_oracle_program_refuses_imports_the_kernel_cannot_satisfy(tmp_path):
 
 def test_inspection_program_samples_listing_tools_without_required_arguments(restock_task):
     code = inspection_program(restock_task.env_class.tool_specs)
-    assert "tools.list_files()" in code and "tools.list_products(page=1)" in code
+    assert "tools.list_files(page=page)" in code and "tools.list_products(page=1)" in code  # every page of paths
     assert "list_sales" not in code  # it needs a product id
 
 
