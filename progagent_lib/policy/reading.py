@@ -124,7 +124,8 @@ def choose_reads(needed: Sequence[Literal], reads: Sequence[Read], seen: str, ro
     planned: list[list[Read]] = []
     taken: set[str] = set()  # the codes of the reads already planned
     while left and len(planned) < rounds:
-        usable, blocked = [], []
+        usable: list[Read] = []
+        blocked: list[Read] = []
         for r in reads:
             if r.code not in taken:
                 (usable if all(is_grounded(lit, seen) for lit in program_literals(r.code)) else blocked).append(r)

@@ -37,12 +37,14 @@ def checkpoints(folder: Path, final: int) -> list[tuple[int, Path]]:
 
 
 def step_metrics(folder: Path) -> dict[int, dict[str, float]]:
-    """Per optimizer step, the trainer's logged loss and token accuracy (train.monitoring's trainer log)."""
-    from ..analysis.training_figures import read_trainer_log
-
-    log = read_trainer_log(folder)
-    keep = [c for c in ("loss", "mean_token_accuracy") if c in log.columns]
-    return {int(row["step"]): {k: row[k] for k in keep} for row in log.iter_rows(named=True)} if keep else {}
+    """Per optimizer step, the loss and token accuracy the SFT run logged (`log_history.jsonl`, one record a step)."""
+    path = folder / "log_history.jsonl"
+    metrics: dict[int, dict[str, float]] = {}
+    for line in path.read_text().splitlines() if path.exists() else []:
+        record = json.loads(line)
+        if isinstance(record, dict) and isinstance(record.get("step"), int) and "loss" in record:
+            metrics[record["step"]] = {k: record[k] for k in ("loss", "mean_token_accuracy") if k in record}
+    return metrics
 
 
 def sft_curve(

@@ -21,3 +21,13 @@ def test_the_table_reads_each_point_with_its_interval():
                            "pass_low": 0.0, "pass_high": 0.16}])
     assert "| 4 | 0.5000 | 0.900 | 20 x 2 | 10/40 | 0.25 (0.11-0.47) |" in table
     assert "| 8 | - | - | 20 x 2 | 0/40 | 0.00 (0.00-0.16) |" in table
+
+
+def test_step_metrics_read_the_sft_log(tmp_path):
+    from progagent_lib.train.sft_curve import step_metrics
+
+    (tmp_path / "log_history.jsonl").write_text(
+        '{"loss": 2.0, "mean_token_accuracy": 0.6, "step": 1}\n{"loss": 0.5, "step": 2}\n'
+        '{"train_runtime": 9.0, "step": 2}\n')
+    assert step_metrics(tmp_path) == {1: {"loss": 2.0, "mean_token_accuracy": 0.6}, 2: {"loss": 0.5}}
+    assert step_metrics(tmp_path / "missing") == {}
