@@ -231,9 +231,9 @@ def test_viewer_in_chromium_offline(page_file, capsys):
             rows.nth(1).click()
             view = page.locator("div.episode:not([hidden])")
             assert view.count() == 1 and "retail/restock_orders" in view.inner_text()
-            assert "tools.list_files()" not in view.inner_text()   # folded
+            assert "tools.list_files(page=page)" not in view.inner_text()   # folded
             page.click("#expand-all")
-            assert "tools.list_files()" in view.inner_text() and "programmatic_tool_call" in view.inner_text()
+            assert "tools.list_files(page=page)" in view.inner_text() and "programmatic_tool_call" in view.inner_text()
             page.screenshot(path=str(out_dir / "viewer.png"))
 
             # A filter hides the episodes that do not match.
