@@ -158,10 +158,20 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
     curve.set_defaults(func=curve_command)
 
 
-def curve_command(args: argparse.Namespace) -> int:
-    """`progagent train sft-curve`: train.sft_curve.sft_curve, printed (and written with --out) as a table."""
+def with_engine(config: Any, run: Any, engine: bool, kv_cache_gib: int = 2) -> Any:
+    """`run(config)`; with `engine` (and no engine_url in the config), through an engine started for it."""
+    if not engine or config.engine_url:
+        return run(config)
     from dataclasses import replace
 
+    from ..engine import EngineServer, free_port
+
+    with EngineServer(config.model, free_port(), kv_cache_gib=kv_cache_gib) as server:
+        return run(replace(config, engine_url=server.base_url, engine_model=server.served_name))
+
+
+def curve_command(args: argparse.Namespace) -> int:
+    """`progagent train sft-curve`: train.sft_curve.sft_curve, printed (and written with --out) as a table."""
     from .pipeline import PipelineConfig
     from .sft_curve import format_curve, sft_curve
 
@@ -173,13 +183,7 @@ def curve_command(args: argparse.Namespace) -> int:
         )
 
     try:
-        if args.engine and not config.engine_url:
-            from ..engine import EngineServer, free_port
-
-            with EngineServer(config.model, free_port()) as server:
-                points = run(replace(config, engine_url=server.base_url, engine_model=server.served_name))
-        else:
-            points = run(config)
+        points = with_engine(config, run, args.engine)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
     table = format_curve(points)
@@ -410,15 +414,7 @@ def _run(args: argparse.Namespace) -> int:
 
         config = load_config(PipelineConfig, args.config, overrides)
         try:
-            if args.engine and not config.engine_url:
-                from dataclasses import replace
-
-                from ..engine import EngineServer, free_port
-
-                with EngineServer(config.model, free_port(), kv_cache_gib=args.engine_kv_cache_gib) as server:
-                    run_pipeline(replace(config, engine_url=server.base_url, engine_model=server.served_name))
-            else:
-                run_pipeline(config)
+            with_engine(config, run_pipeline, args.engine, kv_cache_gib=args.engine_kv_cache_gib)
         except NotLearnableError as exc:
             raise SystemExit(f"progagent train pipeline: refused: {exc}") from None
         print(open(f"{config.output_dir}/summary.md").read())

@@ -21,7 +21,6 @@ from .evaluate import evaluate
 from .pipeline import PipelineConfig, Recipe
 from .ranks import on_main
 from .scoring import summarise
-from .sft import run_sft
 
 CURVE_FILE = "sft_curve.json"
 
@@ -57,7 +56,9 @@ def sft_curve(
     if samples < 1:
         raise ValueError(f"sft-curve: --samples {samples}: must be >= 1")
     out = Path(output_dir)
-    recipe = Recipe(replace(config, output_dir=str(out)), out)
+    # the recipe's own SFT stage, run longer and keeping its weights every `every` steps
+    sft = replace(config.sft, max_steps=max_steps, save_steps=every)
+    recipe = Recipe(replace(config, output_dir=str(out), sft=sft, sft_max_steps={}), out)
     harness = config.rl_harnesses[0]
     instances = [i for i in recipe.instances() if i.split == split]
     if not instances:
@@ -66,16 +67,7 @@ def sft_curve(
     sft_dir = out / f"sft-{harness}"
     started = time.perf_counter()
     if not (sft_dir / "final").is_dir():
-        sft = replace(
-            config.sft,
-            model=recipe.base_model,
-            chat_template=config.chat_template,
-            harnesses=[harness],
-            output_dir=str(sft_dir),
-            max_steps=max_steps,
-            save_steps=every,
-        )
-        run_sft(sft, trajectories, preselected=True)
+        recipe.sft(harness, trajectories)
     seconds_sft = time.perf_counter() - started
     metrics = step_metrics(sft_dir)
     points = []
