@@ -24,6 +24,7 @@ from ..stats import wilson_interval
 
 PROBE_FILE = "pre_rl_pass_rates.json"
 POST_PROBE_FILE = "post_rl_pass_rates.json"  # the same prompts, sampled the same way, after RL (train.pipeline)
+PROBE_DIR = "probe"  # the probe's episodes, in the GSPO folder (RFT counts them towards its samples)
 
 
 class NothingToLearn(ValueError):
@@ -230,7 +231,9 @@ def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[Prompt
         else candidate_prompts(tasks, config.scales, config.train_seeds)
     )
     instances = [(task.id, scale, seed) for task, scale, seed in chosen]
-    probe = rollout_sampling(config, instances, config.probe_samples, "pre-rl-probe", Path(config.output_dir) / "probe")
+    probe = rollout_sampling(
+        config, instances, config.probe_samples, "pre-rl-probe", Path(config.output_dir) / PROBE_DIR
+    )
     trajectories, _ = evaluate(probe)
     return rates_from_trajectories(trajectories)
 

@@ -471,7 +471,7 @@ class Recipe:
 
     def _rft_samples(self, harness: str) -> list[Any]:
         from .gspo import DYNAMICS_FILE, DynamicsLog
-        from .informative import PROBE_FILE, candidate_prompts, read_rates, rollout_sampling
+        from .informative import PROBE_DIR, PROBE_FILE, candidate_prompts, read_rates, rollout_sampling
 
         gspo = self.config.gspo
         probe = self.out / f"gspo-{harness}" / PROBE_FILE
@@ -495,7 +495,7 @@ class Recipe:
         # The probe's samples of these prompts are the SFT policy's, drawn as GSPO draws: they count towards RFT's
         # budget, and only the rest is sampled here.
         keys = {tuple(p) for p in prompts}
-        probe_file = self.out / f"gspo-{harness}" / "probe" / TRAJECTORIES_FILE
+        probe_file = self.out / f"gspo-{harness}" / PROBE_DIR / TRAJECTORIES_FILE
         probed = (
             [t for t in read_jsonl(probe_file) if (t.task_id, t.scale, t.seed) in keys] if probe_file.exists() else []
         )
