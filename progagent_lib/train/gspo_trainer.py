@@ -57,9 +57,16 @@ TRL labels every completion token, tool output included, and the fused LM head p
 through the whole vocabulary; here a tool's output, masked out of every loss and statistic, gets no label, so no head
 work (its log-prob and entropy read 0).
 
+A generation batch is split into its optimizer steps by whole groups. TRL shuffles a batch's episodes before it
+splits them into micro-batches, so a step of fewer episodes than the batch holds part of a group; the group's
+advantages then do not sum to zero within the step, and what its passing and failing episodes share (the same reading
+turns, most of the same program) is pushed up or down with the imbalance. Here the groups are shuffled, each kept
+whole (`grouped_permutation`): a step of k x num_generations episodes holds k whole groups. On cpu-smoke at ce3b6b1,
+2-episode minibatches of one group of 8 took steps of two failures and collapsed the policy (docs/results.md).
+
 TRL methods overridden: `compute_loss` (transformers' public hook; GRPOTrainer's only calls its `_compute_loss`), the
-public `training_step`, and two private ones where TRL has no hook, each saying why: `_generate_and_score_completions`
-and `_get_per_token_logps_and_entropies`.
+public `training_step`, and three private ones where TRL has no hook, each saying why: `_prepare_inputs`,
+`_generate_and_score_completions` and `_get_per_token_logps_and_entropies`.
 """
 
 from __future__ import annotations
@@ -83,6 +90,30 @@ IMPORTANCE_SAMPLING_LEVELS = ("sequence", "token")
 
 
 # --- the tensors, as functions (tested on their own) -------------------------------------------------------------
+def grouped_permutation(size: int, group_size: int) -> torch.Tensor:
+    """A random order of a generation batch's `size` episodes that keeps each group's `group_size` consecutive
+    episodes together: the groups in random order, each one's episodes shuffled within it. A batch that is not whole
+    groups (a rank's share of groups that span ranks) is shuffled as one."""
+    if group_size < 1 or size % group_size:
+        return torch.randperm(size)
+    order = torch.randperm(size // group_size)
+    return torch.cat([int(g) * group_size + torch.randperm(group_size) for g in order])
+
+
+def permute_batch(batch: dict, order: torch.Tensor) -> dict:
+    """Every per-episode value of a generation batch in `order`, as TRL's shuffle_sequence_dict permutes them: tensors
+    along dim 0, other sequences item by item; None and 0-dim tensors as they are."""
+
+    def permute(value):
+        if value is None or (isinstance(value, torch.Tensor) and value.ndim == 0):
+            return value
+        if isinstance(value, torch.Tensor):
+            return value[order]
+        return [value[int(i)] for i in order]
+
+    return {key: permute(value) for key, value in batch.items()}
+
+
 def model_token_mask(batch: dict) -> torch.Tensor:
     """(B, T) 1 at the completion's tokens the model wrote: every loss and statistic, and the log-prob passes'
     labels, read only these (a tool's output, `tool_mask` 0 — the rollout's `env_mask` — and padding are not)."""
@@ -194,6 +225,22 @@ class GSPOTrainer(GRPOTrainer):
         refused = [setting for setting, bad in unsupported.items() if bad]
         if refused:
             raise ValueError(f"GSPOTrainer does not compute TRL's {'; '.join(refused)}")
+
+    # --- generation batch: split into optimizer steps by whole groups -------------------------------------------
+    def _prepare_inputs(self, generation_batch):
+        # Private in TRL, overridden because its shuffle of the batch before the split is inside it, with no hook:
+        # the same buffering (one generation every steps_per_generation x num_iterations micro-batches), with the
+        # episodes ordered by whole groups (grouped_permutation) instead. Text only: no pixel values to split.
+        if not self.model.training:
+            return super()._prepare_inputs(generation_batch)
+        from trl.trainer.utils import split_tensor_dict
+
+        if self._step % (self.args.steps_per_generation * self.num_iterations) == 0 or self._buffered_inputs is None:
+            batch = self._generate_and_score_completions(generation_batch)
+            size = len(next(value for value in batch.values() if value is not None))
+            batch = permute_batch(batch, grouped_permutation(size, self.num_generations))
+            self._buffered_inputs = split_tensor_dict(batch, self.args.steps_per_generation)
+        return self._buffered_inputs[self._step % self.args.steps_per_generation]
 
     # --- generation batch: the trainer's log-probs before any update, the sampler comparison, TIS weights --------
     def _generate_and_score_completions(self, inputs):

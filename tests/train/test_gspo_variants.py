@@ -236,3 +236,54 @@ def test_the_trainer_refuses_what_its_loss_does_not_compute(tiny_path, tmp_path)
         GSPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[equal_reward], args=args,
                     train_dataset=Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}] * 2))
     assert "\n" not in str(refused.value)
+
+
+def prompt_named_rollout(prompts, trainer):
+    """One episode per prompt, its prompt token the prompt's own letter (a, b, ...): which group an episode is of."""
+    letters = [p[-1]["content"] if isinstance(p, list) else p for p in prompts]
+    return {"prompt_ids": [[ord(letter)] for letter in letters], "logprobs": None,
+            "completion_ids": [[11, 12, 13]] * len(prompts), "env_mask": [[1, 1, 1]] * len(prompts)}
+
+
+def test_each_optimizer_step_holds_whole_groups(tiny_path, tmp_path):
+    """A generation batch of 4 groups of 2, split into 4 optimizer steps of 2 episodes: every step is one group, so
+    its advantages sum to zero, whatever order the shuffle takes; TRL's own episode shuffle splits groups across
+    steps (the order that collapsed cpu-smoke's policy at ce3b6b1)."""
+    import torch
+    from datasets import Dataset
+    from trl import GRPOTrainer
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer, grouped_permutation
+
+    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, prompts_per_step=4, minibatches=4,
+                           num_iterations=1, max_steps=4)
+    model, tokenizer = load_model(str(tiny_path))
+    rows = [{"prompt": [{"role": "user", "content": letter}]} for letter in "abcd"]
+    trainer = GSPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[alternating_reward],
+                          args=grpo_args(config), train_dataset=Dataset.from_list(rows),
+                          rollout_func=prompt_named_rollout, importance_sampling_cap=None)
+    trainer.model.train()
+    generation_batch = [row for row in rows for _ in range(2)]   # as TRL's sampler repeats each prompt
+
+    def steps(prepare) -> list[set[int]]:
+        trainer._buffered_inputs, groups = None, []
+        for step in range(trainer.args.steps_per_generation):
+            trainer._step = step
+            groups.append({int(i) for i in prepare(trainer, generation_batch)["prompt_ids"][:, -1]})
+        per_step = trainer.args.gradient_accumulation_steps
+        return [set().union(*groups[i:i + per_step]) for i in range(0, len(groups), per_step)]
+
+    mixed_by_trl = 0
+    for seed in range(8):
+        torch.manual_seed(seed)
+        ours = steps(GSPOTrainer._prepare_inputs)
+        assert all(len(step) == 1 for step in ours), ours
+        assert set().union(*ours) == {ord(c) for c in "abcd"}
+        torch.manual_seed(seed)
+        mixed_by_trl += any(len(step) > 1 for step in steps(GRPOTrainer._prepare_inputs))
+    assert mixed_by_trl   # the check can fail: TRL's shuffle mixes groups within a step
+
+    order = grouped_permutation(12, 4)
+    assert sorted(order.tolist()) == list(range(12))
+    assert all(len({int(i) // 4 for i in order[k:k + 4]}) == 1 for k in range(0, 12, 4))
+    assert sorted(grouped_permutation(6, 4).tolist()) == list(range(6))   # not whole groups: shuffled as one
