@@ -11,6 +11,13 @@ Printed: tokens/s of each and their ratio (engine / generate), plus the cost of 
 model folder, reload it in the server). Ratios are what to compare across machines; on CPU both sides share
 the same cores, and the threads each side used are printed. `--quick` (a few tokens; the test suite runs it)
 checks the machinery, not the figures.
+
+    .venv/bin/python bench/engine.py --bindings [--model smollm2] [--new-tokens 256] [--quick]
+
+The engine's CPU binding instead: one server with vLLM's own ("auto": the worker on every core but one, kept for its
+scheduler) and one with the worker on every core (what EngineServer starts on a machine of at most 4 cores,
+`engine.server.cpu_binding`), one after the other in the same run; tokens/s of each at 1, 8 and 24 concurrent
+episodes and their ratio.
 """
 from __future__ import annotations
 
@@ -97,6 +104,38 @@ def run(url: str, model_name: str, model_path: str, new_tokens: int, concurrency
             "weight_sync_seconds": {k: round(v, 2) for k, v in sync.items()}}
 
 
+def bindings(model: str, new_tokens: int, concurrency=(1, 8, 24)) -> dict:
+    """Engine tokens/s under vLLM's own binding and under every core, same prompts, one server after the other."""
+    import os
+
+    from transformers import AutoTokenizer
+
+    from progagent_lib.engine import EngineServer, free_port
+    from progagent_lib.engine.server import cpu_binding
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model_source(model))
+    every_core = cpu_binding({}) or {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))}
+    arms = {"auto": {"VLLM_CPU_OMP_THREADS_BIND": "auto"}, "every core": every_core}
+    measured: dict[str, dict[int, float]] = {}
+    for arm, env in arms.items():
+        saved = os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
+        os.environ.update(env)
+        try:
+            with EngineServer(model, free_port()) as server:
+                engine_throughput(server.base_url, server.served_name, chat_prompts(tokenizer, 1), 4)  # warm-up
+                measured[arm] = {n: engine_throughput(server.base_url, server.served_name, chat_prompts(tokenizer, n),
+                                                      new_tokens) for n in concurrency}
+        finally:
+            if saved is None:
+                os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
+            else:
+                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = saved
+    rows = [{"concurrent": n, "new_tokens": new_tokens, "auto_tokens_per_s": round(measured["auto"][n], 1),
+             "every_core_tokens_per_s": round(measured["every core"][n], 1),
+             "every_core_over_auto": round(measured["every core"][n] / measured["auto"][n], 2)} for n in concurrency]
+    return {"model": model, "every_core": every_core["VLLM_CPU_OMP_THREADS_BIND"], "rows": rows}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2", help="registered name, folder or hub id (default smollm2)")
@@ -104,8 +143,18 @@ def main() -> int:
     parser.add_argument("--url", help="a running engine's /v1 root that serves --model (default: start one here)")
     parser.add_argument("--served-name", help="the name the running engine serves the model under (default --model)")
     parser.add_argument("--quick", action="store_true", help="a few tokens: checks the machinery, not the figures")
+    parser.add_argument("--bindings", action="store_true",
+                        help="compare the engine's CPU bindings (vLLM's own vs every core) instead")
     args = parser.parse_args()
     new_tokens = 8 if args.quick else args.new_tokens
+    if args.bindings:
+        result = bindings(args.model, new_tokens)
+        for row in result["rows"]:
+            print(f"{row['concurrent']} concurrent, {row['new_tokens']} tokens each: vLLM's binding "
+                  f"{row['auto_tokens_per_s']} tokens/s, every core ({result['every_core']}) "
+                  f"{row['every_core_tokens_per_s']} tokens/s, ratio {row['every_core_over_auto']}x")
+        print(json.dumps(result))
+        return 0
     model_path = resolve_model_source(args.model)
     if args.url:
         result = run(args.url.rstrip("/"), args.served_name or args.model, model_path, new_tokens)

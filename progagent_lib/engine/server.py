@@ -21,7 +21,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 import httpx
 
@@ -70,6 +70,26 @@ def engine_available() -> bool:
 
 def gpu_visible() -> bool:
     return Path("/dev/nvidiactl").exists() or Path("/dev/kfd").exists()
+
+
+# At most this many cores, a CPU engine's worker is bound to all of them (cpu_binding).
+SMALL_MACHINE_CPUS = 4
+
+
+def cpu_binding(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The OpenMP binding a CPU engine starts with. vLLM's own ("auto") binds its worker to every core but one, kept
+    for its scheduler process; on a 2-core machine that leaves generation one core while the other idles (the
+    scheduler and API server sleep between steps, and training alternates with generation rather than overlapping
+    it). So on a machine of SMALL_MACHINE_CPUS or fewer the worker is bound to every core this process may use. A
+    binding in the environment (VLLM_CPU_OMP_THREADS_BIND), a GPU, or a larger machine keeps vLLM's choice.
+    bench/engine.py --bindings measures both."""
+    given = os.environ if environ is None else environ
+    if gpu_visible() or "VLLM_CPU_OMP_THREADS_BIND" in given:
+        return {}
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) > SMALL_MACHINE_CPUS:
+        return {}
+    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in cpus)}
 
 
 def port_is_free(host: str, port: int) -> bool:
@@ -239,6 +259,7 @@ class EngineServer:
         env = {
             **os.environ,
             "VLLM_CPU_KVCACHE_SPACE": str(self.kv_cache_gib),
+            **cpu_binding(),
             "VLLM_SERVER_DEV_MODE": "1",
             "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "1",
             "VLLM_NO_USAGE_STATS": "1",

@@ -103,6 +103,25 @@ def test_the_key_is_new_at_each_start_kept_off_the_command_line_and_readable_by_
     assert EngineServer("smollm2", engine.port).api_key is None  # made at start(), one per start
 
 
+def test_on_a_small_cpu_machine_the_workers_threads_take_every_core(engine, monkeypatch):
+    """vLLM's own binding keeps one core for its scheduler: on 2 cores, generation would get one. The engine started
+    here binds its worker to every core (its log says which); a binding in the environment, or more cores, keep
+    vLLM's."""
+    from progagent_lib.engine import server as server_module
+    from progagent_lib.engine.server import SMALL_MACHINE_CPUS, cpu_binding
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if server_module.gpu_visible() or len(cpus) > SMALL_MACHINE_CPUS:
+        pytest.skip("a GPU, or more cores than SMALL_MACHINE_CPUS: vLLM's own binding")
+    expected = ",".join(str(c) for c in cpus)
+    assert cpu_binding({}) == {"VLLM_CPU_OMP_THREADS_BIND": expected}
+    assert f"VLLM_CPU_OMP_THREADS_BIND={expected!r}" in engine.log_path.read_text(errors="replace")
+    assert f"core ids={cpus}" in engine.log_path.read_text(errors="replace")
+    assert cpu_binding({"VLLM_CPU_OMP_THREADS_BIND": "auto"}) == {}
+    monkeypatch.setattr(server_module.os, "sched_getaffinity", lambda pid: set(range(SMALL_MACHINE_CPUS + 1)))
+    assert cpu_binding({}) == {}
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for task in os.listdir(f"/proc/{pid}/task"):
@@ -303,6 +322,18 @@ def test_bench_quick_mode_against_the_running_engine(engine):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["concurrent"] for r in result["rows"]] == [1, 8]
     assert all(r["engine_over_generate"] > 0 for r in result["rows"])
+
+
+@pytest.mark.slow
+def test_bench_bindings_quick_mode_starts_one_server_per_binding():
+    """`bench/engine.py --bindings`: vLLM's own binding and every core, one server each, both measured."""
+    done = subprocess.run([sys.executable, "bench/engine.py", "--bindings", "--quick"], capture_output=True, text=True,
+                          timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert [r["concurrent"] for r in result["rows"]] == [1, 8, 24]
+    assert all(r["auto_tokens_per_s"] > 0 and r["every_core_tokens_per_s"] > 0 for r in result["rows"])
+    assert result["every_core"] == ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
 
 
 def test_bad_input_port_in_use_and_a_model_the_server_cannot_load(engine, tmp_path):
