@@ -107,33 +107,26 @@ def run(url: str, model_name: str, model_path: str, new_tokens: int, concurrency
 def bindings(model: str, new_tokens: int, concurrency=(1, 8, 24)) -> dict:
     """Engine tokens/s under vLLM's own binding and under every core, same prompts, one server after the other."""
     import os
+    from unittest import mock
 
     from transformers import AutoTokenizer
 
     from progagent_lib.engine import EngineServer, free_port
-    from progagent_lib.engine.server import cpu_binding
+    from progagent_lib.engine.server import every_core
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model_source(model))
-    every_core = cpu_binding({}) or {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))}
-    arms = {"auto": {"VLLM_CPU_OMP_THREADS_BIND": "auto"}, "every core": every_core}
+    arms = {"auto": "auto", "every core": every_core()}
     measured: dict[str, dict[int, float]] = {}
-    for arm, env in arms.items():
-        saved = os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
-        os.environ.update(env)
-        try:
+    for arm, binding in arms.items():
+        with mock.patch.dict(os.environ, {"VLLM_CPU_OMP_THREADS_BIND": binding}):
             with EngineServer(model, free_port()) as server:
                 engine_throughput(server.base_url, server.served_name, chat_prompts(tokenizer, 1), 4)  # warm-up
                 measured[arm] = {n: engine_throughput(server.base_url, server.served_name, chat_prompts(tokenizer, n),
                                                       new_tokens) for n in concurrency}
-        finally:
-            if saved is None:
-                os.environ.pop("VLLM_CPU_OMP_THREADS_BIND", None)
-            else:
-                os.environ["VLLM_CPU_OMP_THREADS_BIND"] = saved
     rows = [{"concurrent": n, "new_tokens": new_tokens, "auto_tokens_per_s": round(measured["auto"][n], 1),
              "every_core_tokens_per_s": round(measured["every core"][n], 1),
              "every_core_over_auto": round(measured["every core"][n] / measured["auto"][n], 2)} for n in concurrency]
-    return {"model": model, "every_core": every_core["VLLM_CPU_OMP_THREADS_BIND"], "rows": rows}
+    return {"model": model, "every_core": arms["every core"], "rows": rows}
 
 
 def main() -> int:

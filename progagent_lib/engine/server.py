@@ -84,12 +84,14 @@ def cpu_binding(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     binding in the environment (VLLM_CPU_OMP_THREADS_BIND), a GPU, or a larger machine keeps vLLM's choice.
     bench/engine.py --bindings measures both."""
     given = os.environ if environ is None else environ
-    if gpu_visible() or "VLLM_CPU_OMP_THREADS_BIND" in given:
+    if gpu_visible() or "VLLM_CPU_OMP_THREADS_BIND" in given or len(os.sched_getaffinity(0)) > SMALL_MACHINE_CPUS:
         return {}
-    cpus = sorted(os.sched_getaffinity(0))
-    if len(cpus) > SMALL_MACHINE_CPUS:
-        return {}
-    return {"VLLM_CPU_OMP_THREADS_BIND": ",".join(str(c) for c in cpus)}
+    return {"VLLM_CPU_OMP_THREADS_BIND": every_core()}
+
+
+def every_core() -> str:
+    """Every core this process may use, as vLLM's VLLM_CPU_OMP_THREADS_BIND names them ("0,1")."""
+    return ",".join(str(c) for c in sorted(os.sched_getaffinity(0)))
 
 
 def port_is_free(host: str, port: int) -> bool:

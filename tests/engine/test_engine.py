@@ -104,20 +104,25 @@ def test_the_key_is_new_at_each_start_kept_off_the_command_line_and_readable_by_
 
 
 def test_on_a_small_cpu_machine_the_workers_threads_take_every_core(engine, monkeypatch):
-    """vLLM's own binding keeps one core for its scheduler: on 2 cores, generation would get one. The engine started
-    here binds its worker to every core (its log says which); a binding in the environment, or more cores, keep
-    vLLM's."""
+    """vLLM's own binding keeps one core for its scheduler: on 2 cores, generation would get one. On a machine of
+    SMALL_MACHINE_CPUS or fewer the worker is bound to every core (the engine started here says which in its log, on
+    such a machine); a binding in the environment, a GPU, or more cores keep vLLM's."""
     from progagent_lib.engine import server as server_module
     from progagent_lib.engine.server import SMALL_MACHINE_CPUS, cpu_binding
 
     cpus = sorted(os.sched_getaffinity(0))
-    if server_module.gpu_visible() or len(cpus) > SMALL_MACHINE_CPUS:
-        pytest.skip("a GPU, or more cores than SMALL_MACHINE_CPUS: vLLM's own binding")
-    expected = ",".join(str(c) for c in cpus)
-    assert cpu_binding({}) == {"VLLM_CPU_OMP_THREADS_BIND": expected}
-    assert f"VLLM_CPU_OMP_THREADS_BIND={expected!r}" in engine.log_path.read_text(errors="replace")
-    assert f"core ids={cpus}" in engine.log_path.read_text(errors="replace")
+    if not server_module.gpu_visible() and len(cpus) <= SMALL_MACHINE_CPUS:   # this machine: the engine's own log
+        expected = ",".join(str(c) for c in cpus)
+        assert f"VLLM_CPU_OMP_THREADS_BIND={expected!r}" in engine.log_path.read_text(errors="replace")
+        assert f"core ids={cpus}" in engine.log_path.read_text(errors="replace")
+    # the rule itself, on every machine
+    monkeypatch.setattr(server_module, "gpu_visible", lambda: False)
+    monkeypatch.setattr(server_module.os, "sched_getaffinity", lambda pid: {0, 1})
+    assert cpu_binding({}) == {"VLLM_CPU_OMP_THREADS_BIND": "0,1"}
     assert cpu_binding({"VLLM_CPU_OMP_THREADS_BIND": "auto"}) == {}
+    monkeypatch.setattr(server_module, "gpu_visible", lambda: True)
+    assert cpu_binding({}) == {}
+    monkeypatch.setattr(server_module, "gpu_visible", lambda: False)
     monkeypatch.setattr(server_module.os, "sched_getaffinity", lambda pid: set(range(SMALL_MACHINE_CPUS + 1)))
     assert cpu_binding({}) == {}
 
