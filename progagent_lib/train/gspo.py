@@ -176,6 +176,13 @@ class GSPORunConfig:
             "RL; > 0: train only on prompts passed sometimes but not always (refused if none); 0: no probe."
         },
     )
+    sampling_batch_size: int = field(
+        default=32,
+        metadata={
+            "help": "Episodes the probes and RFT's sampling play at once (the engine batches their turns; each holds up "
+            "to max_context_tokens of its KV cache)."
+        },
+    )
     dynamic_sampling: bool = field(
         default=False,
         metadata={"help": "DAPO: a group whose rewards are all equal is replaced by a fresh group of another prompt."},
@@ -317,6 +324,7 @@ class GSPORunConfig:
         check_int(self, "probe_samples", at_least=0, why=" (0: no probe; otherwise at least 2 to see both outcomes)")
         if self.probe_samples == 1:
             raise config_error(self, "probe_samples", "is 1: one sample cannot show a prompt passed only sometimes")
+        check_int(self, "sampling_batch_size", at_least=1)
         check_bool(self, "dynamic_sampling")
         check_int(self, "refill_groups", at_least=0)
         check_budgets(self)

@@ -262,8 +262,10 @@ class GSPOTrainer(GRPOTrainer):
         model_tokens = model_token_mask(batch)
         if held is not None:
             learning = (batch["advantages"].abs() > NO_ADVANTAGE) & (model_tokens.sum(-1) > 0)
-            if not bool(learning.any()):
-                # Nothing to learn from: no old log-probs, no sampler comparison, no TIS weights (none is read)
+            if not bool(learning.any()) or self._first_pass_is_old():
+                # Nothing to learn from: no old log-probs, no sampler comparison, no TIS weights (none is read).
+                # Or each pass over the batch is one optimizer step: the first pass's own log-probs are the old ones,
+                # taken in its loss (compute_loss) and kept for the later passes, instead of a pass of their own.
                 batch["old_per_token_logps"] = None
                 return batch
             from trl.models.utils import disable_gradient_checkpointing
@@ -457,22 +459,29 @@ class GSPOTrainer(GRPOTrainer):
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """The trainer's log-probs before any update on the batch, and the TIS weights (None: no correction)."""
         old_per_token_logps = inputs.get("old_per_token_logps")
+        if old_per_token_logps is not None:
+            return old_per_token_logps, inputs.get("is_weight")
+        # None before the loss: the policy has not moved since sampling (a batch trained on once, or the first pass
+        # over it when each pass is one optimizer step; see _generate_and_score_completions), so this pass's
+        # log-probs are the old ones, and the sampler is compared with them here
+        old_per_token_logps, is_weight = per_token_logps.detach(), None
         sampler_logps = inputs.get("sampling_per_token_logps")
-        if old_per_token_logps is not None or sampler_logps is None:
-            return (
-                per_token_logps.detach() if old_per_token_logps is None else old_per_token_logps,
-                inputs.get("is_weight"),
-            )
-        # The batch is trained on once: the policy has not moved since sampling (see _generate_and_score_completions),
-        # so this pass's log-probs are the old ones, and the sampler is compared with them here
-        old_per_token_logps = per_token_logps.detach()
-        if self.model.training:
-            self._tally.mismatch.append(logp_mismatch(old_per_token_logps, sampler_logps, model_tokens))
-        if self.importance_sampling_cap is None:
-            return old_per_token_logps, None
-        return old_per_token_logps, truncated_importance_weights(
-            old_per_token_logps, sampler_logps, model_tokens, self.importance_sampling_cap
-        )
+        if sampler_logps is not None:
+            if self.model.training:
+                self._tally.mismatch.append(logp_mismatch(old_per_token_logps, sampler_logps, model_tokens))
+            if self.importance_sampling_cap is not None:
+                is_weight = truncated_importance_weights(
+                    old_per_token_logps, sampler_logps, model_tokens, self.importance_sampling_cap
+                )
+        if self.model.training and self.num_iterations > 1:
+            # the later passes over this micro-batch (_prepare_inputs hands back the same dict) read them
+            inputs["old_per_token_logps"], inputs["is_weight"] = old_per_token_logps, is_weight
+        return old_per_token_logps, is_weight
+
+    def _first_pass_is_old(self) -> bool:
+        """Every pass over a generation batch is one optimizer step (minibatches = 1): nothing moves before the
+        first pass's last loss, so its log-probs are the old ones and no separate forward pass is needed."""
+        return self.num_iterations > 1 and self.args.steps_per_generation == self.args.gradient_accumulation_steps
 
     def _normalised_loss(self, per_token_loss: torch.Tensor, model_tokens: torch.Tensor, inputs: dict) -> torch.Tensor:
         """The micro-batch's loss: its token losses summed over model tokens and normalised as `loss_type` says

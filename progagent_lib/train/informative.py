@@ -201,7 +201,7 @@ def rollout_sampling(config: Any, instances: Sequence[Sequence], samples: int, s
         harnesses=[config.harness],
         instances=[list(instance) for instance in instances],
         samples=samples,
-        batch_size=2 * config.num_generations * config.prompts_per_step,  # two generation batches in lockstep
+        batch_size=config.sampling_batch_size,
         temperature=config.temperature,
         max_turns=config.max_turns,
         max_new_tokens=config.max_new_tokens,

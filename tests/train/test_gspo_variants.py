@@ -131,18 +131,21 @@ def fixed_rollout(prompts, trainer):
             "env_mask": [env_masks[i % 2] for i in range(len(prompts))]}
 
 
-@pytest.mark.parametrize("beta,num_iterations", [(0.0, 2), (0.1, 1), (0.1, 2)])
-def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, tmp_path, beta, num_iterations):
-    """A generation batch's old log-probs (computed when it is trained on more than once) are the policy's and its
+@pytest.mark.parametrize("beta,num_iterations,minibatches", [(0.0, 2, 2), (0.0, 2, 1), (0.1, 1, 1), (0.1, 2, 1)])
+def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, tmp_path, beta, num_iterations,
+                                                                      minibatches):
+    """A generation batch's old log-probs (needed when it is trained on more than once) are the policy's and its
     reference log-probs (beta > 0) the reference model's, on the model's tokens, each from its own no-gradient pass:
-    the reference's pass is not taken for the old one's, nor refused."""
+    the reference's pass is not taken for the old one's, nor refused. Where each pass over the batch is one optimizer
+    step (minibatches 1, no KL term), the first pass's loss takes them from its own forward pass and keeps them in the
+    micro-batch for the later passes: no pass of their own."""
     import torch
     from trl import GRPOTrainer
 
     from progagent_lib.train.gspo_trainer import GSPOTrainer, model_token_mask
 
     config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=num_iterations,
-                           max_steps=num_iterations, beta=beta)
+                           minibatches=minibatches, max_steps=num_iterations * minibatches, beta=beta)
     trainer = build(GSPOTrainer, tiny_path, config, reward=alternating_reward, rollout_func=fixed_rollout,
                     importance_sampling_cap=None)
     trainer.model.train()
@@ -159,6 +162,12 @@ def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, 
     policy = trls_logps(trainer.model)
     if num_iterations == 1:
         assert batch.get("old_per_token_logps") is None   # the loss's own pass stands for them
+    elif minibatches == 1 and not beta:
+        assert batch.get("old_per_token_logps") is None   # not a pass of their own: the first pass's loss takes them
+        trainer.current_gradient_accumulation_steps = 1   # set by the training loop
+        trainer.compute_loss(trainer.model, batch)
+        torch.testing.assert_close(batch["old_per_token_logps"][model_tokens], policy[model_tokens], rtol=1e-4,
+                                   atol=1e-5)
     else:
         torch.testing.assert_close(batch["old_per_token_logps"][model_tokens], policy[model_tokens], rtol=1e-4,
                                    atol=1e-5)
