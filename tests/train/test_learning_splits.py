@@ -48,14 +48,19 @@ def test_no_shipped_config_puts_a_trained_instance_in_a_held_out_split(pool, nam
 
 
 def test_the_study_profile_has_the_size_the_issue_asks(pool, tmp_path):
+    """Issue 39: (b) of at least 32 instances, half with a request value no training seed drew; greedy and sampled;
+    GSPO beside both controls; several trained domains, and held-out tasks in domains with no trained task."""
     config = load_config(PipelineConfig, REPO / "configs" / "cpu-study.yaml")
     recipe = Recipe(config, tmp_path)
     trained = recipe.trained_instances().task_ids
-    held_out = sorted({i.task_id for i in recipe.instances() if i.split == "tasks"})
+    instances = recipe.instances()
+    held_out = sorted({i.task_id for i in instances if i.split == "tasks"})
     trained_domains = {t.split("/")[0] for t in trained}
-    assert len(trained) >= 16 and len(trained_domains) >= 8
-    assert len(held_out) >= 8 and len({t.split("/")[0] for t in held_out} - trained_domains) >= 4
-    assert config.sampled >= 4 and "control" in config.stages
+    requests = [i for i in instances if i.split == "params"]
+    assert len(requests) >= 32 and 2 * sum(bool(i.new_values) for i in requests) >= len(requests)
+    assert len(trained_domains) >= 4 and len({t.split("/")[0] for t in held_out} - trained_domains) >= 2
+    assert config.sampled >= 1 and {"gspo", "control", "rft"} <= set(config.stages)
+    assert config.gspo.num_generations >= 8 and config.gspo.probe_samples and config.sft.teacher_reading
 
 
 def test_check_disjoint_refuses_every_kind_of_leak(pool):
