@@ -32,6 +32,7 @@ from ..config import (
     check_engine,
     check_int,
     check_nested,
+    check_number,
     check_task_ids,
     check_text,
     config_error,
@@ -100,6 +101,14 @@ class PipelineConfig:
     splits: SplitConfig = field(
         default_factory=SplitConfig, metadata={"help": "The held-out instances every stage is evaluated on."}
     )
+    control_learning_rate: float | None = field(
+        default=None,
+        metadata={
+            "help": "Learning rate of the SFT control and RFT (null: GSPO's, with GSPO's scheduler), so that they "
+            "differ from GSPO in objective and data, not in step size; SFT's own rate restarted from a converged "
+            "model with fresh AdamW moments moves every weight by about that rate per step."
+        },
+    )
     sampled: int = field(
         default=4,
         metadata={
@@ -167,6 +176,7 @@ class PipelineConfig:
         check_bool(self, "check")
         check_nested(self, "splits", SplitConfig)
         check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
+        check_number(self, "control_learning_rate", above=0, optional=True)
         check_engine(self)
         check_nested(self, "sft", SFTRunConfig)
         if not isinstance(self.sft_max_steps, dict):
@@ -429,32 +439,38 @@ class Recipe:
         return result
 
     def control(self, harness: str, trajectories: list[Any] | None = None) -> dict:
-        """The control of the GSPO stage: the SFT model trained further on the same teacher data, with SFT's
-        settings, for as many optimizer steps as GSPO took. What RL adds beyond more SFT is GSPO minus this."""
+        """The control of the GSPO stage: the SFT model trained further on the same teacher data for as many
+        optimizer steps as GSPO took, at its step size (control_sft_config). What RL adds beyond more SFT is GSPO
+        minus this."""
         started = time.perf_counter()
         trajectories = trajectories if trajectories is not None else self.teacher()[harness]
         result = self._continued_sft("control", harness, trajectories)
         self._timed(f"control_{harness}", started)
         return result
 
-    def _continued_sft(self, stage: str, harness: str, trajectories: list[Any], **changes: Any) -> dict:
-        """SFT continued from the recipe's SFT model, with SFT's settings, for as many optimizer steps as GSPO took:
-        the controls at GSPO's compute (`changes`: other SFT settings)."""
-        config = replace(
+    def control_sft_config(self, stage: str, harness: str, **changes: Any) -> SFTRunConfig:
+        """SFT continued from the recipe's SFT model for as many optimizer steps as GSPO took, at GSPO's learning
+        rate and scheduler (or control_learning_rate): a control at GSPO's compute and step size, otherwise with SFT's
+        settings (`changes`: other SFT settings)."""
+        return replace(
             self.config.sft,
             model=self.model_for("sft", harness),
             chat_template=self.config.chat_template,
             harnesses=[harness],
             max_steps=on_main(self.gspo_steps, harness),
             output_dir=str(self.out / f"{stage}-{harness}"),
+            learning_rate=self.config.control_learning_rate or self.config.gspo.learning_rate,
+            lr_scheduler_type=self.config.gspo.lr_scheduler_type,
             **changes,
         )
-        return run_sft(config, trajectories, preselected=True)
+
+    def _continued_sft(self, stage: str, harness: str, trajectories: list[Any], **changes: Any) -> dict:
+        return run_sft(self.control_sft_config(stage, harness, **changes), trajectories, preselected=True)
 
     def rft(self, harness: str) -> dict:
         """The RFT control (rejection-sampling fine-tuning, RAFT): the SFT policy samples GSPO's prompts (the probe's
         informative ones when GSPO probed) as many times as GSPO played episodes, at GSPO's temperature and budgets;
-        the R = 1 samples are its SFT data, trained with SFT's settings for as many optimizer steps as GSPO took.
+        the R = 1 samples are its SFT data, trained for as many optimizer steps as GSPO took, at its step size.
         What RL adds beyond imitating its own successes is GSPO minus this."""
         started = time.perf_counter()
         samples = on_main(self._rft_samples, harness)

@@ -111,6 +111,23 @@ def test_pipeline_config_refuses_unknown_stages_and_a_control_without_gspo():
         PipelineConfig(sampled=-1)
 
 
+def test_the_controls_train_at_gspos_step_size_and_compute(tmp_path):
+    """The SFT control and RFT continue SFT for GSPO's optimizer steps at GSPO's learning rate and scheduler (or
+    control_learning_rate), not SFT's: they differ from GSPO in objective and data, not in how far a step moves."""
+    config = load_config(PipelineConfig, REPO / "configs" / "cpu-smoke.yaml", {"output_dir": str(tmp_path)})
+    assert config.sft.learning_rate != config.gspo.learning_rate   # what the default changes
+    recipe = Recipe(config, tmp_path)
+    for stage in ("control", "rft"):
+        sft = recipe.control_sft_config(stage, "ptc")
+        assert (sft.learning_rate, sft.lr_scheduler_type) == (config.gspo.learning_rate, config.gspo.lr_scheduler_type)
+        assert sft.max_steps == config.gspo.max_steps and sft.output_dir == str(tmp_path / f"{stage}-ptc")
+    chosen = load_config(PipelineConfig, REPO / "configs" / "cpu-smoke.yaml",
+                         {"output_dir": str(tmp_path), "control_learning_rate": 3e-5})
+    assert Recipe(chosen, tmp_path).control_sft_config("control", "ptc").learning_rate == 3e-5
+    with pytest.raises(ValueError, match="control_learning_rate=0.*must be a number > 0 or null"):
+        PipelineConfig(control_learning_rate=0)
+
+
 def test_the_memorization_baseline_passes_exactly_the_instances_a_stored_program_solves(pool, tmp_path):
     """Trained on restock_orders seeds 0-3 (PTC teacher turns), replayed by nearest instruction: it passes the held-out
     seeds whose request a trained seed had (a), and neither another request (b) nor another task (c)."""
