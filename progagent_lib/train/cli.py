@@ -140,6 +140,14 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
         "PREFIX.csv (e.g. figures/cpu-cross/cross_harness_learning)",
     )
     table.set_defaults(func=table_command)
+    report = commands.add_parser(
+        "report",
+        help="a pipeline run's results as Markdown: pass rate by split and stage (greedy, sampled), GSPO's steps and "
+        "probe, the paired differences, the stage times",
+    )
+    report.add_argument("run", help="the run's folder (runs/<profile>) or a flat copy of its files")
+    report.add_argument("--out", help="write the Markdown here instead of printing it")
+    report.set_defaults(func=report_command)
     curve = commands.add_parser(
         "sft-curve",
         help="sampled pass rate on held-out instances against SFT's optimizer steps (one SFT run, its checkpoints "
@@ -323,6 +331,22 @@ def needs_command(args: argparse.Namespace) -> int:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         table.write_csv(args.out)
         print(f"written: {args.out}")
+    return 0
+
+
+def report_command(args: argparse.Namespace) -> int:
+    """The run's tables as Markdown (analysis/report.py): what docs/results.md quotes, read from the run's files."""
+    from ..analysis.report import run_report
+
+    try:
+        text = run_report(args.run)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"progagent train report: {exc}") from None
+    if args.out:
+        Path(args.out).write_text(text)
+        print(f"written: {args.out}")
+    else:
+        print(text)
     return 0
 
 
