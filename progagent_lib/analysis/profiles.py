@@ -284,7 +284,10 @@ class ProfileSettings:
     )
     cross_harness_stages: list[str] = field(
         default_factory=lambda: ["gspo"],
-        metadata={"help": "Stages whose models the cross-harness table evaluates: base, sft, gspo, control."},
+        metadata={
+            "help": "Stages whose models notebook 07's cross-harness table evaluates under every harness: base, sft, "
+            "gspo, control ([]: none; `make cross` trains each recipe under every harness)."
+        },
     )
     cross_harness_seeds: list[int] = field(
         default_factory=lambda: [100], metadata={"help": "Held-out seeds of the cross-harness table."}
@@ -331,7 +334,7 @@ class ProfileSettings:
         for name in ("harnesses", "rl_harnesses"):
             check_choices(self, name, HARNESS_NAMES)
         check_choice(self, "ablation_harness", HARNESS_NAMES)
-        check_choices(self, "cross_harness_stages", CROSS_HARNESS_STAGES)
+        check_choices(self, "cross_harness_stages", CROSS_HARNESS_STAGES, empty=True)
         check_nested(self, "comparison", ComparisonSettings)
         check_nested(self, "difficulty", DifficultySettings)
         check_nested(self, "benchmarks", BenchmarkSettings)

@@ -8,12 +8,16 @@ a seed of its own drawn from (seed, call, position), so a group's samples differ
 are batched by vLLM, and batched numerics (bfloat16 on CPU) can move a sampled token, so a rerun of concurrent
 requests replays only approximately; with `concurrency=1` they go one at a time and a rerun replays exactly
 (observed: 0 of 24 samples differed one at a time, 9 of 24 concurrently; `tests/engine/test_engine.py` checks the former).
+It also takes one-context calls from several threads at once (`continuous`): `train.rollout` then plays episodes
+without lockstep and names each turn's seed by (batch, episode, turn) through `seed_keys`, so the seeds do not
+depend on which request happened to be sent first.
 Contexts are never re-tokenised, so what the trainer scores is exactly what the engine generated. Each turn
 stops at the end-of-turn token, which is kept (as `HFTurnGenerator` keeps it).
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Sequence
@@ -35,6 +39,7 @@ class EngineTurnGenerator:
     """
 
     thread_safe = True  # calls from several threads at once: one HTTP client, the server batches their requests
+    continuous = True  # one-context calls with `seed_keys`: train.rollout plays episodes without lockstep
 
     def __init__(
         self,
@@ -94,18 +99,32 @@ class EngineTurnGenerator:
             body["seed"] = seed
         return body
 
-    def request_seeds(self, n: int) -> list[int | None]:
-        """One seed per context of this call: distinct within the call and across calls (None: unseeded)."""
+    def request_seeds(self, n: int, keys: Sequence[tuple[int, ...]] | None = None) -> list[int | None]:
+        """One seed per context of this call: distinct within the call and across calls (None: unseeded). With
+        `keys` (one per context), each seed is a hash of the run's seed and its key instead of the call count."""
         if self.seed is None:
             return [None] * n
+        if keys is not None:
+            return [_keyed_seed(self.seed, key) for key in keys]
         return [(self.seed * 1_000_003 + self.calls * 65_537 + i) % (2**31 - 1) for i in range(n)]
 
-    def __call__(self, contexts: list[list[int]], max_new_tokens: int) -> list[TurnOutput]:
+    def reserve_call(self) -> int:
+        """A call number of its own, for a batch whose turns are then named by `seed_keys=(call, episode, turn)`."""
+        with self._calls_lock:
+            self.calls += 1
+            return self.calls - 1
+
+    def __call__(
+        self, contexts: list[list[int]], max_new_tokens: int, *, seed_keys: Sequence[tuple[int, ...]] | None = None
+    ) -> list[TurnOutput]:
         if not contexts:
             return []
+        if seed_keys is not None and len(seed_keys) != len(contexts):
+            raise ValueError(f"{len(seed_keys)} seed keys for {len(contexts)} contexts")
         with self._calls_lock:  # distinct seeds when threads call at once
-            seeds = self.request_seeds(len(contexts))
-            self.calls += 1
+            seeds = self.request_seeds(len(contexts), seed_keys)
+            if seed_keys is None:
+                self.calls += 1
         if self.seed is None or self.temperature <= 0 or len(contexts) == 1:
             return self._complete(contexts, max_new_tokens, seeds[0])
         with ThreadPoolExecutor(max_workers=min(len(contexts), self.concurrency)) as pool:
@@ -150,3 +169,8 @@ class EngineTurnGenerator:
 
     def close(self) -> None:
         self.client.close()
+
+
+def _keyed_seed(seed: int, key: tuple[int, ...]) -> int:
+    digest = hashlib.blake2b(repr((seed, *key)).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") % (2**31 - 1)

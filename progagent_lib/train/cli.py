@@ -72,7 +72,7 @@ def _add_commands(parser: argparse.ArgumentParser) -> None:
                 default=2,
                 metavar="GIB",
                 help="with --engine: its KV cache in GiB (default 2: ~90k tokens of smollm2; episodes "
-                "played in lockstep beyond it are preempted and recomputed)",
+                "beyond it are preempted and recomputed)",
             )
         if name == "gspo":
             sub.add_argument("--no-resume", action="store_true", help="start over even if checkpoints exist")

@@ -8,7 +8,8 @@ move or bound them:
   servers (`progagent openenv serve`), round-robin, starting at the rank's index; none is local. The model
   generates here; the servers run tools, programs and the verifier (`integrations.openenv_remote`).
 - `max_local_kernels: N`: at most N local episodes alive at once on this rank (a semaphore; a batch larger than
-  N is played in waves of N, each in lockstep). null: no bound (one episode per prompt of the batch).
+  N starts its next episode when one ends on the engine, and is played in waves of N, each in lockstep, with any
+  other generator). null: no bound (one episode per prompt of the batch).
 
 `episode_host(config)` gives the `env_host` that `run_token_episodes` and `Episode` take (None: here, unbounded).
 """

@@ -83,7 +83,13 @@ class EvalConfig:
         },
     )
     samples: int = field(default=1, metadata={"help": "Episodes per (task, scale, seed, harness)."})
-    batch_size: int = field(default=8, metadata={"help": "Episodes played in lockstep (one generate call per turn)."})
+    batch_size: int = field(
+        default=8,
+        metadata={
+            "help": "Episodes played at once: on the engine each asks for its next turn as soon as its last one was "
+            "played; with any other generator in lockstep (one generate call per turn)."
+        },
+    )
     temperature: float = field(default=0.0, metadata={"help": "Sampling temperature (>= 0); 0: greedy."})
     max_turns: int | None = field(default=8, metadata={"help": "Assistant turns per episode (null: no limit)."})
     max_new_tokens: int | None = field(

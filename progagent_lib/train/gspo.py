@@ -279,6 +279,15 @@ class GSPORunConfig:
             "null: TRL's 4096."
         },
     )
+    shared_prompt: bool = field(
+        default=True,
+        metadata={
+            "help": "Run a group's prompt through the model once per optimizer step, not once per episode "
+            "(train.shared_prompt): the same gradients, the prompt's share of the update's compute saved (about "
+            "half of it on cpu-smoke). With one process, micro-batches of one episode, no gradient checkpointing and "
+            "no LoRA; elsewhere each episode runs whole."
+        },
+    )
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})
     seed: int = field(default=0, metadata={"help": "Seed of the trainer and the sampler."})
     report_to: str = field(
@@ -367,7 +376,7 @@ class GSPORunConfig:
                 "must be a finite number >= 1 (a cap below 1 would "
                 "shrink the loss of tokens the sampler and the trainer agree on)",
             )
-        for name in ("mask_truncated", "bf16", "gradient_checkpointing"):
+        for name in ("mask_truncated", "bf16", "gradient_checkpointing", "shared_prompt"):
             check_bool(self, name)
         check_int(self, "logit_chunk_tokens", at_least=1, optional=True, why=" (null: TRL's tile)")
         check_nested(self, "lora", LoraSettings, optional=True)
@@ -671,7 +680,8 @@ def make_rollout_func(
             )
 
         def play(specs: list[RolloutSpec]) -> list[EpisodeTokens]:
-            # Episodes of one step run in lockstep, so each turn is one batched generate call.
+            # Episodes of one step are played as one batch: on the engine each asks for its next turn as soon as its
+            # last was played; with any other generator in lockstep, each turn one batched generate call.
             return run_token_episodes(
                 specs,
                 config.harness,
@@ -945,6 +955,7 @@ def run_gspo(
         peft_config=peft_config,
         callbacks=[_dynamics_callback(dynamics), training_progress("GSPO")],
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
+        shared_prompt=config.shared_prompt,
     )
     with lm_head_tile(config.logit_chunk_tokens):  # every forward and backward of the run
         trainer.train(resume_from_checkpoint=checkpoint)

@@ -78,6 +78,8 @@ from dataclasses import dataclass, field
 import torch
 from trl import GRPOConfig, GRPOTrainer
 
+from .shared_prompt import SharedPrompts
+
 logger = logging.getLogger(__name__)
 # An advantage this small is the rounding of a group whose rewards are equal, not a signal: TRL divides by the
 # group's std + 1e-4, so equal rewards whose float mean rounds give |A| ~ 1e-4, while any real difference between
@@ -182,8 +184,10 @@ class GSPOTrainer(GRPOTrainer):
     model: torch.nn.Module
     args: GRPOConfig
 
-    def __init__(self, *args, importance_sampling_cap: float | None = 2.0, **kwargs):
-        """`importance_sampling_cap`: the truncation of TIS's per-token weight; None applies no correction."""
+    def __init__(self, *args, importance_sampling_cap: float | None = 2.0, shared_prompt: bool = True, **kwargs):
+        """`importance_sampling_cap`: the truncation of TIS's per-token weight; None applies no correction.
+        `shared_prompt`: a group's prompt through the model once per optimizer step where that applies
+        (`train.shared_prompt`: one process, micro-batches of one episode, no activation checkpointing, no LoRA)."""
         if importance_sampling_cap is not None and not importance_sampling_cap >= 1.0:
             raise ValueError(
                 f"importance_sampling_cap={importance_sampling_cap!r}: must be >= 1, or None for no correction"
@@ -206,6 +210,19 @@ class GSPOTrainer(GRPOTrainer):
         # TRL's old-log-prob pass, held back until the batch's advantages are known (_generate_and_score_completions)
         self._holding_old_logps = False
         self._held_old_logps: tuple | None = None
+        self.shared_prompts = SharedPrompts() if shared_prompt and self._can_share_prompts() else None
+
+    def _can_share_prompts(self) -> bool:
+        from accelerate.utils import DistributedType
+        from peft import PeftModel
+
+        return (
+            self.accelerator.num_processes == 1
+            and self.accelerator.distributed_type != DistributedType.DEEPSPEED
+            and self.args.per_device_train_batch_size == 1
+            and not self.args.gradient_checkpointing
+            and not isinstance(self.accelerator.unwrap_model(self.model), PeftModel)
+        )
 
     def _refuse_what_the_loss_ignores(self) -> None:
         """One line naming every GRPOConfig setting the loss below does not compute, and the value to set instead."""
@@ -391,10 +408,17 @@ class GSPOTrainer(GRPOTrainer):
         if scored is not None:
             labels[:, -logits_to_keep:].masked_fill_(scored == 0, -100)
         extra = {"output_router_logits": True} if compute_aux_loss else {}
-        with self.accelerator.autocast():
-            outputs = model(
-                input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True, **extra
+        outputs = None
+        if self.shared_prompts is not None and self.model.training and torch.is_grad_enabled() and not extra:
+            # the loss's pass: from its prompt's keys and values, computed once this optimizer step (None: whole)
+            outputs = self.shared_prompts.forward(
+                model, input_ids, attention_mask, labels, logits_to_keep, self.accelerator.autocast
             )
+        if outputs is None:
+            with self.accelerator.autocast():
+                outputs = model(
+                    input_ids=input_ids, attention_mask=attention_mask, labels=labels, fused_lm_head=True, **extra
+                )
         return (
             outputs.log_probs[:, -logits_to_keep:],
             outputs.entropy[:, -logits_to_keep:] if compute_entropy else None,
@@ -526,6 +550,8 @@ class GSPOTrainer(GRPOTrainer):
     def training_step(self, model, inputs, num_items_in_batch):
         loss = super().training_step(model, inputs, num_items_in_batch)
         if self.accelerator.sync_gradients:  # the step's last micro-batch: its gradient is complete, not yet applied
+            if self.shared_prompts is not None:  # but for the prompts' part: through each prompt's graph, once
+                self.shared_prompts.backward()
             self._close_step(model)
         return loss
 

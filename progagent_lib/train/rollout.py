@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import os
 import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from ..harness.chat_format import ChatFormat
 from ..errors import PolicyError
@@ -197,15 +198,48 @@ def run_token_episodes(
     session_kwargs: dict | None = None,
     env_host: Any = None,
 ) -> list[EpisodeTokens]:
-    """Play a batch of episodes in lockstep: each round, one generate call continues every unfinished episode.
+    """Play a batch of episodes; their results come back in the order of `specs`.
+
+    A generator that takes one-context calls from several threads (`continuous`, the engine's) plays them without
+    lockstep: each episode's next turn is requested as soon as its last one has been played, so the engine always
+    has every live episode's request and the host steps one environment while it generates for the others. Any
+    other generator plays them in lockstep: each round, one generate call continues every unfinished episode.
 
     An episode that raises (while it is built, in a turn, when it is scored or released) ends errored with
     the exception's text, and the others go on; a failure of the generator itself still ends the batch.
 
     `env_host`: where the environments live (None: here, unbounded; `train.env_hosts`: environment servers, or
-    local kernels bounded by `max_local_kernels`). A host that holds at most `most_at_once` episodes gets the batch
-    in waves of that size, each in lockstep (lockstep needs the whole wave alive at once)."""
+    local kernels bounded by `max_local_kernels`). A host that holds at most `most_at_once` episodes gets at most
+    that many alive at once: continuously, the next starts when one ends; in lockstep, in waves of that size."""
     at_once = getattr(env_host, "most_at_once", None)
+
+    def build(spec: RolloutSpec) -> TokenEpisode | _UnbuiltEpisode:
+        episode = None
+        try:
+            episode = Episode(
+                spec.task,
+                spec.scale,
+                spec.seed,
+                harness,
+                limits=limits,
+                policy_name=policy_name,
+                sample=spec.sample,
+                error_mode=error_mode,
+                session_kwargs=session_kwargs,
+                tokenizer=chat.tokenizer,
+                env_host=env_host,
+            )
+            return TokenEpisode(episode, chat)
+        except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
+            if episode is not None:
+                try:
+                    episode.close()
+                except Exception:  # noqa: BLE001 - already errored; the first failure is the one reported
+                    pass
+            return _UnbuiltEpisode(spec, harness, chat, policy_name, exc)
+
+    if getattr(generate_turns, "continuous", False) and len(specs) > 1:
+        return _play_continuously(specs, build, generate_turns, harness, at_once)
     if at_once and len(specs) > at_once:
         return [
             e
@@ -226,29 +260,7 @@ def run_token_episodes(
     rounds = _rounds_bar(harness, limits)
     try:
         for spec in specs:
-            episode = None
-            try:
-                episode = Episode(
-                    spec.task,
-                    spec.scale,
-                    spec.seed,
-                    harness,
-                    limits=limits,
-                    policy_name=policy_name,
-                    sample=spec.sample,
-                    error_mode=error_mode,
-                    session_kwargs=session_kwargs,
-                    tokenizer=chat.tokenizer,
-                    env_host=env_host,
-                )
-                episodes.append(TokenEpisode(episode, chat))
-            except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
-                if episode is not None:
-                    try:
-                        episode.close()
-                    except Exception:  # noqa: BLE001 - already errored; the first failure is the one reported
-                        pass
-                episodes.append(_UnbuiltEpisode(spec, harness, chat, policy_name, exc))
+            episodes.append(build(spec))
         # an _UnbuiltEpisode is finished from the start
         while live := [e for e in episodes if isinstance(e, TokenEpisode) and not e.finished]:
             started = time.perf_counter()
@@ -263,17 +275,115 @@ def run_token_episodes(
             share = (time.perf_counter() - started) / len(live)
             for playing, turn in zip(live, turns):
                 playing.tokens.seconds_generate += share
-                budget = playing.turn_budget()
-                try:
-                    playing.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
-                except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
-                    playing.fail(exc, "playing a turn")
+                _play_turn(playing, turn)
             rounds.set_postfix_str(f"{len(live)}/{len(episodes)} episodes playing", refresh=False)
             rounds.update(1)
     finally:
         rounds.close()
         results = [episode.close() for episode in episodes]
     return results
+
+
+def _play_turn(playing: TokenEpisode, turn: TurnOutput) -> None:
+    """Hand a generated turn (cut to the episode's budget) to its episode; an episode that raises ends errored."""
+    budget = playing.turn_budget()
+    try:
+        playing.add_turn(TurnOutput(turn.token_ids[:budget], turn.logprobs[:budget]))
+    except Exception as exc:  # noqa: BLE001 - this episode's failure, not the batch's
+        playing.fail(exc, "playing a turn")
+
+
+def _play_continuously(
+    specs: list[RolloutSpec],
+    build: Callable[[RolloutSpec], "TokenEpisode | _UnbuiltEpisode"],
+    generate_turns: Any,
+    harness: str,
+    at_once: int | None,
+) -> list[EpisodeTokens]:
+    """Episodes without lockstep. Only the generate calls run in worker threads (one context each); building,
+    stepping, scoring and closing episodes stay on this thread, one at a time, as in lockstep. Each turn's seed is
+    named by (this batch's call, episode, turn), so it does not depend on the order requests finish in. An episode's
+    `seconds_generate` is its share of the wall time: each interval split among the requests in flight during it."""
+    from tqdm.auto import tqdm
+
+    results: list[EpisodeTokens | None] = [None] * len(specs)
+    waiting = list(enumerate(specs))[::-1]  # popped from the end: in order
+    live: dict[int, TokenEpisode] = {}
+    turns_taken: dict[int, int] = {}
+    in_flight: dict[Future, int] = {}
+    call = generate_turns.reserve_call()
+    workers = min(len(specs), getattr(generate_turns, "concurrency", len(specs)))
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turns")
+    bar = tqdm(
+        total=len(specs),
+        desc=f"{harness} episodes",
+        unit="episode",
+        leave=False,
+        disable=os.environ.get("RANK", "0") != "0",
+    )
+    clock = time.perf_counter()
+
+    def finish(index: int) -> None:
+        playing = live.pop(index)
+        results[index] = playing.close()
+        bar.update(1)
+
+    def request(index: int) -> None:
+        """The episode's next turn: asked of the generator, or (no token left in its budget) played empty."""
+        playing = live[index]
+        while not playing.finished:
+            budget = playing.turn_budget()
+            if budget > 0:
+                turn = turns_taken.get(index, 0)
+                turns_taken[index] = turn + 1
+                future = pool.submit(generate_turns, [playing.context_ids()], budget, seed_keys=[(call, index, turn)])
+                in_flight[future] = index
+                return
+            _play_turn(playing, TurnOutput([], []))  # a turn cut at once: the episode ends as turn_cut
+        finish(index)
+
+    def start_more() -> None:
+        while waiting and (at_once is None or len(live) < at_once):
+            index, spec = waiting.pop()
+            playing = build(spec)
+            if isinstance(playing, TokenEpisode):
+                live[index] = playing
+                request(index)
+            else:  # unbuilt: errored from the start
+                results[index] = playing.close()
+                bar.update(1)
+
+    try:
+        start_more()
+        while in_flight:
+            done, _ = wait(list(in_flight), return_when=FIRST_COMPLETED)
+            now = time.perf_counter()
+            share = (now - clock) / len(in_flight)
+            for index in in_flight.values():
+                live[index].tokens.seconds_generate += share
+            clock = now
+            for future in done:
+                index = in_flight.pop(future)
+                playing = live[index]
+                try:
+                    [turn] = future.result()
+                except PolicyError as exc:
+                    playing.episode.fail(str(exc))
+                    finish(index)
+                    continue
+                _play_turn(playing, turn)
+                request(index)
+            start_more()
+            bar.set_postfix_str(f"{len(live)} playing", refresh=False)
+    finally:
+        for future in in_flight:
+            future.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+        for index in list(live):  # the generator failed (or the run was stopped): what is alive ends unfinished
+            finish(index)
+        bar.close()
+    assert all(r is not None for r in results)
+    return [r for r in results if r is not None]
 
 
 def _rounds_bar(harness: str, limits: Limits) -> Any:

@@ -235,6 +235,39 @@ def test_a_seeded_group_of_one_context_gets_different_samples_and_a_rerun_the_sa
     assert one_at_a_time() == first
 
 
+def test_episodes_play_without_lockstep_and_a_seeded_rerun_one_at_a_time_replays(engine, tokenizer, restock_task):
+    """The engine takes one-context calls from threads, so a batch of episodes plays without lockstep: each turn is
+    asked for as soon as its episode's last one was played, seeded by (batch, episode, turn). One request at a time,
+    a rerun replays every episode exactly, whatever order its turns were asked in; three samples of one prompt
+    differ. The prefix cache is emptied before each run: a turn whose context was cached is computed from the cached
+    keys and values, and in bfloat16 that can move a sampled token."""
+    import httpx
+
+    from progagent_lib.generation.engine_client import EngineTurnGenerator
+    from progagent_lib.harness import Limits
+    from progagent_lib.harness.chat_format import ChatFormat
+    from progagent_lib.train.rollout import RolloutSpec, run_token_episodes
+
+    chat = ChatFormat(tokenizer, model_name="smollm2")
+    limits = Limits(max_turns=2, max_new_tokens=48, max_context_tokens=4096)
+    specs = [RolloutSpec(restock_task, "v0", 0, sample=i) for i in range(3)]
+
+    def play(concurrency):
+        root = engine.base_url.removesuffix("/v1")
+        httpx.post(f"{root}/reset_prefix_cache", headers=engine.headers, timeout=60).raise_for_status()
+        generate = EngineTurnGenerator.from_tokenizer(engine.base_url, "smollm2", tokenizer, temperature=1.0, seed=11,
+                                                      concurrency=concurrency)
+        assert generate.continuous
+        return run_token_episodes(specs, "ptc", chat, generate, limits)
+
+    first = play(1)
+    assert not any(e.errored for e in first) and all(e.turns >= 1 for e in first)
+    assert len({tuple(e.completion_ids) for e in first}) == 3
+    assert [e.completion_ids for e in play(1)] == [e.completion_ids for e in first]
+    together = play(3)
+    assert not any(e.errored for e in together) and len({tuple(e.completion_ids) for e in together}) == 3
+
+
 def test_seeded_requests_whose_prompts_overflow_one_step_do_not_kill_the_engine(engine, tokenizer):
     """vLLM's CPU worker rewinds a seeded request's torch.Generator when its prompt is prefilled in chunks, which CPU
     generators cannot do: the engine core died ("CPU Generator does not use offset") once seeded contexts together
@@ -327,6 +360,15 @@ def test_bench_quick_mode_against_the_running_engine(engine):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert [r["concurrent"] for r in result["rows"]] == [1, 8]
     assert all(r["engine_over_generate"] > 0 for r in result["rows"])
+
+
+def test_rollout_modes_bench_quick_mode_against_the_running_engine(engine):
+    done = subprocess.run([sys.executable, "bench/rollout_modes.py", "--quick", "--url", engine.base_url,
+                           "--served-name", "smollm2"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result["arms"]) == {"lockstep", "continuous"} and result["continuous_speedup"] > 0
+    assert all(arm["errored"] == 0 and arm["turns"] >= 2 for arm in result["arms"].values())
 
 
 @pytest.mark.slow

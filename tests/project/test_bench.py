@@ -24,12 +24,15 @@ QUICK_ARGS = {
     # the four kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)
     "train_memory.py": ["--lengths", "128", "--repeats", "1", "--precisions", "fp32", "--chunk", "none",
                         "--fp32-max-length", "128", "--kinds", "baseline,sft,gspo,gspo-split"],
+    # two GSPO steps of a tiny model with the group's prompt computed once and per episode (one process each)
+    "shared_prompt.py": ["--quick"],
 }
 # Scripts whose quick mode another test runs, because they need a fixture that lives there (named here, and
 # checked to exist, so moving or renaming that test fails this file).
 QUICK_ELSEWHERE = {
     # needs the vLLM server that tests/engine/test_engine.py starts once for its module
     "engine.py": ("engine/test_engine.py", "def test_bench_quick_mode_against_the_running_engine("),
+    "rollout_modes.py": ("engine/test_engine.py", "def test_rollout_modes_bench_quick_mode_against_the_running_engine("),
 }
 
 
