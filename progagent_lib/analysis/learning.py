@@ -13,10 +13,11 @@ from pathlib import Path
 import altair as alt
 import polars as pl
 
+from ..train.common import SPLIT_ORDER as _SPLIT_ORDER
 from ..train.common import STAGE_LABELS, STAGES
 from .style import HARNESS_LABELS, harness_color, harness_order, require_rows
 
-SPLIT_ORDER = ["seeds", "params", "tasks"]
+SPLIT_ORDER = list(_SPLIT_ORDER)
 SPLIT_LABELS = {"seeds": "(a) held-out seeds", "params": "(b) held-out parameters", "tasks": "(c) held-out tasks"}
 COLUMNS = [
     "run",

@@ -21,9 +21,18 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..train.common import STAGE_LABELS, STAGES
+from ..train.common import (
+    DYNAMICS_FILE,
+    LEARNING_FILE,
+    PAIRED_FILE,
+    POST_PROBE_FILE,
+    SPLIT_ORDER,
+    STAGE_LABELS,
+    STAGES,
+    read_json_lines,
+)
 
-SPLITS = (("seeds", "(a)"), ("params", "(b)"), ("tasks", "(c)"))
+SPLITS = tuple(zip(SPLIT_ORDER, ("(a)", "(b)", "(c)")))
 DECODINGS = ("greedy", "sampled")
 
 
@@ -34,19 +43,6 @@ def find(folder: Path, name: str) -> Path | None:
         return top
     below = sorted(p for p in folder.glob(f"*/{name}") if p.is_file())
     return below[0] if below else None
-
-
-def read_rows(path: Path) -> list[dict]:
-    """JSON lines, blank lines skipped; a line that is not a JSON object is a one-line error naming it."""
-    rows = []
-    for number, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        if not isinstance(row, dict):
-            raise ValueError(f"{path}:{number}: not a JSON object")
-        rows.append(row)
-    return rows
 
 
 def _interval(low: Any, high: Any) -> str:
@@ -190,27 +186,27 @@ def run_report(folder: str | Path) -> str:
     def missing(name: str) -> None:
         sections.append(f"({name}: not in this run)\n")
 
-    if learning := find(folder, "learning.jsonl"):
-        rows = read_rows(learning)
+    if learning := find(folder, LEARNING_FILE):
+        rows = read_json_lines(learning)
         commits = sorted({str(r.get("commit")) for r in rows if r.get("commit")})
         if commits:
             sections.append(f"Commit {', '.join(commits)}.\n")
         sections.append("## Pass rate by split and stage\n")
         sections.append(learning_tables(rows))
     else:
-        missing("learning.jsonl")
-    dynamics = find(folder, "dynamics.jsonl")
-    post = find(folder, "post_rl_pass_rates.json")
+        missing(LEARNING_FILE)
+    dynamics = find(folder, DYNAMICS_FILE)
+    post = find(folder, POST_PROBE_FILE)
     if dynamics or post:
         sections.append("## GSPO\n")
         sections.append(
-            gspo_section(read_rows(dynamics) if dynamics else [], json.loads(post.read_text()) if post else None)
+            gspo_section(read_json_lines(dynamics) if dynamics else [], json.loads(post.read_text()) if post else None)
         )
-    if paired := find(folder, "paired.json"):
+    if paired := find(folder, PAIRED_FILE):
         sections.append("## Paired on the same instances\n")
         sections.append(paired_table(json.loads(paired.read_text())))
     else:
-        missing("paired.json")
+        missing(PAIRED_FILE)
     if seconds := find(folder, "seconds.json"):
         sections.append("## Stage times\n")
         sections.append(seconds_section(json.loads(seconds.read_text())))

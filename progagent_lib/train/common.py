@@ -3,6 +3,7 @@ import it and never each other in a circle."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,31 @@ STAGE_LABELS = {
     "rft": "RFT control",
 }
 SHARED_STAGES = ("base", "memorize")  # one model (or none) for every recipe
+# The held-out splits, in the order tables list them: (a) seeds, (b) params, (c) tasks (train.splits).
+SPLIT_ORDER = ("seeds", "params", "tasks")
+
+# The files a run writes, named once: the stages write them, the tables and figures (analysis) read them.
+LEARNING_FILE = "learning.jsonl"  # the run folder: one row per (stage, recipe, harness, split, decoding)
+PAIRED_FILE = "paired.json"  # the run folder: GSPO against SFT and the controls on the same instances
+DYNAMICS_FILE = "dynamics.jsonl"  # the GSPO folder: one line per optimizer step
+PROBE_FILE = "pre_rl_pass_rates.json"  # the GSPO folder: the SFT policy's pass rate per candidate prompt
+POST_PROBE_FILE = "post_rl_pass_rates.json"  # the same prompts, sampled the same way, after RL (train.pipeline)
+PROBE_DIR = "probe"  # the probe's episodes, in the GSPO folder (RFT counts them towards its samples)
+TRAJECTORIES_FILE = "trajectories.jsonl"  # an evaluation's folder: every episode
+
+
+def read_json_lines(path: str | Path) -> list[dict]:
+    """JSON lines, blank lines skipped; a line that is not a JSON object is a one-line error naming it."""
+    path = Path(path)
+    rows = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        if not isinstance(row, dict):
+            raise ValueError(f"{path}:{number}: not a JSON object")
+        rows.append(row)
+    return rows
 
 
 def limits_of(config: Any) -> Limits:

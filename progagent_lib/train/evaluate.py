@@ -34,13 +34,11 @@ from ..config import (
     check_url,
     config_error,
 )
-from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .common import HARNESS_NAMES, TRAJECTORIES_FILE, limits_of, model_positions, select_tasks
 from .env_hosts import HELP as ENV_HOST_HELP, check_env_hosts, episode_host
 from ..generation import generator_config, make_generator
 from .ranks import on_main
 from .rollout import RolloutSpec, run_token_episodes
-
-TRAJECTORIES_FILE = "trajectories.jsonl"
 
 
 @dataclass

@@ -38,7 +38,7 @@ from ..config import (
     check_url,
     config_error,
 )
-from .common import HARNESS_NAMES, limits_of, model_positions, select_tasks
+from .common import DYNAMICS_FILE, HARNESS_NAMES, limits_of, model_positions, select_tasks
 from .env_hosts import HELP as ENV_HOST_HELP, check_env_hosts, episode_host
 from .logits import lm_head_tile
 from .monitoring import REPORT_TO, check_tracker_installed, training_progress
@@ -49,7 +49,7 @@ from ..generation import generator_config, make_generator
 from .informative import DynamicSampler, PromptRate, training_prompts
 from .rollout import EpisodeTokens, RolloutSpec, rollout_summary, run_token_episodes
 
-DYNAMICS_FILE = "dynamics.jsonl"
+
 SAMPLES_FILE = "samples.jsonl"
 IMPORTANCE_SAMPLING = ("none", "truncated")
 IMPORTANCE_SAMPLING_LEVELS = ("sequence", "token")  # = gspo_trainer's (a test checks)

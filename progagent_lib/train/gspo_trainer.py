@@ -220,7 +220,7 @@ class GSPOTrainer(GRPOTrainer):
             self.accelerator.num_processes == 1
             and self.accelerator.distributed_type != DistributedType.DEEPSPEED
             and self.args.per_device_train_batch_size == 1
-            and not self.args.gradient_checkpointing
+            and not self.args.activation_checkpointing
             and not isinstance(self.accelerator.unwrap_model(self.model), PeftModel)
         )
 

@@ -22,9 +22,8 @@ from typing import Any
 
 from ..stats import wilson_interval
 
-PROBE_FILE = "pre_rl_pass_rates.json"
-POST_PROBE_FILE = "post_rl_pass_rates.json"  # the same prompts, sampled the same way, after RL (train.pipeline)
-PROBE_DIR = "probe"  # the probe's episodes, in the GSPO folder (RFT counts them towards its samples)
+from .common import POST_PROBE_FILE as POST_PROBE_FILE  # read here by the pipeline
+from .common import PROBE_DIR, PROBE_FILE
 
 
 class NothingToLearn(ValueError):

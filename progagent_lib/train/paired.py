@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..stats import paired_difference
+from .common import PAIRED_FILE
 from .evaluate import TRAJECTORIES_FILE
 
 # (A, B): B's gain over A, for each pair a run has both of
 COMPARISONS = (("sft", "gspo"), ("control", "gspo"), ("rft", "gspo"))
-PAIRED_FILE = "paired.json"
+
 INSTANCE = tuple[str, str, int]
 
 

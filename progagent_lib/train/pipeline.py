@@ -40,7 +40,16 @@ from ..config import (
 from .evaluate import TRAJECTORIES_FILE, EvalConfig, evaluate
 from ..harness.spec import DEFAULT_HARNESS, HARNESSES
 from ..harness.trajectory import read_jsonl
-from .common import HARNESS_NAMES, SHARED_STAGES, STAGES, limits_of, model_positions, select_tasks
+from .common import (
+    HARNESS_NAMES,
+    LEARNING_FILE,
+    SHARED_STAGES,
+    STAGES,
+    limits_of,
+    model_positions,
+    read_json_lines,
+    select_tasks,
+)
 from .gspo import GSPORunConfig, run_gspo
 from .paired import PAIRED_FILE, format_paired, paired_rows, write_paired
 from .ranks import is_main, on_main
@@ -48,7 +57,7 @@ from .scoring import commit_of, config_hash, format_learning_table, learning_row
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
 from .splits import Instance, SplitConfig, TrainedInstances, make_splits
 
-LEARNING_FILE = "learning.jsonl"
+
 SPLITS_FILE = "splits.json"
 
 
@@ -819,10 +828,11 @@ def write_learning_rows(path: Path, rows: list[dict]) -> None:
 
 
 def read_learning(path: str | Path) -> list[dict]:
+    """The learning rows of a run folder (or of a learning.jsonl); none when it has none."""
     path = Path(path)
     if path.is_dir():
         path = path / LEARNING_FILE
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    return read_json_lines(path) if path.exists() else []
 
 
 def run_pipeline(config: PipelineConfig) -> dict:
