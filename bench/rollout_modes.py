@@ -62,7 +62,9 @@ def play(url: str, served_name: str, model_path: str, episodes: int, quick: bool
     played = {}
     for arm, generator in arms.items():
         response = httpx.post(f"{url.removesuffix('/v1')}/reset_prefix_cache", headers=auth_headers(url), timeout=60)
-        response.raise_for_status()
+        if response.status_code != 200:  # a server without vLLM's dev-mode routes: the arms would share prefills
+            raise SystemExit(f"{url}: /reset_prefix_cache answered HTTP {response.status_code}; serve the model with "
+                             "`progagent engine serve` (its dev-mode routes empty the prefix cache between the arms)")
         started = time.perf_counter()
         result = run_token_episodes(specs, "ptc", chat, generator, limits, policy_name=f"bench:{arm}")
         seconds = time.perf_counter() - started
