@@ -49,7 +49,6 @@ from ..generation import generator_config, make_generator
 from .informative import DynamicSampler, PromptRate, training_prompts
 from .rollout import EpisodeTokens, RolloutSpec, rollout_summary, run_token_episodes
 
-
 SAMPLES_FILE = "samples.jsonl"
 IMPORTANCE_SAMPLING = ("none", "truncated")
 IMPORTANCE_SAMPLING_LEVELS = ("sequence", "token")  # = gspo_trainer's (a test checks)

@@ -20,7 +20,6 @@ from .evaluate import TRAJECTORIES_FILE
 
 # (A, B): B's gain over A, for each pair a run has both of
 COMPARISONS = (("sft", "gspo"), ("control", "gspo"), ("rft", "gspo"))
-
 INSTANCE = tuple[str, str, int]
 
 

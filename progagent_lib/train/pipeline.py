@@ -57,7 +57,6 @@ from .scoring import commit_of, config_hash, format_learning_table, learning_row
 from .sft import SFTRunConfig, load_trajectories, run_sft, select_sft_trajectories, teacher_trajectories
 from .splits import Instance, SplitConfig, TrainedInstances, make_splits
 
-
 SPLITS_FILE = "splits.json"
 
 

@@ -304,8 +304,6 @@ def _play_continuously(
     stepping, scoring and closing episodes stay on this thread, one at a time, as in lockstep. Each turn's seed is
     named by (this batch's call, episode, turn), so it does not depend on the order requests finish in. An episode's
     `seconds_generate` is its share of the wall time: each interval split among the requests in flight during it."""
-    from tqdm.auto import tqdm
-
     results: list[EpisodeTokens | None] = [None] * len(specs)
     waiting = list(enumerate(specs))[::-1]  # popped from the end: in order
     live: dict[int, TokenEpisode] = {}
@@ -314,13 +312,7 @@ def _play_continuously(
     call = generate_turns.reserve_call()
     workers = min(len(specs), getattr(generate_turns, "concurrency", len(specs)))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turns")
-    bar = tqdm(
-        total=len(specs),
-        desc=f"{harness} episodes",
-        unit="episode",
-        leave=False,
-        disable=os.environ.get("RANK", "0") != "0",
-    )
+    bar = _main_rank_bar(len(specs), f"{harness} episodes", "episode")
     clock = time.perf_counter()
 
     def finish(index: int) -> None:
@@ -387,18 +379,17 @@ def _play_continuously(
 
 
 def _rounds_bar(harness: str, limits: Limits) -> Any:
-    """A bar over a batch's rounds (one turn of every live episode each): a batch takes minutes on a CPU, and the
-    bars above it (GSPO's optimizer steps, an evaluation's episodes) move only when it ends. On the main rank only
-    (RANK, set by torchrun and accelerate), so that N ranks do not draw N bars."""
+    """A bar over a lockstep batch's rounds (one turn of every live episode each)."""
+    return _main_rank_bar(limits.max_turns, f"{harness} turns", "turn")
+
+
+def _main_rank_bar(total: int | None, desc: str, unit: str) -> Any:
+    """A bar inside a batch: a batch takes minutes on a CPU, and the bars above it (GSPO's optimizer steps, an
+    evaluation's episodes) move only when it ends. On the main rank only (RANK, set by torchrun and accelerate), so
+    that N ranks do not draw N bars."""
     from tqdm.auto import tqdm
 
-    return tqdm(
-        total=limits.max_turns,
-        desc=f"{harness} turns",
-        unit="turn",
-        leave=False,
-        disable=os.environ.get("RANK", "0") != "0",
-    )
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, disable=os.environ.get("RANK", "0") != "0")
 
 
 def run_token_episode(

@@ -29,13 +29,12 @@ class _Prompt:
     def __init__(self, pairs: list[tuple[torch.Tensor, torch.Tensor]]):
         self.graph = [tensor for pair in pairs for tensor in pair]
         self.leaves = [tensor.detach().requires_grad_() for tensor in self.graph]
-        self.episodes = 0
 
     def cache(self) -> Any:
         from transformers import DynamicCache
 
-        pairs = [(self.leaves[i], self.leaves[i + 1]) for i in range(0, len(self.leaves), 2)]
-        return DynamicCache(ddp_cache_data=pairs)  # each layer's update concatenates: the leaves stay as they are
+        # each layer's update concatenates: the leaves stay as they are
+        return DynamicCache(ddp_cache_data=zip(self.leaves[0::2], self.leaves[1::2]))
 
     def backward(self) -> None:
         flowing = [(node, leaf.grad) for node, leaf in zip(self.graph, self.leaves) if leaf.grad is not None]
@@ -59,7 +58,6 @@ class SharedPrompts:
         labels: torch.Tensor,
         logits_to_keep: int,
         autocast: Any,
-        **extra: Any,
     ) -> Any | None:
         """The fused-head outputs of one episode (`input_ids` (1, L), its completion the last `logits_to_keep`
         positions), computed from its prompt's shared keys and values; their log-probs and entropies cover exactly
@@ -79,7 +77,6 @@ class SharedPrompts:
             prompt = self._prompts[key] = _Prompt(pairs)
         else:
             self.prompt_tokens_saved += prefix
-        prompt.episodes += 1
         with autocast():
             return model(
                 input_ids=input_ids[:, prefix:],
@@ -87,7 +84,6 @@ class SharedPrompts:
                 cache=prompt.cache(),
                 labels=labels[:, prefix:],
                 fused_lm_head=True,
-                **extra,
             )
 
     def backward(self) -> None:
@@ -95,7 +91,3 @@ class SharedPrompts:
         prompts, self._prompts = self._prompts, {}
         for prompt in prompts.values():
             prompt.backward()
-
-    def drop(self) -> None:
-        """Forget the step's prompts without a backward (their graphs freed): a step that will not be taken."""
-        self._prompts = {}
