@@ -91,7 +91,9 @@ ifeq ($(PROFILE),gpu-paper)
 reproduce:
 	$(error make reproduce PROFILE=gpu-paper: the notebooks run in one process; start gpu-paper on GPUs with `.venv-gpu/bin/progagent launch --config configs/gpu-paper.yaml --server-gpus 0 --train-gpus 1-7` (docs/gpu.md))
 else
-reproduce: install engine
+reproduce:
+	# the two environments install side by side (a minute sooner on 2 cores); each is skipped once built
+	$(MAKE) -j2 install engine
 	$(VENV)/bin/progagent reproduce --profile $(PROFILE)
 endif
 

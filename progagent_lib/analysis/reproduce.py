@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -74,23 +76,38 @@ def reproduce(
     model = prof.get("engine") if engine is not False else None
     with contextlib.ExitStack() as stack:
         seconds: dict[str, float] = {}
+        ready: Callable[[], None] | None = None
         if model:
             from ..engine import EngineServer, free_port
 
             started = time.perf_counter()
             print(f"engine: starting vLLM for {model} (profile {prof.name}) ...", flush=True)
             kv_cache_gib = prof.get("engine_kv_cache_gib") or 2  # the server's KV cache on CPU, in GiB
-            server = stack.enter_context(EngineServer(str(model), free_port(), kv_cache_gib=kv_cache_gib))
-            seconds["engine_start"] = time.perf_counter() - started
-            assert server.served_name is not None  # EngineServer names the model when it is made
-            print(
-                f"engine: {server.base_url} serves {server.served_name!r} ({seconds['engine_start']:.0f}s)", flush=True
-            )
-            stack.enter_context(
-                _environment(PROGAGENT_ENGINE_URL=server.base_url, PROGAGENT_ENGINE_MODEL=server.served_name)
-            )
-        runs = _run_notebooks(prof, only, kernel_name, notebooks_dir, seconds)
+            server = EngineServer(str(model), free_port(), kv_cache_gib=kv_cache_gib)
+            stack.callback(server.stop)
+            server.launch()  # it loads while the notebooks that generate nothing run
+
+            def ready() -> None:
+                server.wait_ready()
+                seconds["engine_start"] = time.perf_counter() - started
+                assert server.served_name is not None  # EngineServer names the model when it is made
+                print(
+                    f"engine: {server.base_url} serves {server.served_name!r} ({seconds['engine_start']:.0f}s)",
+                    flush=True,
+                )
+                stack.enter_context(
+                    _environment(PROGAGENT_ENGINE_URL=server.base_url, PROGAGENT_ENGINE_MODEL=server.served_name)
+                )
+
+        runs = _run_notebooks(prof, only, kernel_name, notebooks_dir, seconds, ready)
     return runs
+
+
+def uses_engine(notebook: Path) -> bool:
+    """Whether a notebook generates with a model (the profile's engine, where it has one). A notebook that does not
+    says so in its metadata (`"progagent": {"uses_engine": false}`); unmarked, it is taken to."""
+    metadata = json.loads(notebook.read_text(encoding="utf-8")).get("metadata", {})
+    return bool(metadata.get("progagent", {}).get("uses_engine", True))
 
 
 @contextlib.contextmanager
@@ -107,15 +124,20 @@ def _environment(**values: str):
                 os.environ[key] = value
 
 
-def _run_notebooks(prof, only, kernel_name: str, notebooks_dir: Path, seconds: dict[str, float]) -> list[NotebookRun]:
-    import json
-
+def _run_notebooks(
+    prof, only, kernel_name: str, notebooks_dir: Path, seconds: dict[str, float], engine_ready=None
+) -> list[NotebookRun]:
+    """Run the notebooks in order; `engine_ready` (the engine's wait) is called once, before the first notebook that
+    uses the engine."""
     import papermill
 
     out_dir = prof.path("notebooks", ".keep").parent
     runs = []
     paths = notebook_paths(only, notebooks_dir)
     for i, notebook in enumerate(paths, 1):
+        if engine_ready is not None and uses_engine(notebook):
+            engine_ready()
+            engine_ready = None
         executed = out_dir / notebook.name
         started = time.perf_counter()
         print(f"[{i}/{len(paths)}] {notebook.name} ...", flush=True)

@@ -164,6 +164,7 @@ class EngineServer:
     process: subprocess.Popen | None = field(default=None, init=False, repr=False)
     model_path: str = field(default="", init=False)
     key_path: Path | None = field(default=None, init=False)
+    launched_at: float = field(default=0.0, init=False)  # time.monotonic() at launch: startup_timeout counts from it
     _stopped: bool = field(default=False, init=False, repr=False)
     _sigterm_handler: Any = field(default=None, init=False, repr=False)
 
@@ -243,6 +244,11 @@ class EngineServer:
 
     def start(self) -> "EngineServer":
         """Start the server and return once it answers; raises a specific EngineError otherwise."""
+        return self.launch().wait_ready()
+
+    def launch(self) -> "EngineServer":
+        """Start the server's process and return at once, while it loads (`wait_ready` waits for it): a caller can
+        do other work meanwhile. Stop it (`stop`, or `with`) whether or not it became ready."""
         python = engine_python()
         if not port_is_free(self.host, self.port):
             raise PortInUse(
@@ -275,6 +281,7 @@ class EngineServer:
         assert self.log_path is not None  # __post_init__ chooses one
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._stop_on_sigterm()
+        self.launched_at = time.monotonic()
         with open(self.log_path, "wb") as log:
             # A session of its own: vLLM starts an engine-core child; stop() signals the whole group.
             self.process = subprocess.Popen(
@@ -286,6 +293,14 @@ class EngineServer:
                 start_new_session=True,
                 cwd=REPO,
             )
+        return self
+
+    def wait_ready(self) -> "EngineServer":
+        """Return once the launched server answers (its key file written); stop it and raise a specific EngineError
+        if it exits or does not answer within `startup_timeout`. Returns at once if it already answered."""
+        assert self.process is not None and self.api_key is not None, "the server was never launched; call launch()"
+        if self.key_path is not None:
+            return self
         try:
             self._wait_ready()
             self.key_path = write_key_file(self.host, self.port, self.api_key)
@@ -322,7 +337,7 @@ class EngineServer:
 
     def _wait_ready(self) -> None:
         assert self.process is not None  # start() launched it
-        deadline = time.monotonic() + self.startup_timeout
+        deadline = self.launched_at + self.startup_timeout
         with httpx.Client(timeout=5.0) as client:
             while True:
                 code = self.process.poll()

@@ -99,7 +99,7 @@ class EngineTurnGenerator:
             body["seed"] = seed
         return body
 
-    def request_seeds(self, n: int, keys: Sequence[tuple[int, ...]] | None = None) -> list[int | None]:
+    def request_seeds(self, n: int, keys: Sequence[tuple[object, ...]] | None = None) -> list[int | None]:
         """One seed per context of this call: distinct within the call and across calls (None: unseeded). With
         `keys` (one per context), each seed is a hash of the run's seed and its key instead of the call count."""
         if self.seed is None:
@@ -115,7 +115,7 @@ class EngineTurnGenerator:
             return self.calls - 1
 
     def __call__(
-        self, contexts: list[list[int]], max_new_tokens: int, *, seed_keys: Sequence[tuple[int, ...]] | None = None
+        self, contexts: list[list[int]], max_new_tokens: int, *, seed_keys: Sequence[tuple[object, ...]] | None = None
     ) -> list[TurnOutput]:
         if not contexts:
             return []
@@ -171,6 +171,6 @@ class EngineTurnGenerator:
         self.client.close()
 
 
-def _keyed_seed(seed: int, key: tuple[int, ...]) -> int:
+def _keyed_seed(seed: int, key: tuple[object, ...]) -> int:
     digest = hashlib.blake2b(repr((seed, *key)).encode(), digest_size=8).digest()
     return int.from_bytes(digest, "big") % (2**31 - 1)

@@ -81,6 +81,14 @@ class EvalConfig:
         },
     )
     samples: int = field(default=1, metadata={"help": "Episodes per (task, scale, seed, harness)."})
+    first_sample: int = field(
+        default=0,
+        metadata={
+            "help": "The first sample's number (samples first_sample .. first_sample + samples - 1). On the engine a "
+            "sampled turn's random numbers are named by its (task, scale, seed, sample, turn): two models sampled "
+            "with the same numbers draw the same random numbers, and other numbers draw fresh ones."
+        },
+    )
     batch_size: int = field(
         default=8,
         metadata={
@@ -160,6 +168,7 @@ class EvalConfig:
                     f"scale, seed] with scale one of {', '.join(SCALES)} and seed an integer >= 0"
                 )
         check_int(self, "samples", at_least=1)
+        check_int(self, "first_sample", at_least=0)
         check_int(self, "batch_size", at_least=1)
         check_number(self, "temperature", at_least=0)
         check_budgets(self)
@@ -333,6 +342,7 @@ def _evaluate(config: EvalConfig, model: Any, tokenizer: Any) -> tuple[list[Traj
                     error_mode=config.error_mode,
                     policy_name=policy_label(config),
                     env_host=env_host,
+                    seed_by_instance=True,
                 )
                 done = [e.trajectory for e in episodes]
                 write_jsonl(done, out_file)
@@ -387,7 +397,7 @@ def episode_specs(config: EvalConfig) -> tuple[list[Any], list[RolloutSpec]]:
         specs = [
             RolloutSpec(by_id[str(task_id)], str(scale), int(seed), sample)
             for task_id, scale, seed in config.instances
-            for sample in range(config.samples)
+            for sample in range(config.first_sample, config.first_sample + config.samples)
         ]
     else:
         tasks = select_tasks(config.tasks_root, config.task_ids)
@@ -396,7 +406,7 @@ def episode_specs(config: EvalConfig) -> tuple[list[Any], list[RolloutSpec]]:
             for task in tasks
             for scale in config.scales
             for seed in config.seeds
-            for sample in range(config.samples)
+            for sample in range(config.first_sample, config.first_sample + config.samples)
         ]
     return tasks, specs
 

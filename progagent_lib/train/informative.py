@@ -185,10 +185,18 @@ def candidate_prompts(tasks: Sequence[Any], scales: Sequence[str], seeds: Sequen
     return [(task, scale, seed) for seed in seeds for task in tasks for scale in scales]
 
 
-def rollout_sampling(config: Any, instances: Sequence[Sequence], samples: int, stage: str, output_dir: str | Path):
+def rollout_sampling(
+    config: Any,
+    instances: Sequence[Sequence],
+    samples: int,
+    stage: str,
+    output_dir: str | Path,
+    first_sample: int = 0,
+):
     """An evaluation that samples `instances` as a GSPORunConfig's rollouts are sampled: its policy and chat
     template, harness, temperature, budgets, error mode, environment hosts, generator and seed. The pre-RL probe, the
-    post-RL probe and the RFT control's samples all use it, so each is drawn as GSPO draws."""
+    paired probe before and after RL and the RFT control's samples all use it, so each is drawn as GSPO draws.
+    Samples are numbered from `first_sample`: the same numbers draw the same random numbers (`EvalConfig`)."""
     from .evaluate import EvalConfig
 
     return EvalConfig(
@@ -200,6 +208,7 @@ def rollout_sampling(config: Any, instances: Sequence[Sequence], samples: int, s
         harnesses=[config.harness],
         instances=[list(instance) for instance in instances],
         samples=samples,
+        first_sample=first_sample,
         batch_size=config.sampling_batch_size,
         temperature=config.temperature,
         max_turns=config.max_turns,
@@ -221,6 +230,13 @@ def rollout_sampling(config: Any, instances: Sequence[Sequence], samples: int, s
 def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[PromptRate] | None = None) -> list:
     """Sample each candidate prompt of a GSPORunConfig (or `prompts`) `probe_samples` times as its rollouts are
     sampled (`rollout_sampling`), through the evaluation path (`<output_dir>/probe/`)."""
+    return rates_from_trajectories(probe_trajectories(config, tasks, prompts))
+
+
+def probe_trajectories(
+    config: Any, tasks: Sequence[Any], prompts: Sequence[PromptRate] | None = None, first_sample: int = 0
+) -> list:
+    """The episodes of `probe_pass_rates`, samples numbered from `first_sample`."""
     from .evaluate import evaluate
 
     by_id = {task.id: task for task in tasks}
@@ -231,10 +247,10 @@ def probe_pass_rates(config: Any, tasks: Sequence[Any], prompts: Sequence[Prompt
     )
     instances = [(task.id, scale, seed) for task, scale, seed in chosen]
     probe = rollout_sampling(
-        config, instances, config.probe_samples, "pre-rl-probe", Path(config.output_dir) / PROBE_DIR
+        config, instances, config.probe_samples, "pre-rl-probe", Path(config.output_dir) / PROBE_DIR, first_sample
     )
     trajectories, _ = evaluate(probe)
-    return rates_from_trajectories(trajectories)
+    return trajectories
 
 
 def training_prompts(config: Any, tasks: Sequence[Any], resuming: bool) -> list[PromptRate]:

@@ -519,13 +519,22 @@ class Recipe:
         # The probe's samples of these prompts are the SFT policy's, drawn as GSPO draws: they count towards RFT's
         # budget, and only the rest is sampled here.
         keys = {tuple(p) for p in prompts}
-        probe_file = self.out / f"gspo-{harness}" / PROBE_DIR / TRAJECTORIES_FILE
-        probed = (
-            [t for t in read_jsonl(probe_file) if (t.task_id, t.scale, t.seed) in keys] if probe_file.exists() else []
-        )
+        # (and so are the paired probe's samples before RL, `probe_after`, when it ran first)
+        folder = self.out / f"gspo-{harness}"
+        probed = [
+            t
+            for probe_file in (
+                folder / PROBE_DIR / TRAJECTORIES_FILE,
+                folder / "before" / PROBE_DIR / TRAJECTORIES_FILE,
+            )
+            if probe_file.exists()
+            for t in read_jsonl(probe_file)
+            if (t.task_id, t.scale, t.seed) in keys
+        ]
         samples = max(0, -(-(played - len(probed)) // len(prompts)))
-        if not samples:
-            return probed
+        if not samples:  # as many as GSPO played, sample by sample over the prompts
+            order = {tuple(p): i for i, p in enumerate(prompts)}
+            return sorted(probed, key=lambda t: (t.sample, order[(t.task_id, t.scale, t.seed)]))[:played]
         sampler = replace(
             gspo,
             model=self.model_for("sft", harness),
@@ -551,47 +560,73 @@ class Recipe:
         return rows
 
     def probe_after(self, harness: str) -> dict | None:
-        """The GSPO model sampled on the prompts GSPO trained on, as the probe sampled the SFT model before it (same
-        samples, temperature and budgets): each prompt's rate before and after, and the paired difference over the
-        prompts (`post_rl_pass_rates.json` in the GSPO folder). None when GSPO did not probe."""
+        """The prompts GSPO trained on, sampled by the SFT model and by the GSPO model (`post_rl_pass_rates.json` in
+        the GSPO folder): each prompt's rate before and after RL, and the paired difference over the samples. None
+        when GSPO did not probe.
+
+        Both sample each prompt `probe_samples` more times, numbered after the probe's own samples: the probe's
+        rates chose the prompts, so they are biased by that choice (a prompt passed 4 of 4 was left out, so a chosen
+        prompt of true rate 0.75 reads low), and fresh samples are not. Before and after use the same sample
+        numbers, so on the engine each pair draws the same random numbers (`EvalConfig.first_sample`): what differs
+        between them is what RL changed, less the sampler's noise. Each (prompt, sample) is one unit of the paired
+        interval: the question is whether these prompts' pass rate rose."""
         return on_main(self._probe_after, harness)
 
     def _probe_after(self, harness: str) -> dict | None:
         from dataclasses import asdict as as_dict
 
         from ..stats import paired_difference
-        from .informative import POST_PROBE_FILE, PROBE_FILE, probe_pass_rates, read_rates
+        from .informative import POST_PROBE_FILE, PROBE_FILE, probe_trajectories, rates_from_trajectories, read_rates
 
         folder = self.out / f"gspo-{harness}"
         if not (folder / PROBE_FILE).exists():
             return None
-        before = read_rates(folder / PROBE_FILE)
-        config = replace(
-            self.config.gspo,
-            model=self.model_for("gspo", harness),
-            harness=harness,
-            output_dir=str(folder / "after"),
-            probe_samples=self.config.gspo.probe_samples or max(r.samples for r in before),
-            **self.engine(),
+        chosen = read_rates(folder / PROBE_FILE)
+        samples = self.config.gspo.probe_samples or max(r.samples for r in chosen)
+        tasks = select_tasks(self.config.gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
+        played = {}
+        for when, stage in (("before", "sft"), ("after", "gspo")):
+            config = replace(
+                self.config.gspo,
+                model=self.model_for(stage, harness),
+                harness=harness,
+                output_dir=str(folder / when),
+                probe_samples=samples,
+                **self.engine(),
+            )
+            played[when] = probe_trajectories(config, tasks, chosen, first_sample=samples)
+        judged = {
+            when: {(t.task_id, t.scale, int(t.seed), t.sample): t.reward == 1.0 for t in episodes if not t.errored}
+            for when, episodes in played.items()
+        }
+        pairs = [key for key in judged["before"] if key in judged["after"]]
+        difference = paired_difference(
+            [float(judged["before"][k]) for k in pairs], [float(judged["after"][k]) for k in pairs]
         )
-        tasks = select_tasks(config.tasks_root, list(dict.fromkeys(r.task_id for r in before)))
-        measured = {(r.task_id, r.scale, r.seed): r for r in probe_pass_rates(config, tasks, before)}
-        after = [measured[(r.task_id, r.scale, r.seed)] for r in before]
-        difference = paired_difference([r.rate for r in before], [r.rate for r in after])
+        rates = {
+            when: {(r.task_id, r.scale, r.seed): r for r in rates_from_trajectories(e)} for when, e in played.items()
+        }
         record = {
             "prompts": [
                 {
-                    "task_id": b.task_id,
-                    "scale": b.scale,
-                    "seed": b.seed,
-                    "before": b.rate,
-                    "after": a.rate,
-                    "samples": a.samples,
+                    "task_id": c.task_id,
+                    "scale": c.scale,
+                    "seed": c.seed,
+                    "chosen_at": c.rate,
+                    "before": rates["before"][key].rate if key in rates["before"] else None,
+                    "after": rates["after"][key].rate if key in rates["after"] else None,
+                    "samples": samples,
                 }
-                for b, a in zip(before, after)
+                for c in chosen
+                for key in [(c.task_id, c.scale, c.seed)]
             ],
+            "unit": "sample",
+            "first_sample": samples,
             "paired": as_dict(difference),
-            "summary": f"pass rate on the {len(before)} trained prompts, after minus before RL: {difference.text()}",
+            "summary": (
+                f"pass rate on the {len(chosen)} trained prompts, {samples} fresh samples each with the same random "
+                f"numbers before and after RL, after minus before: {difference.text()}"
+            ),
         }
         (folder / POST_PROBE_FILE).write_text(json.dumps(record, indent=2))
         print(f"gspo-{harness}: {record['summary']}")

@@ -197,6 +197,7 @@ def run_token_episodes(
     error_mode: str = "is_error",
     session_kwargs: dict | None = None,
     env_host: Any = None,
+    seed_by_instance: bool = False,
 ) -> list[EpisodeTokens]:
     """Play a batch of episodes; their results come back in the order of `specs`.
 
@@ -210,7 +211,12 @@ def run_token_episodes(
 
     `env_host`: where the environments live (None: here, unbounded; `train.env_hosts`: environment servers, or
     local kernels bounded by `max_local_kernels`). A host that holds at most `most_at_once` episodes gets at most
-    that many alive at once: continuously, the next starts when one ends; in lockstep, in waves of that size."""
+    that many alive at once: continuously, the next starts when one ends; in lockstep, in waves of that size.
+
+    `seed_by_instance` (evaluations; played without lockstep): a turn's seed is named by its episode's (task, scale,
+    seed, sample) and turn instead of this batch and its place in it, so two models that sample the same instances
+    with the same sample numbers draw the same random numbers (common random numbers: their paired difference is
+    then what the models change, less the sampler's noise). GSPO's rollouts keep fresh numbers in every batch."""
     at_once = getattr(env_host, "most_at_once", None)
 
     def build(spec: RolloutSpec) -> TokenEpisode | _UnbuiltEpisode:
@@ -239,7 +245,7 @@ def run_token_episodes(
             return _UnbuiltEpisode(spec, harness, chat, policy_name, exc)
 
     if getattr(generate_turns, "continuous", False) and len(specs) > 1:
-        return _play_continuously(specs, build, generate_turns, harness, at_once)
+        return _play_continuously(specs, build, generate_turns, harness, at_once, seed_by_instance)
     if at_once and len(specs) > at_once:
         return [
             e
@@ -254,6 +260,7 @@ def run_token_episodes(
                 error_mode=error_mode,
                 session_kwargs=session_kwargs,
                 env_host=env_host,
+                seed_by_instance=seed_by_instance,
             )
         ]
     episodes: list[TokenEpisode | _UnbuiltEpisode] = []
@@ -299,10 +306,12 @@ def _play_continuously(
     generate_turns: Any,
     harness: str,
     at_once: int | None,
+    seed_by_instance: bool = False,
 ) -> list[EpisodeTokens]:
     """Episodes without lockstep. Only the generate calls run in worker threads (one context each); building,
     stepping, scoring and closing episodes stay on this thread, one at a time, as in lockstep. Each turn's seed is
-    named by (this batch's call, episode, turn), so it does not depend on the order requests finish in. An episode's
+    named by (this batch's call, episode, turn), or with `seed_by_instance` by (task, scale, seed, sample, turn), so
+    it does not depend on the order requests finish in. An episode's
     `seconds_generate` is its share of the wall time: each interval split among the requests in flight during it."""
     results: list[EpisodeTokens | None] = [None] * len(specs)
     waiting = list(enumerate(specs))[::-1]  # popped from the end: in order
@@ -310,6 +319,12 @@ def _play_continuously(
     turns_taken: dict[int, int] = {}
     in_flight: dict[Future, int] = {}
     call = generate_turns.reserve_call()
+    names = [
+        (getattr(spec.task, "id", str(spec.task)), spec.scale, spec.seed, spec.sample)
+        if seed_by_instance
+        else (call, i)
+        for i, spec in enumerate(specs)
+    ]
     workers = min(len(specs), getattr(generate_turns, "concurrency", len(specs)))
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="turns")
     bar = _main_rank_bar(len(specs), f"{harness} episodes", "episode")
@@ -328,7 +343,7 @@ def _play_continuously(
             if budget > 0:
                 turn = turns_taken.get(index, 0)
                 turns_taken[index] = turn + 1
-                future = pool.submit(generate_turns, [playing.context_ids()], budget, seed_keys=[(call, index, turn)])
+                future = pool.submit(generate_turns, [playing.context_ids()], budget, seed_keys=[(*names[index], turn)])
                 in_flight[future] = index
                 return
             _play_turn(playing, TurnOutput([], []))  # a turn cut at once: the episode ends as turn_cut

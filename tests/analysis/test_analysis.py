@@ -48,3 +48,30 @@ def test_reproduce_names_the_failing_notebook_and_cell(tmp_path):
         reproduce("ci", run_dir=tmp_path / "run", notebooks_dir=folder)
     executed = tmp_path / "run" / "notebooks" / "00_good.ipynb"
     assert "ci" in nbformat.read(executed, 4).cells[-1].outputs[0]["text"]
+
+
+def test_the_engine_loads_while_the_notebooks_that_generate_nothing_run(tmp_path):
+    """`progagent reproduce` launches the profile's engine and waits for it only before the first notebook that uses
+    it: one marked `"progagent": {"uses_engine": false}` runs meanwhile. (The wait is a callable here; the engine's
+    own launch and wait are what every EngineServer.start does, in tests/engine.)"""
+    from progagent_lib.analysis.profiles import load_profile
+    from progagent_lib.analysis.reproduce import _run_notebooks, uses_engine
+
+    folder = tmp_path / "notebooks"
+    folder.mkdir()
+    for name, marked in (("00_tasks", True), ("01_train", False), ("02_more", False)):
+        nb = new_notebook(cells=[new_code_cell("profile = None\nrun_dir = None", metadata={"tags": ["parameters"]})])
+        nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        if marked:
+            nb.metadata["progagent"] = {"uses_engine": False}
+        nbformat.write(nb, folder / f"{name}.ipynb")
+    assert [uses_engine(p) for p in sorted(folder.glob("*.ipynb"))] == [False, True, True]
+    prof = load_profile("ci", run_dir=tmp_path / "run")
+    waited = []
+
+    def ready():
+        waited.append(sorted(p.name for p in (tmp_path / "run" / "notebooks").glob("*.ipynb")))
+
+    runs = _run_notebooks(prof, None, "python3", folder, {}, ready)
+    assert [r.notebook for r in runs] == ["00_tasks.ipynb", "01_train.ipynb", "02_more.ipynb"]
+    assert waited == [["00_tasks.ipynb"]]   # once, after the notebook that needs no engine, before the first that does

@@ -165,11 +165,24 @@ def test_after_rl_the_trained_prompts_are_sampled_again_and_compared_in_pairs(ti
     shutil.copytree(tiny_path, folder / "final")           # the model GSPO left (here: the tiny one, unchanged)
     before = [PromptRate("retail/restock_orders", "v0", 0, 1, 2), PromptRate("retail/restock_orders", "v0", 1, 2, 2)]
     write_rates(folder / PROBE_FILE, before, before, 2)
+    shutil.copytree(tiny_path, tmp_path / "run" / "sft-dtc" / "final")  # and the SFT model it started from
     record = recipe.probe_after("dtc")
-    assert [(p["seed"], p["before"], p["after"], p["samples"]) for p in record["prompts"]] == [(0, 0.5, 0.0, 2),
-                                                                                             (1, 1.0, 0.0, 2)]
-    assert record["paired"]["difference"] == pytest.approx(-0.75) and record["paired"]["units"] == 2
+    # fresh samples of the chosen prompts by both models (numbered after the probe's own 2), not the probe's rates
+    assert [(p["seed"], p["chosen_at"], p["before"], p["after"], p["samples"]) for p in record["prompts"]] == [
+        (0, 0.5, 0.0, 0.0, 2),
+        (1, 1.0, 0.0, 0.0, 2),
+    ]
+    for when in ("before", "after"):
+        played = [json.loads(line) for line in (folder / when / "probe" / "trajectories.jsonl").open()]
+        assert sorted((t["seed"], t["sample"]) for t in played) == [(0, 2), (0, 3), (1, 2), (1, 3)]
+    assert record["unit"] == "sample" and record["first_sample"] == 2
+    assert record["paired"]["difference"] == pytest.approx(0.0) and record["paired"]["units"] == 4
     assert json.loads((folder / POST_PROBE_FILE).read_text()) == record
-    assert "after minus before RL: -0.750" in record["summary"]
+    assert "after minus before: +0.000" in record["summary"]
+    # RFT counts the SFT policy's samples before RL towards its budget, and takes no more than GSPO played
+    from progagent_lib.train.common import DYNAMICS_FILE
+
+    (folder / DYNAMICS_FILE).write_text(json.dumps({"step": 1, "pass": 1, "episodes": 3}) + "\n")
+    assert [(t.seed, t.sample) for t in recipe._rft_samples("dtc")] == [(0, 2), (1, 2), (0, 3)]
     # a run whose GSPO did not probe has nothing to compare
     assert recipe.probe_after("ptc") is None

@@ -52,7 +52,8 @@ class ContinuousReplay:
 
     def __call__(self, contexts, max_new_tokens, *, seed_keys):
         assert len(contexts) == len(seed_keys) == 1
-        (_, episode, turn), = seed_keys
+        *name, turn = seed_keys[0]
+        episode = name[1] if len(name) == 2 else name[2]  # (call, episode), or by instance (task, scale, seed, sample)
         with self.lock:
             self.keys.append(seed_keys[0])
             self.in_flight += 1
@@ -92,6 +93,19 @@ def test_continuous_batch_matches_lockstep_in_order(chat, restock_task, scripts)
     assert sorted(generator.keys) == [(0, e, t) for e in range(4) for t in range(len(scripts[e]))]
     assert generator.most_in_flight > 1
     assert all(e.seconds_generate > 0 for e in continuous)
+
+
+def test_seeded_by_instance_a_turn_is_named_by_its_episode_not_its_place(chat, restock_task, scripts):
+    """Evaluations (`seed_by_instance`) name a turn's seed by (task, scale, seed, sample, turn): the same sample draws
+    the same random numbers in any batch, at any place in it, under any call (the paired probe before and after RL
+    samples with the same numbers). GSPO's rollouts keep (call, episode, turn): fresh numbers in every batch."""
+    generator = ContinuousReplay(scripts)
+    backwards = [RolloutSpec(restock_task, "v0", seed, sample=seed + 4) for seed in (3, 1, 2)]
+    episodes = run_token_episodes(backwards, "ptc", chat, generator, LIMITS, seed_by_instance=True)
+    assert [(e.trajectory.seed, e.trajectory.sample, e.reward) for e in episodes] == [(3, 7, 1.0), (1, 5, 1.0),
+                                                                                     (2, 6, 1.0)]
+    assert sorted(generator.keys) == sorted((restock_task.id, "v0", seed, seed + 4, t) for seed in (3, 1, 2)
+                                            for t in range(len(scripts[seed])))
 
 
 def test_a_bounded_host_holds_at_most_its_slots(chat, restock_task, scripts):
