@@ -543,7 +543,10 @@ class Recipe:
             **self.engine(),
         )
         output_dir = self.out / f"rft-{harness}" / "samples"
-        trajectories, _ = evaluate(rollout_sampling(sampler, prompts, samples, f"rft-samples-{harness}", output_dir))
+        # numbered after the samples it reuses: the same numbers would draw the same random numbers (seed_by_instance)
+        first = max((t.sample for t in probed), default=-1) + 1
+        sampling = rollout_sampling(sampler, prompts, samples, f"rft-samples-{harness}", output_dir, first)
+        trajectories, _ = evaluate(sampling)
         return probed + trajectories
 
     def paired(self, harness: str) -> list[dict]:

@@ -184,5 +184,9 @@ def test_after_rl_the_trained_prompts_are_sampled_again_and_compared_in_pairs(ti
 
     (folder / DYNAMICS_FILE).write_text(json.dumps({"step": 1, "pass": 1, "episodes": 3}) + "\n")
     assert [(t.seed, t.sample) for t in recipe._rft_samples("dtc")] == [(0, 2), (1, 2), (0, 3)]
+    # and what it samples beyond them is numbered after them: the same numbers would draw the same random numbers
+    (folder / DYNAMICS_FILE).write_text(json.dumps({"step": 1, "pass": 1, "episodes": 10}) + "\n")
+    drawn = recipe._rft_samples("dtc")
+    assert sorted((t.seed, t.sample) for t in drawn) == sorted([(s, n) for s in (0, 1) for n in (2, 3, 4, 5, 6)])
     # a run whose GSPO did not probe has nothing to compare
     assert recipe.probe_after("ptc") is None
