@@ -37,6 +37,9 @@ DYNAMICS_FILE = "dynamics.jsonl"  # the GSPO folder: one line per optimizer step
 PROBE_FILE = "pre_rl_pass_rates.json"  # the GSPO folder: the SFT policy's pass rate per candidate prompt
 POST_PROBE_FILE = "post_rl_pass_rates.json"  # the same prompts, sampled the same way, after RL (train.pipeline)
 PROBE_DIR = "probe"  # the probe's episodes, in the GSPO folder (RFT counts them towards its samples)
+# The paired probe's two halves, in the GSPO folder: the SFT model's fresh samples of the chosen prompts (RFT counts
+# them too) and the GSPO model's, each with its PROBE_DIR inside (train.pipeline, Recipe.probe_after)
+BEFORE_RL_DIR, AFTER_RL_DIR = "before", "after"
 TRAJECTORIES_FILE = "trajectories.jsonl"  # an evaluation's folder: every episode
 
 

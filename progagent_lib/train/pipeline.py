@@ -41,6 +41,8 @@ from .evaluate import TRAJECTORIES_FILE, EvalConfig, evaluate
 from ..harness.spec import DEFAULT_HARNESS, HARNESSES
 from ..harness.trajectory import read_jsonl
 from .common import (
+    AFTER_RL_DIR,
+    BEFORE_RL_DIR,
     HARNESS_NAMES,
     LEARNING_FILE,
     SHARED_STAGES,
@@ -518,22 +520,21 @@ class Recipe:
         )
         # The probe's samples of these prompts are the SFT policy's, drawn as GSPO draws: they count towards RFT's
         # budget, and only the rest is sampled here.
-        keys = {tuple(p) for p in prompts}
         # (and so are the paired probe's samples before RL, `probe_after`, when it ran first)
+        order = {tuple(p): i for i, p in enumerate(prompts)}
         folder = self.out / f"gspo-{harness}"
         probed = [
             t
             for probe_file in (
                 folder / PROBE_DIR / TRAJECTORIES_FILE,
-                folder / "before" / PROBE_DIR / TRAJECTORIES_FILE,
+                folder / BEFORE_RL_DIR / PROBE_DIR / TRAJECTORIES_FILE,
             )
             if probe_file.exists()
             for t in read_jsonl(probe_file)
-            if (t.task_id, t.scale, t.seed) in keys
+            if (t.task_id, t.scale, t.seed) in order
         ]
         samples = max(0, -(-(played - len(probed)) // len(prompts)))
         if not samples:  # as many as GSPO played, sample by sample over the prompts
-            order = {tuple(p): i for i, p in enumerate(prompts)}
             return sorted(probed, key=lambda t: (t.sample, order[(t.task_id, t.scale, t.seed)]))[:played]
         sampler = replace(
             gspo,
@@ -587,28 +588,34 @@ class Recipe:
         chosen = read_rates(folder / PROBE_FILE)
         samples = self.config.gspo.probe_samples or max(r.samples for r in chosen)
         tasks = select_tasks(self.config.gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
-        played = {}
-        for when, stage in (("before", "sft"), ("after", "gspo")):
-            config = replace(
-                self.config.gspo,
-                model=self.model_for(stage, harness),
-                harness=harness,
-                output_dir=str(folder / when),
-                probe_samples=samples,
-                **self.engine(),
+        before, after = (
+            probe_trajectories(
+                replace(
+                    self.config.gspo,
+                    model=self.model_for(stage, harness),
+                    harness=harness,
+                    output_dir=str(folder / name),
+                    probe_samples=samples,
+                    **self.engine(),
+                ),
+                tasks,
+                chosen,
+                first_sample=samples,
             )
-            played[when] = probe_trajectories(config, tasks, chosen, first_sample=samples)
-        judged = {
-            when: {(t.task_id, t.scale, int(t.seed), t.sample): t.reward == 1.0 for t in episodes if not t.errored}
-            for when, episodes in played.items()
-        }
-        pairs = [key for key in judged["before"] if key in judged["after"]]
-        difference = paired_difference(
-            [float(judged["before"][k]) for k in pairs], [float(judged["after"][k]) for k in pairs]
+            for name, stage in ((BEFORE_RL_DIR, "sft"), (AFTER_RL_DIR, "gspo"))
         )
-        rates = {
-            when: {(r.task_id, r.scale, r.seed): r for r in rates_from_trajectories(e)} for when, e in played.items()
-        }
+        passed_before, passed_after = (
+            {(t.task_id, t.scale, int(t.seed), t.sample): t.reward == 1.0 for t in episodes if not t.errored}
+            for episodes in (before, after)
+        )
+        pairs = [key for key in passed_before if key in passed_after]
+        difference = paired_difference(
+            [float(passed_before[k]) for k in pairs], [float(passed_after[k]) for k in pairs]
+        )
+        rate_before, rate_after = (
+            {(r.task_id, r.scale, r.seed): r.rate for r in rates_from_trajectories(episodes)}
+            for episodes in (before, after)
+        )
         record = {
             "prompts": [
                 {
@@ -616,8 +623,8 @@ class Recipe:
                     "scale": c.scale,
                     "seed": c.seed,
                     "chosen_at": c.rate,
-                    "before": rates["before"][key].rate if key in rates["before"] else None,
-                    "after": rates["after"][key].rate if key in rates["after"] else None,
+                    "before": rate_before.get(key),
+                    "after": rate_after.get(key),
                     "samples": samples,
                 }
                 for c in chosen
