@@ -175,6 +175,13 @@ class GSPORunConfig:
             "RL; > 0: train only on prompts passed sometimes but not always (refused if none); 0: no probe."
         },
     )
+    paired_probe_samples: int | None = field(
+        default=None,
+        metadata={
+            "help": "Samples per trained prompt that the SFT and the GSPO model each play after RL, for the paired "
+            "before/after pass rate (post_rl_pass_rates.json); null: probe_samples."
+        },
+    )
     sampling_batch_size: int = field(
         default=32,
         metadata={
@@ -330,6 +337,7 @@ class GSPORunConfig:
         check_int(self, "sample_episodes", at_least=0)
         check_choice(self, "lr_scheduler_type", LR_SCHEDULERS)
         check_int(self, "probe_samples", at_least=0, why=" (0: no probe; otherwise at least 2 to see both outcomes)")
+        check_int(self, "paired_probe_samples", at_least=1, optional=True)
         if self.probe_samples == 1:
             raise config_error(self, "probe_samples", "is 1: one sample cannot show a prompt passed only sometimes")
         check_int(self, "sampling_batch_size", at_least=1)
@@ -523,8 +531,35 @@ def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = 
     groups = [episodes[i : i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
     groups = [g for g in groups if g]
     value = (lambda e: e.reward) if reward == "binary" else (lambda e: e.score)
-    flat = sum(len({value(e) for e in g if not e.errored}) <= 1 for g in groups)
-    return {"groups": len(groups), "zero_variance_group_share": flat / len(groups) if groups else 0.0}
+    flat = [len({value(e) for e in g if not e.errored}) <= 1 for g in groups]
+    return {
+        "groups": len(groups),
+        "zero_variance_group_share": sum(flat) / len(groups) if groups else 0.0,
+        # Each group's prompt, passes, episodes and whether its rewards differ: the prompts a batch trained on.
+        "group_prompts": [
+            [
+                e.trajectory.task_id,
+                e.trajectory.scale,
+                int(e.trajectory.seed),
+                sum(x.reward == 1.0 for x in g),
+                len(g),
+                not f,
+            ]
+            for g, f in zip(groups, flat)
+            for e in g[:1]
+        ],
+    }
+
+
+def trained_prompts(lines: list[dict]) -> list[tuple[str, str, int]]:
+    """The prompts of the informative groups GSPO trained on (`group_prompts` of its dynamics lines), first seen
+    first: a flat group moved nothing. Empty for a log written before lines carried them."""
+    seen: dict[tuple[str, str, int], None] = {}
+    for line in lines:
+        for task_id, scale, seed, _passed, _episodes, informative in line.get("group_prompts", []):
+            if informative:
+                seen.setdefault((task_id, scale, int(seed)), None)
+    return list(seen)
 
 
 # TRL's log of an optimizer step -> the dynamics line's key. The gspo/ metrics come from GSPOTrainer (gspo_trainer.py).

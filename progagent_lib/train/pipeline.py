@@ -460,8 +460,9 @@ class Recipe:
 
     def control_sft_config(self, stage: str, harness: str, **changes: Any) -> SFTRunConfig:
         """SFT continued from the recipe's SFT model for as many optimizer steps as GSPO took, at GSPO's learning
-        rate and scheduler (or control_learning_rate): a control at GSPO's compute and step size, otherwise with SFT's
-        settings (`changes`: other SFT settings)."""
+        rate and scheduler (or control_learning_rate) and through GSPO's LoRA adapters when it trains some: a control
+        at GSPO's compute, step size and trained weights, otherwise with SFT's settings (`changes`: other SFT
+        settings)."""
         return replace(
             self.config.sft,
             model=self.model_for("sft", harness),
@@ -471,6 +472,7 @@ class Recipe:
             output_dir=str(self.out / f"{stage}-{harness}"),
             learning_rate=self.config.control_learning_rate or self.config.gspo.learning_rate,
             lr_scheduler_type=self.config.gspo.lr_scheduler_type,
+            lora=self.config.gspo.lora,
             **changes,
         )
 
@@ -564,11 +566,11 @@ class Recipe:
         return rows
 
     def probe_after(self, harness: str) -> dict | None:
-        """The prompts GSPO trained on, sampled by the SFT model and by the GSPO model (`post_rl_pass_rates.json` in
-        the GSPO folder): each prompt's rate before and after RL, and the paired difference over the samples. None
-        when GSPO did not probe.
+        """The prompts GSPO trained on (those of its informative groups), sampled by the SFT model and by the GSPO
+        model (`post_rl_pass_rates.json` in the GSPO folder): each prompt's rate before and after RL, and the paired
+        difference over the samples. None when GSPO did not probe.
 
-        Both sample each prompt `probe_samples` more times, numbered after the probe's own samples: the probe's
+        Both sample each prompt `paired_probe_samples` times, numbered after the probe's own samples: the probe's
         rates chose the prompts, so they are biased by that choice (a prompt passed 4 of 4 was left out, so a chosen
         prompt of true rate 0.75 reads low), and fresh samples are not. Before and after use the same sample
         numbers, so on the engine each pair draws the same random numbers (`EvalConfig.first_sample`): what differs
@@ -580,13 +582,18 @@ class Recipe:
         from dataclasses import asdict as as_dict
 
         from ..stats import paired_difference
+        from .gspo import DYNAMICS_FILE, DynamicsLog, trained_prompts
         from .informative import POST_PROBE_FILE, PROBE_FILE, probe_trajectories, rates_from_trajectories, read_rates
 
         folder = self.out / f"gspo-{harness}"
         if not (folder / PROBE_FILE).exists():
             return None
         chosen = read_rates(folder / PROBE_FILE)
-        samples = self.config.gspo.probe_samples or max(r.samples for r in chosen)
+        # The prompts of the groups GSPO trained on (of the chosen: a log without them, every chosen prompt)
+        trained = set(trained_prompts(DynamicsLog.read(folder / DYNAMICS_FILE)))
+        chosen = [r for r in chosen if (r.task_id, r.scale, r.seed) in trained] or chosen
+        gspo = self.config.gspo
+        samples = gspo.paired_probe_samples or gspo.probe_samples or max(r.samples for r in chosen)
         tasks = select_tasks(self.config.gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
         before, after = (
             probe_trajectories(
@@ -600,7 +607,7 @@ class Recipe:
                 ),
                 tasks,
                 chosen,
-                first_sample=samples,
+                first_sample=max(r.samples for r in chosen),
             )
             for name, stage in ((BEFORE_RL_DIR, "sft"), (AFTER_RL_DIR, "gspo"))
         )
@@ -631,10 +638,10 @@ class Recipe:
                 for key in [(c.task_id, c.scale, c.seed)]
             ],
             "unit": "sample",
-            "first_sample": samples,
+            "first_sample": max(r.samples for r in chosen),
             "paired": as_dict(difference),
             "summary": (
-                f"pass rate on the {len(chosen)} trained prompts, {samples} fresh samples each with the same random "
+                f"pass rate on the {len(chosen)} prompts GSPO trained on, {samples} fresh samples each with the same random "
                 f"numbers before and after RL, after minus before: {difference.text()}"
             ),
         }

@@ -190,3 +190,25 @@ def test_after_rl_the_trained_prompts_are_sampled_again_and_compared_in_pairs(ti
     assert sorted((t.seed, t.sample) for t in drawn) == sorted([(s, n) for s in (0, 1) for n in (2, 3, 4, 5, 6)])
     # a run whose GSPO did not probe has nothing to compare
     assert recipe.probe_after("ptc") is None
+    # With GSPO's log: the prompts of the groups it trained on (seed 1's; seed 0's group was flat), each played
+    # paired_probe_samples times by both models
+    config = replace(config, gspo=replace(config.gspo, paired_probe_samples=3))
+    recipe = Recipe(config, tmp_path / "run2")
+    folder = tmp_path / "run2" / "gspo-dtc"
+    shutil.copytree(tiny_path, folder / "final")
+    shutil.copytree(tiny_path, tmp_path / "run2" / "sft-dtc" / "final")
+    write_rates(folder / PROBE_FILE, before, before, 2)
+    groups = [["retail/restock_orders", "v0", 0, 0, 2, False], ["retail/restock_orders", "v0", 1, 1, 2, True]]
+    (folder / DYNAMICS_FILE).write_text(json.dumps({"step": 1, "pass": 1, "group_prompts": groups}) + "\n")
+    record = recipe.probe_after("dtc")
+    assert [(p["seed"], p["samples"]) for p in record["prompts"]] == [(1, 3)]
+    assert record["paired"]["units"] == 3 and "the 1 prompts GSPO trained on, 3 fresh samples" in record["summary"]
+
+
+def test_a_batch_line_names_each_groups_prompt_and_the_trained_ones_are_the_informative():
+    from progagent_lib.train.gspo import trained_prompts, zero_variance
+
+    line = zero_variance([episode(3, 1.0), episode(3, 0.0), episode(5, 0.0), episode(5, 0.0)], group_size=2)
+    task = "retail/restock_orders"
+    assert line["group_prompts"] == [[task, "v0", 3, 1, 2, True], [task, "v0", 5, 0, 2, False]]
+    assert trained_prompts([line, {"step": 2}, line]) == [(task, "v0", 3)]

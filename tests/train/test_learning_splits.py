@@ -113,7 +113,8 @@ def test_pipeline_config_refuses_unknown_stages_and_a_control_without_gspo():
 
 def test_the_controls_train_at_gspos_step_size_and_compute(tmp_path):
     """The SFT control and RFT continue SFT for GSPO's optimizer steps at GSPO's learning rate and scheduler (or
-    control_learning_rate), not SFT's: they differ from GSPO in objective and data, not in how far a step moves."""
+    control_learning_rate), not SFT's, through GSPO's LoRA adapters: they differ from GSPO in objective and data, not
+    in how far a step moves or which weights it moves."""
     config = load_config(PipelineConfig, REPO / "configs" / "cpu-smoke.yaml", {"output_dir": str(tmp_path)})
     assert config.sft.learning_rate != config.gspo.learning_rate   # what the default changes
     recipe = Recipe(config, tmp_path)
@@ -121,6 +122,7 @@ def test_the_controls_train_at_gspos_step_size_and_compute(tmp_path):
         sft = recipe.control_sft_config(stage, "ptc")
         assert (sft.learning_rate, sft.lr_scheduler_type) == (config.gspo.learning_rate, config.gspo.lr_scheduler_type)
         assert sft.max_steps == config.gspo.max_steps and sft.output_dir == str(tmp_path / f"{stage}-ptc")
+        assert sft.lora == config.gspo.lora is not None   # through the same adapters as GSPO's
     chosen = load_config(PipelineConfig, REPO / "configs" / "cpu-smoke.yaml",
                          {"output_dir": str(tmp_path), "control_learning_rate": 3e-5})
     assert Recipe(chosen, tmp_path).control_sft_config("control", "ptc").learning_rate == 3e-5
