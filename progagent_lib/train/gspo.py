@@ -525,7 +525,7 @@ class DynamicsLog:
         return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
-def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = "binary") -> dict[str, float]:
+def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = "binary") -> dict[str, Any]:
     """The share of groups (consecutive `group_size` rollouts of one prompt) whose rewards (the ones optimised:
     R, or R~ when `reward` is dense) are all equal: such a group has zero advantage everywhere and teaches nothing."""
     groups = [episodes[i : i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
