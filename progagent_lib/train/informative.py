@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -123,6 +123,11 @@ def read_rates(path: str | Path) -> list[PromptRate]:
     return [PromptRate(**{k: p[k] for k in fields}) for p in record["prompts"] if p["chosen"]]
 
 
+def prompt_key(prompt: Any) -> tuple[str, str, int]:
+    """(task id, scale, seed) of a PromptRate or a Trajectory."""
+    return (prompt.task_id, prompt.scale, int(prompt.seed))
+
+
 def group_is_flat(group: Sequence[Any], reward: str = "binary") -> bool:
     """Whether a group's judged episodes all have one reward (R, or R~ when dense): no advantage anywhere."""
     value = (lambda e: e.reward) if reward == "binary" else (lambda e: round(e.score, 9))
@@ -146,13 +151,20 @@ class DynamicSampler:
         self.rng = random.Random(seed)
         self.order: list[Any] = []
 
-    def next_prompts(self, n: int) -> list[Any]:
+    def next_prompts(self, n: int, avoid: Collection[tuple] = ()) -> list[Any]:
+        """The next `n` prompts of the shuffled pool, passing over those in `avoid` (the batch's, by `prompt_key`) and
+        those drawn in this call while the rest of the shuffle has others: a refill widens the batch's prompts
+        instead of playing one again."""
         drawn: list[Any] = []
         while len(drawn) < n:
             if not self.order:
                 self.order = list(self.pool)
                 self.rng.shuffle(self.order)
-            drawn.append(self.order.pop())
+            taken = set(avoid) | {prompt_key(p) for p in drawn}
+            last = len(self.order) - 1
+            drawn.append(
+                self.order.pop(next((i for i in range(last, -1, -1) if prompt_key(self.order[i]) not in taken), last))
+            )
         return drawn
 
     def refill(self, episodes: list[Any], play: Callable[[list[Any]], list[Any]]) -> tuple[list[Any], dict]:
@@ -165,7 +177,7 @@ class DynamicSampler:
             take = flat[: max(self.budget - played, 0)]
             if not take:
                 break
-            fresh = play(self.next_prompts(len(take)))
+            fresh = play(self.next_prompts(len(take), avoid={prompt_key(g[0].trajectory) for g in groups if g}))
             for slot, start in zip(take, range(0, len(fresh), n)):
                 groups[slot] = fresh[start : start + n]
             played += len(take)

@@ -71,6 +71,21 @@ def test_dynamic_sampling_replaces_flat_groups_up_to_its_budget():
     assert kept == batch and stats["refill_groups"] == 0 and stats["informative_group_share"] == pytest.approx(1 / 3)
 
 
+def test_a_refill_draws_prompts_the_batch_has_not_while_the_shuffle_has_them():
+    pool = [PromptRate("retail/restock_orders", "v0", seed, 1, 2) for seed in (5, 6, 7)]
+    for seed in range(20):   # whatever the shuffle: 5 and 6 are in the batch, so 7 comes first
+        sampler = DynamicSampler(pool, group_size=2, budget=1, seed=seed)
+        batch = [episode(5, 1.0), episode(5, 0.0), episode(6, 0.0), episode(6, 0.0)]
+        played = []
+        sampler.refill(batch, lambda prompts: played.extend(p.seed for p in prompts) or
+                       [episode(p.seed, float(i)) for p in prompts for i in range(2)])
+        assert played == [7]
+    # two at once are two different prompts; with every prompt in the batch, the shuffle's order decides
+    sampler = DynamicSampler(pool, group_size=2, budget=2, seed=0)
+    assert len({p.seed for p in sampler.next_prompts(2, avoid={("retail/restock_orders", "v0", 5)})}) == 2
+    assert len(DynamicSampler(pool, 2, 2).next_prompts(3, avoid={(p.task_id, p.scale, p.seed) for p in pool})) == 3
+
+
 def test_the_rollout_function_refills_flat_groups_and_logs_the_counts(tiny_path, repo, tmp_path, monkeypatch):  # noqa: F811
     from progagent_lib import load_task
     from progagent_lib.generation import TurnOutput
