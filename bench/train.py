@@ -143,9 +143,10 @@ def main() -> int:
                                  engine_model=args.engine_model or Path(smoke.model).name)
                 rows.append(shares("engine", harness, run_gspo(config, resume=False)["dynamics"]))
             if "teacher-replay" in args.kinds.split(","):
+                # one prompt per batch: the replay has 2 recorded seeds, fewer than cpu-smoke's 3 prompts per batch
                 config = replace(base, output_dir=str(work / f"replay-{harness}"), task_ids=REPLAY_TASKS,
-                                 train_seeds=[0, 1], num_generations=2, max_turns=10_000, max_new_tokens=None,
-                                 max_context_tokens=positions)
+                                 train_seeds=[0, 1], num_generations=2, prompts_per_step=1, max_turns=10_000,
+                                 max_new_tokens=None, max_context_tokens=positions)
                 runs = teacher_runs(config, harness)
 
                 def replay(trainer, specs, runs=runs):
