@@ -46,7 +46,7 @@ from .precision import check_bf16, master_weights_dtype, sharded_by_launcher
 from .ranks import barrier, gather_lists, is_main, on_main, rank, world_size
 from .saving import save_final
 from ..generation import generator_config, make_generator
-from .informative import DynamicSampler, PromptRate, training_prompts
+from .informative import DynamicSampler, PromptRate, group_is_flat, prompt_of, training_prompts
 from .rollout import EpisodeTokens, RolloutSpec, rollout_summary, run_token_episodes
 
 SAMPLES_FILE = "samples.jsonl"
@@ -530,23 +530,13 @@ def zero_variance(episodes: list[EpisodeTokens], group_size: int, reward: str = 
     R, or R~ when `reward` is dense) are all equal: such a group has zero advantage everywhere and teaches nothing."""
     groups = [episodes[i : i + group_size] for i in range(0, len(episodes), max(group_size, 1))]
     groups = [g for g in groups if g]
-    value = (lambda e: e.reward) if reward == "binary" else (lambda e: e.score)
-    flat = [len({value(e) for e in g if not e.errored}) <= 1 for g in groups]
+    flat = [group_is_flat(g, reward) for g in groups]  # dynamic sampling's test of the same groups
     return {
         "groups": len(groups),
         "zero_variance_group_share": sum(flat) / len(groups) if groups else 0.0,
         # Each group's prompt, passes, episodes and whether its rewards differ: the prompts a batch trained on.
         "group_prompts": [
-            [
-                e.trajectory.task_id,
-                e.trajectory.scale,
-                int(e.trajectory.seed),
-                sum(x.reward == 1.0 for x in g),
-                len(g),
-                not f,
-            ]
-            for g, f in zip(groups, flat)
-            for e in g[:1]
+            [*prompt_of(g[0].trajectory), sum(e.reward == 1.0 for e in g), len(g), not f] for g, f in zip(groups, flat)
         ],
     }
 

@@ -123,7 +123,7 @@ def read_rates(path: str | Path) -> list[PromptRate]:
     return [PromptRate(**{k: p[k] for k in fields}) for p in record["prompts"] if p["chosen"]]
 
 
-def prompt_key(prompt: Any) -> tuple[str, str, int]:
+def prompt_of(prompt: Any) -> tuple[str, str, int]:
     """(task id, scale, seed) of a PromptRate or a Trajectory."""
     return (prompt.task_id, prompt.scale, int(prompt.seed))
 
@@ -152,7 +152,7 @@ class DynamicSampler:
         self.order: list[Any] = []
 
     def next_prompts(self, n: int, avoid: Collection[tuple] = ()) -> list[Any]:
-        """The next `n` prompts of the shuffled pool, passing over those in `avoid` (the batch's, by `prompt_key`) and
+        """The next `n` prompts of the shuffled pool, passing over those in `avoid` (the batch's, by `prompt_of`) and
         those drawn in this call while the rest of the shuffle has others: a refill widens the batch's prompts
         instead of playing one again."""
         drawn: list[Any] = []
@@ -160,10 +160,10 @@ class DynamicSampler:
             if not self.order:
                 self.order = list(self.pool)
                 self.rng.shuffle(self.order)
-            taken = set(avoid) | {prompt_key(p) for p in drawn}
+            taken = set(avoid) | {prompt_of(p) for p in drawn}
             last = len(self.order) - 1
             drawn.append(
-                self.order.pop(next((i for i in range(last, -1, -1) if prompt_key(self.order[i]) not in taken), last))
+                self.order.pop(next((i for i in range(last, -1, -1) if prompt_of(self.order[i]) not in taken), last))
             )
         return drawn
 
@@ -177,7 +177,7 @@ class DynamicSampler:
             take = flat[: max(self.budget - played, 0)]
             if not take:
                 break
-            fresh = play(self.next_prompts(len(take), avoid={prompt_key(g[0].trajectory) for g in groups if g}))
+            fresh = play(self.next_prompts(len(take), avoid={prompt_of(g[0].trajectory) for g in groups if g}))
             for slot, start in zip(take, range(0, len(fresh), n)):
                 groups[slot] = fresh[start : start + n]
             played += len(take)

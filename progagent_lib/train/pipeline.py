@@ -583,7 +583,14 @@ class Recipe:
 
         from ..stats import paired_difference
         from .gspo import DYNAMICS_FILE, DynamicsLog, trained_prompts
-        from .informative import POST_PROBE_FILE, PROBE_FILE, probe_trajectories, rates_from_trajectories, read_rates
+        from .informative import (
+            POST_PROBE_FILE,
+            PROBE_FILE,
+            probe_trajectories,
+            prompt_of,
+            rates_from_trajectories,
+            read_rates,
+        )
 
         folder = self.out / f"gspo-{harness}"
         if not (folder / PROBE_FILE).exists():
@@ -591,10 +598,11 @@ class Recipe:
         chosen = read_rates(folder / PROBE_FILE)
         # The prompts of the groups GSPO trained on (of the chosen: a log without them, every chosen prompt)
         trained = set(trained_prompts(DynamicsLog.read(folder / DYNAMICS_FILE)))
-        chosen = [r for r in chosen if (r.task_id, r.scale, r.seed) in trained] or chosen
+        chosen = [r for r in chosen if prompt_of(r) in trained] or chosen
         gspo = self.config.gspo
-        samples = gspo.paired_probe_samples or gspo.probe_samples or max(r.samples for r in chosen)
-        tasks = select_tasks(self.config.gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
+        first = max(r.samples for r in chosen)  # fresh sample numbers: after the probe's own
+        samples = gspo.paired_probe_samples or gspo.probe_samples or first
+        tasks = select_tasks(gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
         before, after = (
             probe_trajectories(
                 replace(
@@ -607,7 +615,7 @@ class Recipe:
                 ),
                 tasks,
                 chosen,
-                first_sample=max(r.samples for r in chosen),
+                first_sample=first,
             )
             for name, stage in ((BEFORE_RL_DIR, "sft"), (AFTER_RL_DIR, "gspo"))
         )
@@ -638,7 +646,7 @@ class Recipe:
                 for key in [(c.task_id, c.scale, c.seed)]
             ],
             "unit": "sample",
-            "first_sample": max(r.samples for r in chosen),
+            "first_sample": first,
             "paired": as_dict(difference),
             "summary": (
                 f"pass rate on the {len(chosen)} prompts GSPO trained on, {samples} fresh samples each with the same random "
