@@ -46,7 +46,7 @@ from .precision import check_bf16, master_weights_dtype, sharded_by_launcher
 from .ranks import barrier, gather_lists, is_main, on_main, rank, world_size
 from .saving import save_final
 from ..generation import generator_config, make_generator
-from .informative import DynamicSampler, PromptRate, group_is_flat, prompt_of, training_prompts
+from .informative import PROMPT_ORDERS, DynamicSampler, PromptRate, group_is_flat, prompt_of, training_prompts
 from .rollout import EpisodeTokens, RolloutSpec, rollout_summary, run_token_episodes
 
 SAMPLES_FILE = "samples.jsonl"
@@ -187,6 +187,14 @@ class GSPORunConfig:
         metadata={
             "help": "Episodes the probes and RFT's sampling play at once (the engine batches their turns; each holds up "
             "to max_context_tokens of its KV cache)."
+        },
+    )
+    prompt_order: str = field(
+        default="shuffled",
+        metadata={
+            "help": "Which chosen prompts the batches and refills take first: shuffled (TRL's seeded shuffle) | "
+            "informative (sampled pass rate nearest 1/2 first, then lower: groups with both outcomes and room to rise; "
+            "needs probe_samples)."
         },
     )
     dynamic_sampling: bool = field(
@@ -341,6 +349,11 @@ class GSPORunConfig:
         if self.probe_samples == 1:
             raise config_error(self, "probe_samples", "is 1: one sample cannot show a prompt passed only sometimes")
         check_int(self, "sampling_batch_size", at_least=1)
+        check_choice(self, "prompt_order", PROMPT_ORDERS)
+        if self.prompt_order == "informative" and not self.probe_samples:
+            raise config_error(
+                self, "prompt_order", "is informative: the order is the probe's rates; set probe_samples"
+            )
         check_bool(self, "dynamic_sampling")
         check_int(self, "refill_groups", at_least=0)
         check_budgets(self)
@@ -633,7 +646,14 @@ def make_rollout_func(
     )
     chat_formats: dict[int, Any] = {id(chat.tokenizer): chat} if chat is not None else {}
     sampler = (
-        DynamicSampler(pool or [], config.num_generations, config.refill_groups, config.reward, config.seed + rank())
+        DynamicSampler(
+            pool or [],
+            config.num_generations,
+            config.refill_groups,
+            config.reward,
+            config.seed + rank(),
+            shuffle=config.prompt_order == "shuffled",
+        )
         if config.dynamic_sampling
         else None
     )
@@ -850,6 +870,7 @@ def grpo_args(config: GSPORunConfig, processes: int = 1):
         project="progagent",
         disable_tqdm=True,
         seed=config.seed,
+        shuffle_dataset=config.prompt_order == "shuffled",  # informative: the dataset's rows in their order
         max_completion_length=config.max_context_tokens,
         use_cpu=on_cpu,
         bf16=check_bf16(config.bf16, "GSPORunConfig.bf16"),

@@ -99,6 +99,15 @@ def choose_informative(rates: Sequence[PromptRate], reward: str = "binary", temp
     return chosen
 
 
+PROMPT_ORDERS = ("shuffled", "informative")
+
+
+def most_informative_first(rates: Sequence[PromptRate]) -> list[PromptRate]:
+    """The chosen prompts ordered by what a group of them is worth: pass rate nearest 1/2 first (both outcomes most
+    likely, and room to rise), a lower rate first between two as near, then the probe's order (a stable sort)."""
+    return sorted(rates, key=lambda r: (round(abs(r.rate - 0.5), 9), r.rate))
+
+
 def write_rates(path: Path, rates: Sequence[PromptRate], chosen: Sequence[PromptRate], group_size: int) -> dict:
     """The probe's record (pre_rl_pass_rates.json): every rate with its interval, which were chosen, and the
     expected share of informative groups among the chosen at this group size."""
@@ -139,16 +148,27 @@ class DynamicSampler:
 
     `refill(episodes, play)` takes a generation batch (consecutive groups of `group_size`) and `play(prompts)`, which
     plays `group_size` episodes of each prompt and returns them in order. Flat groups are replaced, all of one round
-    in one `play` call, by groups of the pool's next prompts (a seeded shuffle, reshuffled when used up) until none
+    in one `play` call, by groups of the pool's next prompts (a seeded shuffle, reshuffled when used up; or the pool's
+    own order) until none
     is flat or `budget` groups have been played. Groups still flat stay in the batch (their steps have no advantage)
     and are counted in `stats`.
     """
 
-    def __init__(self, pool: Sequence[Any], group_size: int, budget: int, reward: str = "binary", seed: int = 0):
+    def __init__(
+        self,
+        pool: Sequence[Any],
+        group_size: int,
+        budget: int,
+        reward: str = "binary",
+        seed: int = 0,
+        shuffle: bool = True,
+    ):
+        """`shuffle` False: the pool is drawn in its own order (most_informative_first's), from the start again when
+        used up."""
         if not pool:
             raise ValueError("dynamic sampling needs at least one prompt to refill from")
         self.pool, self.group_size, self.budget, self.reward = list(pool), group_size, budget, reward
-        self.rng = random.Random(seed)
+        self.rng = random.Random(seed) if shuffle else None
         self.order: list[Any] = []
 
     def next_prompts(self, n: int, avoid: Collection[tuple] = ()) -> list[Any]:
@@ -159,7 +179,10 @@ class DynamicSampler:
         while len(drawn) < n:
             if not self.order:
                 self.order = list(self.pool)
-                self.rng.shuffle(self.order)
+                if self.rng is not None:
+                    self.rng.shuffle(self.order)
+                else:
+                    self.order.reverse()  # drawn from the end: the pool's first prompt first
             taken = set(avoid) | {prompt_of(p) for p in drawn}
             last = len(self.order) - 1
             drawn.append(
@@ -267,15 +290,17 @@ def probe_trajectories(
 
 def training_prompts(config: Any, tasks: Sequence[Any], resuming: bool) -> list[PromptRate]:
     """The prompts GSPO trains on and refills from. With probe_samples: the informative ones (pre_rl_pass_rates.json
-    records every rate; a resumed run reads its choice back), NothingToLearn if none. Without: every candidate."""
+    records every rate; a resumed run reads its choice back), NothingToLearn if none; in the probe's order, or
+    most_informative_first's (prompt_order: informative). Without: every candidate."""
     path = Path(config.output_dir) / PROBE_FILE
     if not config.probe_samples:
         return [
             PromptRate(t.id, scale, seed, 0, 0)
             for t, scale, seed in candidate_prompts(tasks, config.scales, config.train_seeds)
         ]
+    ordered = most_informative_first if config.prompt_order == "informative" else list
     if resuming and path.exists():
-        return read_rates(path)
+        return ordered(read_rates(path))
     rates = probe_pass_rates(config, tasks)
     try:
         chosen = choose_informative(rates, config.reward, config.temperature)
@@ -283,4 +308,4 @@ def training_prompts(config: Any, tasks: Sequence[Any], resuming: bool) -> list[
         write_rates(path, rates, [], config.num_generations)
         raise
     write_rates(path, rates, chosen, config.num_generations)
-    return chosen
+    return ordered(chosen)

@@ -15,6 +15,7 @@ from progagent_lib.train.informative import (
     PromptRate,
     choose_informative,
     informative_group_chance,
+    most_informative_first,
     rates_from_trajectories,
 )
 from progagent_lib.train.rollout import EpisodeTokens
@@ -84,6 +85,43 @@ def test_a_refill_draws_prompts_the_batch_has_not_while_the_shuffle_has_them():
     sampler = DynamicSampler(pool, group_size=2, budget=2, seed=0)
     assert len({p.seed for p in sampler.next_prompts(2, avoid={("retail/restock_orders", "v0", 5)})}) == 2
     assert len(DynamicSampler(pool, 2, 2).next_prompts(3, avoid={(p.task_id, p.scale, p.seed) for p in pool})) == 3
+
+
+def test_informative_order_takes_rates_nearest_half_first_in_batches_and_refills(tmp_path):
+    task = "retail/restock_orders"
+    rates = [PromptRate(task, "v0", seed, passed, 4) for seed, passed in ((4, 3), (5, 1), (6, 2), (7, 1), (8, 2))]
+    # 2/4 before 1/4 before 3/4 (as near 1/2, the lower rate has more room to rise); ties keep the probe's order
+    assert [r.seed for r in most_informative_first(rates)] == [6, 8, 5, 7, 4]
+    # the refills draw in that order past the batch's prompts (6, passed over, comes next), then from the start again
+    sampler = DynamicSampler(most_informative_first(rates), group_size=2, budget=2, shuffle=False)
+    assert [p.seed for p in sampler.next_prompts(2, avoid={(task, "v0", 6)})] == [8, 5]
+    assert [p.seed for p in sampler.next_prompts(4)] == [6, 7, 4, 8]
+    # TRL's batches take the dataset's rows in order (no shuffle) under it; the default stays TRL's seeded shuffle
+    assert grpo_args(GSPORunConfig(output_dir=str(tmp_path))).shuffle_dataset is True
+    ordered = GSPORunConfig(output_dir=str(tmp_path), probe_samples=4, prompt_order="informative")
+    assert grpo_args(ordered).shuffle_dataset is False
+    with pytest.raises(ConfigError, match=r"prompt_order='informative': is informative: the order is the probe's"):
+        GSPORunConfig(prompt_order="informative")
+    with pytest.raises(ConfigError, match=r"prompt_order='best': must be one of shuffled, informative"):
+        GSPORunConfig(prompt_order="best")
+
+
+def test_an_informative_run_trains_its_groups_in_that_order(tiny_path, repo, tmp_path, monkeypatch):  # noqa: F811
+    """A real run (the tiny model, which fails everything: every step is skipped, but each batch line names its
+    group's prompt): with rates 3/4, 1/4, 2/4 for seeds 0, 1, 2, the batches take seed 2, then seed 1."""
+    from progagent_lib.train import informative
+
+    monkeypatch.chdir(repo)
+    task = "retail/restock_orders"
+    monkeypatch.setattr(informative, "probe_pass_rates", lambda config, tasks, prompts=None: [
+        PromptRate(task, "v0", 0, 3, 4), PromptRate(task, "v0", 1, 1, 4), PromptRate(task, "v0", 2, 2, 4)])
+    config = replace(small_config(tiny_path, tmp_path / "run", max_steps=2), train_seeds=[0, 1, 2], probe_samples=4,
+                     prompt_order="informative")
+    run_gspo(config)
+    lines = [json.loads(line) for line in (tmp_path / "run" / DYNAMICS_FILE).open()]
+    assert [[g[2] for g in line["group_prompts"]] for line in lines if "group_prompts" in line] == [[2], [1]]
+    record = json.loads((tmp_path / "run" / PROBE_FILE).read_text())   # the record keeps the probe's order
+    assert [p["seed"] for p in record["prompts"]] == [0, 1, 2] and record["chosen"] == 3
 
 
 def test_the_rollout_function_refills_flat_groups_and_logs_the_counts(tiny_path, repo, tmp_path, monkeypatch):  # noqa: F811
