@@ -1,13 +1,15 @@
 """GSPO's optimizer step with the group's prompt computed once (`shared_prompt`, the default) vs once per episode.
 
-    .venv/bin/python bench/shared_prompt.py [--group 4] [--prompt 1500] [--completion 1600] [--steps 2] [--quick]
+    .venv/bin/python bench/shared_prompt.py [--group 4] [--prompt 1500] [--completion 1600] [--steps 2] [--lora R]
+                                            [--quick]
 
 Both arms are `GSPOTrainer` steps with cpu-smoke's update settings (bf16 autocast, 1,024-position head tiles, no
 checkpointing, micro-batches of one episode, one pass), fed by a rollout function that returns a group of synthetic
 episodes: one prompt of `--prompt` tokens and `--completion` tokens after it (alternating 256-token model and
 observation spans), rewards 0, 1, 0, ... so every step learns. cpu-smoke's episodes are ~1.5k prompt + ~1.6k
 completion tokens, 8 to a group. Each arm runs in a process of its own; the first step pays one-off costs and is
-left out when there are more. Printed: seconds per optimizer step of each arm and their ratio. That both compute the
+left out when there are more. `--lora R`: both arms train LoRA adapters of rank R (alpha 2R, every linear layer, as
+cpu-smoke's GSPO with R = 16) instead of all the weights. Printed: seconds per optimizer step of each arm and their ratio. That both compute the
 same gradients is tests/train/test_shared_prompt.py's to check (fp32, every weight).
 `--quick` (the small test model, short episodes; the test suite runs it) checks the machinery, not the figures.
 """
@@ -77,11 +79,17 @@ def measure(spec: dict) -> dict:
                                max_turns=None, max_new_tokens=None, max_context_tokens=spec["prompt"] + completion,
                                learning_rate=1e-5, bf16=not spec["quick"], gradient_checkpointing=False,
                                logit_chunk_tokens=1024, shared_prompt=spec["shared"])
+        peft_config = None
+        if spec.get("lora"):
+            from peft import LoraConfig
+
+            peft_config = LoraConfig(r=spec["lora"], lora_alpha=2 * spec["lora"], lora_dropout=0.0,
+                                     target_modules="all-linear", task_type="CAUSAL_LM")
         dataset = Dataset.from_list([{"prompt": [{"role": "user", "content": "x"}]}] * spec["steps"] * group)
         trainer = GSPOTrainer(model=model, processing_class=tokenizer, reward_funcs=[verifier_reward],
                               args=grpo_args(config), train_dataset=dataset, rollout_func=rollout_func,
                               callbacks=[Clock()], importance_sampling_cap=config.importance_sampling_cap,
-                              shared_prompt=config.shared_prompt)
+                              shared_prompt=config.shared_prompt, peft_config=peft_config)
         with lm_head_tile(config.logit_chunk_tokens):
             trainer.train()
     return {"shared": trainer.shared_prompts is not None, "step_seconds": seconds,
@@ -107,6 +115,8 @@ def main() -> int:
     parser.add_argument("--completion", type=int, default=1600, help="completion tokens per episode (default 1600)")
     parser.add_argument("--steps", type=int, default=2, help="optimizer steps per arm (default 2; the first is "
                         "left out when there are more)")
+    parser.add_argument("--lora", type=int, default=0, metavar="R",
+                        help="train LoRA adapters of rank R in both arms (default 0: all the weights)")
     parser.add_argument("--quick", action="store_true", help="the tiny test model, short episodes")
     args = parser.parse_args()
     if args.measure:
@@ -115,7 +125,7 @@ def main() -> int:
     if min(args.group, args.prompt, args.completion, args.steps) < 1 or args.group < 2:
         parser.error("--group must be at least 2, and --prompt, --completion and --steps at least 1")
     spec = {"model": args.model, "group": args.group, "prompt": args.prompt, "completion": args.completion,
-            "steps": args.steps, "quick": args.quick}
+            "steps": args.steps, "quick": args.quick, "lora": args.lora}
     if args.quick:
         spec.update(group=2, prompt=96, completion=64, steps=2)
     arms = {name: run_child({**spec, "shared": name == "shared"}) for name in ("whole", "shared")}
@@ -130,7 +140,8 @@ def main() -> int:
     result = {**spec, "whole_step_seconds": round(whole, 2), "shared_step_seconds": round(shared, 2),
               "speedup": round(whole / shared, 2),
               "prompt_tokens_saved": arms["shared"]["prompt_tokens_saved"]}
-    print(f"{spec['group']} episodes of {spec['prompt']} + {spec['completion']} tokens per step: whole {whole:.1f} s, "
+    trained = f"LoRA r{args.lora}" if args.lora else "all weights"
+    print(f"{spec['group']} episodes of {spec['prompt']} + {spec['completion']} tokens per step ({trained}): whole {whole:.1f} s, "
           f"shared prompt {shared:.1f} s, {whole / shared:.2f}x")
     print(json.dumps(result))
     return 0

@@ -298,8 +298,8 @@ class GSPORunConfig:
         metadata={
             "help": "Run a group's prompt through the model once per optimizer step, not once per episode "
             "(train.shared_prompt): the same gradients, the prompt's share of the update's compute saved (about "
-            "half of it on cpu-smoke). With one process, micro-batches of one episode, no gradient checkpointing and "
-            "no LoRA; elsewhere each episode runs whole."
+            "half of it on cpu-smoke). With one process, micro-batches of one episode and no gradient checkpointing "
+            "(all the weights or LoRA adapters); elsewhere each episode runs whole."
         },
     )
     lora: LoraSettings | None = field(default=None, metadata={"help": "LoRA adapters; null: full fine-tuning."})

@@ -187,7 +187,7 @@ class GSPOTrainer(GRPOTrainer):
     def __init__(self, *args, importance_sampling_cap: float | None = 2.0, shared_prompt: bool = True, **kwargs):
         """`importance_sampling_cap`: the truncation of TIS's per-token weight; None applies no correction.
         `shared_prompt`: a group's prompt through the model once per optimizer step where that applies
-        (`train.shared_prompt`: one process, micro-batches of one episode, no activation checkpointing, no LoRA)."""
+        (`train.shared_prompt`: one process, micro-batches of one episode, no activation checkpointing)."""
         if importance_sampling_cap is not None and not importance_sampling_cap >= 1.0:
             raise ValueError(
                 f"importance_sampling_cap={importance_sampling_cap!r}: must be >= 1, or None for no correction"
@@ -211,17 +211,17 @@ class GSPOTrainer(GRPOTrainer):
         self._holding_old_logps = False
         self._held_old_logps: tuple | None = None
         self.shared_prompts = SharedPrompts() if shared_prompt and self._can_share_prompts() else None
+        # the held-back old-log-prob pass's prompts (no gradient): each computed once for the batch, then dropped
+        self._reading_prompts: SharedPrompts | None = None
 
     def _can_share_prompts(self) -> bool:
         from accelerate.utils import DistributedType
-        from peft import PeftModel
 
         return (
             self.accelerator.num_processes == 1
             and self.accelerator.distributed_type != DistributedType.DEEPSPEED
             and self.args.per_device_train_batch_size == 1
             and not self.args.activation_checkpointing
-            and not isinstance(self.accelerator.unwrap_model(self.model), PeftModel)
         )
 
     def _refuse_what_the_loss_ignores(self) -> None:
@@ -288,10 +288,18 @@ class GSPOTrainer(GRPOTrainer):
             from trl.models.utils import disable_gradient_checkpointing
 
             args, kwargs = held
-            with torch.no_grad(), disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs):
-                batch["old_per_token_logps"] = self._unpadded_logps_and_entropies(*args, **kwargs, scored=model_tokens)[
-                    0
-                ]
+            # where the loss shares a group's prompt, this pass does too: computed once per prompt, without a graph
+            self._reading_prompts = SharedPrompts() if self.shared_prompts is not None else None
+            try:
+                with (
+                    torch.no_grad(),
+                    disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
+                ):
+                    batch["old_per_token_logps"] = self._unpadded_logps_and_entropies(
+                        *args, **kwargs, scored=model_tokens
+                    )[0]
+            finally:
+                self._reading_prompts = None
         sampler_logps = batch.get("sampling_per_token_logps")
         if sampler_logps is None and self.importance_sampling_cap is not None:
             raise RuntimeError(
@@ -409,9 +417,11 @@ class GSPOTrainer(GRPOTrainer):
             labels[:, -logits_to_keep:].masked_fill_(scored == 0, -100)
         extra = {"output_router_logits": True} if compute_aux_loss else {}
         outputs = None
-        if self.shared_prompts is not None and self.model.training and torch.is_grad_enabled() and not extra:
-            # the loss's pass: from its prompt's keys and values, computed once this optimizer step (None: whole)
-            outputs = self.shared_prompts.forward(
+        prompts = self.shared_prompts if torch.is_grad_enabled() else self._reading_prompts
+        if prompts is not None and self.model.training and not extra:
+            # the loss's pass: from its prompt's keys and values, computed once this optimizer step; or the old
+            # log-probs' pass, from its prompt's computed once for the batch (None: whole)
+            outputs = prompts.forward(
                 model, input_ids, attention_mask, labels, logits_to_keep, self.accelerator.autocast
             )
         if outputs is None:

@@ -8,7 +8,7 @@ and values, and its backward leaves their gradient on them. When the step's last
 the summed gradient goes back through the prompt's graph once. The weights' gradients are those of the whole-episode
 passes (a sum over episodes is linear), up to floating-point order; `tests/train/test_shared_prompt.py` compares them.
 
-Where it applies: training with gradients on, one process (under DDP the prompt's backward would come after the
+Where it applies: training with gradients on (all the weights, or LoRA adapters), one process (under DDP the prompt's backward would come after the
 gradients were all-reduced), micro-batches of one episode, no activation checkpointing (which recomputes the forward
 without a cache), a text-only model whose backbone takes a `cache` (transformers 5). Elsewhere each episode runs whole, as
 TRL runs it. An episode's prompt is found by its tokens: a step whose episodes come from two prompts keeps two.
@@ -42,6 +42,14 @@ class _Prompt:
             torch.autograd.backward([node for node, _ in flowing], [grad for _, grad in flowing])
 
 
+def _backbone(model: Any) -> Any | None:
+    """The transformer under the LM head: transformers' `base_model`; under LoRA (peft), that of the adapted model,
+    whose layers carry the adapters. None: no backbone to run apart."""
+    inner = model.get_base_model() if callable(getattr(model, "get_base_model", None)) else model
+    backbone = getattr(inner, "base_model", None)
+    return None if backbone is None or backbone is inner else backbone
+
+
 class SharedPrompts:
     """The prompts of the current optimizer step. `forward` plays one episode from its prompt's cache (None: it does
     not apply; run the episode whole); `backward` sends the step's prompt gradients through, at the step's end."""
@@ -65,8 +73,8 @@ class SharedPrompts:
         prefix = input_ids.size(1) - logits_to_keep - 1  # the prompt less its last token, which predicts the first
         if input_ids.size(0) != 1 or prefix < SHORTEST_SHARED_PROMPT or not bool(attention_mask[:, :prefix].all()):
             return None
-        backbone = getattr(model, "base_model", None)
-        if backbone is None or backbone is model:
+        backbone = _backbone(model)
+        if backbone is None:
             return None
         key = tuple(input_ids[0, :prefix].tolist())
         prompt = self._prompts.get(key)

@@ -24,8 +24,9 @@ QUICK_ARGS = {
     # the four kinds of step on SmolLM2 at one short length, fp32, TRL's tile (one process each)
     "train_memory.py": ["--lengths", "128", "--repeats", "1", "--precisions", "fp32", "--chunk", "none",
                         "--fp32-max-length", "128", "--kinds", "baseline,sft,gspo,gspo-split"],
-    # two GSPO steps of a tiny model with the group's prompt computed once and per episode (one process each)
-    "shared_prompt.py": ["--quick"],
+    # two GSPO steps of a tiny model's LoRA adapters (cpu-smoke's GSPO trains them) with the group's prompt computed
+    # once and per episode (one process each); the script fails if the trainer did not share the prompt
+    "shared_prompt.py": ["--quick", "--lora", "4"],
 }
 # Scripts whose quick mode another test runs, because they need a fixture that lives there (named here, and
 # checked to exist, so moving or renaming that test fails this file).

@@ -179,6 +179,40 @@ def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, 
         assert trainer.ref_model is None and batch.get("ref_per_token_logps") is None
 
 
+def test_the_old_log_probs_pass_computes_a_groups_prompt_once(tiny_path, tmp_path, monkeypatch):
+    """Where the loss shares a group's prompt (train.shared_prompt), the held-back old-log-prob pass does too: each
+    episode after the first starts from the prompt's keys and values, computed without a graph, and the log-probs
+    are the whole passes' (TRL's own pass, here in fp32)."""
+    import torch
+    from trl import GRPOTrainer
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer, model_token_mask
+    from progagent_lib.train.shared_prompt import SharedPrompts
+
+    def long_prompt_rollout(prompts, trainer):
+        rollout = fixed_rollout(prompts, trainer)
+        return {**rollout, "prompt_ids": [list(range(5, 45))] * len(prompts)}   # 40 tokens: long enough to share
+
+    passes = []
+    forward = SharedPrompts.forward
+    monkeypatch.setattr(SharedPrompts, "forward", lambda self, *a, **k: passes.append(
+        (torch.is_grad_enabled(), self)) or forward(self, *a, **k))
+    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=1, minibatches=2, max_steps=2)
+    trainer = build(GSPOTrainer, tiny_path, config, reward=alternating_reward, rollout_func=long_prompt_rollout,
+                    importance_sampling_cap=None)
+    assert trainer.shared_prompts is not None
+    trainer.model.train()
+    batch = trainer._generate_and_score_completions([{"prompt": [{"role": "user", "content": "x"}]}] * 2)
+    assert [grad for grad, _ in passes] == [False, False] and passes[0][1] is passes[1][1]   # one cache, both episodes
+    assert passes[0][1].prompt_tokens_saved == 39 and trainer._reading_prompts is None   # the 2nd reused; then dropped
+    model_tokens = model_token_mask(batch).bool()
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    with torch.no_grad():
+        whole = GRPOTrainer._get_per_token_logps_and_entropies(trainer, trainer.model, ids, mask, ids.size(1) - 40)[0]
+    torch.testing.assert_close(batch["old_per_token_logps"][model_tokens], whole[model_tokens], rtol=1e-4, atol=1e-5)
+
+
 @pytest.mark.parametrize("reward", [alternating_reward, equal_reward])
 def test_a_run_with_a_kl_term_trains_logs_it_and_skips_no_step(tiny_path, tmp_path, reward):
     """With beta > 0 the KL term pulls toward the reference even where no episode has an advantage: every step is

@@ -62,6 +62,39 @@ def test_shared_prompt_gives_the_whole_episode_log_probs_and_gradients(model):
     assert prompts.prompt_tokens_saved == 2 * 47  # the 2nd and 3rd episodes did not recompute the prompt
 
 
+def test_without_gradients_it_gives_the_whole_episode_log_probs(model):
+    """The old log-probs' pass (no gradient) shares the prompt too: the same log-probs as whole passes."""
+    prompts, off = SharedPrompts(), lambda: torch.autocast("cpu", enabled=False)
+    with torch.no_grad():
+        for ids in episodes():
+            keep, mask = ids.size(1) - 48, torch.ones_like(ids)
+            whole = model(input_ids=ids, attention_mask=mask, labels=labels_of(ids, keep), fused_lm_head=True)
+            shared = prompts.forward(model, ids, mask, labels_of(ids, keep), keep, off)
+            assert torch.allclose(whole.log_probs[:, -keep:], shared.log_probs[:, -keep:], atol=1e-5)
+    assert prompts.prompt_tokens_saved == 2 * 47
+
+
+def test_under_lora_the_adapters_get_the_whole_episode_gradients(model):
+    """Through peft's wrapper (GSPO's LoRA): the prompt runs through the adapted backbone once, and the adapters'
+    gradients (the only ones) equal those of whole-episode passes."""
+    import copy
+
+    from peft import LoraConfig, get_peft_model
+
+    adapted = get_peft_model(copy.deepcopy(model), LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    for name, weight in adapted.named_parameters():   # B starts at 0: move it, so that A's gradient is not 0 too
+        if "lora_B" in name:
+            torch.nn.init.normal_(weight, std=0.05, generator=torch.Generator().manual_seed(len(name)))
+    whole, whole_grads, _ = run(adapted, shared=False)
+    shared, shared_grads, prompts = run(adapted, shared=True)
+    for (a_lp, _), (b_lp, _) in zip(whole, shared):
+        assert torch.allclose(a_lp, b_lp, atol=1e-5)
+    assert whole_grads.keys() == shared_grads.keys() and all("lora_" in name for name in whole_grads)
+    for name in whole_grads:
+        assert torch.allclose(whole_grads[name], shared_grads[name], atol=1e-5, rtol=1e-4), name
+    assert prompts.prompt_tokens_saved == 2 * 47
+
+
 def test_it_does_not_apply_to_a_batch_a_short_prompt_or_padding(model):
     prompts = SharedPrompts()
     off = lambda: torch.autocast("cpu", enabled=False)  # noqa: E731
