@@ -154,12 +154,26 @@ class GSPORunConfig:
             "help": "Upper clip, at 1 + epsilon_high, >= 0 (sequence ratio: GSPO paper, its authors 2e-2; token ~0.28)."
         },
     )
+    negative_advantage_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "What an episode with a negative advantage weighs in the loss, in [0, 1] (1: GSPO; 0: only the "
+            "episodes that beat their group's mean are reinforced, none pushed down)."
+        },
+    )
     learning_rate: float = field(default=1e-6, metadata={"help": "AdamW's learning rate (> 0)."})
     lr_scheduler_type: str = field(
         default="constant",
         metadata={"help": "How the learning rate moves over the run: constant | linear (to 0) | cosine (to 0)."},
     )
     weight_decay: float = field(default=0.1, metadata={"help": "AdamW's weight decay (>= 0)."})
+    adam_epsilon: float = field(
+        default=1e-8,
+        metadata={
+            "help": "AdamW's epsilon (> 0). Its first steps move each weight by about the learning rate whatever its "
+            "gradient's size (g / |g|); an epsilon near the gradients' size moves weights with small gradients less."
+        },
+    )
     temperature: float = field(
         default=1.0,
         metadata={
@@ -326,6 +340,7 @@ class GSPORunConfig:
         check_loss(self)
         check_number(self, "learning_rate", above=0)
         check_number(self, "weight_decay", at_least=0)
+        check_number(self, "adam_epsilon", above=0)
         check_number(
             self,
             "temperature",
@@ -853,6 +868,7 @@ def grpo_args(config: GSPORunConfig, processes: int = 1):
         learning_rate=config.learning_rate,
         lr_scheduler_type=config.lr_scheduler_type,
         weight_decay=config.weight_decay,
+        adam_epsilon=config.adam_epsilon,
         temperature=config.temperature,
         num_generations=config.num_generations,
         # Micro-batches of a few episodes, accumulated over a minibatch (one optimizer step); TRL's
@@ -891,6 +907,7 @@ def check_loss(config: GSPORunConfig) -> None:
     check_number(config, "beta", at_least=0, why=" (0: no KL term)")
     check_number(config, "epsilon", at_least=0, at_most=1, why=" (the lower clip, 1 - epsilon, is not negative)")
     check_number(config, "epsilon_high", at_least=0)
+    check_number(config, "negative_advantage_weight", at_least=0, at_most=1)
     if config.loss_type == "luspo" and config.importance_sampling_level != "sequence":
         raise config_error(
             config,
@@ -1001,6 +1018,7 @@ def run_gspo(
         callbacks=[_dynamics_callback(dynamics), training_progress("GSPO")],
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
         shared_prompt=config.shared_prompt,
+        negative_advantage_weight=config.negative_advantage_weight,
     )
     with lm_head_tile(config.logit_chunk_tokens):  # every forward and backward of the run
         trainer.train(resume_from_checkpoint=checkpoint)

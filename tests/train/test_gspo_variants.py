@@ -179,6 +179,35 @@ def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, 
         assert trainer.ref_model is None and batch.get("ref_per_token_logps") is None
 
 
+@pytest.mark.parametrize("weight", [0.0, 0.5])
+def test_negative_advantages_are_weighed_before_anything_reads_them(tiny_path, tmp_path, weight):
+    """negative_advantage_weight scales the episodes below their group's mean (0: none is pushed down, and a
+    micro-batch of them is skipped); the others keep GSPO's advantage."""
+    import torch
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+
+    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=1, max_steps=1,
+                           negative_advantage_weight=weight)
+    advantages = {}
+    for w in (1.0, weight):
+        trainer = build(GSPOTrainer, tiny_path, config, reward=alternating_reward, rollout_func=fixed_rollout,
+                        importance_sampling_cap=None, negative_advantage_weight=w)
+        trainer.model.train()
+        batch = trainer._generate_and_score_completions([{"prompt": [{"role": "user", "content": "x"}]}] * 2)
+        advantages[w] = batch["advantages"]
+    gspo, weighed = advantages[1.0], advantages[weight]
+    assert bool((gspo < 0).any()) and bool((gspo > 0).any())
+    torch.testing.assert_close(weighed, torch.where(gspo < 0, gspo * weight, gspo))
+    if weight == 0.0:
+        negative = {"advantages": weighed[gspo < 0][:1].unsqueeze(-1)}
+        assert trainer._nothing_to_learn(negative["advantages"], torch.ones(1, 4))
+    with pytest.raises(ValueError, match=r"negative_advantage_weight=1.5: must be in \[0, 1\]"):
+        build(GSPOTrainer, tiny_path, config, negative_advantage_weight=1.5)
+    with pytest.raises(ConfigError, match=r"negative_advantage_weight=-0.1"):
+        GSPORunConfig(negative_advantage_weight=-0.1)
+
+
 def test_the_old_log_probs_pass_computes_a_groups_prompt_once(tiny_path, tmp_path, monkeypatch):
     """Where the loss shares a group's prompt (train.shared_prompt), the held-back old-log-prob pass does too: each
     episode after the first starts from the prompt's keys and values, computed without a graph, and the log-probs

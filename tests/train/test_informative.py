@@ -172,6 +172,10 @@ def test_a_run_whose_policy_never_passes_is_refused_before_rl_with_its_rates_wri
 def test_rl_settings_are_fields_checked_in_one_line(tmp_path):
     assert grpo_args(GSPORunConfig(output_dir=str(tmp_path))).lr_scheduler_type == "constant"
     assert grpo_args(GSPORunConfig(output_dir=str(tmp_path), lr_scheduler_type="cosine")).lr_scheduler_type == "cosine"
+    assert grpo_args(GSPORunConfig(output_dir=str(tmp_path))).adam_epsilon == 1e-8
+    assert grpo_args(GSPORunConfig(output_dir=str(tmp_path), adam_epsilon=1e-4)).adam_epsilon == 1e-4
+    with pytest.raises(ConfigError, match=r"adam_epsilon=0"):
+        GSPORunConfig(adam_epsilon=0)
     with pytest.raises(ConfigError, match=r"lr_scheduler_type='step': must be one of constant, linear, cosine"):
         GSPORunConfig(lr_scheduler_type="step")
     with pytest.raises(ConfigError, match=r"probe_samples=1: is 1: one sample cannot show"):
