@@ -131,7 +131,7 @@ def main() -> int:
             fits = fits and group % smoke.gspo.minibatches == 0
             # A timing of the step's parts on every training prompt: no pre-RL probe of the policy, no refills.
             base = replace(smoke.gspo, model=model, harness=harness, max_steps=args.steps, save_steps=args.steps,
-                           num_generations=group, probe_samples=0, dynamic_sampling=False,
+                           num_generations=group, probe_samples=0, prompt_order="shuffled", dynamic_sampling=False,
                            num_iterations=smoke.gspo.num_iterations if fits else 1,
                            minibatches=smoke.gspo.minibatches if fits else 1)
             if "model" in args.kinds.split(","):
