@@ -161,6 +161,13 @@ class GSPORunConfig:
             "episodes that beat their group's mean are reinforced, none pushed down)."
         },
     )
+    positive_advantage_weight: float = field(
+        default=1.0,
+        metadata={
+            "help": "What an episode with a positive advantage weighs in the loss, in [0, 1] (1: GSPO; 0: only the "
+            "episodes below their group's mean are pushed down, none reinforced). Not 0 with the negative weight 0."
+        },
+    )
     learning_rate: float = field(default=1e-6, metadata={"help": "AdamW's learning rate (> 0)."})
     lr_scheduler_type: str = field(
         default="constant",
@@ -908,6 +915,13 @@ def check_loss(config: GSPORunConfig) -> None:
     check_number(config, "epsilon", at_least=0, at_most=1, why=" (the lower clip, 1 - epsilon, is not negative)")
     check_number(config, "epsilon_high", at_least=0)
     check_number(config, "negative_advantage_weight", at_least=0, at_most=1)
+    check_number(config, "positive_advantage_weight", at_least=0, at_most=1)
+    if config.negative_advantage_weight == config.positive_advantage_weight == 0:
+        raise config_error(
+            config,
+            "positive_advantage_weight",
+            "with negative_advantage_weight 0 every advantage is 0: nothing is learnt",
+        )
     if config.loss_type == "luspo" and config.importance_sampling_level != "sequence":
         raise config_error(
             config,
@@ -1019,6 +1033,7 @@ def run_gspo(
         importance_sampling_cap=config.importance_sampling_cap if config.importance_sampling == "truncated" else None,
         shared_prompt=config.shared_prompt,
         negative_advantage_weight=config.negative_advantage_weight,
+        positive_advantage_weight=config.positive_advantage_weight,
     )
     with lm_head_tile(config.logit_chunk_tokens):  # every forward and backward of the run
         trainer.train(resume_from_checkpoint=checkpoint)

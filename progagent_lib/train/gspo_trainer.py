@@ -190,21 +190,29 @@ class GSPOTrainer(GRPOTrainer):
         importance_sampling_cap: float | None = 2.0,
         shared_prompt: bool = True,
         negative_advantage_weight: float = 1.0,
+        positive_advantage_weight: float = 1.0,
         **kwargs,
     ):
         """`importance_sampling_cap`: the truncation of TIS's per-token weight; None applies no correction.
         `shared_prompt`: a group's prompt through the model once per optimizer step where that applies
         (`train.shared_prompt`: one process, micro-batches of one episode, no activation checkpointing).
-        `negative_advantage_weight`: negative advantages are multiplied by it (1: GSPO; 0: none pushed down)."""
+        `negative_advantage_weight`: negative advantages are multiplied by it (1: GSPO; 0: none pushed down);
+        `positive_advantage_weight` likewise the positive ones (0: none pushed up). Not both 0."""
         if importance_sampling_cap is not None and not importance_sampling_cap >= 1.0:
             raise ValueError(
                 f"importance_sampling_cap={importance_sampling_cap!r}: must be >= 1, or None for no correction"
             )
-        if not 0.0 <= negative_advantage_weight <= 1.0:
-            raise ValueError(f"negative_advantage_weight={negative_advantage_weight!r}: must be in [0, 1]")
+        for name, weight in (("negative", negative_advantage_weight), ("positive", positive_advantage_weight)):
+            if not 0.0 <= weight <= 1.0:
+                raise ValueError(f"{name}_advantage_weight={weight!r}: must be in [0, 1]")
+        if negative_advantage_weight == positive_advantage_weight == 0.0:
+            raise ValueError(
+                "negative_advantage_weight and positive_advantage_weight are both 0: nothing would be learnt"
+            )
         super().__init__(*args, **kwargs)
         self.importance_sampling_cap = importance_sampling_cap
         self.negative_advantage_weight = negative_advantage_weight
+        self.positive_advantage_weight = positive_advantage_weight
         self._refuse_what_the_loss_ignores()
         from accelerate.utils import DistributedType
 
@@ -286,10 +294,14 @@ class GSPOTrainer(GRPOTrainer):
             batch = super()._generate_and_score_completions(inputs)
         finally:
             self._holding_old_logps, held, self._held_old_logps = False, self._held_old_logps, None
-        if self.negative_advantage_weight != 1.0:
+        if (self.negative_advantage_weight, self.positive_advantage_weight) != (1.0, 1.0):
             # before anything reads them: an episode weighted to 0 has no advantage (its micro-batch may be skipped)
             advantages = batch["advantages"]
-            batch["advantages"] = torch.where(advantages < 0, advantages * self.negative_advantage_weight, advantages)
+            batch["advantages"] = torch.where(
+                advantages < 0,
+                advantages * self.negative_advantage_weight,
+                advantages * self.positive_advantage_weight,
+            )
         mode = "train" if self.model.training else "eval"
         model_tokens = model_token_mask(batch)
         if held is not None:

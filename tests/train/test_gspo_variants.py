@@ -179,33 +179,44 @@ def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, 
         assert trainer.ref_model is None and batch.get("ref_per_token_logps") is None
 
 
+@pytest.mark.parametrize("sign", ["negative", "positive"])
 @pytest.mark.parametrize("weight", [0.0, 0.5])
-def test_negative_advantages_are_weighed_before_anything_reads_them(tiny_path, tmp_path, weight):
+def test_one_sign_of_advantages_is_weighed_before_anything_reads_them(tiny_path, tmp_path, sign, weight):
     """negative_advantage_weight scales the episodes below their group's mean (0: none is pushed down, and a
-    micro-batch of them is skipped); the others keep GSPO's advantage."""
+    micro-batch of them is skipped), positive_advantage_weight those above it; the others keep GSPO's advantage."""
     import torch
 
     from progagent_lib.train.gspo_trainer import GSPOTrainer
 
-    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=1, max_steps=1,
-                           negative_advantage_weight=weight)
+    name = f"{sign}_advantage_weight"
+    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=1, max_steps=1, **{name: weight})
     advantages = {}
     for w in (1.0, weight):
         trainer = build(GSPOTrainer, tiny_path, config, reward=alternating_reward, rollout_func=fixed_rollout,
-                        importance_sampling_cap=None, negative_advantage_weight=w)
+                        importance_sampling_cap=None, **{name: w})
         trainer.model.train()
         batch = trainer._generate_and_score_completions([{"prompt": [{"role": "user", "content": "x"}]}] * 2)
         advantages[w] = batch["advantages"]
     gspo, weighed = advantages[1.0], advantages[weight]
     assert bool((gspo < 0).any()) and bool((gspo > 0).any())
-    torch.testing.assert_close(weighed, torch.where(gspo < 0, gspo * weight, gspo))
+    weighed_side = gspo < 0 if sign == "negative" else gspo > 0
+    torch.testing.assert_close(weighed, torch.where(weighed_side, gspo * weight, gspo))
     if weight == 0.0:
-        negative = {"advantages": weighed[gspo < 0][:1].unsqueeze(-1)}
-        assert trainer._nothing_to_learn(negative["advantages"], torch.ones(1, 4))
-    with pytest.raises(ValueError, match=r"negative_advantage_weight=1.5: must be in \[0, 1\]"):
-        build(GSPOTrainer, tiny_path, config, negative_advantage_weight=1.5)
-    with pytest.raises(ConfigError, match=r"negative_advantage_weight=-0.1"):
-        GSPORunConfig(negative_advantage_weight=-0.1)
+        assert trainer._nothing_to_learn(weighed[weighed_side][:1].unsqueeze(-1), torch.ones(1, 4))
+    with pytest.raises(ValueError, match=rf"{name}=1.5: must be in \[0, 1\]"):
+        build(GSPOTrainer, tiny_path, config, **{name: 1.5})
+    with pytest.raises(ConfigError, match=rf"{name}=-0.1"):
+        GSPORunConfig(**{name: -0.1})
+
+
+def test_both_signs_weighed_to_nothing_are_refused(tiny_path, tmp_path):
+    from progagent_lib.train.gspo_trainer import GSPOTrainer
+
+    with pytest.raises(ConfigError, match="positive_advantage_weight=0.0: with negative_advantage_weight 0 every"):
+        GSPORunConfig(negative_advantage_weight=0.0, positive_advantage_weight=0.0)
+    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=1, max_steps=1)
+    with pytest.raises(ValueError, match="both 0: nothing would be learnt"):
+        build(GSPOTrainer, tiny_path, config, negative_advantage_weight=0.0, positive_advantage_weight=0.0)
 
 
 def test_the_old_log_probs_pass_computes_a_groups_prompt_once(tiny_path, tmp_path, monkeypatch):
