@@ -42,7 +42,9 @@ Without a KL term (beta 0) an episode without advantage adds nothing to the grad
 A micro-batch in which no episode has both an advantage and a model token is not computed (no forward or backward
 pass, so no ratio or entropy of it is reported; single-process runs), and a generation batch in which no episode has
 one computes no old log-probs either (TRL's pass runs before the rewards are known; it is held back, and run only for
-a batch with something to learn; its sampler comparison is then not reported). On 2 CPU cores that pass took
+a batch with something to learn, and then over its episodes with an advantage only: the others' loss is 0, and
+beside one that learns compute_loss takes their old log-probs from its own pass; its sampler comparison and TIS
+weights cover those episodes, and none when nothing is learnt). On 2 CPU cores that pass took
 200-330 s per batch of 4-8 long episodes, in runs where most batches had nothing to learn. A step in which no episode
 has both an advantage (|A| > NO_ADVANTAGE) and a model token is skipped: its loss gradient is zero, but AdamW's weight
 decay and momentum would still move the weights; the gradients are dropped instead, so the optimizer leaves the
@@ -314,7 +316,15 @@ class GSPOTrainer(GRPOTrainer):
                 return batch
             from trl.models.utils import disable_gradient_checkpointing
 
-            args, kwargs = held
+            (model, input_ids, attention_mask, logits_to_keep, *rest), kwargs = held
+            # Only the episodes with an advantage: no loss reads the others' (a micro-batch of them is skipped; beside
+            # one that learns, their loss is 0, and compute_loss takes their old log-probs from its own pass).
+            multimodal = any(value is not None for key, value in kwargs.items() if key != "batch_size")
+            rows = (
+                torch.arange(learning.size(0), device=learning.device) if multimodal else learning.nonzero().squeeze(-1)
+            )
+            learning = learning if not multimodal else torch.ones_like(learning)  # images: every episode, as TRL
+            old = torch.zeros(learning.size(0), logits_to_keep, dtype=torch.float32, device=input_ids.device)
             # where the loss shares a group's prompt, this pass does too: computed once per prompt, without a graph
             self._reading_prompts = SharedPrompts() if self.shared_prompts is not None else None
             try:
@@ -322,11 +332,20 @@ class GSPOTrainer(GRPOTrainer):
                     torch.no_grad(),
                     disable_gradient_checkpointing(self.model, self.args.gradient_checkpointing_kwargs),
                 ):
-                    batch["old_per_token_logps"] = self._unpadded_logps_and_entropies(
-                        *args, **kwargs, scored=model_tokens
+                    taken = self._unpadded_logps_and_entropies(
+                        model,
+                        input_ids[rows],
+                        attention_mask[rows],
+                        logits_to_keep,
+                        *rest,
+                        **kwargs,
+                        scored=model_tokens[rows],
                     )[0]
             finally:
                 self._reading_prompts = None
+            old[rows] = taken.to(old.dtype)
+            batch["old_per_token_logps"], batch["old_logps_taken"] = old, learning
+            model_tokens = model_tokens * learning.unsqueeze(-1)  # the sampler comparison and TIS: those episodes
         sampler_logps = batch.get("sampling_per_token_logps")
         if sampler_logps is None and self.importance_sampling_cap is not None:
             raise RuntimeError(
@@ -521,6 +540,9 @@ class GSPOTrainer(GRPOTrainer):
         """The trainer's log-probs before any update on the batch, and the TIS weights (None: no correction)."""
         old_per_token_logps = inputs.get("old_per_token_logps")
         if old_per_token_logps is not None:
+            taken = inputs.get("old_logps_taken")
+            if taken is not None and not bool(taken.all()):  # an episode without advantage: this pass's (ratio 1)
+                old_per_token_logps = torch.where(taken.unsqueeze(-1), old_per_token_logps, per_token_logps.detach())
             return old_per_token_logps, inputs.get("is_weight")
         # None before the loss: the policy has not moved since sampling (a batch trained on once, or the first pass
         # over it when each pass is one optimizer step; see _generate_and_score_completions), so this pass's

@@ -179,6 +179,53 @@ def test_no_gradient_passes_hold_the_old_and_the_reference_log_probs(tiny_path, 
         assert trainer.ref_model is None and batch.get("ref_per_token_logps") is None
 
 
+def test_the_old_log_probs_pass_computes_only_the_episodes_with_an_advantage(tiny_path, tmp_path):
+    """With the negative half weighted 0 the failing episodes have no advantage: the held-back old-log-prob pass does
+    not compute them (their rows are marked not taken), and the passing ones' are the policy's. A micro-batch holding
+    both gives the loss and gradient it gives with every episode's old log-probs computed."""
+    import torch
+    from trl import GRPOTrainer
+
+    from progagent_lib.train.gspo_trainer import GSPOTrainer, model_token_mask
+
+    config = GSPORunConfig(output_dir=str(tmp_path), num_generations=2, num_iterations=2, minibatches=2, max_steps=4,
+                           negative_advantage_weight=0.0)
+    trainer = build(GSPOTrainer, tiny_path, config, reward=alternating_reward, rollout_func=fixed_rollout,
+                    importance_sampling_cap=None, negative_advantage_weight=0.0)
+    trainer.model.train()
+    computed = []
+    unpadded = trainer._unpadded_logps_and_entropies
+    trainer._unpadded_logps_and_entropies = lambda model, ids, *a, **k: computed.append(ids.size(0)) or unpadded(
+        model, ids, *a, **k)
+    batch = trainer._generate_and_score_completions([{"prompt": [{"role": "user", "content": "x"}]}] * 2)
+    trainer._unpadded_logps_and_entropies = unpadded
+    learning = batch["advantages"] > 0
+    assert computed == [int(learning.sum())] and 0 < len(learning) / 2 == int(learning.sum())   # the passing half
+    assert batch["old_logps_taken"].tolist() == learning.tolist()
+    model_tokens = model_token_mask(batch).bool()
+    ids = torch.cat([batch["prompt_ids"], batch["completion_ids"]], 1)
+    mask = torch.cat([batch["prompt_mask"], batch["completion_mask"]], 1)
+    with torch.no_grad():
+        policy = GRPOTrainer._get_per_token_logps_and_entropies(trainer, trainer.model, ids, mask, ids.size(1) - 3)[0]
+    taken = model_tokens & learning.unsqueeze(-1)
+    torch.testing.assert_close(batch["old_per_token_logps"][taken], policy[taken], rtol=1e-4, atol=1e-5)
+    losses, gradients = [], []
+    for old in (batch["old_per_token_logps"], policy):   # as held back, and every episode's computed
+        micro = {**batch, "old_per_token_logps": old}
+        if old is policy:
+            micro.pop("old_logps_taken")
+        trainer.model.zero_grad()
+        trainer.current_gradient_accumulation_steps = 1
+        loss = trainer.compute_loss(trainer.model, micro)
+        loss.backward()
+        losses.append(loss.detach())
+        gradients.append([p.grad.clone() for p in trainer.model.parameters() if p.grad is not None])
+    assert losses[0].abs() > 1e-6
+    torch.testing.assert_close(losses[0], losses[1], rtol=1e-4, atol=1e-6)
+    for mine, whole in zip(*gradients, strict=True):
+        torch.testing.assert_close(mine, whole, rtol=1e-3, atol=1e-6)
+
+
 @pytest.mark.parametrize("sign", ["negative", "positive"])
 @pytest.mark.parametrize("weight", [0.0, 0.5])
 def test_one_sign_of_advantages_is_weighed_before_anything_reads_them(tiny_path, tmp_path, sign, weight):
