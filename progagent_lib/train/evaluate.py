@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..harness.spec import PAPER_HARNESSES
 from ..harness.trajectory import Trajectory, write_jsonl
@@ -251,7 +251,7 @@ def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any =
     only the tokenizer is loaded here. In this process the model goes to this rank's GPU where there is one."""
     from ..harness.chat_format import ChatFormat
     from ..generation.sources import load_model
-    from .devices import push_checkpoint_to_trl_server, to_rank_device
+    from .devices import to_rank_device
 
     choice = generator_config(
         model=config.model,
@@ -272,18 +272,29 @@ def checkpoint_generator(config: EvalConfig, model: Any = None, tokenizer: Any =
         from ..generation.sources import resolve_model_source
 
         source = Path(resolve_model_source(config.model, config.chat_template))
-        if choice.backend == "engine" and config.engine_load_weights and any(source.glob("*.safetensors")):
-            from ..engine.weights import reload_weights
-
-            assert config.engine_url is not None  # the engine backend is chosen by engine_url
-            reload_weights(config.engine_url, source)  # the server generates with the evaluated model's weights
-        if choice.backend == "trl-vllm" and config.engine_load_weights and any(source.glob("*.safetensors")):
-            assert config.vllm_server_base_url is not None  # here trl-vllm is chosen by vllm_server_base_url
-            push_checkpoint_to_trl_server(config.vllm_server_base_url, str(source), config.chat_template)
+        if config.engine_load_weights:
+            _load_into_server(config, choice.backend, source)
         tokenizer = tokenizer or AutoTokenizer.from_pretrained(str(source))
         model_config = AutoConfig.from_pretrained(str(source))
     chat = ChatFormat(tokenizer, model_name=config.model)
     return make_generator(choice, chat, model=model), chat, model_config
+
+
+def _load_into_server(config: EvalConfig, backend: str, source: Path) -> None:
+    """The checkpoint's weights into the server that generates for `config` (the engine, or a `trl vllm-serve`
+    server), where it is a folder of weights; nothing for an in-process model or a model named on the server."""
+    from .devices import push_checkpoint_to_trl_server
+
+    if not any(source.glob("*.safetensors")):
+        return
+    if backend == "engine":
+        from ..engine.weights import reload_weights
+
+        assert config.engine_url is not None  # the engine backend is chosen by engine_url
+        reload_weights(config.engine_url, source)  # the server generates with the evaluated model's weights
+    elif backend == "trl-vllm":
+        assert config.vllm_server_base_url is not None  # here trl-vllm is chosen by vllm_server_base_url
+        push_checkpoint_to_trl_server(config.vllm_server_base_url, str(source), config.chat_template)
 
 
 def checkpoint_policy(config: EvalConfig) -> Any:
@@ -350,6 +361,36 @@ def _evaluate(config: EvalConfig, model: Any, tokenizer: Any) -> tuple[list[Traj
                 bar.update(len(batch))
     (Path(config.output_dir) / "chat_format.json").write_text(json.dumps(chat.describe(), indent=2))
     return trajectories, _write_pass_rates(config, trajectories)
+
+
+def evaluate_together(configs: Sequence[EvalConfig]) -> list[tuple[list[Trajectory], list[PassRateRow]]]:
+    """Several evaluations of one checkpoint, played at once where a server generates for all of them: its weights
+    are loaded once, and each evaluation runs in a thread of its own, so their episodes share the server's batches
+    (on 2 CPU cores generation is bound by reading each episode's KV cache, and an evaluation's last episodes run
+    nearly alone; two at once fill each other's tail). Each writes its trajectories and table as `evaluate` does, and
+    its result comes back in the order of `configs`. Evaluations of different models or servers, or not on the
+    engine, run one after the other. On the main rank, as `evaluate`."""
+    return on_main(_evaluate_together, list(configs))
+
+
+def _evaluate_together(configs: list[EvalConfig]) -> list[tuple[list[Trajectory], list[PassRateRow]]]:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ..generation.sources import resolve_model_source
+
+    checkpoints = {(c.model, c.chat_template, c.engine_url, c.engine_model, c.vllm_server_base_url) for c in configs}
+    if len(configs) < 2 or len(checkpoints) > 1 or not configs[0].engine_url:
+        return [_evaluate(config, None, None) for config in configs]
+    first = configs[0]
+    if any(config.engine_load_weights for config in configs):
+        _load_into_server(first, "engine", Path(resolve_model_source(first.model, first.chat_template)))
+    # imported here, once: transformers' lazy modules are not safe to import from two threads at the same time
+    from transformers import AutoConfig, AutoTokenizer  # noqa: F401
+
+    together = [replace(config, engine_load_weights=False) for config in configs]
+    with ThreadPoolExecutor(max_workers=len(together), thread_name_prefix="evaluation") as pool:
+        futures = [pool.submit(_evaluate, config, None, None) for config in together]
+        return [future.result() for future in futures]
 
 
 def evaluate_policy(config: EvalConfig, policy_for: Callable[[str], Any]) -> tuple[list[Trajectory], list[PassRateRow]]:

@@ -274,6 +274,15 @@ def probe_trajectories(
     """The episodes of `probe_pass_rates`, samples numbered from `first_sample`."""
     from .evaluate import evaluate
 
+    trajectories, _ = evaluate(probe_sampling(config, tasks, prompts, first_sample))
+    return trajectories
+
+
+def probe_sampling(
+    config: Any, tasks: Sequence[Any], prompts: Sequence[PromptRate] | None = None, first_sample: int = 0
+) -> Any:
+    """The evaluation `probe_trajectories` plays (an EvalConfig): `prompts` (default: every candidate) sampled
+    `probe_samples` times each as GSPO samples, into the run's probe folder."""
     by_id = {task.id: task for task in tasks}
     chosen = (
         [(by_id[p.task_id], p.scale, p.seed) for p in prompts]
@@ -281,11 +290,9 @@ def probe_trajectories(
         else candidate_prompts(tasks, config.scales, config.train_seeds)
     )
     instances = [(task.id, scale, seed) for task, scale, seed in chosen]
-    probe = rollout_sampling(
+    return rollout_sampling(
         config, instances, config.probe_samples, "pre-rl-probe", Path(config.output_dir) / PROBE_DIR, first_sample
     )
-    trajectories, _ = evaluate(probe)
-    return trajectories
 
 
 def training_prompts(config: Any, tasks: Sequence[Any], resuming: bool) -> list[PromptRate]:

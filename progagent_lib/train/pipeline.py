@@ -37,7 +37,7 @@ from ..config import (
     check_text,
     config_error,
 )
-from .evaluate import TRAJECTORIES_FILE, EvalConfig, evaluate
+from .evaluate import TRAJECTORIES_FILE, EvalConfig, evaluate, evaluate_together
 from ..harness.spec import DEFAULT_HARNESS, HARNESSES
 from ..harness.trajectory import read_jsonl
 from .common import (
@@ -234,6 +234,9 @@ class Recipe:
         # Who produced every row this recipe writes: the config (without where generation ran) and the checkout.
         self.identity = {"run": config_hash(config), "commit": commit_of()}
         self._instances: list[Instance] | None = None
+        # rows of a stage's held-out evaluation played beside the paired probe (_probe_after), by (stage, recipe,
+        # harnesses): the stamp of the weights evaluated, and the rows; `evaluate` hands them back for those weights
+        self._evaluated_beside: dict[tuple[str, str, tuple[str, ...]], tuple[tuple, list[dict]]] = {}
 
     # --- paths -------------------------------------------------------------------------------------
     def model_for(self, stage: str, harness: str) -> str:
@@ -586,7 +589,7 @@ class Recipe:
         from .informative import (
             POST_PROBE_FILE,
             PROBE_FILE,
-            probe_trajectories,
+            probe_sampling,
             prompt_of,
             rates_from_trajectories,
             read_rates,
@@ -603,8 +606,8 @@ class Recipe:
         first = max(r.samples for r in chosen)  # fresh sample numbers: after the probe's own
         samples = gspo.paired_probe_samples or gspo.probe_samples or first
         tasks = select_tasks(gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
-        before, after = (
-            probe_trajectories(
+        before, after_sampling = (
+            probe_sampling(
                 replace(
                     self.config.gspo,
                     model=self.model_for(stage, harness),
@@ -619,6 +622,26 @@ class Recipe:
             )
             for name, stage in ((BEFORE_RL_DIR, "sft"), (AFTER_RL_DIR, "gspo"))
         )
+        before, _ = evaluate(before)
+        # The GSPO model's held-out evaluation is played beside its probe samples (one weight load; on the engine
+        # their episodes share its batches) and handed back by `evaluate("gspo")`. Not where it would be SFT's rows
+        # (the same weights), where it is sampled too (cpu-study: its evaluation alone fills the engine's batch), or
+        # where nothing generates on an engine.
+        gspo_model = self.model_for("gspo", harness)
+        harnesses = self.evaluated_under(harness)
+        beside = (
+            self._evaluations("gspo", harness, harnesses)
+            if self.config.engine_url
+            and "gspo" in self.config.stages
+            and not self.config.sampled
+            and not same_weights(gspo_model, self.model_for("sft", harness))
+            else []
+        )
+        results = evaluate_together([after_sampling, *(config for _, config in beside)])
+        after = results[0][0]
+        if beside:
+            rows = self._evaluation_rows("gspo", harness, beside, results[1:])
+            self._evaluated_beside[("gspo", harness, tuple(harnesses))] = (weights_stamp(gspo_model), rows)
         passed_before, passed_after = (
             {(t.task_id, t.scale, int(t.seed), t.sample): t.reward == 1.0 for t in episodes if not t.errored}
             for episodes in (before, after)
@@ -692,16 +715,31 @@ class Recipe:
             write_learning_rows(self.out / LEARNING_FILE, reused)
             self._timed(f"eval_{name}", started)
             return reused
+        beside = self._evaluated_beside.pop((stage, harness, tuple(harnesses)), None)
+        if beside is not None and beside[0] == weights_stamp(model):  # played beside the paired probe: its rows
+            write_learning_rows(self.out / LEARNING_FILE, beside[1])
+            self.seconds.pop(f"eval_{name}", None)  # its time is the probe's (probe_after_<stage>_<recipe>)
+            self._timed(f"eval_{name}_beside_probe", started)  # handing the rows back
+            return beside[1]
+        evaluations = self._evaluations(stage, harness, harnesses)
+        rows = self._evaluation_rows(stage, harness, evaluations, [evaluate(c) for _, c in evaluations])
+        self._timed(f"eval_{name}", started)
+        return rows
+
+    def _evaluations(self, stage: str, harness: str, harnesses: list[str]) -> list[tuple[str, EvalConfig]]:
+        """(decoding, EvalConfig) of each evaluation of the (stage, recipe harness) model on the held-out splits:
+        greedy, and with `sampled` samples per instance at GSPO's temperature."""
         instances = [[i.task_id, i.scale, i.seed] for i in self.instances()]
-        rows = []
+        name = f"{stage}-{harness}"
         decodings = [("greedy", 0.0, 1)] + (
             [("sampled", self.config.gspo.temperature, self.config.sampled)] if self.config.sampled else []
         )
-        for decoding, temperature, samples in decodings:
-            trajectories, _ = evaluate(
+        return [
+            (
+                decoding,
                 replace(
                     self.config.eval,
-                    model=model,
+                    model=self.model_for(stage, harness),
                     stage=name,
                     chat_template=self.config.chat_template,
                     harnesses=harnesses,
@@ -710,26 +748,35 @@ class Recipe:
                     samples=samples,
                     output_dir=str(self.out / "eval" / name / decoding),
                     **self.engine(),
-                )
+                ),
             )
+            for decoding, temperature, samples in decodings
+        ]
+
+    def _evaluation_rows(
+        self, stage: str, harness: str, evaluations: list[tuple[str, EvalConfig]], results: list[tuple]
+    ) -> list[dict]:
+        """The learning rows of played `evaluations` (their `results`, evaluate's), written to learning.jsonl; refused
+        when every episode of one ended in an infrastructure error."""
+        rows = []
+        for (decoding, config), (trajectories, _) in zip(evaluations, results, strict=True):
             errored = [t for t in trajectories if t.errored]
             if trajectories and len(errored) == len(trajectories):  # e.g. the engine died: no row could mean anything
                 raise RuntimeError(
-                    f"evaluating {name} ({decoding}): all {len(trajectories)} episodes ended in an "
+                    f"evaluating {config.stage} ({decoding}): all {len(trajectories)} episodes ended in an "
                     f"infrastructure error, e.g. {errored[0].error[:400]!r}; their trajectories are in "
-                    f"{self.out / 'eval' / name / decoding}"
+                    f"{config.output_dir}"
                 )
             rows += self._rows(
                 trajectories,
                 stage=stage,
                 recipe=harness,
                 decoding=decoding,
-                temperature=temperature,
-                samples=samples,
-                model=model,
+                temperature=config.temperature,
+                samples=config.samples,
+                model=config.model,
             )
         write_learning_rows(self.out / LEARNING_FILE, rows)
-        self._timed(f"eval_{name}", started)
         return rows
 
     def _same_model_rows(self, stage: str, harness: str, harnesses: list[str], model: str) -> list[dict] | None:
@@ -847,6 +894,12 @@ def rft_data(samples: list[Any]) -> list[Any]:
 
 def _read_json_list(path: Path) -> list[dict]:
     return json.loads(path.read_text()) if path.exists() else []
+
+
+def weights_stamp(model: str | Path) -> tuple:
+    """Name, size and modification time of each weights file of a saved checkpoint: a rewritten checkpoint has another
+    stamp (() for a model named, not saved here)."""
+    return tuple((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(Path(model).glob("*.safetensors")))
 
 
 def same_weights(a: str | Path, b: str | Path) -> bool:

@@ -353,6 +353,52 @@ def test_evaluation_and_a_gspo_step_generate_through_the_engine(engine, repo, tm
     assert any((tmp_path / "gspo" / "engine-weights").glob("*.safetensors"))
 
 
+def test_evaluations_of_one_model_play_at_once_with_one_weight_load(engine, repo, tmp_path, monkeypatch):
+    """evaluate_together: two evaluations of one checkpoint on the engine load its weights once, run at the same
+    time (their episodes share the engine's batches), and each writes its own trajectories; evaluations of two
+    checkpoints run one after the other, each loading its own."""
+    import importlib
+    import shutil
+    import threading
+
+    from progagent_lib.engine import weights
+    from progagent_lib.generation.sources import resolve_model_source
+    from progagent_lib.train.evaluate import EvalConfig, evaluate_together
+
+    evaluation = importlib.import_module("progagent_lib.train.evaluate")   # the package exports evaluate()
+
+    monkeypatch.chdir(repo)
+    loads, spans = [], []
+    reload = weights.reload_weights
+    monkeypatch.setattr(weights, "reload_weights", lambda url, source: loads.append(Path(source).name) or reload(url, source))
+    play = evaluation._evaluate
+
+    def timed(config, model, tokenizer):
+        started = time.monotonic()
+        try:
+            return play(config, model, tokenizer)
+        finally:
+            spans.append((config.stage, started, time.monotonic(), threading.current_thread().name))
+
+    monkeypatch.setattr(evaluation, "_evaluate", timed)
+    model = tmp_path / "model"
+    shutil.copytree(resolve_model_source("smollm2"), model)
+    common = dict(model=str(model), engine_url=engine.base_url, engine_model="smollm2", task_ids=["retail/restock_orders"],
+                  harnesses=["ptc"], seeds=[1000, 1001], max_turns=1, max_new_tokens=16)
+    greedy = EvalConfig(stage="greedy", output_dir=str(tmp_path / "greedy"), **common)
+    sampled = EvalConfig(stage="sampled", output_dir=str(tmp_path / "sampled"), temperature=0.7, samples=2, **common)
+    (greedy_episodes, _), (sampled_episodes, _) = evaluate_together([greedy, sampled])
+    assert loads == ["model"] and len(greedy_episodes) == 2 and len(sampled_episodes) == 4
+    assert not any(t.errored for t in greedy_episodes + sampled_episodes)
+    assert all((tmp_path / name / "trajectories.jsonl").exists() for name in ("greedy", "sampled"))
+    (_, start_a, end_a, thread_a), (_, start_b, end_b, thread_b) = spans
+    assert thread_a != thread_b and max(start_a, start_b) < min(end_a, end_b)   # at the same time
+    loads.clear(), spans.clear()
+    evaluate_together([greedy, EvalConfig(stage="base", output_dir=str(tmp_path / "base"), **{**common, "model": "smollm2"})])
+    assert loads == ["model", Path(resolve_model_source("smollm2")).name]
+    assert spans[0][2] <= spans[1][1]   # one after the other
+
+
 def test_bench_quick_mode_against_the_running_engine(engine):
     done = subprocess.run([sys.executable, "bench/engine.py", "--quick", "--url", engine.base_url, "--served-name",
                            "smollm2"], capture_output=True, text=True, timeout=900)

@@ -262,6 +262,66 @@ def test_after_rl_the_trained_prompts_are_sampled_again_and_compared_in_pairs(ti
     assert record["paired"]["units"] == 3 and "the 1 prompts GSPO trained on, 3 fresh samples" in record["summary"]
 
 
+def test_the_gspo_models_evaluation_plays_beside_its_probe_samples_and_is_handed_back(tiny_path, repo, tmp_path,  # noqa: F811
+                                                                                     monkeypatch):
+    """On an engine, the paired probe's samples after RL and the GSPO model's held-out evaluation are one
+    evaluate_together call, and evaluate("gspo") hands that evaluation's rows back without playing it again, unless
+    the GSPO model was written again since. A stand-in plays evaluate_together here, one evaluation after the other
+    in this process (no engine here: tests/engine/test_engine.py plays them at once on the engine)."""
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+
+    import importlib
+
+    from progagent_lib.train import pipeline
+
+    evaluation = importlib.import_module("progagent_lib.train.evaluate")   # the package exports evaluate()
+    from progagent_lib.train.informative import write_rates
+    from progagent_lib.train.pipeline import PipelineConfig, Recipe, read_learning
+    from progagent_lib.train.splits import Instance
+
+    monkeypatch.chdir(repo)
+    played = []
+
+    def here(config):   # the engine's settings dropped: played by the tiny model in this process
+        played.append(config.stage)
+        return evaluation.evaluate(replace(config, engine_url=None, engine_model=None))
+
+    together = []
+    monkeypatch.setattr(pipeline, "evaluate", here)
+    monkeypatch.setattr(pipeline, "evaluate_together", lambda configs: together.append(
+        [c.stage for c in configs]) or [here(c) for c in configs])
+    config = PipelineConfig(model=str(tiny_path), rl_harnesses=["dtc"], engine_url="http://127.0.0.1:9", sampled=0,
+                            gspo=replace(small_config(tiny_path, tmp_path, 1), probe_samples=2),
+                            eval=replace(PipelineConfig().eval, max_turns=2, max_new_tokens=16, max_context_tokens=4096))
+    recipe = Recipe(config, tmp_path / "run")
+    recipe._instances = [Instance("retail/restock_orders", "v0", 1000, "seeds")]
+    folder = tmp_path / "run" / "gspo-dtc"
+    shutil.copytree(tiny_path, folder / "final")
+    shutil.copytree(tiny_path, tmp_path / "run" / "sft-dtc" / "final")
+    weights_file = next((folder / "final").glob("*.safetensors"))   # GSPO's weights: one tensor moved from SFT's
+    tensors = load_file(str(weights_file))
+    name = next(iter(tensors))
+    tensors[name] = tensors[name] + 1.0
+    save_file(tensors, str(weights_file), metadata={"format": "pt"})
+    rates = [PromptRate("retail/restock_orders", "v0", 0, 1, 2)]
+    write_rates(folder / PROBE_FILE, rates, rates, 2)
+    record = recipe.probe_after("dtc")
+    assert record["paired"]["units"] == 2
+    assert together == [["pre-rl-probe", "gspo-dtc"]] and played == ["pre-rl-probe", "pre-rl-probe", "gspo-dtc"]
+    rows = recipe.evaluate("gspo", "dtc")
+    assert played == ["pre-rl-probe", "pre-rl-probe", "gspo-dtc"]   # handed back, not played again
+    assert [(r["stage"], r["split"]) for r in rows] == [("gspo", "seeds")]
+    assert [r["stage"] for r in read_learning(tmp_path / "run" / "learning.jsonl")] == ["gspo"]
+    assert "eval_gspo-dtc" not in recipe.seconds   # its time is the probe's
+    # GSPO's model written again after the probe: its evaluation is played anew
+    recipe.probe_after("dtc")
+    save_file(tensors, str(weights_file), metadata={"format": "pt", "again": "1"})
+    recipe.evaluate("gspo", "dtc")
+    assert played[-1] == "gspo-dtc" and played.count("gspo-dtc") == 3
+
+
 def test_a_batch_line_names_each_groups_prompt_and_the_trained_ones_are_the_informative():
     from progagent_lib.train.gspo import trained_prompts, zero_variance
 
