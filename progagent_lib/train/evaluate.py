@@ -369,7 +369,8 @@ def evaluate_together(configs: Sequence[EvalConfig]) -> list[tuple[list[Trajecto
     (on 2 CPU cores generation is bound by reading each episode's KV cache, and an evaluation's last episodes run
     nearly alone; two at once fill each other's tail). Each writes its trajectories and table as `evaluate` does, and
     its result comes back in the order of `configs`. Evaluations of different models or servers, or not on the
-    engine, run one after the other. On the main rank, as `evaluate`."""
+    engine, run one after the other, and so do evaluations bounded by `max_local_kernels` or played on environment
+    servers (each would hold its own bound on the same machines). On the main rank, as `evaluate`."""
     return on_main(_evaluate_together, list(configs))
 
 
@@ -379,7 +380,8 @@ def _evaluate_together(configs: list[EvalConfig]) -> list[tuple[list[Trajectory]
     from ..generation.sources import resolve_model_source
 
     checkpoints = {(c.model, c.chat_template, c.engine_url, c.engine_model, c.vllm_server_base_url) for c in configs}
-    if len(configs) < 2 or len(checkpoints) > 1 or not configs[0].engine_url:
+    bounded = any(config.max_local_kernels is not None or config.env_servers for config in configs)
+    if len(configs) < 2 or len(checkpoints) > 1 or not configs[0].engine_url or bounded:
         return [_evaluate(config, None, None) for config in configs]
     first = configs[0]
     if any(config.engine_load_weights for config in configs):

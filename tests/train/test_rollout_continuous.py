@@ -128,3 +128,29 @@ def test_a_failing_generator_ends_the_batch(chat, restock_task, scripts):
     with pytest.raises(RuntimeError, match="the generator broke"):
         run_token_episodes(specs(restock_task), "ptc", chat, generator, LIMITS, env_host=host)
     assert host.live == 0  # every kernel it had started was released
+
+
+def test_evaluations_bounded_in_kernels_or_on_other_models_play_one_after_the_other(monkeypatch):
+    """evaluate_together runs evaluations at once only for one checkpoint on the engine, and not when they are
+    bounded by max_local_kernels (each would hold its own bound): otherwise one after the other, in this thread, and
+    no weights are loaded here (each evaluation loads its own). No engine is reached: `_evaluate` is a recorder."""
+    import importlib
+    import threading
+
+    from progagent_lib.train.evaluate import EvalConfig, evaluate_together
+
+    evaluation = importlib.import_module("progagent_lib.train.evaluate")   # the package exports evaluate()
+    played = []
+    monkeypatch.setattr(evaluation, "_evaluate", lambda config, model, tokenizer: played.append(
+        (config.stage, threading.current_thread() is threading.main_thread(), config.engine_load_weights)) or ([], []))
+    monkeypatch.setattr(evaluation, "_load_into_server", lambda *a: pytest.fail("loaded weights outside an evaluation"))
+    engine = dict(engine_url="http://127.0.0.1:9", engine_model="smollm2")
+    bounded = [EvalConfig(model="smollm2", stage=s, max_local_kernels=4, **engine) for s in ("a", "b")]
+    assert evaluate_together(bounded) == [([], []), ([], [])]
+    assert played == [("a", True, True), ("b", True, True)]
+    played.clear()
+    evaluate_together([EvalConfig(model="smollm2", stage="a", **engine), EvalConfig(model="other", stage="b", **engine)])
+    assert played == [("a", True, True), ("b", True, True)]
+    played.clear()
+    evaluate_together([EvalConfig(model="smollm2", stage="a"), EvalConfig(model="smollm2", stage="b")])   # no engine
+    assert played == [("a", True, True), ("b", True, True)]
