@@ -417,6 +417,15 @@ def test_rollout_modes_bench_quick_mode_against_the_running_engine(engine):
     assert all(arm["errored"] == 0 and arm["turns"] >= 2 for arm in result["arms"].values())
 
 
+def test_evaluate_together_bench_quick_mode_against_the_running_engine(engine):
+    done = subprocess.run([sys.executable, "bench/evaluate_together.py", "--quick", "--url", engine.base_url,
+                           "--served-name", "smollm2"], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert set(result["arms"]) == {"together", "one after the other"} and result["together_speedup"] > 0
+    assert all(arm["errored"] == 0 and arm["episodes"] == 4 for arm in result["arms"].values())
+
+
 @pytest.mark.slow
 def test_bench_bindings_quick_mode_starts_one_server_per_binding():
     """`bench/engine.py --bindings`: vLLM's own binding and every core, one server each, both measured."""

@@ -34,6 +34,8 @@ QUICK_ELSEWHERE = {
     # needs the vLLM server that tests/engine/test_engine.py starts once for its module
     "engine.py": ("engine/test_engine.py", "def test_bench_quick_mode_against_the_running_engine("),
     "rollout_modes.py": ("engine/test_engine.py", "def test_rollout_modes_bench_quick_mode_against_the_running_engine("),
+    "evaluate_together.py": ("engine/test_engine.py",
+                             "def test_evaluate_together_bench_quick_mode_against_the_running_engine("),
 }
 
 
