@@ -126,6 +126,13 @@ class PipelineConfig:
             "only)."
         },
     )
+    sampled_stages: list[str] | None = field(
+        default=None,
+        metadata={
+            "help": "The stages whose held-out evaluation is sampled too (`sampled` per instance); the others are "
+            "greedy only. None: every evaluated stage (the memorization baseline's program is fixed and never is)."
+        },
+    )
     # Each stage's weights are loaded into the engine first.
     engine_url: str | None = field(
         default=None,
@@ -186,6 +193,15 @@ class PipelineConfig:
         check_bool(self, "check")
         check_nested(self, "splits", SplitConfig)
         check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
+        if self.sampled_stages is not None:
+            if not isinstance(self.sampled_stages, (list, tuple)) or not all(
+                s in STAGES and s != "memorize" for s in self.sampled_stages
+            ):
+                raise config_error(
+                    self,
+                    "sampled_stages",
+                    f"must be a list of evaluated stages from {', '.join(s for s in STAGES if s != 'memorize')}",
+                )
         check_number(self, "control_learning_rate", above=0, optional=True)
         check_engine(self)
         check_nested(self, "sft", SFTRunConfig)
@@ -633,7 +649,7 @@ class Recipe:
             self._evaluations("gspo", harness, harnesses)
             if self.config.engine_url
             and "gspo" in self.config.stages
-            and not self.config.sampled
+            and not self.sampled("gspo")
             and not same_weights(gspo_model, self.model_for("sft", harness))
             else []
         )
@@ -726,13 +742,18 @@ class Recipe:
         self._timed(f"eval_{name}", started)
         return rows
 
+    def sampled(self, stage: str) -> bool:
+        """Whether the stage's held-out evaluation is sampled too (`sampled`, `sampled_stages`)."""
+        stages = self.config.sampled_stages
+        return bool(self.config.sampled) and stage != "memorize" and (stages is None or stage in stages)
+
     def _evaluations(self, stage: str, harness: str, harnesses: list[str]) -> list[tuple[str, EvalConfig]]:
         """(decoding, EvalConfig) of each evaluation of the (stage, recipe harness) model on the held-out splits:
         greedy, and with `sampled` samples per instance at GSPO's temperature."""
         instances = [[i.task_id, i.scale, i.seed] for i in self.instances()]
         name = f"{stage}-{harness}"
         decodings = [("greedy", 0.0, 1)] + (
-            [("sampled", self.config.gspo.temperature, self.config.sampled)] if self.config.sampled else []
+            [("sampled", self.config.gspo.temperature, self.config.sampled)] if self.sampled(stage) else []
         )
         return [
             (
@@ -794,7 +815,7 @@ class Recipe:
             sources = [(stage, other) for other in self.config.rl_harnesses if other != harness]
         else:
             return None
-        decodings = {"greedy"} | ({"sampled"} if self.config.sampled and stage != "memorize" else set())
+        decodings = {"greedy"} | ({"sampled"} if self.sampled(stage) else set())
         wanted = {(h, d) for h in harnesses for d in decodings}
         learning = read_learning(self.out / LEARNING_FILE)
         for source, recipe in sources:

@@ -63,6 +63,28 @@ def test_the_study_profile_has_the_size_the_issue_asks(pool, tmp_path):
     assert config.gspo.num_generations >= 8 and config.gspo.probe_samples and config.sft.teacher_reading
 
 
+def test_sampled_stages_choose_which_evaluations_are_sampled_too(tmp_path):
+    """`sampled` samples per instance beside the greedy episode for every evaluated stage, or for `sampled_stages`
+    only; the memorization baseline's fixed program never."""
+    from progagent_lib.train.splits import Instance
+
+    every = Recipe(PipelineConfig(sampled=2), tmp_path / "every")
+    some = Recipe(PipelineConfig(sampled=2, sampled_stages=["sft", "gspo"]), tmp_path / "some")
+    none = Recipe(PipelineConfig(sampled=0, sampled_stages=["sft"]), tmp_path / "none")
+    for recipe in (every, some, none):
+        recipe._instances = [Instance("retail/restock_orders", "v0", 1000, "seeds")]
+    decodings = {name: {stage: [d for d, _ in recipe._evaluations(stage, "ptc", ["ptc"])]
+                        for stage in ("base", "sft", "gspo", "control", "rft")}
+                 for name, recipe in (("every", every), ("some", some), ("none", none))}
+    assert decodings["every"] == {stage: ["greedy", "sampled"] for stage in ("base", "sft", "gspo", "control", "rft")}
+    assert decodings["some"] == {"base": ["greedy"], "sft": ["greedy", "sampled"], "gspo": ["greedy", "sampled"],
+                                 "control": ["greedy"], "rft": ["greedy"]}
+    assert all(d == ["greedy"] for d in decodings["none"].values())
+    sampled = dict(some._evaluations("gspo", "ptc", ["ptc"]))["sampled"]
+    assert (sampled.samples, sampled.temperature) == (2, some.config.gspo.temperature)
+    assert not every.sampled("memorize")
+
+
 def test_check_disjoint_refuses_every_kind_of_leak(pool):
     task = "retail/restock_orders"
     trained = TrainedInstances().add([task], range(8))
