@@ -366,8 +366,8 @@ def _evaluate(config: EvalConfig, model: Any, tokenizer: Any) -> tuple[list[Traj
 def evaluate_together(configs: Sequence[EvalConfig]) -> list[tuple[list[Trajectory], list[PassRateRow]]]:
     """Several evaluations of one checkpoint, played at once where a server generates for all of them: its weights
     are loaded once, and each evaluation runs in a thread of its own, so their episodes share the server's batches
-    (on 2 CPU cores generation is bound by reading each episode's KV cache, and an evaluation's last episodes run
-    nearly alone; two at once fill each other's tail). Each writes its trajectories and table as `evaluate` does, and
+    (on 2 CPU cores that gained 3%: bench/evaluate_together.py; the engine there is bound by reading each episode's
+    KV cache more than by its batch). Each writes its trajectories and table as `evaluate` does, and
     its result comes back in the order of `configs`. Evaluations of different models or servers, or not on the
     engine, run one after the other, and so do evaluations bounded by `max_local_kernels` or played on environment
     servers (each would hold its own bound on the same machines). On the main rank, as `evaluate`."""
