@@ -193,15 +193,8 @@ class PipelineConfig:
         check_bool(self, "check")
         check_nested(self, "splits", SplitConfig)
         check_int(self, "sampled", at_least=0, why=" (sampled episodes per instance; 0: greedy only)")
-        if self.sampled_stages is not None:
-            if not isinstance(self.sampled_stages, (list, tuple)) or not all(
-                s in STAGES and s != "memorize" for s in self.sampled_stages
-            ):
-                raise config_error(
-                    self,
-                    "sampled_stages",
-                    f"must be a list of evaluated stages from {', '.join(s for s in STAGES if s != 'memorize')}",
-                )
+        if self.sampled_stages is not None:  # the memorization baseline's program is fixed: never sampled
+            check_choices(self, "sampled_stages", [s for s in STAGES if s != "memorize"], empty=True)
         check_number(self, "control_learning_rate", above=0, optional=True)
         check_engine(self)
         check_nested(self, "sft", SFTRunConfig)
@@ -622,7 +615,7 @@ class Recipe:
         first = max(r.samples for r in chosen)  # fresh sample numbers: after the probe's own
         samples = gspo.paired_probe_samples or gspo.probe_samples or first
         tasks = select_tasks(gspo.tasks_root, list(dict.fromkeys(r.task_id for r in chosen)))
-        before, after_sampling = (
+        before_sampling, after_sampling = (
             probe_sampling(
                 replace(
                     self.config.gspo,
@@ -638,7 +631,7 @@ class Recipe:
             )
             for name, stage in ((BEFORE_RL_DIR, "sft"), (AFTER_RL_DIR, "gspo"))
         )
-        before, _ = evaluate(before)
+        before, _ = evaluate(before_sampling)
         # The GSPO model's held-out evaluation is played beside its probe samples (one weight load; on the engine
         # their episodes share its batches) and handed back by `evaluate("gspo")`. Not where it would be SFT's rows
         # (the same weights), where it is sampled too (cpu-study: its evaluation alone fills the engine's batch), or

@@ -399,29 +399,28 @@ def test_evaluations_of_one_model_play_at_once_with_one_weight_load(engine, repo
     assert spans[0][2] <= spans[1][1]   # one after the other
 
 
-def test_bench_quick_mode_against_the_running_engine(engine):
-    done = subprocess.run([sys.executable, "bench/engine.py", "--quick", "--url", engine.base_url, "--served-name",
+def quick_bench(script: str, engine) -> dict:
+    """bench/<script> in its quick mode against the module's running engine: it exits 0, and its last line (JSON)."""
+    done = subprocess.run([sys.executable, f"bench/{script}", "--quick", "--url", engine.base_url, "--served-name",
                            "smollm2"], capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_bench_quick_mode_against_the_running_engine(engine):
+    result = quick_bench("engine.py", engine)
     assert [r["concurrent"] for r in result["rows"]] == [1, 8]
     assert all(r["engine_over_generate"] > 0 for r in result["rows"])
 
 
 def test_rollout_modes_bench_quick_mode_against_the_running_engine(engine):
-    done = subprocess.run([sys.executable, "bench/rollout_modes.py", "--quick", "--url", engine.base_url,
-                           "--served-name", "smollm2"], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = quick_bench("rollout_modes.py", engine)
     assert set(result["arms"]) == {"lockstep", "continuous"} and result["continuous_speedup"] > 0
     assert all(arm["errored"] == 0 and arm["turns"] >= 2 for arm in result["arms"].values())
 
 
 def test_evaluate_together_bench_quick_mode_against_the_running_engine(engine):
-    done = subprocess.run([sys.executable, "bench/evaluate_together.py", "--quick", "--url", engine.base_url,
-                           "--served-name", "smollm2"], capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stdout + done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    result = quick_bench("evaluate_together.py", engine)
     assert set(result["arms"]) == {"together", "one after the other"} and result["together_speedup"] > 0
     assert all(arm["errored"] == 0 and arm["episodes"] == 4 for arm in result["arms"].values())
 

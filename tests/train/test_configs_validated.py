@@ -76,7 +76,7 @@ BAD_CONSTRUCTIONS = [
     (lambda: PipelineConfig(eval_harnesses=["dtcc"]), "PipelineConfig.eval_harnesses=", f"values from {HARNESSES}"),
     (lambda: PipelineConfig(sft_max_steps={"dtc": 4}), "PipelineConfig.sft_max_steps=", "not a trained harness"),
     (lambda: PipelineConfig(sampled_stages=["sft", "memorize"]), "PipelineConfig.sampled_stages=",
-     "evaluated stages from base, sft, gspo, control, rft"),
+     r"\['memorize'\] not allowed; must be a list of distinct values from base, sft, gspo, control, rft"),
     (lambda: PipelineConfig(sft_max_steps={"ptc": 0}), "PipelineConfig.sft_max_steps=", "not a step count >= 1"),
     (lambda: PipelineConfig(engine_url="http://127.0.0.1:8001/v1", gspo=GSPORunConfig(use_vllm=True)),
      "PipelineConfig.engine_url=", "gspo.use_vllm=True name two generators"),
